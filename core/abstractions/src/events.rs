@@ -1,0 +1,207 @@
+//! Session events a host subscribes to (`AgentSession::subscribe`). Names and shapes are pi's
+//! JSON event stream (`pi --mode json`). Order of one run:
+//!
+//! ```text
+//! agent_start
+//! ├─ turn_start
+//! │  ├─ message_start / message_end            (prompt, injected and queued messages)
+//! │  ├─ message_start                          (assistant)
+//! │  │  message_update*                        (one per provider event)
+//! │  │  message_end
+//! │  ├─ tool_execution_start                   (source order)
+//! │  │  tool_execution_update*
+//! │  │  tool_execution_end                     (completion order)
+//! │  ├─ message_start / message_end            (tool results, source order)
+//! │  └─ turn_end
+//! ├─ turn_start … (more turns)
+//! agent_end
+//! agent_settled                                (idle, nothing queued)
+//! ```
+//!
+//! `extension_error`, `auto_retry_start/end` and `compaction_start/end` may appear anywhere inside.
+
+use crate::messages::{AssistantMessage, Message, ToolResultMessage};
+use crate::provider::AssistantMessageEvent;
+use crate::tools::ToolResult;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A tool result as shown in `tool_execution_*` events: `{content, details?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResultView {
+    /// Content blocks.
+    pub content: Vec<crate::messages::UserContent>,
+    /// Details.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl From<&ToolResult> for ToolResultView {
+    fn from(r: &ToolResult) -> Self {
+        ToolResultView {
+            content: r.content.clone(),
+            details: r.details.clone(),
+        }
+    }
+}
+
+/// One session event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentSessionEvent {
+    /// A run started.
+    AgentStart,
+    /// A run ended; the messages it added.
+    AgentEnd {
+        /// Messages added.
+        messages: Vec<Message>,
+    },
+    /// Idle again, nothing queued.
+    AgentSettled,
+    /// A turn started.
+    TurnStart,
+    /// A turn ended.
+    TurnEnd {
+        /// The turn's assistant message.
+        message: AssistantMessage,
+        /// Its tool results.
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<ToolResultMessage>,
+    },
+    /// A message started.
+    MessageStart {
+        /// The message (for assistants: empty so far).
+        message: Message,
+    },
+    /// An assistant message streamed a piece.
+    MessageUpdate {
+        /// The message so far.
+        message: AssistantMessage,
+        /// The provider event.
+        #[serde(rename = "assistantMessageEvent")]
+        assistant_message_event: AssistantMessageEvent,
+    },
+    /// A message is complete (and persisted).
+    MessageEnd {
+        /// The message.
+        message: Message,
+    },
+    /// A tool started.
+    ToolExecutionStart {
+        /// Call id.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// Tool.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// Arguments.
+        args: Value,
+    },
+    /// A tool reported progress.
+    ToolExecutionUpdate {
+        /// Call id.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// Tool.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// Arguments.
+        args: Value,
+        /// Partial result.
+        #[serde(rename = "partialResult")]
+        partial_result: ToolResultView,
+    },
+    /// A tool finished.
+    ToolExecutionEnd {
+        /// Call id.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// Tool.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// Result.
+        result: ToolResultView,
+        /// Error flag.
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    /// A transient provider error; the call is retried after `delay_ms`.
+    AutoRetryStart {
+        /// 1-based attempt about to be made.
+        attempt: u32,
+        /// Maximum attempts.
+        #[serde(rename = "maxAttempts")]
+        max_attempts: u32,
+        /// Wait before the attempt (ms).
+        #[serde(rename = "delayMs")]
+        delay_ms: u64,
+        /// The error.
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
+    /// Retrying ended.
+    AutoRetryEnd {
+        /// Whether a retry succeeded.
+        success: bool,
+        /// Attempts made.
+        attempt: u32,
+    },
+    /// Compaction started (`reason`: `threshold`, `overflow` or `manual`).
+    CompactionStart {
+        /// Why.
+        reason: String,
+    },
+    /// Compaction ended.
+    CompactionEnd {
+        /// Why it ran.
+        reason: String,
+        /// Whether a compaction entry was written.
+        success: bool,
+        /// Error or cancellation message.
+        #[serde(rename = "errorMessage", skip_serializing_if = "Option::is_none")]
+        error_message: Option<String>,
+    },
+    /// An extension handler failed; dispatch went on.
+    ExtensionError {
+        /// Extension name.
+        extension: String,
+        /// Event name.
+        event: String,
+        /// Error text.
+        error: String,
+    },
+    /// The session file changed (`/new`, switch).
+    SessionChanged {
+        /// Session id.
+        #[serde(rename = "sessionId")]
+        session_id: String,
+        /// Session file.
+        #[serde(rename = "sessionFile", skip_serializing_if = "Option::is_none")]
+        session_file: Option<String>,
+    },
+}
+
+impl AgentSessionEvent {
+    /// pi's event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentSessionEvent::AgentStart => "agent_start",
+            AgentSessionEvent::AgentEnd { .. } => "agent_end",
+            AgentSessionEvent::AgentSettled => "agent_settled",
+            AgentSessionEvent::TurnStart => "turn_start",
+            AgentSessionEvent::TurnEnd { .. } => "turn_end",
+            AgentSessionEvent::MessageStart { .. } => "message_start",
+            AgentSessionEvent::MessageUpdate { .. } => "message_update",
+            AgentSessionEvent::MessageEnd { .. } => "message_end",
+            AgentSessionEvent::ToolExecutionStart { .. } => "tool_execution_start",
+            AgentSessionEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
+            AgentSessionEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+            AgentSessionEvent::AutoRetryStart { .. } => "auto_retry_start",
+            AgentSessionEvent::AutoRetryEnd { .. } => "auto_retry_end",
+            AgentSessionEvent::CompactionStart { .. } => "compaction_start",
+            AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
+            AgentSessionEvent::ExtensionError { .. } => "extension_error",
+            AgentSessionEvent::SessionChanged { .. } => "session_changed",
+        }
+    }
+}
