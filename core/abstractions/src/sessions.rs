@@ -3,6 +3,34 @@
 //! A session is a tree of entries linked by `id`/`parentId`; the leaf is the last appended
 //! entry unless a branch moved it. Entry `timestamp` is ISO-8601 UTC with milliseconds
 //! (`2026-01-15T09:00:00.000Z`); message timestamps inside are epoch ms.
+//!
+//! # Wire format
+//!
+//! One JSON object per line (JSONL). The first line is the [`SessionHeader`]
+//! `{"type":"session","version":3,"id":…,"timestamp":…,"cwd":…}`; every other line is a
+//! [`SessionEntry`], written with pi's key order: `type, id, parentId, timestamp`, then the
+//! type's fields, except `custom` and `custom_message`, which pi writes as
+//! `type, customType, data|content,display,details, id, parentId, timestamp`. `parentId` is
+//! `null` for a root; optional fields are omitted, never `null`. Reading tolerates any key
+//! order and unknown fields; an unknown entry type (or a known type whose payload this version
+//! cannot represent, e.g. a message with a newer role) is kept as [`EntryKind::Unknown`],
+//! never an error. [`SessionEntry::from_json`] is the fast reader for one line;
+//! [`SessionEntry`]'s `Serialize` writes one line (without the newline).
+//!
+//! # Stores
+//!
+//! A [`SessionStore`] holds many sessions grouped by *scope* (a relative path such as
+//! `123/main`); [`SessionLog`] is one open session: its header, a compact [`SessionIndex`] of
+//! every entry (id, parent, type, message role, no payload) and positional reads of entries.
+//! An acknowledged [`SessionLog::append`] is durable: the line is written and flushed to stable
+//! storage (`fdatasync`) before it returns. A store never rewrites what it stored.
+
+mod index;
+mod store;
+mod wire;
+
+pub use index::{EntryMeta, EntryPos, EntryTag, RoleTag, SessionIndex};
+pub use store::{SessionLocation, SessionLog, SessionStore, SessionStoreError, SessionSummary};
 
 use crate::messages::{Message, UserBody};
 use crate::model::ThinkingLevel;
@@ -19,22 +47,41 @@ pub struct SessionHeader {
     /// Always `"session"`.
     #[serde(rename = "type")]
     pub entry_type: String,
-    /// Format version (3).
-    #[serde(default)]
+    /// Format version (3); absent in pi's version 1 files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u32>,
     /// Session id (a UUID).
     pub id: String,
     /// ISO time of creation.
+    #[serde(default)]
     pub timestamp: String,
     /// Working directory of the session.
     #[serde(default)]
     pub cwd: String,
-    /// The session this one was forked from.
+    /// The session this one was forked from (a file path in pi).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
 }
 
+impl SessionHeader {
+    /// A version-3 header.
+    pub fn new(id: impl Into<String>, timestamp: impl Into<String>, cwd: impl Into<String>) -> Self {
+        SessionHeader {
+            entry_type: "session".to_owned(),
+            version: Some(SESSION_VERSION),
+            id: id.into(),
+            timestamp: timestamp.into(),
+            cwd: cwd.into(),
+            parent_session: None,
+        }
+    }
+}
+
 /// One entry of the tree, with what its type carries.
+///
+/// `Serialize` writes pi's line (key order above); `Deserialize` accepts any key order and
+/// keeps what it does not know as [`EntryKind::Unknown`]. For speed prefer
+/// [`SessionEntry::from_json`] when reading a stored line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEntry {
     /// 8 hex chars in pi's files; unique in the file.
@@ -107,11 +154,13 @@ pub enum EntryKind {
         /// Display name.
         name: Option<String>,
     },
-    /// A type this version does not know; kept as written.
+    /// A type this version does not know, or a known type whose payload it cannot represent
+    /// (a message with a newer role, a thinking level it does not know); kept as written and
+    /// left out of the model context.
     Unknown {
         /// Its `type`.
         entry_type: String,
-        /// The whole line.
+        /// The whole line as a JSON value (object keys in sorted order).
         raw: Value,
     },
 }

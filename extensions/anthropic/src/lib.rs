@@ -1,1 +1,56 @@
-//! placeholder
+//! Volcanic provider for the Anthropic Messages API (`anthropic-messages`), for Anthropic and
+//! compatible servers.
+//!
+//! [`AnthropicProvider`] implements [`volcanic_abstractions::Provider`]: each call streams
+//! `POST {base_url}/v1/messages` and yields pi's event sequence
+//!
+//! ```text
+//! start
+//! ( text_start text_delta* text_end
+//! | thinking_start thinking_delta* thinking_end
+//! | toolcall_start toolcall_delta* toolcall_end )*
+//! done | error          <- exactly one, always last
+//! ```
+//!
+//! Layers, one file each: `request.rs` builds the body from the transcript, `wire.rs` decodes
+//! SSE events, `mapper.rs` maps them to provider events, `stream.rs` reads a response body
+//! (idle timeout, cancellation), `provider.rs` runs attempts and retries, `http.rs` holds the
+//! transport helpers shared in shape with `volcanic-openai`.
+//!
+//! ```no_run
+//! # async fn demo(model: volcanic_abstractions::Model) -> Result<(), volcanic_anthropic::AnthropicError> {
+//! use futures::StreamExt;
+//! use volcanic_abstractions::{Message, Provider, ProviderContext, StreamOptions};
+//! use volcanic_anthropic::AnthropicProvider;
+//!
+//! let provider = AnthropicProvider::new()?;
+//! let context = ProviderContext {
+//!     system_prompt: "Be brief.".into(),
+//!     messages: vec![Message::user_text("Hi", 0)],
+//!     tools: vec![],
+//! };
+//! let options = StreamOptions { api_key: Some("sk-ant-...".into()), ..StreamOptions::default() };
+//! let mut events = provider.stream(&model, context, options);
+//! while let Some(event) = events.next().await {
+//!     if event.is_terminal() {
+//!         break;
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![warn(missing_docs, unreachable_pub)]
+
+mod convert;
+mod error;
+mod http;
+mod mapper;
+mod provider;
+mod request;
+mod stream;
+mod wire;
+
+pub use error::{AnthropicError, Result};
+pub use http::ProviderConfig;
+pub use provider::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use request::thinking_budget;

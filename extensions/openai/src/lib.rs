@@ -1,1 +1,56 @@
-//! placeholder
+//! Volcanic provider for the OpenAI Chat Completions API (`openai-completions`), for OpenAI and
+//! compatible servers: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter.
+//!
+//! [`OpenAiCompletionsProvider`] implements [`volcanic_abstractions::Provider`]: each call
+//! streams `POST {base_url}/chat/completions` and yields pi's event sequence
+//!
+//! ```text
+//! start
+//! ( text_start text_delta* text_end
+//! | thinking_start thinking_delta* thinking_end
+//! | toolcall_start toolcall_delta* toolcall_end )*
+//! done | error          <- exactly one, always last
+//! ```
+//!
+//! Layers, one file each: `request.rs` builds the body from the transcript, `wire.rs` decodes
+//! SSE chunks, `mapper.rs` maps them to provider events, `stream.rs` reads a response body
+//! (idle timeout, cancellation), `provider.rs` runs attempts and retries, `http.rs` holds the
+//! transport helpers shared in shape with `volcanic-anthropic`.
+//!
+//! ```no_run
+//! # async fn demo(model: volcanic_abstractions::Model) -> Result<(), volcanic_openai::OpenAiError> {
+//! use futures::StreamExt;
+//! use volcanic_abstractions::{Message, Provider, ProviderContext, StreamOptions};
+//! use volcanic_openai::OpenAiCompletionsProvider;
+//!
+//! let provider = OpenAiCompletionsProvider::new()?;
+//! let context = ProviderContext {
+//!     system_prompt: "Be brief.".into(),
+//!     messages: vec![Message::user_text("Hi", 0)],
+//!     tools: vec![],
+//! };
+//! // A local server (Ollama) takes no key: leave `api_key` as `None`.
+//! let mut events = provider.stream(&model, context, StreamOptions::default());
+//! while let Some(event) = events.next().await {
+//!     if event.is_terminal() {
+//!         break;
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![warn(missing_docs, unreachable_pub)]
+
+mod convert;
+mod error;
+mod http;
+mod mapper;
+mod provider;
+mod request;
+mod stream;
+mod wire;
+
+pub use error::{OpenAiError, Result};
+pub use http::ProviderConfig;
+pub use provider::OpenAiCompletionsProvider;
+pub use request::reasoning_effort;

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::Rejection;
+use super::respond::{ReplyContext, sse_event};
 use super::script::{Block, Turn, split_chunks};
-use super::server::{ReplyContext, sse_event};
 
 /// Pieces a text or thinking block is split into.
 const TEXT_CHUNKS: usize = 3;
@@ -134,7 +134,9 @@ fn block_events(events: &mut Vec<Bytes>, index: usize, block: &Block) {
             events.push(start(
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
             ));
-            events.push(delta(json!({"type": "input_json_delta", "partial_json": ""})));
+            events.push(delta(
+                json!({"type": "input_json_delta", "partial_json": ""}),
+            ));
             let arguments = arguments.to_string();
             for piece in split_chunks(&arguments, JSON_CHUNKS) {
                 events.push(delta(

@@ -54,13 +54,20 @@ mod anthropic;
 mod checks;
 mod openai;
 mod recorded;
+mod respond;
 mod script;
 mod server;
 
 #[cfg(test)]
+mod anthropic_tests;
+#[cfg(test)]
 mod checks_tests;
 #[cfg(test)]
+mod openai_tests;
+#[cfg(test)]
 mod server_tests;
+#[cfg(test)]
+mod test_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::Rejection;
+use super::respond::{ReplyContext, sse_data, sse_event};
 use super::script::{Block, Turn, split_chunks};
-use super::server::{ReplyContext, sse_data, sse_event};
 
 /// Pieces a text or reasoning block is split into.
 const TEXT_CHUNKS: usize = 3;

@@ -1,59 +1,26 @@
-//! The axum side: routes, shared state, admission of a request (auth, checks, context window,
-//! next turn) and rendering of the chosen turn as an HTTP response.
+//! The axum side: routes, shared state, and admission of a request (auth, checks, context
+//! window, next turn); `respond.rs` renders the chosen turn.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::post;
 use bytes::Bytes;
-use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::checks::{check_anthropic, check_openai, estimated_tokens};
-use super::script::{Cut, Outcome, Turn, Usage};
-use super::{RecordedRequest, Rejection, WireApi, anthropic, openai};
+use super::respond::{ReplyContext, Served, error_response, json_response, respond};
+use super::script::Turn;
+use super::{RecordedRequest, Rejection, WireApi};
 
 /// Largest request body accepted, in bytes (Anthropic's limit is 32 MB).
 const BODY_LIMIT: usize = 32 * 1024 * 1024;
-/// Pause before aborting a connection, so the events already sent are flushed first.
-const FLUSH_PAUSE: Duration = Duration::from_millis(20);
-
-/// Everything a reply renderer needs besides the turn.
-#[derive(Debug, Clone)]
-pub(crate) struct ReplyContext {
-    /// The `model` of the request, echoed back.
-    pub(crate) model: String,
-    /// Index of the turn, used in message and completion ids.
-    pub(crate) seq: usize,
-    /// Token counts to report.
-    pub(crate) usage: Usage,
-    /// OpenAI: the request set `stream_options.include_usage`.
-    pub(crate) include_usage: bool,
-    /// Unix seconds, for OpenAI's `created`.
-    pub(crate) created: u64,
-}
-
-/// One SSE event: an optional `event:` line, one `data:` line with compact JSON, a blank line.
-pub(crate) fn sse_event(name: Option<&str>, data: &Value) -> Bytes {
-    let data = data.to_string();
-    match name {
-        Some(name) => Bytes::from(format!("event: {name}\ndata: {data}\n\n")),
-        None => sse_data(&data),
-    }
-}
-
-/// One SSE event made of a raw `data:` line.
-pub(crate) fn sse_data(data: &str) -> Bytes {
-    Bytes::from(format!("data: {data}\n\n"))
-}
 
 /// Mutable state behind the [`ModelServer`](super::ModelServer) handle.
 #[derive(Debug)]
@@ -100,7 +67,9 @@ impl Shared {
 
     /// Locks the state; a panic in another holder does not make the state unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, ServerState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Records a request and updates the waiters.
@@ -109,14 +78,6 @@ impl Shared {
         let count = state.requests.len();
         self.recorded.send_modify(|recorded| *recorded = count);
     }
-}
-
-/// A request admitted to a turn.
-#[derive(Debug)]
-struct Served {
-    turn: Turn,
-    ctx: ReplyContext,
-    streaming: bool,
 }
 
 /// The router serving both wire APIs, plus a recording 404 for anything else.
@@ -210,6 +171,22 @@ async fn handle(
     headers: &HeaderMap,
     raw: &[u8],
 ) -> Response {
+    let (request_id, verdict) = admit_and_record(shared, api, uri, headers, raw);
+    let extra = [(request_id_header(api), request_id)];
+    match verdict {
+        Ok(served) => respond(api, served, &extra).await,
+        Err(rejection) => error_response(api, &rejection, &extra),
+    }
+}
+
+/// Admits a request under the state lock and records it; returns its request id and verdict.
+fn admit_and_record(
+    shared: &Shared,
+    api: WireApi,
+    uri: &Uri,
+    headers: &HeaderMap,
+    raw: &[u8],
+) -> (String, Result<Served, Rejection>) {
     let headers = header_map(headers);
     let parsed = parse_body(raw);
     let body = parsed.as_ref().cloned().unwrap_or_else(|_| lossy(raw));
@@ -232,12 +209,7 @@ async fn handle(
             rejection,
         },
     );
-    drop(state);
-    let extra = [(request_id_header(api), request_id)];
-    match verdict {
-        Ok(served) => respond(api, served, &extra).await,
-        Err(rejection) => error_response(api, &rejection, &extra),
-    }
+    (request_id, verdict)
 }
 
 fn request_id_header(api: WireApi) -> &'static str {
@@ -356,142 +328,4 @@ fn context_rejection(api: WireApi, tokens: u64, window: u64) -> Rejection {
             ),
         ),
     }
-}
-
-async fn respond(api: WireApi, served: Served, extra: &[(&'static str, String)]) -> Response {
-    let Served {
-        turn,
-        ctx,
-        streaming,
-    } = served;
-    if !turn.delay.is_zero() {
-        tokio::time::sleep(turn.delay).await;
-    }
-    match &turn.outcome {
-        Outcome::Error { status, message } => {
-            error_response(api, &Rejection::for_status(api, *status, message), extra)
-        }
-        Outcome::RateLimited { retry_after_secs } => {
-            let rejection = Rejection::for_status(
-                api,
-                429,
-                format!(
-                    "Rate limit reached (volcanic-testkit scripted 429); retry after \
-                     {retry_after_secs} s"
-                ),
-            );
-            let mut extra = extra.to_vec();
-            extra.push(("retry-after", retry_after_secs.to_string()));
-            error_response(api, &rejection, &extra)
-        }
-        Outcome::Reply if streaming => stream_response(api, &turn, &ctx, extra),
-        Outcome::Reply => {
-            if turn.cut.is_some() {
-                return body_response(
-                    StatusCode::OK,
-                    "application/json",
-                    Body::from_stream(abort_stream()),
-                    extra,
-                );
-            }
-            let body = match api {
-                WireApi::Anthropic => anthropic::message_body(&turn, &ctx),
-                WireApi::OpenAi => openai::completion_body(&turn, &ctx),
-            };
-            json_response(StatusCode::OK, &body, extra)
-        }
-    }
-}
-
-type ByteStream = BoxStream<'static, Result<Bytes, io::Error>>;
-
-/// A body that pauses (so earlier bytes get flushed) and then fails, which makes hyper drop the
-/// connection mid-body.
-fn abort_stream() -> ByteStream {
-    stream::once(async {
-        tokio::time::sleep(FLUSH_PAUSE).await;
-        Err(io::Error::new(
-            io::ErrorKind::ConnectionAborted,
-            "volcanic-testkit: scripted connection drop",
-        ))
-    })
-    .boxed()
-}
-
-fn stream_response(
-    api: WireApi,
-    turn: &Turn,
-    ctx: &ReplyContext,
-    extra: &[(&'static str, String)],
-) -> Response {
-    let mut events = match api {
-        WireApi::Anthropic => anthropic::stream_events(turn, ctx),
-        WireApi::OpenAi => openai::stream_events(turn, ctx),
-    };
-    let tail: ByteStream = match &turn.cut {
-        None => stream::empty().boxed(),
-        Some(cut) => {
-            events.truncate(cut.after());
-            match cut {
-                Cut::Abort(_) => abort_stream(),
-                Cut::End(_) => stream::empty().boxed(),
-                Cut::Stall(_) => stream::pending().boxed(),
-                Cut::Fail(_, message) => {
-                    let event = match api {
-                        WireApi::Anthropic => anthropic::stream_error(message),
-                        WireApi::OpenAi => openai::stream_error(message),
-                    };
-                    stream::once(async move { Ok(event) }).boxed()
-                }
-            }
-        }
-    };
-    let body = stream::iter(events.into_iter().map(Ok)).chain(tail);
-    body_response(
-        StatusCode::OK,
-        "text/event-stream; charset=utf-8",
-        Body::from_stream(body),
-        extra,
-    )
-}
-
-fn error_response(
-    api: WireApi,
-    rejection: &Rejection,
-    extra: &[(&'static str, String)],
-) -> Response {
-    let body = match api {
-        WireApi::Anthropic => anthropic::error_body(rejection),
-        WireApi::OpenAi => openai::error_body(rejection),
-    };
-    let status = StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, &body, extra)
-}
-
-fn json_response(status: StatusCode, body: &Value, extra: &[(&'static str, String)]) -> Response {
-    body_response(
-        status,
-        "application/json",
-        Body::from(body.to_string()),
-        extra,
-    )
-}
-
-fn body_response(
-    status: StatusCode,
-    content_type: &'static str,
-    body: Body,
-    extra: &[(&'static str, String)],
-) -> Response {
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    for (name, value) in extra {
-        if let Ok(value) = HeaderValue::from_str(value) {
-            headers.insert(HeaderName::from_static(name), value);
-        }
-    }
-    response
 }

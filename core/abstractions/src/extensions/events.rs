@@ -19,6 +19,9 @@ pub trait ExtensionEvent: Send + Sync + 'static {
     fn stopped(&self) -> bool {
         false
     }
+    /// Called when a handler fails (error or panic); dispatch goes on unless this stops it.
+    /// `tool_call` blocks the tool, `process_spawn` fails the spawn; others ignore it.
+    fn on_handler_error(&mut self, _extension: &str, _error: &str) {}
 }
 
 macro_rules! event {
@@ -237,7 +240,15 @@ impl ToolCallEvent {
         self.blocked = Some(reason.into());
     }
 }
-event!(ToolCallEvent, "tool_call", |e| e.blocked.is_some());
+impl ExtensionEvent for ToolCallEvent {
+    const NAME: &'static str = "tool_call";
+    fn stopped(&self) -> bool {
+        self.blocked.is_some()
+    }
+    fn on_handler_error(&mut self, extension: &str, error: &str) {
+        self.block(format!("Tool call blocked: extension `{extension}` failed: {error}"));
+    }
+}
 
 /// After a tool ran: edit `content`, `details`, `is_error`.
 #[derive(Debug, Clone)]
@@ -302,8 +313,18 @@ pub struct ProcessSpawnEvent {
     pub request: ProcessSpawnRequest,
     /// What will be started.
     pub context: ProcessSpawnContext,
+    /// Set when a handler failed: the spawn fails with this message.
+    pub failed: Option<String>,
 }
-event!(ProcessSpawnEvent, "process_spawn");
+impl ExtensionEvent for ProcessSpawnEvent {
+    const NAME: &'static str = "process_spawn";
+    fn stopped(&self) -> bool {
+        self.failed.is_some()
+    }
+    fn on_handler_error(&mut self, extension: &str, error: &str) {
+        self.failed = Some(format!("extension `{extension}`: {error}"));
+    }
+}
 
 /// What a compaction is about to do.
 #[derive(Debug, Clone, Default)]

@@ -1,1 +1,19 @@
-//! (in progress)
+//! The agent slice: [`AgentSession`] (the conversation facade and its loop) and
+//! [`AgentSessionFactory`] (the five creation steps).
+//!
+//! A host builds one factory with its host-wide settings ([`FactoryConfig`]), creates a session
+//! per conversation ([`AgentSessionOptions`]), subscribes to its events and calls
+//! [`AgentSession::prompt`]. Everything else (tools, extensions, models, the session file) is
+//! reached through the session.
+
+mod accumulate;
+mod actions;
+mod context;
+mod factory;
+mod run_loop;
+mod session;
+mod tool_exec;
+
+pub use factory::{AgentSessionFactory, AgentSessionOptions, FactoryConfig, SessionSelect};
+pub use session::{AgentSession, ListenerId, PromptInput, QueueMode, SessionError, SessionStats};
+pub use tool_exec::LENGTH_STOP_ERROR;

@@ -1,1 +1,41 @@
-//! (in progress)
+//! The processes slice: the command, cwd and environment of every process started on the agent's
+//! behalf (spec: architecture.md, "Processes and secrets"; extensions.md, "Spawning processes").
+//!
+//! Entry type: [`ProcessSpawnPolicy`], which implements the contract
+//! [`volcanic_abstractions::processes::ProcessSpawnPolicy`]. Its pipeline, in this order:
+//!
+//! ```text
+//! inherit the host environment (unless options.inherit = false)
+//!   → filter: deny-list, allow-list, variables whose value contains a known secret
+//!   → explicit request.env (never filtered; None removes a variable)
+//!   → TZ from request.time_zone
+//!   → host hooks, in order (an Err fails the spawn with ProcessSpawnError)
+//! ```
+//!
+//! The result is the child's **complete** environment: spawners clear the inherited one and apply
+//! exactly [`ProcessSpawnContext::env`](volcanic_abstractions::processes::ProcessSpawnContext).
+//! Nothing falls back to the inherited environment when a hook fails. The session adds the
+//! `ProcessSpawnEvent` dispatch to extensions on top of this policy.
+//!
+//! [`Redactor`] is the policy's [`SecretRedactor`](volcanic_abstractions::processes::SecretRedactor):
+//! it replaces every known secret with `[REDACTED]`; its set starts with the values of host
+//! variables the deny-list matches and the configured secret values, and can grow at run time.
+//!
+//! [`harden_host_process`] makes the host non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`), once per
+//! process. The host calls it at start-up (`harden_process = true`); the policy never does, so test
+//! runners stay dumpable. None of this is a sandbox: children still run as the host's OS user.
+
+mod hardening;
+mod options;
+mod policy;
+mod redactor;
+
+pub use hardening::{HardeningError, harden_host_process};
+pub use options::{DEFAULT_DENY, NamePattern, ProcessEnvironmentOptions};
+pub use policy::{EnvSource, ProcessSpawnPolicy};
+pub use redactor::{MIN_SECRET_BYTES, MIN_SEEDED_SECRET_CHARS, Redactor};
+
+#[cfg(test)]
+mod policy_tests;
+#[cfg(test)]
+mod redactor_tests;

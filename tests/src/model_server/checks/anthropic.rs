@@ -99,7 +99,9 @@ pub(crate) fn check_anthropic(
             }
         }
         if index == 0 && role != "user" {
-            return Err(invalid("messages: first message must use the \"user\" role"));
+            return Err(invalid(
+                "messages: first message must use the \"user\" role",
+            ));
         }
         let final_assistant = index + 1 == messages.len() && role == "assistant";
         let items = message_items(index, message, role, final_assistant, signatures)?;
@@ -248,7 +250,9 @@ fn check_block<'a>(
         }
         "redacted_thinking" => match field("data") {
             Some(_) => Ok(Kind::Other),
-            None => Err(invalid(format!("{at}.redacted_thinking.data: Field required"))),
+            None => Err(invalid(format!(
+                "{at}.redacted_thinking.data: Field required"
+            ))),
         },
         _ => Ok(Kind::Other),
     }

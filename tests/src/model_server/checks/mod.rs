@@ -44,4 +44,3 @@ fn is_id_like(text: &str, max_len: usize) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
-

@@ -8,7 +8,14 @@ use super::{invalid, is_id_like};
 use crate::model_server::Rejection;
 
 /// Roles the Chat Completions API accepts.
-const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool", "function"];
+const ROLES: &[&str] = &[
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+];
 
 /// Checks an OpenAI Chat Completions request body.
 pub(crate) fn check_openai(body: &Value) -> Result<(), Rejection> {
@@ -103,9 +110,7 @@ fn check_tool_calls(index: usize, calls: &Value) -> Result<(), Rejection> {
     for (call_index, call) in calls.iter().enumerate() {
         let at = format!("messages[{index}].tool_calls[{call_index}]");
         if !call.get("id").is_some_and(Value::is_string) {
-            return Err(invalid(format!(
-                "Missing required parameter: '{at}.id'."
-            )));
+            return Err(invalid(format!("Missing required parameter: '{at}.id'.")));
         }
         if call.get("type").and_then(Value::as_str) != Some("function") {
             return Err(invalid(format!(

@@ -1,0 +1,412 @@
+//! The configuration file (TOML): raw structs that mirror what the user wrote, with unknown keys
+//! refused, then a resolved, validated [`Config`]. Every error names the key.
+//! `config/volcanic.example.toml` documents every key.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use volcanic_abstractions::model::{Api, InputKind, ModelCost, ThinkingLevel};
+use volcanic_core::models::{CustomModelConfig, CustomProviderConfig};
+
+/// A configuration error; the message names the key and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// TOML syntax or an unknown key / wrong type (toml's message names the key and line).
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// toml's message.
+        message: String,
+    },
+    /// A value is not valid.
+    #[error("config key `{key}`: {message}")]
+    Invalid {
+        /// Dotted key.
+        key: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    state_dir: Option<PathBuf>,
+    workspaces_dir: Option<PathBuf>,
+    default_time_zone: Option<String>,
+    model: Option<String>,
+    thinking: Option<String>,
+    queue_mode: Option<String>,
+    session_idle_minutes: Option<u64>,
+    skill_hooks: Option<bool>,
+    harden_process: Option<bool>,
+    compaction: Option<RawCompaction>,
+    telegram: Option<RawTelegram>,
+    #[serde(default)]
+    providers: BTreeMap<String, RawProvider>,
+    http: Option<RawHttp>,
+    google: Option<RawGoogle>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCompaction {
+    reserve_tokens: Option<u64>,
+    keep_recent_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTelegram {
+    token: Option<String>,
+    api_url: Option<String>,
+    mode: Option<String>,
+    #[serde(default)]
+    allowed_users: Vec<i64>,
+    #[serde(default)]
+    allowed_chats: Vec<i64>,
+    #[serde(default)]
+    owners: Vec<i64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    api: Option<String>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    api_key: Option<String>,
+    #[serde(default)]
+    models: Vec<RawModel>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawModel {
+    id: String,
+    context_window: Option<u64>,
+    max_tokens: Option<u64>,
+    reasoning: Option<bool>,
+    input: Option<Vec<String>>,
+    cost: Option<RawCost>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    #[serde(default)]
+    input: f64,
+    #[serde(default)]
+    output: f64,
+    #[serde(default)]
+    cache_read: f64,
+    #[serde(default)]
+    cache_write: f64,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawHttp {
+    listen: Option<String>,
+    public_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawGoogle {
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    auth_url: Option<String>,
+    token_url: Option<String>,
+    revoke_url: Option<String>,
+    api_base_url: Option<String>,
+}
+
+/// How a message during a run is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    /// After the run.
+    FollowUp,
+    /// Between tool batches.
+    Steer,
+}
+
+/// `[telegram]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelegramConfig {
+    /// Bot token (or env TELEGRAM_BOT_TOKEN).
+    pub token: Option<String>,
+    /// Bot API base URL.
+    pub api_url: String,
+    /// `polling` or `webhook`.
+    pub mode: String,
+    /// Numeric user ids allowed to talk to the bot.
+    pub allowed_users: Vec<i64>,
+    /// Group chat ids the bot works in.
+    pub allowed_chats: Vec<i64>,
+    /// Users who may `/allow` and `/deny`.
+    pub owners: Vec<i64>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Sessions, settings, tokens (not a workspace).
+    pub state_dir: PathBuf,
+    /// Root of the per-chat workspaces.
+    pub workspaces_dir: PathBuf,
+    /// IANA zone for chats without their own.
+    pub default_time_zone: chrono_tz::Tz,
+    /// `provider/id` for new sessions.
+    pub model: String,
+    /// Thinking level for new sessions.
+    pub thinking: ThinkingLevel,
+    /// Queueing during a run.
+    pub queue_mode: QueueMode,
+    /// Idle minutes before a chat's session leaves memory.
+    pub session_idle_minutes: u64,
+    /// Whether skill hooks run.
+    pub skill_hooks: bool,
+    /// `PR_SET_DUMPABLE=0` at start.
+    pub harden_process: bool,
+    /// Compaction reserve (tokens).
+    pub reserve_tokens: u64,
+    /// Tokens kept verbatim by compaction.
+    pub keep_recent_tokens: u64,
+    /// `[telegram]`.
+    pub telegram: TelegramConfig,
+    /// `[providers.*]`.
+    pub providers: Vec<CustomProviderConfig>,
+    /// `[http] listen`.
+    pub http_listen: String,
+    /// `[http] public_url`.
+    pub public_url: String,
+}
+
+/// The default model.
+pub const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+impl Config {
+    /// Reads `path`. A missing file is an error only when `required` (given explicitly);
+    /// otherwise the defaults apply.
+    pub fn load(path: &Path, required: bool) -> Result<Config, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => String::new(),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        Config::parse(&text, path)
+    }
+
+    /// Parses TOML text (`path` only names the file in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string().trim().to_owned(),
+        })?;
+        resolve(raw)
+    }
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
+    let zone_name = raw.default_time_zone.unwrap_or_else(|| "UTC".into());
+    let default_time_zone: chrono_tz::Tz = zone_name.parse().map_err(|_| {
+        invalid(
+            "default_time_zone",
+            format!("`{zone_name}` is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)"),
+        )
+    })?;
+    let model = raw.model.unwrap_or_else(|| DEFAULT_MODEL.into());
+    if !model.contains('/') {
+        return Err(invalid("model", format!("`{model}` must be provider/id, e.g. {DEFAULT_MODEL}")));
+    }
+    let thinking = match raw.thinking {
+        Some(t) => t.parse().map_err(|e: volcanic_abstractions::model::UnknownThinkingLevel| invalid("thinking", e.to_string()))?,
+        None => ThinkingLevel::Off,
+    };
+    let queue_mode = match raw.queue_mode.as_deref() {
+        None | Some("follow-up") => QueueMode::FollowUp,
+        Some("steer") => QueueMode::Steer,
+        Some(other) => return Err(invalid("queue_mode", format!("`{other}`: use \"follow-up\" or \"steer\""))),
+    };
+    let compaction = raw.compaction.unwrap_or_default();
+    let tg = raw.telegram.unwrap_or_default();
+    let mode = tg.mode.unwrap_or_else(|| "polling".into());
+    if mode != "polling" && mode != "webhook" {
+        return Err(invalid("telegram.mode", format!("`{mode}`: use \"polling\" or \"webhook\"")));
+    }
+    let api_url = tg.api_url.unwrap_or_else(|| "https://api.telegram.org".into());
+    if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
+        return Err(invalid("telegram.api_url", format!("`{api_url}` must be an http(s) URL")));
+    }
+    for o in &tg.owners {
+        if !tg.allowed_users.contains(o) {
+            return Err(invalid(
+                "telegram.owners",
+                format!("owner {o} must also be in telegram.allowed_users"),
+            ));
+        }
+    }
+    let mut providers = Vec::new();
+    for (name, p) in raw.providers {
+        providers.push(resolve_provider(&name, p)?);
+    }
+    let http = raw.http.unwrap_or_default();
+    let _google = raw.google.unwrap_or_default();
+    Ok(Config {
+        state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
+        workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
+        default_time_zone,
+        model,
+        thinking,
+        queue_mode,
+        session_idle_minutes: raw.session_idle_minutes.unwrap_or(30),
+        skill_hooks: raw.skill_hooks.unwrap_or(true),
+        harden_process: raw.harden_process.unwrap_or(true),
+        reserve_tokens: compaction.reserve_tokens.unwrap_or(16_384),
+        keep_recent_tokens: compaction.keep_recent_tokens.unwrap_or(20_000),
+        telegram: TelegramConfig {
+            token: tg.token,
+            api_url,
+            mode,
+            allowed_users: tg.allowed_users,
+            allowed_chats: tg.allowed_chats,
+            owners: tg.owners,
+        },
+        providers,
+        http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
+        public_url: http.public_url.unwrap_or_default(),
+    })
+}
+
+fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
+    let builtin = matches!(name, "anthropic" | "openai");
+    let api = match (p.api.as_deref(), name) {
+        (Some("anthropic-messages"), _) | (None, "anthropic") => Api::AnthropicMessages,
+        (Some("openai-completions"), _) | (None, "openai") => Api::OpenAiCompletions,
+        (Some(other), _) => {
+            return Err(invalid(key("api"), format!("`{other}`: use anthropic-messages or openai-completions")));
+        }
+        (None, _) => return Err(invalid(key("api"), "missing: set anthropic-messages or openai-completions")),
+    };
+    let base_url = p.base_url.unwrap_or_default();
+    if base_url.is_empty() && !builtin {
+        return Err(invalid(key("base_url"), "missing: the server's URL, e.g. http://127.0.0.1:11434/v1"));
+    }
+    let mut models = Vec::new();
+    for (i, m) in p.models.into_iter().enumerate() {
+        let mk = |k: &str| format!("providers.{name}.models[{i}].{k}");
+        let input = match m.input {
+            None => vec![InputKind::Text],
+            Some(list) => list
+                .iter()
+                .map(|s| match s.as_str() {
+                    "text" => Ok(InputKind::Text),
+                    "image" => Ok(InputKind::Image),
+                    other => Err(invalid(mk("input"), format!("`{other}`: use \"text\" or \"image\""))),
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let cost = m.cost.unwrap_or_default();
+        models.push(CustomModelConfig {
+            id: m.id,
+            context_window: m.context_window.unwrap_or(128_000),
+            max_tokens: m.max_tokens.unwrap_or(8_192),
+            reasoning: m.reasoning.unwrap_or(false),
+            input,
+            cost: ModelCost {
+                input: cost.input,
+                output: cost.output,
+                cache_read: cost.cache_read,
+                cache_write: cost.cache_write,
+            },
+        });
+    }
+    Ok(CustomProviderConfig {
+        name: name.to_owned(),
+        api,
+        base_url,
+        api_key: p.api_key,
+        api_key_env: p.api_key_env,
+        models,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn parse(t: &str) -> Result<Config, ConfigError> {
+        Config::parse(t, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn defaults_apply_to_an_empty_file() {
+        let c = parse("").unwrap();
+        assert_eq!(c.model, DEFAULT_MODEL);
+        assert_eq!(c.state_dir, PathBuf::from("data"));
+        assert_eq!(c.default_time_zone, chrono_tz::UTC);
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = parse("modle = \"x/y\"").unwrap_err().to_string();
+        assert!(e.contains("modle"), "{e}");
+        let e = parse("[telegram]\ntokne = \"x\"").unwrap_err().to_string();
+        assert!(e.contains("tokne"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (text, key) in [
+            ("default_time_zone = \"Mars/Base\"", "default_time_zone"),
+            ("thinking = \"max\"", "thinking"),
+            ("model = \"nope\"", "model"),
+            ("queue_mode = \"later\"", "queue_mode"),
+            ("[providers.local]\napi = \"grpc\"\nbase_url = \"http://x\"", "providers.local.api"),
+            ("[providers.local]\napi = \"openai-completions\"", "providers.local.base_url"),
+            (
+                "[providers.local]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\", input = [\"audio\"] }]",
+                "providers.local.models[0].input",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn custom_provider_resolves() {
+        let c = parse(
+            "[providers.local]\napi = \"openai-completions\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"LOCAL_KEY\"\nmodels = [{ id = \"qwen3\", context_window = 32768, max_tokens = 4096, input = [\"text\", \"image\"] }]",
+        )
+        .unwrap();
+        let p = &c.providers[0];
+        assert_eq!(p.api, Api::OpenAiCompletions);
+        assert_eq!(p.models[0].context_window, 32768);
+        assert_eq!(p.models[0].input, vec![InputKind::Text, InputKind::Image]);
+    }
+}

@@ -1,0 +1,366 @@
+//! `volcanic-bot console`: one session in the terminal.
+//!
+//! - interactive: streamed answer text, tool calls shown, slash commands (`/new`, `/model`,
+//!   `/thinking`, `/session`, `/quit`), Ctrl-C aborts a run;
+//! - `-p PROMPT`: runs one prompt, prints the final answer, exits 0 (1 with the error);
+//! - `--mode json`: the session's event stream as JSON lines with pi's event names;
+//! - `--session FILE`: continues that session file.
+//!
+//! Sessions live in `~/.volcanic/agent/sessions/<encoded cwd>/` unless `--session FILE`.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use crate::config::Config;
+use crate::host;
+use anyhow::{Context, bail};
+use async_trait::async_trait;
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::model::ThinkingLevel;
+use volcanic_abstractions::provider::AssistantMessageEvent;
+use volcanic_abstractions::ui::{NotifyLevel, UserInterface};
+use volcanic_core::agent::{AgentSession, AgentSessionOptions, PromptInput, SessionSelect};
+use volcanic_core::sessions::FileSessionStore;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Mode {
+    /// Human-readable.
+    #[default]
+    Text,
+    /// JSON lines (pi's event stream).
+    Json,
+}
+
+/// `console` arguments.
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    /// Run one prompt, print the final answer and exit.
+    #[arg(short = 'p', long = "print")]
+    pub prompt: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Mode::Text)]
+    pub mode: Mode,
+    /// Continue this session file.
+    #[arg(long)]
+    pub session: Option<PathBuf>,
+    /// Continue the most recent session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_recent: bool,
+    /// Working directory of the agent (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Model as provider/id (overrides the config's `model`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Thinking level: off, minimal, low, medium, high, xhigh.
+    #[arg(long)]
+    pub thinking: Option<ThinkingLevel>,
+}
+
+fn volcanic_home() -> anyhow::Result<PathBuf> {
+    let home = std::env::var_os("HOME").context("HOME is not set: the console keeps sessions in ~/.volcanic/agent")?;
+    Ok(PathBuf::from(home).join(".volcanic").join("agent"))
+}
+
+/// Runs the console; returns the process exit code.
+pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
+    let cwd = match &args.workspace {
+        Some(w) => std::fs::canonicalize(w).with_context(|| format!("--workspace {}", w.display()))?,
+        None => std::env::current_dir().context("current directory")?,
+    };
+    let home = volcanic_home()?;
+    let store = Arc::new(FileSessionStore::new(home.join("sessions")));
+    let factory = host::factory(&config, store, Some(home), None)?;
+    let interactive = args.prompt.is_none();
+    let (line_tx, line_rx) = mpsc::unbounded_channel::<String>();
+    let lines = Arc::new(tokio::sync::Mutex::new(line_rx));
+    let ui: Option<Arc<dyn UserInterface>> = if interactive {
+        Some(Arc::new(TerminalUi { lines: lines.clone() }))
+    } else {
+        None
+    };
+    let session = factory
+        .create(AgentSessionOptions {
+            cwd: cwd.clone(),
+            session: match (&args.session, args.continue_recent) {
+                (Some(f), _) => SessionSelect::Open(f.clone()),
+                (None, true) => SessionSelect::ContinueRecent,
+                (None, false) => SessionSelect::New,
+            },
+            ui,
+            model: args.model.clone(),
+            thinking: args.thinking,
+            ..Default::default()
+        })
+        .await?;
+    for (ext, err) in session.extension_errors() {
+        eprintln!("extension {ext} failed to load: {err}");
+    }
+    if let Some(m) = &args.model {
+        if session.model().map(|x| x.key()) != Some(m.clone()) {
+            session.set_model(m).await?;
+        }
+    }
+    if let Some(t) = args.thinking {
+        if session.thinking_level() != t {
+            session.set_thinking_level(t).await?;
+        }
+    }
+    let printer = Arc::new(Printer::new(args.mode, interactive));
+    {
+        let p = printer.clone();
+        session.subscribe(move |e| p.on_event(e));
+    }
+    if let Some(prompt) = args.prompt {
+        return run_once(&session, prompt, args.mode).await;
+    }
+    // Interactive: stdin lines feed both the prompt loop and UI questions.
+    tokio::spawn(async move {
+        let mut reader = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    println!(
+        "Volcanic console: {} · model {} · /quit to exit",
+        cwd.display(),
+        session.model().map(|m| m.key()).unwrap_or_else(|| "(none)".into())
+    );
+    loop {
+        print!("> ");
+        let _ = std::io::stdout().flush();
+        let Some(line) = lines.lock().await.recv().await else { break };
+        let line = line.trim().to_owned();
+        if line.is_empty() {
+            continue;
+        }
+        if handle_builtin(&session, &line).await? {
+            break;
+        }
+        let s = session.clone();
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn(async move { s.prompt(PromptInput::text(line)).await });
+        tokio::select! {
+            r = run => match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!("error: {e}"),
+                Err(e) => eprintln!("error: {e}"),
+            },
+            _ = tokio::signal::ctrl_c() => {
+                session.abort();
+                cancel.cancel();
+                session.wait_for_idle().await;
+                eprintln!("\n(aborted)");
+            }
+        }
+        println!();
+    }
+    session.dispose().await;
+    Ok(0)
+}
+
+async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow::Result<i32> {
+    let result = session.prompt(PromptInput::text(prompt)).await;
+    let last = session.messages().into_iter().rev().find_map(|m| match m {
+        Message::Assistant(a) => Some(a),
+        _ => None,
+    });
+    session.dispose().await;
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        return Ok(1);
+    }
+    match last {
+        Some(a) if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => {
+            eprintln!("error: {}", a.error_message.unwrap_or_else(|| "the model call failed".into()));
+            Ok(1)
+        }
+        Some(a) => {
+            if mode == Mode::Text {
+                println!("{}", a.text());
+            }
+            Ok(0)
+        }
+        None => bail!("the model gave no answer"),
+    }
+}
+
+/// Console commands handled here; `true` means quit.
+async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<bool> {
+    let (cmd, arg) = match line.strip_prefix('/') {
+        Some(rest) => rest.split_once(' ').map_or((rest, ""), |(a, b)| (a, b.trim())),
+        None => return Ok(false),
+    };
+    match cmd {
+        "quit" | "exit" => return Ok(true),
+        "new" => match session.new_session().await {
+            Ok(()) => println!("new session: {}", session.session_file().map(|p| p.display().to_string()).unwrap_or_default()),
+            Err(e) => eprintln!("error: {e}"),
+        },
+        "model" if arg.is_empty() => {
+            let current = session.model().map(|m| m.key());
+            for m in session.available_models() {
+                let mark = if Some(m.key()) == current { "*" } else { " " };
+                println!("{mark} {}", m.key());
+            }
+        }
+        "model" => match session.set_model(arg).await {
+            Ok(m) => println!("model: {}", m.key()),
+            Err(e) => eprintln!("error: {e}"),
+        },
+        "thinking" => match arg.parse::<ThinkingLevel>() {
+            Ok(l) => {
+                session.set_thinking_level(l).await?;
+                println!("thinking: {l}");
+            }
+            Err(_) if arg.is_empty() => println!("thinking: {}", session.thinking_level()),
+            Err(e) => eprintln!("error: {e}"),
+        },
+        "session" => {
+            let s = session.stats();
+            println!(
+                "model {} · {} messages · context {} / {} tokens · total {} tokens · ${:.4}\nfile {}",
+                session.model().map(|m| m.key()).unwrap_or_default(),
+                s.messages,
+                s.context_tokens,
+                s.context_window,
+                s.total_tokens,
+                s.cost,
+                s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
+            );
+        }
+        _ => return Ok(false),
+    }
+    Ok(false)
+}
+
+/// Renders session events to the terminal (text) or as JSON lines.
+struct Printer {
+    mode: Mode,
+    interactive: bool,
+    out: Mutex<()>,
+}
+
+impl Printer {
+    fn new(mode: Mode, interactive: bool) -> Self {
+        Printer {
+            mode,
+            interactive,
+            out: Mutex::new(()),
+        }
+    }
+
+    fn on_event(&self, e: &AgentSessionEvent) {
+        let _guard = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stdout = std::io::stdout().lock();
+        match self.mode {
+            Mode::Json => {
+                if let Ok(line) = serde_json::to_string(e) {
+                    let _ = writeln!(stdout, "{line}");
+                }
+            }
+            Mode::Text if self.interactive => match e {
+                AgentSessionEvent::MessageUpdate {
+                    assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
+                    ..
+                } => {
+                    let _ = write!(stdout, "{delta}");
+                    let _ = stdout.flush();
+                }
+                AgentSessionEvent::ToolExecutionStart { tool_name, args, .. } => {
+                    let _ = writeln!(stdout, "\n→ {tool_name} {}", short(&args.to_string(), 200));
+                }
+                AgentSessionEvent::ToolExecutionEnd { is_error: true, result, .. } => {
+                    let text: String = result
+                        .content
+                        .iter()
+                        .filter_map(|c| match c {
+                            volcanic_abstractions::messages::UserContent::Text(t) => Some(t.text.as_str()),
+                            volcanic_abstractions::messages::UserContent::Image(_) => None,
+                        })
+                        .collect();
+                    let _ = writeln!(stdout, "  ✗ {}", short(&text, 300));
+                }
+                AgentSessionEvent::MessageEnd {
+                    message: Message::Assistant(a),
+                } if a.error_message.is_some() => {
+                    let _ = writeln!(stdout, "\nerror: {}", a.error_message.clone().unwrap_or_default());
+                }
+                AgentSessionEvent::ExtensionError { extension, event, error } => {
+                    let _ = writeln!(stdout, "\nextension {extension} failed on {event}: {error}");
+                }
+                _ => {}
+            },
+            Mode::Text => {}
+        }
+    }
+}
+
+fn short(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        s.chars().take(max).collect::<String>() + "…"
+    }
+}
+
+/// `select`/`confirm`/`input` read the next stdin line; `notify` and `status` print.
+struct TerminalUi {
+    lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+}
+
+impl TerminalUi {
+    async fn ask(&self, question: &str, cancel: CancellationToken) -> Option<String> {
+        println!("\n{question}");
+        let _ = std::io::stdout().flush();
+        let mut rx = self.lines.lock().await;
+        tokio::select! {
+            l = rx.recv() => l.map(|l| l.trim().to_owned()),
+            () = cancel.cancelled() => None,
+        }
+    }
+}
+
+#[async_trait]
+impl UserInterface for TerminalUi {
+    async fn select(&self, title: &str, options: &[String], cancel: CancellationToken) -> Option<String> {
+        let list: Vec<String> = options.iter().enumerate().map(|(i, o)| format!("  {}) {o}", i + 1)).collect();
+        let answer = self.ask(&format!("{title}\n{}\nchoose 1-{}:", list.join("\n"), options.len()), cancel).await?;
+        let n: usize = answer.parse().ok()?;
+        options.get(n.checked_sub(1)?).cloned()
+    }
+
+    async fn confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Option<bool> {
+        let a = self.ask(&format!("{title}: {message} [y/n]"), cancel).await?;
+        Some(matches!(a.to_ascii_lowercase().as_str(), "y" | "yes"))
+    }
+
+    async fn input(&self, title: &str, _placeholder: Option<&str>, cancel: CancellationToken) -> Option<String> {
+        self.ask(title, cancel).await
+    }
+
+    async fn notify(&self, message: &str, level: NotifyLevel) {
+        let tag = match level {
+            NotifyLevel::Info => "info",
+            NotifyLevel::Warning => "warning",
+            NotifyLevel::Error => "error",
+        };
+        println!("\n[{tag}] {message}");
+    }
+
+    async fn status(&self, _key: &str, text: Option<&str>) {
+        if let Some(t) = text {
+            println!("\n… {t}");
+        }
+    }
+}

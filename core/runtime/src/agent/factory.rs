@@ -1,0 +1,236 @@
+//! `AgentSessionFactory`: the five creation steps of a session (spec: architecture.md, "One
+//! conversation = one AgentSession").
+
+use super::session::{AgentSession, Inner, SessionError, State};
+use crate::commands::CommandRegistry;
+use crate::extensions::{ExtensionRunner, Registries, SessionActions};
+use crate::models::ModelRegistry;
+use crate::processes::ProcessSpawnPolicy;
+use crate::sessions::SessionManager;
+use crate::system_prompt::SystemPromptBuilder;
+use crate::tools::{ToolRegistry, ToolSource, builtin_tools};
+use chrono_tz::Tz;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::extensions::ExtensionFactory;
+use volcanic_abstractions::extensions::events::{SessionStartEvent, SessionStartReason};
+use volcanic_abstractions::model::ThinkingLevel;
+use volcanic_abstractions::sessions::{SessionLocation, SessionStore};
+use volcanic_abstractions::ui::{ChatChannel, UserInterface};
+
+/// Host-wide settings shared by every session of a factory.
+pub struct FactoryConfig {
+    /// Providers and models every session starts with.
+    pub models: ModelRegistry,
+    /// Extensions added to every session, in load order.
+    pub extensions: Vec<ExtensionFactory>,
+    /// The process policy (environment filtering, redaction).
+    pub processes: Arc<ProcessSpawnPolicy>,
+    /// Where session files live.
+    pub store: Arc<dyn SessionStore>,
+    /// `provider/id` for new sessions.
+    pub default_model: Option<String>,
+    /// Thinking level for new sessions.
+    pub default_thinking: ThinkingLevel,
+    /// Zone when a session sets none.
+    pub default_time_zone: Option<Tz>,
+    /// Volcanic home (global `AGENTS.md`).
+    pub home_dir: Option<PathBuf>,
+    /// Where the `AGENTS.md` search upward stops (the workspaces root for the bot).
+    pub context_root: Option<PathBuf>,
+    /// Run every tool batch sequentially.
+    pub sequential_tools: bool,
+}
+
+/// Which session file a new `AgentSession` uses.
+#[derive(Debug, Clone, Default)]
+pub enum SessionSelect {
+    /// A new file in the scope.
+    New,
+    /// The newest file in the scope, or a new one.
+    #[default]
+    ContinueRecent,
+    /// This file.
+    Open(PathBuf),
+    /// No file: entries kept in memory only.
+    InMemory,
+}
+
+/// Per-session options.
+#[derive(Default)]
+pub struct AgentSessionOptions {
+    /// Working directory (the chat's workspace).
+    pub cwd: PathBuf,
+    /// Store scope (a folder under the store root); derived from `cwd` when `None`.
+    pub scope: Option<String>,
+    /// Which file.
+    pub session: SessionSelect,
+    /// Extensions for this session only, after the host's.
+    pub extra_extensions: Vec<ExtensionFactory>,
+    /// Interactive UI.
+    pub ui: Option<Arc<dyn UserInterface>>,
+    /// Chat channel (enables the `send` tool).
+    pub channel: Option<Arc<dyn ChatChannel>>,
+    /// The session's zone.
+    pub time_zone: Option<Tz>,
+    /// Model for a new session (overrides the host default).
+    pub model: Option<String>,
+    /// Thinking level for a new session.
+    pub thinking: Option<ThinkingLevel>,
+}
+
+/// Creates sessions.
+#[derive(Clone)]
+pub struct AgentSessionFactory {
+    config: Arc<FactoryConfig>,
+}
+
+impl AgentSessionFactory {
+    /// A factory with host-wide settings.
+    pub fn new(config: FactoryConfig) -> Self {
+        AgentSessionFactory { config: Arc::new(config) }
+    }
+
+    /// The host-wide settings.
+    pub fn config(&self) -> &FactoryConfig {
+        &self.config
+    }
+
+    /// Builds a session: (1) open or create its file, (2) create the registries, (3) activate the
+    /// extensions (two-phase), (4) bind and restore model and thinking level from the branch,
+    /// (5) emit `session_start`.
+    pub async fn create(&self, options: AgentSessionOptions) -> Result<AgentSession, SessionError> {
+        let cfg = self.config.clone();
+        let scope = options.scope.clone().unwrap_or_else(|| crate::sessions::cwd_scope(&options.cwd));
+        // 1.
+        let store_err = |e: crate::sessions::SessionError| SessionError::Store(e.to_string());
+        let (manager, resumed) = match &options.session {
+            SessionSelect::New => (SessionManager::create(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?, false),
+            SessionSelect::ContinueRecent => {
+                let m = SessionManager::continue_recent(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?;
+                let resumed = m.leaf_id().is_some();
+                (m, resumed)
+            }
+            SessionSelect::Open(p) => (
+                SessionManager::open(cfg.store.clone(), &SessionLocation::from(p.clone())).map_err(store_err)?,
+                true,
+            ),
+            SessionSelect::InMemory => (
+                SessionManager::create(Arc::new(crate::sessions::InMemorySessionStore::new()), &scope, &options.cwd)
+                    .map_err(store_err)?,
+                false,
+            ),
+        };
+        // 2.
+        let mut tools = ToolRegistry::new();
+        for t in builtin_tools(options.channel.is_some()) {
+            let name = t.name().to_owned();
+            if let Err(e) = tools.register(t, ToolSource::Builtin) {
+                tracing::warn!(tool = %name, "{e}");
+            }
+        }
+        let mut commands = CommandRegistry::new();
+        let mut models = cfg.models.clone();
+        // 3.
+        let mut runner = ExtensionRunner::new(cfg.processes.clone());
+        let instances = cfg
+            .extensions
+            .iter()
+            .chain(options.extra_extensions.iter())
+            .map(|f| f())
+            .collect();
+        runner
+            .activate(
+                instances,
+                Registries {
+                    tools: &mut tools,
+                    commands: &mut commands,
+                    models: &mut models,
+                },
+            )
+            .await;
+        // 4.
+        let ctx = manager.build_context();
+        let resolve = |key: &str| models.find(key);
+        let model = ctx
+            .model
+            .as_ref()
+            .and_then(|(p, id)| resolve(&format!("{p}/{id}")))
+            .or_else(|| options.model.as_deref().and_then(resolve))
+            .or_else(|| cfg.default_model.as_deref().and_then(resolve))
+            .or_else(|| models.available().into_iter().next());
+        let has_thinking_entry = manager
+            .branch_entries()
+            .iter()
+            .any(|e| e.kind.type_name() == "thinking_level_change");
+        let thinking = if has_thinking_entry {
+            ctx.thinking_level
+        } else {
+            options.thinking.unwrap_or(cfg.default_thinking)
+        };
+        let (idle, _) = watch::channel(true);
+        let prompt_builder = SystemPromptBuilder::new(&options.cwd, cfg.context_root.clone(), cfg.home_dir.clone());
+        let inner = Arc::new_cyclic(|me: &Weak<Inner>| Inner {
+            config: cfg.clone(),
+            cwd: options.cwd.clone(),
+            scope,
+            manager: Mutex::new(manager),
+            state: Mutex::new(State {
+                model: model.clone(),
+                thinking,
+                time_zone: options.time_zone.or(cfg.default_time_zone),
+                messages: ctx.messages,
+                running: false,
+                abort: CancellationToken::new(),
+                steering: VecDeque::new(),
+                follow_up: VecDeque::new(),
+                next_turn: Vec::new(),
+                system_prompt: String::new(),
+            }),
+            tools: RwLock::new(tools),
+            commands: RwLock::new(commands),
+            models: RwLock::new(models),
+            runner,
+            subscribers: RwLock::new(Vec::new()),
+            next_listener: AtomicU64::new(0),
+            ui: options.ui,
+            channel: options.channel,
+            prompt_builder,
+            idle,
+            me: me.clone(),
+        });
+        let actions: Weak<dyn SessionActions> = Arc::downgrade(&inner) as Weak<dyn SessionActions>;
+        inner.runner.bind(actions);
+        {
+            let weak = Arc::downgrade(&inner);
+            inner.runner.set_failure_sink(move |f| {
+                if let Some(i) = weak.upgrade() {
+                    i.emit(volcanic_abstractions::events::AgentSessionEvent::ExtensionError {
+                        extension: f.extension.clone(),
+                        event: f.event.to_owned(),
+                        error: f.error.clone(),
+                    });
+                }
+            });
+        }
+        if !resumed {
+            // A new file starts like pi's: the model and level it runs with.
+            let mut mgr = inner.lock_manager();
+            if mgr.leaf_id().is_none() {
+                if let Some(m) = &model {
+                    mgr.append_model_change(&m.provider, &m.id).map_err(store_err)?;
+                }
+                mgr.append_thinking_level_change(thinking).map_err(store_err)?;
+            }
+        }
+        // 5.
+        let reason = if resumed { SessionStartReason::Resume } else { SessionStartReason::Startup };
+        let mut start = SessionStartEvent { reason };
+        inner.runner.emit(&mut start, &inner.ctx(), &CancellationToken::new()).await;
+        Ok(AgentSession { inner })
+    }
+}

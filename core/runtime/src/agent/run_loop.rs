@@ -1,0 +1,309 @@
+//! The agent loop (spec: architecture.md, "The agent loop"):
+//!
+//! ```text
+//! before_agent_start → agent_start
+//! loop: turn_start → pending messages → context → stream → tools → turn_end
+//!       next turn on: tool results (unless all terminate), steering, continue_requested, follow-up
+//! agent_end → agent_settled
+//! ```
+//!
+//! An error or abort ends the run after `turn_end`/`agent_end`. A `length` stop never runs its
+//! tool calls. Steering is taken only between whole tool batches.
+
+use super::accumulate::apply_event;
+use super::session::{Inner, SessionError, has_tool_calls};
+use super::tool_exec::execute_batch;
+use crate::models::now_ms;
+use chrono::Utc;
+use futures::StreamExt;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::extensions::events::{
+    AgentEndEvent, AgentSettledEvent, AgentStartEvent, BeforeAgentStartEvent, BeforeProviderRequestEvent,
+    ContextEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, TurnEndEvent, TurnStartEvent,
+};
+use volcanic_abstractions::messages::{AssistantMessage, Message, StopReason, ToolResultMessage};
+use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions};
+
+/// Runs one agent run to its end. `initial`: the prompt and messages held for the next turn.
+/// The caller has set `running` and a fresh abort token.
+pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
+    let result = run_inner(&inner, initial).await;
+    // Follow-ups that raced with the end of the run start a new one; otherwise settle.
+    loop {
+        let next: Vec<Message> = {
+            let mut st = inner.lock_state();
+            let mut q: Vec<Message> = st.follow_up.drain(..).collect();
+            q.extend(st.steering.drain(..));
+            if q.is_empty() || result.is_err() {
+                st.running = false;
+                Vec::new()
+            } else {
+                st.abort = CancellationToken::new();
+                q
+            }
+        };
+        if next.is_empty() {
+            break;
+        }
+        if let Err(e) = run_inner(&inner, next).await {
+            tracing::warn!("follow-up run failed: {e}");
+        }
+    }
+    let _ = inner.idle.send(true);
+    inner.emit(AgentSessionEvent::AgentSettled);
+    let mut settled = AgentSettledEvent::default();
+    inner.runner.emit(&mut settled, &inner.ctx(), &CancellationToken::new()).await;
+    result
+}
+
+async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
+    let ctx = inner.ctx();
+    let cancel = inner.lock_state().abort.clone();
+    // Compaction check and skill-hook waits are seams filled by the "Long conversations" issue.
+    let prompt_text = initial.first().map(prompt_text).unwrap_or_default();
+    let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).active();
+    let mut before = BeforeAgentStartEvent {
+        prompt: prompt_text,
+        system_prompt_options: inner.prompt_builder.options(&tools),
+        system_prompt_override: None,
+        injected_messages: Vec::new(),
+    };
+    inner.runner.emit(&mut before, &ctx, &cancel).await;
+    let tz = inner.lock_state().time_zone;
+    let system_prompt = before
+        .system_prompt_override
+        .clone()
+        .unwrap_or_else(|| inner.prompt_builder.render(&before.system_prompt_options, Utc::now(), tz));
+    inner.lock_state().system_prompt = system_prompt.clone();
+
+    inner.emit(AgentSessionEvent::AgentStart);
+    inner.runner.emit(&mut AgentStartEvent::default(), &ctx, &cancel).await;
+
+    let mut pending = initial;
+    pending.extend(before.injected_messages.into_iter().map(Message::Custom));
+    let mut added: Vec<Message> = Vec::new();
+    let mut turn_index = 0usize;
+    let outcome: Result<(), SessionError> = loop {
+        inner.emit(AgentSessionEvent::TurnStart);
+        inner.runner.emit(&mut TurnStartEvent { turn_index }, &ctx, &cancel).await;
+        for m in pending.drain(..) {
+            match add_message(inner, m).await {
+                Ok(m) => added.push(m),
+                Err(e) => return finish(inner, added, Err(e)).await,
+            }
+        }
+        let assistant = match stream_turn(inner, &system_prompt, &cancel).await {
+            Ok(a) => a,
+            Err(e) => break Err(e),
+        };
+        added.push(Message::Assistant(assistant.clone()));
+        let mut results: Vec<ToolResultMessage> = Vec::new();
+        let failed = matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted);
+        let mut all_terminate = false;
+        if !failed && has_tool_calls(&assistant.content) {
+            let batch = execute_batch(inner, &assistant, &cancel).await;
+            all_terminate = batch.all_terminate;
+            for r in batch.results {
+                match add_message(inner, Message::ToolResult(r)).await {
+                    Ok(Message::ToolResult(r)) => {
+                        added.push(Message::ToolResult(r.clone()));
+                        results.push(r);
+                    }
+                    Ok(other) => added.push(other),
+                    Err(e) => return finish(inner, added, Err(e)).await,
+                }
+            }
+        }
+        inner.emit(AgentSessionEvent::TurnEnd {
+            message: assistant.clone(),
+            tool_results: results.clone(),
+        });
+        let mut turn_end = TurnEndEvent {
+            turn_index,
+            message: assistant.clone(),
+            tool_results: results.clone(),
+            continue_requested: false,
+        };
+        inner.runner.emit(&mut turn_end, &ctx, &cancel).await;
+        turn_index += 1;
+        if failed || cancel.is_cancelled() {
+            break Ok(());
+        }
+        // Between whole batches: steering first.
+        let steering: Vec<Message> = inner.lock_state().steering.drain(..).collect();
+        if !results.is_empty() && !all_terminate {
+            pending = steering;
+            continue;
+        }
+        if !steering.is_empty() {
+            pending = steering;
+            continue;
+        }
+        if turn_end.continue_requested {
+            continue;
+        }
+        let follow: Vec<Message> = inner.lock_state().follow_up.drain(..).collect();
+        if !follow.is_empty() {
+            pending = follow;
+            continue;
+        }
+        break Ok(());
+    };
+    finish(inner, added, outcome).await
+}
+
+async fn finish(inner: &Arc<Inner>, added: Vec<Message>, outcome: Result<(), SessionError>) -> Result<(), SessionError> {
+    inner.emit(AgentSessionEvent::AgentEnd {
+        messages: added.clone(),
+    });
+    let mut end = AgentEndEvent { messages: added };
+    inner.runner.emit(&mut end, &inner.ctx(), &CancellationToken::new()).await;
+    outcome
+}
+
+fn prompt_text(m: &Message) -> String {
+    match m {
+        Message::User(u) => u.content.text(),
+        Message::Custom(c) => c.content.text(),
+        _ => String::new(),
+    }
+}
+
+/// Emits start/end for a complete message (prompt, injected, tool result), lets `message_end`
+/// handlers replace it (same role), persists it and adds it to the context.
+pub(crate) async fn add_message(inner: &Arc<Inner>, message: Message) -> Result<Message, SessionError> {
+    let ctx = inner.ctx();
+    let cancel = CancellationToken::new();
+    inner.emit(AgentSessionEvent::MessageStart {
+        message: message.clone(),
+    });
+    inner
+        .runner
+        .emit(&mut MessageStartEvent { message: message.clone() }, &ctx, &cancel)
+        .await;
+    end_message(inner, message).await
+}
+
+async fn end_message(inner: &Arc<Inner>, message: Message) -> Result<Message, SessionError> {
+    let mut ev = MessageEndEvent {
+        message: message.clone(),
+    };
+    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    let message = if ev.message.role() == message.role() {
+        ev.message
+    } else {
+        tracing::warn!("message_end handler changed the role; replacement ignored");
+        message
+    };
+    inner
+        .lock_manager()
+        .append_message(message.clone())
+        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_state().messages.push(message.clone());
+    inner.emit(AgentSessionEvent::MessageEnd {
+        message: message.clone(),
+    });
+    Ok(message)
+}
+
+/// One model call: context event, payload hook, streaming events, the persisted final message.
+async fn stream_turn(inner: &Arc<Inner>, system_prompt: &str, cancel: &CancellationToken) -> Result<AssistantMessage, SessionError> {
+    let ctx = inner.ctx();
+    let (model, thinking, messages) = {
+        let st = inner.lock_state();
+        (st.model.clone(), st.thinking, st.messages.clone())
+    };
+    let model = model.ok_or(SessionError::NoModel)?;
+    let mut context_ev = ContextEvent { messages };
+    inner.runner.emit(&mut context_ev, &ctx, cancel).await;
+    let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).specs();
+    let provider_ctx = ProviderContext {
+        system_prompt: system_prompt.to_owned(),
+        messages: context_ev.messages,
+        tools,
+    };
+    let mut options = StreamOptions {
+        thinking_level: if model.reasoning { thinking } else { Default::default() },
+        cancel: cancel.child_token(),
+        session_id: Some(inner.lock_manager().session_id().to_owned()),
+        ..Default::default()
+    };
+    if inner.runner.has_handlers::<BeforeProviderRequestEvent>() {
+        let weak = inner.me.clone();
+        options.on_payload = Some(Arc::new(move |payload| {
+            let weak = weak.clone();
+            Box::pin(async move {
+                let Some(inner) = weak.upgrade() else { return payload };
+                let mut ev = BeforeProviderRequestEvent { payload };
+                inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+                ev.payload
+            })
+        }));
+    }
+    let mut stream = inner.models.read().unwrap_or_else(|e| e.into_inner()).stream(&model, provider_ctx, options);
+    let mut partial = AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, now_ms());
+    let mut started = false;
+    let final_message = loop {
+        let next = tokio::select! {
+            ev = stream.next() => ev,
+            () = cancel.cancelled() => {
+                let mut m = partial.clone();
+                m.stop_reason = StopReason::Aborted;
+                m.error_message = Some("Request was aborted".into());
+                break m;
+            }
+        };
+        let Some(ev) = next else {
+            // The registry guarantees a terminal event; be safe anyway.
+            let mut m = partial.clone();
+            m.stop_reason = StopReason::Error;
+            m.error_message = Some("provider stream ended without a terminal event".into());
+            break m;
+        };
+        apply_event(&mut partial, &ev);
+        if !started {
+            started = true;
+            let start = Message::Assistant(partial.clone());
+            inner.emit(AgentSessionEvent::MessageStart { message: start.clone() });
+            inner.runner.emit(&mut MessageStartEvent { message: start }, &ctx, cancel).await;
+            if matches!(ev, AssistantMessageEvent::Start { .. }) {
+                continue;
+            }
+        }
+        match ev {
+            AssistantMessageEvent::Done { message, .. } => break message,
+            AssistantMessageEvent::Error { error, .. } => break error,
+            ev => {
+                if inner.runner.has_handlers::<MessageUpdateEvent>() {
+                    let mut upd = MessageUpdateEvent {
+                        message: partial.clone(),
+                        event: ev.clone(),
+                    };
+                    inner.runner.emit(&mut upd, &ctx, cancel).await;
+                }
+                inner.emit(AgentSessionEvent::MessageUpdate {
+                    message: partial.clone(),
+                    assistant_message_event: ev,
+                });
+            }
+        }
+    };
+    let mut final_message = final_message;
+    if let Some(err) = final_message.error_message.take() {
+        final_message.error_message = Some(inner.redact(&err));
+    }
+    if final_message.usage.cost.total == 0.0 {
+        final_message.usage.cost = model.cost_of(&final_message.usage);
+    }
+    if !started {
+        let start = Message::Assistant(final_message.clone());
+        inner.emit(AgentSessionEvent::MessageStart { message: start.clone() });
+        inner.runner.emit(&mut MessageStartEvent { message: start }, &ctx, cancel).await;
+    }
+    match end_message(inner, Message::Assistant(final_message)).await? {
+        Message::Assistant(a) => Ok(a),
+        _ => Err(SessionError::Store("assistant message replaced by another role".into())),
+    }
+}

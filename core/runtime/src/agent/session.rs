@@ -1,0 +1,535 @@
+//! `AgentSession`: the conversation facade a host talks to.
+
+use super::factory::FactoryConfig;
+use crate::commands::CommandRegistry;
+use crate::extensions::ExtensionRunner;
+use crate::models::{ModelRegistry, now_ms};
+use crate::sessions::SessionManager;
+use crate::system_prompt::SystemPromptBuilder;
+use crate::tools::ToolRegistry;
+use chrono_tz::Tz;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::extensions::events::{
+    InputEvent, ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartEvent,
+    SessionStartReason, ThinkingLevelSelectEvent,
+};
+use volcanic_abstractions::extensions::ExtensionContext;
+use volcanic_abstractions::messages::{
+    AssistantContent, ImageContent, Message, StopReason, TextContent, UserBody, UserContent, UserMessage,
+};
+use volcanic_abstractions::model::{Model, ThinkingLevel};
+use volcanic_abstractions::ui::{ChatChannel, UserInterface};
+
+/// Errors of session operations.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// A prompt arrived during a run without saying how to queue it.
+    #[error("the agent is busy: queue the message as steer or follow-up")]
+    Busy,
+    /// No model is selected or available.
+    #[error("no model selected: set `model = \"provider/id\"` in the config or use /model")]
+    NoModel,
+    /// Model lookup or key error.
+    #[error(transparent)]
+    Model(#[from] crate::models::ModelError),
+    /// The session file could not be read or written.
+    #[error("session file: {0}")]
+    Store(String),
+    /// An extension cancelled the switch.
+    #[error("cancelled by an extension")]
+    Cancelled,
+    /// A command failed.
+    #[error("command /{name} failed: {error}")]
+    Command {
+        /// Command name.
+        name: String,
+        /// Error text.
+        error: String,
+    },
+}
+
+/// How a prompt that arrives during a run is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueMode {
+    /// Taken between tool batches of the current run.
+    Steer,
+    /// Taken when the current run would end.
+    FollowUp,
+}
+
+/// A prompt: text, images, and what to do if the agent is busy.
+#[derive(Debug, Clone, Default)]
+pub struct PromptInput {
+    /// Text (a `/command` runs the command).
+    pub text: String,
+    /// Images.
+    pub images: Vec<ImageContent>,
+    /// Queueing when busy; `None` makes a busy session answer [`SessionError::Busy`].
+    pub queue: Option<QueueMode>,
+}
+
+impl PromptInput {
+    /// Text only, not queued.
+    pub fn text(t: impl Into<String>) -> Self {
+        PromptInput {
+            text: t.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Token and cost figures of the session (`/session`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionStats {
+    /// Context tokens: the last usage plus estimates (4 characters per token) for newer messages.
+    pub context_tokens: u64,
+    /// The model's window (tokens).
+    pub context_window: u64,
+    /// Sum of input, output and cache tokens over the branch's assistant messages.
+    pub total_tokens: u64,
+    /// Cost in USD over the branch.
+    pub cost: f64,
+    /// Messages in the context.
+    pub messages: usize,
+    /// The session file.
+    pub session_file: Option<PathBuf>,
+}
+
+pub(crate) type Listener = Arc<dyn Fn(&AgentSessionEvent) + Send + Sync>;
+
+/// Mutable state of a session.
+pub(crate) struct State {
+    pub model: Option<Model>,
+    pub thinking: ThinkingLevel,
+    pub time_zone: Option<Tz>,
+    /// The context: messages on the branch (after the latest compaction).
+    pub messages: Vec<Message>,
+    pub running: bool,
+    pub abort: CancellationToken,
+    pub steering: VecDeque<Message>,
+    pub follow_up: VecDeque<Message>,
+    pub next_turn: Vec<Message>,
+    pub system_prompt: String,
+}
+
+/// Shared insides of a session.
+pub(crate) struct Inner {
+    pub config: Arc<FactoryConfig>,
+    pub cwd: PathBuf,
+    pub scope: String,
+    pub manager: Mutex<SessionManager>,
+    pub state: Mutex<State>,
+    pub tools: RwLock<ToolRegistry>,
+    pub commands: RwLock<CommandRegistry>,
+    pub models: RwLock<ModelRegistry>,
+    pub runner: ExtensionRunner,
+    pub subscribers: RwLock<Vec<(u64, Listener)>>,
+    pub next_listener: AtomicU64,
+    pub ui: Option<Arc<dyn UserInterface>>,
+    pub channel: Option<Arc<dyn ChatChannel>>,
+    pub prompt_builder: SystemPromptBuilder,
+    pub idle: watch::Sender<bool>,
+    pub me: Weak<Inner>,
+}
+
+impl Inner {
+    pub fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn lock_manager(&self) -> std::sync::MutexGuard<'_, SessionManager> {
+        self.manager.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a session event to every subscriber (synchronously, in subscription order).
+    pub fn emit(&self, event: AgentSessionEvent) {
+        let listeners: Vec<Listener> = self
+            .subscribers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        for l in listeners {
+            l(&event);
+        }
+    }
+
+    pub fn ctx(&self) -> Arc<dyn ExtensionContext> {
+        Arc::new(super::context::SessionCtx::new(self.me.clone(), self.runner.binding()))
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*self.config.processes).redact(text)
+    }
+
+    /// Resets the context from the session file's current branch.
+    pub fn reload_context(&self) {
+        let ctx = self.lock_manager().build_context();
+        self.lock_state().messages = ctx.messages;
+    }
+}
+
+/// One conversation: a session file, its extensions, tools and model, and the agent loop.
+/// Cheap to clone (a handle).
+#[derive(Clone)]
+pub struct AgentSession {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AgentSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSession")
+            .field("session_id", &self.session_id())
+            .field("cwd", &self.inner.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Handle to remove a subscriber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenerId(u64);
+
+impl AgentSession {
+    /// Subscribes to session events. Listeners run synchronously on the loop: keep them fast.
+    pub fn subscribe(&self, listener: impl Fn(&AgentSessionEvent) + Send + Sync + 'static) -> ListenerId {
+        let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .subscribers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, Arc::new(listener)));
+        ListenerId(id)
+    }
+
+    /// Removes a subscriber.
+    pub fn unsubscribe(&self, id: ListenerId) {
+        self.inner
+            .subscribers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(i, _)| *i != id.0);
+    }
+
+    /// Session id.
+    pub fn session_id(&self) -> String {
+        self.inner.lock_manager().session_id().to_owned()
+    }
+
+    /// The session file.
+    pub fn session_file(&self) -> Option<PathBuf> {
+        self.inner.lock_manager().session_file()
+    }
+
+    /// Working directory.
+    pub fn cwd(&self) -> PathBuf {
+        self.inner.cwd.clone()
+    }
+
+    /// Current model.
+    pub fn model(&self) -> Option<Model> {
+        self.inner.lock_state().model.clone()
+    }
+
+    /// Models the session can use (provider has a key or needs none).
+    pub fn available_models(&self) -> Vec<Model> {
+        self.inner.models.read().unwrap_or_else(|e| e.into_inner()).available()
+    }
+
+    /// Current thinking level.
+    pub fn thinking_level(&self) -> ThinkingLevel {
+        self.inner.lock_state().thinking
+    }
+
+    /// The session's zone.
+    pub fn time_zone(&self) -> Option<Tz> {
+        self.inner.lock_state().time_zone
+    }
+
+    /// Sets the session's zone (applies from the next run; `TZ` of new processes at once).
+    pub fn set_time_zone(&self, tz: Option<Tz>) {
+        self.inner.lock_state().time_zone = tz;
+    }
+
+    /// Messages of the current context.
+    pub fn messages(&self) -> Vec<Message> {
+        self.inner.lock_state().messages.clone()
+    }
+
+    /// Whether no run is in progress.
+    pub fn is_idle(&self) -> bool {
+        !self.inner.lock_state().running
+    }
+
+    /// Waits until no run is in progress.
+    pub async fn wait_for_idle(&self) {
+        let mut rx = self.inner.idle.subscribe();
+        let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    /// Aborts the current run (provider stream and tools are cancelled; queued messages dropped).
+    pub fn abort(&self) {
+        let mut st = self.inner.lock_state();
+        st.steering.clear();
+        st.follow_up.clear();
+        st.abort.cancel();
+    }
+
+    /// Extensions whose activation failed: `(name, error)`.
+    pub fn extension_errors(&self) -> Vec<(String, String)> {
+        self.inner
+            .runner
+            .activation_failures()
+            .into_iter()
+            .map(|f| (f.extension, f.error))
+            .collect()
+    }
+
+    /// Commands (`name`, description).
+    pub fn commands(&self) -> Vec<volcanic_abstractions::extensions::CommandInfo> {
+        self.inner.commands.read().unwrap_or_else(|e| e.into_inner()).list()
+    }
+
+    /// Handles user input: a registered `/command` runs at once (even during a run); otherwise the
+    /// `input` event may transform or consume it; then it starts a run (awaited to its end) or,
+    /// during a run, is queued as `input.queue` says.
+    pub async fn prompt(&self, input: PromptInput) -> Result<(), SessionError> {
+        if let Some((name, args)) = CommandRegistry::parse(input.text.trim()) {
+            let cmd = self.inner.commands.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
+            if let Some(cmd) = cmd {
+                let ctx = Arc::new(super::context::SessionCtx::new(self.inner.me.clone(), self.inner.runner.binding()));
+                let cancel = CancellationToken::new();
+                return (cmd.definition.handler)(args.to_owned(), ctx, cancel)
+                    .await
+                    .map_err(|e| SessionError::Command {
+                        name: cmd.name.clone(),
+                        error: e.to_string(),
+                    });
+            }
+        }
+        let mut ev = InputEvent {
+            text: input.text,
+            images: input.images,
+            handled: false,
+        };
+        let cancel = self.inner.lock_state().abort.clone();
+        self.inner.runner.emit(&mut ev, &self.inner.ctx(), &cancel).await;
+        if ev.handled {
+            return Ok(());
+        }
+        let message = user_message(ev.text, ev.images);
+        let initial = self.start_or_queue(message, input.queue)?;
+        match initial {
+            Some(initial) => super::run_loop::run(self.inner.clone(), initial).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Queues `message` during a run (`Ok(None)`), or marks the session running and returns the
+    /// run's initial messages.
+    fn start_or_queue(&self, message: Message, queue: Option<QueueMode>) -> Result<Option<Vec<Message>>, SessionError> {
+        let mut st = self.inner.lock_state();
+        if st.running {
+            match queue {
+                Some(QueueMode::Steer) => st.steering.push_back(message),
+                Some(QueueMode::FollowUp) => st.follow_up.push_back(message),
+                None => return Err(SessionError::Busy),
+            }
+            return Ok(None);
+        }
+        if st.model.is_none() {
+            return Err(SessionError::NoModel);
+        }
+        st.running = true;
+        st.abort = CancellationToken::new();
+        let mut initial = vec![message];
+        initial.append(&mut st.next_turn);
+        drop(st);
+        let _ = self.inner.idle.send(false);
+        Ok(Some(initial))
+    }
+
+    /// Queues a steering message (taken between tool batches); starts a run when idle.
+    pub async fn steer(&self, text: impl Into<String>) -> Result<(), SessionError> {
+        self.prompt(PromptInput {
+            text: text.into(),
+            images: Vec::new(),
+            queue: Some(QueueMode::Steer),
+        })
+        .await
+    }
+
+    /// Queues a follow-up (taken when the run would end); starts a run when idle.
+    pub async fn follow_up(&self, text: impl Into<String>) -> Result<(), SessionError> {
+        self.prompt(PromptInput {
+            text: text.into(),
+            images: Vec::new(),
+            queue: Some(QueueMode::FollowUp),
+        })
+        .await
+    }
+
+    /// Switches the model (`provider/id`): persisted as a `model_change` entry.
+    pub async fn set_model(&self, key: &str) -> Result<Model, SessionError> {
+        let model = self.inner.models.read().unwrap_or_else(|e| e.into_inner()).require(key)?;
+        self.inner.models.read().unwrap_or_else(|e| e.into_inner()).api_key(&model.provider)?;
+        apply_model(&self.inner, model.clone()).await?;
+        Ok(model)
+    }
+
+    /// Sets the thinking level: persisted as a `thinking_level_change` entry.
+    pub async fn set_thinking_level(&self, level: ThinkingLevel) -> Result<(), SessionError> {
+        apply_thinking(&self.inner, level).await
+    }
+
+    /// Starts a new session file in the same scope (`/new`). `Err(Cancelled)` if an extension
+    /// vetoed it. Aborts a running run first.
+    pub async fn new_session(&self) -> Result<(), SessionError> {
+        switch_session(&self.inner, None).await
+    }
+
+    /// Token and cost figures.
+    pub fn stats(&self) -> SessionStats {
+        let st = self.inner.lock_state();
+        let mut s = SessionStats {
+            context_window: st.model.as_ref().map_or(0, |m| m.context_window),
+            messages: st.messages.len(),
+            session_file: self.inner.lock_manager().session_file(),
+            ..Default::default()
+        };
+        let mut last_usage_at = None;
+        for (i, m) in st.messages.iter().enumerate() {
+            if let Message::Assistant(a) = m {
+                s.total_tokens += a.usage.context_tokens();
+                s.cost += a.usage.cost.total;
+                if a.usage.context_tokens() > 0 && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+                    last_usage_at = Some((i, a.usage.context_tokens()));
+                }
+            }
+        }
+        let (from, base) = last_usage_at.map_or((0, 0), |(i, t)| (i + 1, t));
+        let estimate: usize = st.messages[from..].iter().map(Message::estimated_chars).sum();
+        s.context_tokens = base + (estimate as u64).div_ceil(4);
+        s
+    }
+
+    /// Emits `session_shutdown`, then makes every extension API and context of this session stale.
+    pub async fn dispose(&self) {
+        self.abort();
+        let mut ev = SessionShutdownEvent::default();
+        self.inner.runner.emit(&mut ev, &self.inner.ctx(), &CancellationToken::new()).await;
+        self.inner.runner.invalidate();
+    }
+}
+
+/// A user message from text and images.
+pub(crate) fn user_message(text: String, images: Vec<ImageContent>) -> Message {
+    let mut blocks = vec![UserContent::Text(TextContent {
+        text,
+        text_signature: None,
+    })];
+    blocks.extend(images.into_iter().map(UserContent::Image));
+    Message::User(UserMessage {
+        content: UserBody::Blocks(blocks),
+        timestamp: now_ms(),
+    })
+}
+
+pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), SessionError> {
+    let previous = inner.lock_state().model.clone();
+    inner
+        .lock_manager()
+        .append_model_change(&model.provider, &model.id)
+        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_state().model = Some(model.clone());
+    let mut ev = ModelSelectEvent { model, previous };
+    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    Ok(())
+}
+
+pub(crate) async fn apply_thinking(inner: &Arc<Inner>, level: ThinkingLevel) -> Result<(), SessionError> {
+    let previous = inner.lock_state().thinking;
+    inner
+        .lock_manager()
+        .append_thinking_level_change(level)
+        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_state().thinking = level;
+    let mut ev = ThinkingLevelSelectEvent { level, previous };
+    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    Ok(())
+}
+
+/// `/new` (target `None`) or a switch to another file.
+pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) -> Result<(), SessionError> {
+    let mut ev = SessionBeforeSwitchEvent {
+        target: target.as_ref().map(|p| p.display().to_string()),
+        cancelled: false,
+    };
+    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    if ev.cancelled {
+        return Err(SessionError::Cancelled);
+    }
+    {
+        let mut st = inner.lock_state();
+        st.abort.cancel();
+        st.steering.clear();
+        st.follow_up.clear();
+        st.next_turn.clear();
+    }
+    let mut idle = inner.idle.subscribe();
+    let _ = idle.wait_for(|i| *i).await;
+    let mut shutdown = SessionShutdownEvent::default();
+    inner.runner.emit(&mut shutdown, &inner.ctx(), &CancellationToken::new()).await;
+    let store = inner.config.store.clone();
+    let manager = match &target {
+        None => SessionManager::create(store, &inner.scope, &inner.cwd),
+        Some(p) => SessionManager::open(store, &p.clone().into()),
+    }
+    .map_err(|e| SessionError::Store(e.to_string()))?;
+    let (model, thinking) = {
+        let ctx = manager.build_context();
+        let st = inner.lock_state();
+        let model = ctx
+            .model
+            .as_ref()
+            .and_then(|(p, id)| inner.models.read().unwrap_or_else(|e| e.into_inner()).find(&format!("{p}/{id}")))
+            .or_else(|| st.model.clone());
+        let thinking = if target.is_some() { ctx.thinking_level } else { st.thinking };
+        (model, thinking)
+    };
+    *inner.lock_manager() = manager;
+    inner.reload_context();
+    {
+        let mut st = inner.lock_state();
+        st.model = model.clone();
+        st.thinking = thinking;
+    }
+    if target.is_none() {
+        // A new file starts like pi's: the model and level it runs with.
+        let mut mgr = inner.lock_manager();
+        if let Some(m) = &model {
+            mgr.append_model_change(&m.provider, &m.id).map_err(|e| SessionError::Store(e.to_string()))?;
+        }
+        mgr.append_thinking_level_change(thinking)
+            .map_err(|e| SessionError::Store(e.to_string()))?;
+    }
+    inner.emit(AgentSessionEvent::SessionChanged {
+        session_id: inner.lock_manager().session_id().to_owned(),
+        session_file: inner.lock_manager().session_file().map(|p| p.display().to_string()),
+    });
+    let reason = if target.is_some() { SessionStartReason::Switch } else { SessionStartReason::New };
+    let mut start = SessionStartEvent { reason };
+    inner.runner.emit(&mut start, &inner.ctx(), &CancellationToken::new()).await;
+    Ok(())
+}
+
+/// Whether an assistant message asks for tools.
+pub(crate) fn has_tool_calls(content: &[AssistantContent]) -> bool {
+    content.iter().any(|c| matches!(c, AssistantContent::ToolCall(_)))
+}

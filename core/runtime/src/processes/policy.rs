@@ -1,0 +1,159 @@
+//! [`ProcessSpawnPolicy`]: builds the command, cwd and complete environment of a child process.
+
+use super::options::{NamePattern, ProcessEnvironmentOptions, any_matches, compile};
+use super::redactor::{MIN_SEEDED_SECRET_CHARS, Redactor};
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use volcanic_abstractions::processes::{
+    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy as SpawnPolicy, ProcessSpawnRequest,
+    SecretRedactor,
+};
+
+/// Where the inherited environment comes from: `(name, value)` pairs, read at every spawn.
+pub type EnvSource = Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>;
+
+/// The host's environment (variables whose name or value is not UTF-8 are skipped).
+fn host_environment() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
+}
+
+/// The process policy: `inherit → filter (deny, allow, secret values) → request.env → TZ → host
+/// hooks`. See the [module docs](super) for the rules.
+pub struct ProcessSpawnPolicy {
+    inherit: bool,
+    deny: Vec<NamePattern>,
+    allow: Option<Vec<NamePattern>>,
+    /// Non-empty configured secret values (also the short ones, which the redactor ignores).
+    secret_values: Vec<String>,
+    hooks: Vec<volcanic_abstractions::processes::ProcessSpawnHook>,
+    env_source: EnvSource,
+    redactor: Arc<Redactor>,
+}
+
+impl ProcessSpawnPolicy {
+    /// A policy over the host's real environment (`std::env`).
+    pub fn new(options: ProcessEnvironmentOptions) -> Self {
+        ProcessSpawnPolicy::with_env_source(options, Arc::new(host_environment))
+    }
+
+    /// A policy over an injected base environment (tests, or a host that keeps its own copy).
+    ///
+    /// The redactor is seeded now with `options.secret_values` and with the values (at least
+    /// [`MIN_SEEDED_SECRET_CHARS`] characters) of the base variables the deny-list matches.
+    pub fn with_env_source(options: ProcessEnvironmentOptions, env_source: EnvSource) -> Self {
+        let deny = compile(&options.deny);
+        let allow = options.allow.as_deref().map(compile);
+        let redactor = Arc::new(Redactor::with_secrets(&options.secret_values));
+        let seeded = env_source()
+            .into_iter()
+            .filter(|(name, value)| {
+                any_matches(&deny, name) && value.chars().count() >= MIN_SEEDED_SECRET_CHARS
+            })
+            .map(|(_, value)| value);
+        redactor.add_all(seeded);
+        ProcessSpawnPolicy {
+            inherit: options.inherit,
+            deny,
+            allow,
+            secret_values: options
+                .secret_values
+                .into_iter()
+                .filter(|v| !v.is_empty())
+                .collect(),
+            hooks: options.hooks,
+            env_source,
+            redactor,
+        }
+    }
+
+    /// The concrete redactor (the trait's [`SpawnPolicy::redactor`] gives it as a trait object).
+    pub fn secret_redactor(&self) -> Arc<Redactor> {
+        Arc::clone(&self.redactor)
+    }
+
+    /// Whether an inherited variable survives the filter (deny-list, allow-list, secret values).
+    pub fn keeps_inherited(&self, name: &str, value: &str) -> bool {
+        if any_matches(&self.deny, name) {
+            return false;
+        }
+        if let Some(allow) = &self.allow
+            && !any_matches(allow, name)
+        {
+            return false;
+        }
+        let holds_secret = self
+            .secret_values
+            .iter()
+            .any(|s| value.contains(s.as_str()))
+            || self.redactor.contains_secret(value);
+        !holds_secret
+    }
+
+    /// The filtered inherited environment (the first two steps of the pipeline).
+    fn base_environment(&self) -> BTreeMap<String, String> {
+        if !self.inherit {
+            return BTreeMap::new();
+        }
+        (self.env_source)()
+            .into_iter()
+            .filter(|(name, value)| self.keeps_inherited(name, value))
+            .collect()
+    }
+}
+
+impl SpawnPolicy for ProcessSpawnPolicy {
+    fn prepare(
+        &self,
+        request: &ProcessSpawnRequest,
+    ) -> Result<ProcessSpawnContext, ProcessSpawnError> {
+        let mut env = self.base_environment();
+        for (name, value) in &request.env {
+            match value {
+                Some(value) => env.insert(name.clone(), value.clone()),
+                None => env.remove(name),
+            };
+        }
+        if let Some(zone) = &request.time_zone {
+            env.insert("TZ".to_owned(), zone.clone());
+        }
+        let mut context = ProcessSpawnContext {
+            command: request.command.clone(),
+            args: request.args.clone(),
+            cwd: request.cwd.clone(),
+            env,
+        };
+        for (index, hook) in self.hooks.iter().enumerate() {
+            let outcome = catch_unwind(AssertUnwindSafe(|| hook(request, &mut context)));
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(message)) => return Err(ProcessSpawnError(message)),
+                Err(_) => {
+                    return Err(ProcessSpawnError(format!(
+                        "host hook #{} panicked",
+                        index + 1
+                    )));
+                }
+            }
+        }
+        Ok(context)
+    }
+
+    fn redactor(&self) -> Arc<dyn SecretRedactor> {
+        self.redactor.clone()
+    }
+}
+
+impl std::fmt::Debug for ProcessSpawnPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessSpawnPolicy")
+            .field("inherit", &self.inherit)
+            .field("deny", &self.deny)
+            .field("allow", &self.allow)
+            .field("hooks", &self.hooks.len())
+            .field("redactor", &self.redactor)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,240 @@
+//! The agent loop: order of events, tools, queueing, abort, and bad input from the model.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::*;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::Notify;
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::messages::{Message, StopReason, UserContent, join_text};
+use volcanic_core::agent::{AgentSessionOptions, LENGTH_STOP_ERROR, PromptInput, QueueMode, SessionError, SessionSelect};
+
+fn tool_results(msgs: &[Message]) -> Vec<(String, bool, String)> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.tool_call_id.clone(), r.is_error, join_text(&r.content))),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn bash_tool_call_then_answer_in_spec_order() {
+    let h = harness(
+        vec![
+            FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo hi > made.txt && echo done"}))]),
+            FauxTurn::text("file written"),
+        ],
+        vec![],
+    )
+    .await;
+    h.session.prompt(PromptInput::text("make a file")).await.unwrap();
+    assert!(h.workspace().join("made.txt").is_file());
+    assert_eq!(
+        h.event_names(),
+        vec![
+            "agent_start",
+            "turn_start",
+            "message_start", // prompt
+            "message_end",
+            "message_start", // assistant
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start", // tool result
+            "message_end",
+            "turn_end",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
+        ]
+    );
+    // The second call saw the tool result.
+    let second = h.faux.context(1);
+    let results = tool_results(&second.messages);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].2.contains("done"), "{results:?}");
+    // The session file reopens with the same context.
+    let file = h.session.session_file().unwrap();
+    let reopened = h
+        .factory
+        .create(AgentSessionOptions { cwd: h.workspace(), session: SessionSelect::Open(file), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(reopened.messages(), h.session.messages());
+    assert_eq!(reopened.model().unwrap().key(), "faux/m1");
+}
+
+#[tokio::test]
+async fn parallel_tools_end_in_completion_order_results_in_source_order() {
+    let h = harness(
+        vec![
+            FauxTurn::calls(vec![
+                ("slow", "bash", json!({"command": "sleep 0.4; echo slow"})),
+                ("fast", "bash", json!({"command": "echo fast"})),
+            ]),
+            FauxTurn::text("ok"),
+        ],
+        vec![],
+    )
+    .await;
+    h.session.prompt(PromptInput::text("go")).await.unwrap();
+    let ends: Vec<String> = h
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            AgentSessionEvent::ToolExecutionEnd { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, vec!["fast", "slow"]);
+    let ids: Vec<String> = tool_results(&h.session.messages()).into_iter().map(|r| r.0).collect();
+    assert_eq!(ids, vec!["slow", "fast"]);
+}
+
+#[tokio::test]
+async fn unknown_tool_and_malformed_arguments_become_error_results() {
+    let h = harness(
+        vec![
+            FauxTurn::calls(vec![
+                ("u1", "teleport", json!({})),
+                ("b1", "bash", json!("{\"command\": \"echo")),
+                ("b2", "bash", json!({"cmd": "ls"})),
+            ]),
+            FauxTurn::text("sorry"),
+        ],
+        vec![],
+    )
+    .await;
+    h.session.prompt(PromptInput::text("go")).await.unwrap();
+    let r = tool_results(&h.session.messages());
+    assert_eq!(r.len(), 3);
+    assert!(r.iter().all(|x| x.1), "all errors: {r:?}");
+    assert!(r[0].2.contains("teleport") && r[0].2.contains("not found"), "{}", r[0].2);
+    assert!(r[1].2.contains("object"), "{}", r[1].2);
+    assert!(r[2].2.contains("command"), "{}", r[2].2);
+    // The session stays usable.
+    h.faux.push(FauxTurn::text("still here"));
+    h.session.prompt(PromptInput::text("again")).await.unwrap();
+    assert_eq!(h.faux.calls(), 3);
+}
+
+#[tokio::test]
+async fn length_stop_never_runs_its_tool_calls() {
+    let h = harness(
+        vec![
+            FauxTurn::Reply(vec![call("c1", "bash", json!({"command": "touch should-not-exist"}))], StopReason::Length),
+            FauxTurn::text("re-issued later"),
+        ],
+        vec![],
+    )
+    .await;
+    h.session.prompt(PromptInput::text("go")).await.unwrap();
+    assert!(!h.workspace().join("should-not-exist").exists());
+    let r = tool_results(&h.session.messages());
+    assert_eq!(r, vec![("c1".to_owned(), true, LENGTH_STOP_ERROR.to_owned())]);
+    assert_eq!(h.faux.calls(), 2);
+}
+
+#[tokio::test]
+async fn provider_error_ends_the_run_and_session_stays_usable() {
+    let h = harness(vec![FauxTurn::Error("500 api_error: internal".into()), FauxTurn::text("fine now")], vec![]).await;
+    h.session.prompt(PromptInput::text("one")).await.unwrap();
+    let Some(Message::Assistant(a)) = h.session.messages().last().cloned() else { panic!() };
+    assert_eq!(a.stop_reason, StopReason::Error);
+    assert_eq!(a.error_message.as_deref(), Some("500 api_error: internal"));
+    h.session.prompt(PromptInput::text("two")).await.unwrap();
+    // The errored message was not sent back to the model.
+    let ctx = h.faux.context(1);
+    assert!(ctx.messages.iter().all(|m| !matches!(m, Message::Assistant(_))));
+    assert_eq!(h.session.messages().len(), 4);
+}
+
+#[tokio::test]
+async fn abort_stops_a_streaming_run() {
+    let gate = Arc::new(Notify::new());
+    let h = harness(vec![FauxTurn::Hang(gate)], vec![]).await;
+    let s = h.session.clone();
+    let run = tokio::spawn(async move { s.prompt(PromptInput::text("long")).await });
+    eventually(|| h.faux.calls() == 1).await;
+    assert!(!h.session.is_idle());
+    h.session.abort();
+    run.await.unwrap().unwrap();
+    assert!(h.session.is_idle());
+    let Some(Message::Assistant(a)) = h.session.messages().last().cloned() else { panic!() };
+    assert_eq!(a.stop_reason, StopReason::Aborted);
+}
+
+#[tokio::test]
+async fn busy_session_queues_follow_up_and_steer() {
+    let gate = Arc::new(Notify::new());
+    let h = harness(
+        vec![FauxTurn::Hang(gate.clone()), FauxTurn::text("answer to steer"), FauxTurn::text("answer to follow-up")],
+        vec![],
+    )
+    .await;
+    let s = h.session.clone();
+    let run = tokio::spawn(async move { s.prompt(PromptInput::text("first")).await });
+    eventually(|| h.faux.calls() == 1).await;
+    assert!(matches!(h.session.prompt(PromptInput::text("unqueued")).await, Err(SessionError::Busy)));
+    h.session
+        .prompt(PromptInput { text: "later".into(), queue: Some(QueueMode::FollowUp), ..Default::default() })
+        .await
+        .unwrap();
+    h.session.steer("now").await.unwrap();
+    gate.notify_one();
+    run.await.unwrap().unwrap();
+    assert_eq!(h.faux.calls(), 3);
+    let user_texts = |i: usize| -> Vec<String> {
+        h.faux
+            .context(i)
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User(u) => Some(u.content.text()),
+                _ => None,
+            })
+            .collect()
+    };
+    // Steering is taken before follow-ups.
+    assert_eq!(user_texts(1), vec!["first", "now"]);
+    assert_eq!(user_texts(2), vec!["first", "now", "later"]);
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_from_tool_output() {
+    let h = harness(
+        vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo token=sk-test-ABCDEFGH12345678"}))]), FauxTurn::text("ok")],
+        vec![],
+    )
+    .await;
+    h.session.prompt(PromptInput::text("show")).await.unwrap();
+    let r = tool_results(&h.session.messages());
+    assert!(r[0].2.contains("[REDACTED]") && !r[0].2.contains("ABCDEFGH"), "{}", r[0].2);
+    let ctx = h.faux.context(1);
+    let sent = tool_results(&ctx.messages);
+    assert!(!sent[0].2.contains("ABCDEFGH"));
+}
+
+#[tokio::test]
+async fn images_reach_the_provider() {
+    let h = harness(vec![FauxTurn::text("a cat")], vec![]).await;
+    h.session
+        .prompt(PromptInput {
+            text: "what is it".into(),
+            images: vec![volcanic_abstractions::messages::ImageContent { data: "aGVsbG8=".into(), mime_type: "image/png".into() }],
+            queue: None,
+        })
+        .await
+        .unwrap();
+    let ctx = h.faux.context(0);
+    let Message::User(u) = &ctx.messages[0] else { panic!() };
+    assert!(u.content.blocks().iter().any(|b| matches!(b, UserContent::Image(_))));
+}

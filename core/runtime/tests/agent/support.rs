@@ -1,0 +1,236 @@
+//! Test support: an in-process faux provider playing scripted turns, and a session builder.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::extensions::ExtensionFactory;
+use volcanic_abstractions::messages::{AssistantContent, AssistantMessage, StopReason, TextContent, ToolCall, Usage};
+use volcanic_abstractions::model::{Api, InputKind, Model, ModelCost};
+use volcanic_abstractions::provider::{
+    AssistantMessageEvent, Provider, ProviderContext, ProviderRegistration, ProviderStream, StreamOptions,
+};
+use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, FactoryConfig, SessionSelect};
+use volcanic_core::models::ModelRegistry;
+use volcanic_core::processes::{ProcessEnvironmentOptions, ProcessSpawnPolicy};
+use volcanic_core::sessions::FileSessionStore;
+
+/// One scripted model answer.
+#[derive(Clone)]
+pub enum FauxTurn {
+    /// Content blocks and a stop reason.
+    Reply(Vec<AssistantContent>, StopReason),
+    /// An error with this message.
+    Error(String),
+    /// Streams "partial" text and then waits for the abort signal (or the gate).
+    Hang(Arc<Notify>),
+}
+
+impl FauxTurn {
+    pub fn text(t: &str) -> Self {
+        FauxTurn::Reply(vec![text(t)], StopReason::Stop)
+    }
+    pub fn calls(calls: Vec<(&str, &str, Value)>) -> Self {
+        FauxTurn::Reply(calls.into_iter().map(|(id, n, a)| call(id, n, a)).collect(), StopReason::ToolUse)
+    }
+}
+
+pub fn text(t: &str) -> AssistantContent {
+    AssistantContent::Text(TextContent { text: t.into(), text_signature: None })
+}
+
+pub fn call(id: &str, name: &str, args: Value) -> AssistantContent {
+    AssistantContent::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: args, thought_signature: None })
+}
+
+/// A provider answering from a queue of scripted turns, recording every call.
+#[derive(Default)]
+pub struct Faux {
+    turns: Mutex<VecDeque<FauxTurn>>,
+    pub contexts: Mutex<Vec<ProviderContext>>,
+    pub payloads: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Faux {
+    pub fn new(turns: Vec<FauxTurn>) -> Arc<Self> {
+        Arc::new(Faux { turns: Mutex::new(turns.into()), ..Default::default() })
+    }
+    pub fn push(&self, t: FauxTurn) {
+        self.turns.lock().unwrap().push_back(t);
+    }
+    pub fn calls(&self) -> usize {
+        self.contexts.lock().unwrap().len()
+    }
+    pub fn context(&self, i: usize) -> ProviderContext {
+        self.contexts.lock().unwrap()[i].clone()
+    }
+}
+
+pub fn faux_model() -> Model {
+    Model {
+        id: "m1".into(),
+        name: "Faux".into(),
+        provider: "faux".into(),
+        api: Api::Other("faux".into()),
+        base_url: String::new(),
+        reasoning: false,
+        input: vec![InputKind::Text, InputKind::Image],
+        cost: ModelCost { input: 1.0, output: 2.0, cache_read: 0.0, cache_write: 0.0 },
+        context_window: 100_000,
+        max_tokens: 4096,
+    }
+}
+
+impl Provider for Faux {
+    fn api(&self) -> Api {
+        Api::Other("faux".into())
+    }
+
+    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
+        let turn = self.turns.lock().unwrap().pop_front();
+        let payload = json!({"system": context.system_prompt, "messages": context.messages.len()});
+        self.contexts.lock().unwrap().push(context);
+        let model = model.clone();
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let recorded = self.payloads.clone();
+        tokio::spawn(async move {
+            let payload = match &options.on_payload {
+                Some(h) => h(payload).await,
+                None => payload,
+            };
+            recorded.lock().unwrap().push(payload);
+            let mut m = AssistantMessage::empty("faux", "faux", &model.id, 0);
+            let _ = tx.unbounded_send(AssistantMessageEvent::Start { partial: m.clone() });
+            let fail = |m: &mut AssistantMessage, reason: StopReason, msg: &str| {
+                m.stop_reason = reason;
+                m.error_message = Some(msg.into());
+                AssistantMessageEvent::Error { reason, error: m.clone() }
+            };
+            match turn {
+                None => {
+                    let _ = tx.unbounded_send(fail(&mut m, StopReason::Error, "faux: no scripted turn left"));
+                }
+                Some(FauxTurn::Error(msg)) => {
+                    let _ = tx.unbounded_send(fail(&mut m, StopReason::Error, &msg));
+                }
+                Some(FauxTurn::Hang(gate)) => {
+                    let _ = tx.unbounded_send(AssistantMessageEvent::TextStart { content_index: 0 });
+                    let _ = tx.unbounded_send(AssistantMessageEvent::TextDelta { content_index: 0, delta: "partial".into() });
+                    m.content.push(text("partial"));
+                    tokio::select! {
+                        () = options.cancel.cancelled() => {
+                            let _ = tx.unbounded_send(fail(&mut m, StopReason::Aborted, "aborted"));
+                        }
+                        () = gate.notified() => {
+                            let _ = tx.unbounded_send(AssistantMessageEvent::TextEnd { content_index: 0, content: "partial".into() });
+                            let _ = tx.unbounded_send(AssistantMessageEvent::Done { reason: StopReason::Stop, message: m.clone() });
+                        }
+                    }
+                }
+                Some(FauxTurn::Reply(blocks, stop)) => {
+                    for (i, b) in blocks.iter().enumerate() {
+                        match b {
+                            AssistantContent::Text(t) => {
+                                let _ = tx.unbounded_send(AssistantMessageEvent::TextStart { content_index: i });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::TextDelta { content_index: i, delta: t.text.clone() });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::TextEnd { content_index: i, content: t.text.clone() });
+                            }
+                            AssistantContent::Thinking(t) => {
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ThinkingStart { content_index: i });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ThinkingEnd { content_index: i, content: t.thinking.clone(), signature: None });
+                            }
+                            AssistantContent::ToolCall(c) => {
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallStart { content_index: i, id: c.id.clone(), name: c.name.clone() });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallDelta { content_index: i, delta: c.arguments.to_string() });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallEnd { content_index: i, tool_call: c.clone() });
+                            }
+                        }
+                    }
+                    m.content = blocks;
+                    m.stop_reason = stop;
+                    m.usage = Usage { input: 100, output: 10, total_tokens: 110, ..Default::default() };
+                    let _ = tx.unbounded_send(AssistantMessageEvent::Done { reason: stop, message: m });
+                }
+            }
+        });
+        rx.boxed()
+    }
+}
+
+/// A secret every test session knows (redaction tests).
+pub const TEST_SECRET: &str = "sk-test-ABCDEFGH12345678";
+
+pub struct Harness {
+    pub session: AgentSession,
+    pub faux: Arc<Faux>,
+    pub dir: tempfile::TempDir,
+    pub events: Arc<Mutex<Vec<AgentSessionEvent>>>,
+    pub factory: AgentSessionFactory,
+}
+
+impl Harness {
+    pub fn event_names(&self) -> Vec<&'static str> {
+        self.events.lock().unwrap().iter().map(|e| e.name()).filter(|n| *n != "message_update" && *n != "tool_execution_update").collect()
+    }
+    pub fn workspace(&self) -> std::path::PathBuf {
+        self.dir.path().join("ws")
+    }
+}
+
+pub fn factory(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &Path) -> AgentSessionFactory {
+    let mut models = ModelRegistry::new().with_env(|_| None);
+    models.register_provider(ProviderRegistration {
+        name: "faux".into(),
+        provider: faux,
+        models: vec![faux_model()],
+        api_key: None,
+        api_key_env: None,
+    });
+    AgentSessionFactory::new(FactoryConfig {
+        models,
+        extensions,
+        processes: Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions {
+            secret_values: vec![TEST_SECRET.into()],
+            ..Default::default()
+        })),
+        store: Arc::new(FileSessionStore::new(dir.join("sessions"))),
+        default_model: Some("faux/m1".into()),
+        default_thinking: Default::default(),
+        default_time_zone: None,
+        home_dir: None,
+        context_root: Some(dir.to_path_buf()),
+        sequential_tools: false,
+    })
+}
+
+pub async fn harness(turns: Vec<FauxTurn>, extensions: Vec<ExtensionFactory>) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let faux = Faux::new(turns);
+    let factory = factory(faux.clone(), extensions, dir.path());
+    let session = factory
+        .create(AgentSessionOptions { cwd: dir.path().join("ws"), session: SessionSelect::New, ..Default::default() })
+        .await
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let ev = events.clone();
+    session.subscribe(move |e| ev.lock().unwrap().push(e.clone()));
+    Harness { session, faux, dir, events, factory }
+}
+
+/// Waits (bounded) until `f` holds.
+pub async fn eventually(mut f: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not met within 2 s");
+}

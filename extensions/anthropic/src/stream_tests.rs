@@ -1,0 +1,481 @@
+//! SSE bytes → provider events, fed in chunks split at awkward places (inside UTF-8
+//! sequences, inside `data:` lines, between `\r` and `\n`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::{
+    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model,
+    ModelCost, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
+};
+
+use super::read_stream;
+use crate::http::channel;
+use crate::mapper::Mapper;
+
+fn model() -> Model {
+    Model {
+        id: "claude-test".into(),
+        name: "Claude Test".into(),
+        provider: "anthropic".into(),
+        api: Api::AnthropicMessages,
+        base_url: "http://127.0.0.1:9".into(),
+        reasoning: true,
+        input: vec![InputKind::Text, InputKind::Image],
+        cost: ModelCost {
+            input: 3.0,
+            output: 15.0,
+            cache_read: 0.3,
+            cache_write: 3.75,
+        },
+        context_window: 200_000,
+        max_tokens: 64_000,
+    }
+}
+
+fn sse(events: &[(&str, serde_json::Value)]) -> String {
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+/// A complete reply: thinking (signed), text with multi-byte characters, a tool call whose
+/// input arrives in three pieces, pings and an unknown event in between.
+fn full_reply() -> String {
+    sse(&[
+        (
+            "message_start",
+            json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":1000,"cache_creation_input_tokens":10}}}),
+        ),
+        ("ping", json!({"type":"ping"})),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Hmm, "}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"naïve?"}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":0}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Héllo wörld "}}),
+        ),
+        ("something_new", json!({"type":"something_new"})),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"🌋!"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":1}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"bash","input":{}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"comm"}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"and\": \"echo é"}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"}"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":2}),
+        ),
+        (
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":50}}),
+        ),
+        ("message_stop", json!({"type":"message_stop"})),
+    ])
+}
+
+/// Runs `chunks` through the stream reader; returns the events and the final message or the
+/// error text.
+async fn run_chunks(chunks: Vec<Vec<u8>>) -> (Vec<E>, Result<AssistantMessage, String>) {
+    let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+    run_body(body, CancellationToken::new(), Duration::from_secs(5)).await
+}
+
+async fn run_body<S>(
+    body: S,
+    cancel: CancellationToken,
+    idle: Duration,
+) -> (Vec<E>, Result<AssistantMessage, String>)
+where
+    S: futures::Stream<Item = Result<Vec<u8>, std::io::Error>>,
+{
+    let mut mapper = Mapper::new(&model(), 7);
+    let (emitter, receiver) = channel();
+    let result = read_stream(body, &mut mapper, &emitter, &cancel, idle).await;
+    drop(emitter);
+    let events: Vec<E> = receiver.collect().await;
+    let outcome = match result {
+        Ok(()) => match mapper.finish() {
+            (message, Ok(())) => Ok(message),
+            (_, Err(error)) => Err(error.to_string()),
+        },
+        Err(error) => Err(error.to_string()),
+    };
+    (events, outcome)
+}
+
+fn expected_events() -> Vec<E> {
+    vec![
+        E::ThinkingStart { content_index: 0 },
+        E::ThinkingDelta {
+            content_index: 0,
+            delta: "Hmm, ".into(),
+        },
+        E::ThinkingDelta {
+            content_index: 0,
+            delta: "naïve?".into(),
+        },
+        E::ThinkingEnd {
+            content_index: 0,
+            content: "Hmm, naïve?".into(),
+            signature: Some("c2ln".into()),
+        },
+        E::TextStart { content_index: 1 },
+        E::TextDelta {
+            content_index: 1,
+            delta: "Héllo wörld ".into(),
+        },
+        E::TextDelta {
+            content_index: 1,
+            delta: "🌋!".into(),
+        },
+        E::TextEnd {
+            content_index: 1,
+            content: "Héllo wörld 🌋!".into(),
+        },
+        E::ToolCallStart {
+            content_index: 2,
+            id: "toolu_1".into(),
+            name: "bash".into(),
+        },
+        E::ToolCallDelta {
+            content_index: 2,
+            delta: "{\"comm".into(),
+        },
+        E::ToolCallDelta {
+            content_index: 2,
+            delta: "and\": \"echo é".into(),
+        },
+        E::ToolCallDelta {
+            content_index: 2,
+            delta: "\"}".into(),
+        },
+        E::ToolCallEnd {
+            content_index: 2,
+            tool_call: ToolCall {
+                id: "toolu_1".into(),
+                name: "bash".into(),
+                arguments: json!({"command": "echo é"}),
+                thought_signature: None,
+            },
+        },
+    ]
+}
+
+fn expected_message() -> AssistantMessage {
+    // 100 input, 50 output, 1000 cache read, 10 cache write at 3 / 15 / 0.3 / 3.75 per million.
+    let cost = Cost {
+        input: 100.0 * 3.0 / 1e6,
+        output: 50.0 * 15.0 / 1e6,
+        cache_read: 1000.0 * 0.3 / 1e6,
+        cache_write: 10.0 * 3.75 / 1e6,
+        total: 100.0 * 3.0 / 1e6 + 50.0 * 15.0 / 1e6 + 1000.0 * 0.3 / 1e6 + 10.0 * 3.75 / 1e6,
+    };
+    AssistantMessage {
+        content: vec![
+            AssistantContent::Thinking(ThinkingContent {
+                thinking: "Hmm, naïve?".into(),
+                thinking_signature: Some("c2ln".into()),
+                redacted: None,
+            }),
+            AssistantContent::Text(TextContent {
+                text: "Héllo wörld 🌋!".into(),
+                text_signature: None,
+            }),
+            AssistantContent::ToolCall(ToolCall {
+                id: "toolu_1".into(),
+                name: "bash".into(),
+                arguments: json!({"command": "echo é"}),
+                thought_signature: None,
+            }),
+        ],
+        api: "anthropic-messages".into(),
+        provider: "anthropic".into(),
+        model: "claude-test".into(),
+        response_id: Some("msg_1".into()),
+        usage: Usage {
+            input: 100,
+            output: 50,
+            cache_read: 1000,
+            cache_write: 10,
+            total_tokens: 1160,
+            cost,
+        },
+        stop_reason: StopReason::ToolUse,
+        error_message: None,
+        timestamp: 7,
+    }
+}
+
+#[tokio::test]
+async fn full_reply_maps_to_pi_events_and_message() {
+    let (events, message) = run_chunks(vec![full_reply().into_bytes()]).await;
+    assert_eq!(events, expected_events());
+    assert_eq!(message, Ok(expected_message()));
+}
+
+#[tokio::test]
+async fn chunk_boundaries_do_not_change_the_result() {
+    let bytes = full_reply().into_bytes();
+    // Fixed chunk sizes: size 1 splits every multi-byte character.
+    for size in [1, 2, 3, 5, 7, 13, 64] {
+        let chunks = bytes.chunks(size).map(<[u8]>::to_vec).collect();
+        let (events, message) = run_chunks(chunks).await;
+        assert_eq!(events, expected_events(), "chunk size {size}");
+        assert_eq!(message, Ok(expected_message()), "chunk size {size}");
+    }
+    // Every two-way split.
+    for cut in 1..bytes.len() {
+        let chunks = vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()];
+        let (events, message) = run_chunks(chunks).await;
+        assert_eq!(events.len(), expected_events().len(), "cut at {cut}");
+        assert_eq!(message, Ok(expected_message()), "cut at {cut}");
+    }
+}
+
+#[tokio::test]
+async fn crlf_line_endings_are_accepted() {
+    let text = full_reply().replace('\n', "\r\n");
+    let (events, message) = run_chunks(vec![text.into_bytes()]).await;
+    assert_eq!(events, expected_events());
+    assert_eq!(message, Ok(expected_message()));
+}
+
+#[tokio::test]
+async fn stream_closing_before_message_stop_is_an_error() {
+    let text = full_reply();
+    let cut = text.find("event: message_delta").unwrap();
+    let (events, outcome) = run_chunks(vec![text.as_bytes()[..cut].to_vec()]).await;
+    assert_eq!(events, expected_events());
+    assert_eq!(outcome, Err("stream ended before message_stop".to_owned()));
+}
+
+#[tokio::test]
+async fn a_partial_last_event_does_not_count() {
+    let text = full_reply();
+    let without_blank_line = text.trim_end_matches('\n');
+    let (_, outcome) = run_chunks(vec![without_blank_line.as_bytes().to_vec()]).await;
+    assert_eq!(outcome, Err("stream ended before message_stop".to_owned()));
+}
+
+#[tokio::test]
+async fn in_stream_error_event_ends_with_its_message() {
+    let text = sse(&[
+        (
+            "message_start",
+            json!({"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":1}}}),
+        ),
+        (
+            "error",
+            json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+        ),
+    ]);
+    let (events, outcome) = run_chunks(vec![text.into_bytes()]).await;
+    assert_eq!(events, vec![]);
+    assert_eq!(outcome, Err("overloaded_error: Overloaded".to_owned()));
+}
+
+#[tokio::test]
+async fn transport_failure_mid_stream_is_a_body_error() {
+    let text = full_reply();
+    let cut = text.find("event: content_block_start").unwrap();
+    let body = futures::stream::iter(vec![
+        Ok(text.as_bytes()[..cut].to_vec()),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset by peer",
+        )),
+    ]);
+    let (_, outcome) = run_body(body, CancellationToken::new(), Duration::from_secs(5)).await;
+    assert_eq!(
+        outcome,
+        Err("the response stream broke off: connection reset by peer".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn silence_longer_than_the_idle_timeout_is_an_error() {
+    let text = full_reply();
+    let cut = text.find("event: content_block_start").unwrap();
+    let first = futures::stream::iter(vec![Ok(text.as_bytes()[..cut].to_vec())]);
+    let body = first.chain(futures::stream::pending());
+    let (_, outcome) = run_body(body, CancellationToken::new(), Duration::from_millis(50)).await;
+    assert_eq!(
+        outcome,
+        Err("no data from the provider for 0.05 s (idle timeout)".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn cancel_stops_waiting_for_the_next_event() {
+    let text = full_reply();
+    let cut = text.find("event: content_block_stop").unwrap();
+    let first = futures::stream::iter(vec![Ok(text.as_bytes()[..cut].to_vec())]);
+    let body = first.chain(futures::stream::pending());
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        trigger.cancel();
+    });
+    let (events, outcome) = run_body(body, cancel, Duration::from_secs(30)).await;
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(outcome, Err("Request was aborted".to_owned()));
+}
+
+#[tokio::test]
+async fn malformed_tool_input_is_kept_as_a_raw_string() {
+    let text = sse(&[
+        (
+            "message_start",
+            json!({"type":"message_start","message":{"id":"m","usage":{"input_tokens":1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"read","input":{}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":0}),
+        ),
+        (
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}),
+        ),
+        ("message_stop", json!({"type":"message_stop"})),
+    ]);
+    let (events, message) = run_chunks(vec![text.into_bytes()]).await;
+    let message = message.unwrap();
+    let call = message.tool_calls().next().unwrap();
+    assert_eq!(call.arguments, json!("{\"path\": \"a"));
+    assert!(matches!(events.last(), Some(E::ToolCallEnd { .. })));
+}
+
+#[tokio::test]
+async fn redacted_thinking_keeps_its_data_as_the_signature() {
+    let text = sse(&[
+        (
+            "message_start",
+            json!({"type":"message_start","message":{"id":"m","usage":{"input_tokens":1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"ENCRYPTED"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":0}),
+        ),
+        (
+            "message_delta",
+            json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}),
+        ),
+        ("message_stop", json!({"type":"message_stop"})),
+    ]);
+    let (events, message) = run_chunks(vec![text.into_bytes()]).await;
+    assert_eq!(
+        events,
+        vec![
+            E::ThinkingStart { content_index: 0 },
+            E::ThinkingEnd {
+                content_index: 0,
+                content: String::new(),
+                signature: Some("ENCRYPTED".into()),
+            },
+        ]
+    );
+    assert_eq!(
+        message.unwrap().content,
+        vec![AssistantContent::Thinking(ThinkingContent {
+            thinking: String::new(),
+            thinking_signature: Some("ENCRYPTED".into()),
+            redacted: Some(true),
+        })]
+    );
+}
+
+#[tokio::test]
+async fn stop_reasons_map_as_pi_maps_them() {
+    let cases = [
+        ("end_turn", Ok(StopReason::Stop)),
+        ("stop_sequence", Ok(StopReason::Stop)),
+        ("pause_turn", Ok(StopReason::Stop)),
+        ("tool_use", Ok(StopReason::ToolUse)),
+        ("max_tokens", Ok(StopReason::Length)),
+        (
+            "refusal",
+            Err("the model stopped with stop_reason `refusal`".to_owned()),
+        ),
+        (
+            "brand_new",
+            Err("the model stopped with stop_reason `brand_new`".to_owned()),
+        ),
+    ];
+    for (wire, expected) in cases {
+        let text = sse(&[
+            (
+                "message_start",
+                json!({"type":"message_start","message":{"id":"m","usage":{"input_tokens":1}}}),
+            ),
+            (
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason": wire},"usage":{"output_tokens":1}}),
+            ),
+            ("message_stop", json!({"type":"message_stop"})),
+        ]);
+        let (_, outcome) = run_chunks(vec![text.into_bytes()]).await;
+        assert_eq!(outcome.map(|m| m.stop_reason), expected, "{wire}");
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of `volcanic-openai`, one binary: against the testkit's scripted model
+//! server (`suite/model_server.rs`) and against `@copilotkit/aimock` (`suite/aimock.rs`).
+
+mod suite;
