@@ -14,8 +14,8 @@ use volcanic_core::processes::{ProcessEnvironmentOptions, ProcessSpawnPolicy};
 /// the config's `[providers.*]` sections.
 pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
     let mut models = ModelRegistry::new();
-    models.register_provider(volcanic_anthropic::registration());
-    models.register_provider(volcanic_openai::registration());
+    models.register_provider(volcanic_anthropic::registration()?);
+    models.register_provider(volcanic_openai::registration()?);
     for p in &config.providers {
         models
             .add_custom_provider(p)

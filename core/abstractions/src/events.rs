@@ -46,6 +46,8 @@ impl From<&ToolResult> for ToolResultView {
 }
 
 /// One session event.
+// Variants differ in size (a message vs. nothing); events are short-lived, boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentSessionEvent {

@@ -29,6 +29,11 @@ mod index;
 mod store;
 mod wire;
 
+#[cfg(test)]
+mod index_tests;
+#[cfg(test)]
+mod wire_tests;
+
 pub use index::{EntryMeta, EntryPos, EntryTag, RoleTag, SessionIndex};
 pub use store::{SessionLocation, SessionLog, SessionStore, SessionStoreError, SessionSummary};
 
@@ -65,7 +70,11 @@ pub struct SessionHeader {
 
 impl SessionHeader {
     /// A version-3 header.
-    pub fn new(id: impl Into<String>, timestamp: impl Into<String>, cwd: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        timestamp: impl Into<String>,
+        cwd: impl Into<String>,
+    ) -> Self {
         SessionHeader {
             entry_type: "session".to_owned(),
             version: Some(SESSION_VERSION),

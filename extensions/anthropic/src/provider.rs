@@ -14,7 +14,7 @@ use volcanic_abstractions::{
 
 use crate::error::{AnthropicError, Result};
 use crate::http::{
-    Emitter, Interrupted, ProviderConfig, cancellable, error_chain, event_stream, now_ms,
+    Emitter, Interrupted, ProviderConfig, cancellable, cause_chain, event_stream, now_ms,
     retry_after, should_retry, truncate, within,
 };
 use crate::mapper::Mapper;
@@ -257,7 +257,7 @@ async fn attempt_once(
         Ok(Err(error)) => {
             return Err(AnthropicError::Connect {
                 url: url.to_owned(),
-                detail: error_chain(&error),
+                detail: cause_chain(&error),
             });
         }
         Ok(Ok(response)) => response,

@@ -98,9 +98,7 @@ impl OpenAiError {
             } => should_retry.unwrap_or_else(|| {
                 is_transient_status(*status) || message.to_ascii_lowercase().contains("overloaded")
             }),
-            OpenAiError::Connect { .. }
-            | OpenAiError::Body(_)
-            | OpenAiError::EndedEarly => true,
+            OpenAiError::Connect { .. } | OpenAiError::Body(_) | OpenAiError::EndedEarly => true,
             OpenAiError::Stream { kind, message } => {
                 let message = message.to_ascii_lowercase();
                 matches!(

@@ -201,6 +201,15 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The causes of an error (joined as by [`error_chain`]), or its own text when it has none:
+/// for a failed request, reqwest's own text only repeats the URL.
+pub(crate) fn cause_chain(error: &dyn std::error::Error) -> String {
+    match error.source() {
+        Some(source) => error_chain(source),
+        None => error.to_string(),
+    }
+}
+
 /// Unix epoch milliseconds now.
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -339,6 +348,24 @@ mod tests {
         assert_ne!(cut, sanitize_id(&"x".repeat(101), 40, |_| true));
         let empty = sanitize_id("", 64, anthropic);
         assert!(!empty.is_empty() && empty.chars().all(anthropic));
+    }
+
+    #[test]
+    fn error_chains_join_causes_and_skip_repeats() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("error sending request for url (http://x)")]
+        struct Outer(#[source] std::io::Error);
+        let error = Outer(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "connection refused",
+        ));
+        assert_eq!(
+            error_chain(&error),
+            "error sending request for url (http://x): connection refused"
+        );
+        assert_eq!(cause_chain(&error), "connection refused");
+        let plain = std::io::Error::other("plain");
+        assert_eq!(cause_chain(&plain), "plain");
     }
 
     #[test]

@@ -41,6 +41,7 @@
 //! ```
 #![warn(missing_docs, unreachable_pub)]
 
+mod catalog;
 mod convert;
 mod error;
 mod http;
@@ -50,6 +51,7 @@ mod request;
 mod stream;
 mod wire;
 
+pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
 pub use error::{OpenAiError, Result};
 pub use http::ProviderConfig;
 pub use provider::OpenAiCompletionsProvider;

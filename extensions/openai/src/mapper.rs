@@ -187,10 +187,12 @@ impl Mapper {
             _ => {
                 self.close_current(out);
                 let index = self.message.content.len();
-                self.message.content.push(AssistantContent::Text(TextContent {
-                    text: String::new(),
-                    text_signature: None,
-                }));
+                self.message
+                    .content
+                    .push(AssistantContent::Text(TextContent {
+                        text: String::new(),
+                        text_signature: None,
+                    }));
                 out.push(AssistantMessageEvent::TextStart {
                     content_index: index,
                 });
@@ -245,11 +247,13 @@ impl Mapper {
         let next_index = self.calls.keys().next_back().map_or(0, |last| last + 1);
         let function = piece.function.unwrap_or_default();
         // Servers that omit `index` continue the open call unless a new id starts another.
-        let index = piece.index.unwrap_or_else(|| match (open_index, &piece.id) {
-            (Some(open), None) => open,
-            (Some(open), Some(id)) if self.call_id(open) == Some(id.as_str()) => open,
-            _ => next_index,
-        });
+        let index = piece
+            .index
+            .unwrap_or_else(|| match (open_index, &piece.id) {
+                (Some(open), None) => open,
+                (Some(open), Some(id)) if self.call_id(open) == Some(id.as_str()) => open,
+                _ => next_index,
+            });
         if let Some(call) = self.calls.get(&index)
             && call.closed
         {
@@ -265,12 +269,14 @@ impl Mapper {
                 .filter(|id| !id.is_empty())
                 .unwrap_or_else(|| format!("call_{}_{index}", self.message.timestamp));
             let name = function.name.clone().unwrap_or_default();
-            self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                arguments: Value::Object(Map::new()),
-                thought_signature: None,
-            }));
+            self.message
+                .content
+                .push(AssistantContent::ToolCall(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: Value::Object(Map::new()),
+                    thought_signature: None,
+                }));
             out.push(AssistantMessageEvent::ToolCallStart {
                 content_index,
                 id,
@@ -294,10 +300,15 @@ impl Mapper {
             self.message.content.get_mut(content_index)
         {
             // A later piece may still bring the id or name (pi does the same).
-            if let Some(id) = piece.id.filter(|id| !id.is_empty() && open_index == Some(index)) {
+            if let Some(id) = piece
+                .id
+                .filter(|id| !id.is_empty() && open_index == Some(index))
+            {
                 tool_call.id = id;
             }
-            if let Some(name) = function.name.filter(|n| !n.is_empty() && open_index == Some(index))
+            if let Some(name) = function
+                .name
+                .filter(|n| !n.is_empty() && open_index == Some(index))
             {
                 tool_call.name = name;
             }

@@ -15,7 +15,7 @@ use volcanic_abstractions::{
 
 use crate::error::{OpenAiError, Result};
 use crate::http::{
-    Emitter, Interrupted, ProviderConfig, cancellable, error_chain, event_stream, now_ms,
+    Emitter, Interrupted, ProviderConfig, cancellable, cause_chain, event_stream, now_ms,
     retry_after, should_retry, truncate, within,
 };
 use crate::mapper::Mapper;
@@ -258,7 +258,7 @@ async fn attempt_once(
         Ok(Err(error)) => {
             return Err(OpenAiError::Connect {
                 url: url.to_owned(),
-                detail: error_chain(&error),
+                detail: cause_chain(&error),
             });
         }
         Ok(Ok(response)) => response,
@@ -380,7 +380,11 @@ mod tests {
             ..StreamOptions::default()
         };
         assert!(headers(&local).get("authorization").is_none());
-        assert!(headers(&StreamOptions::default()).get("authorization").is_none());
+        assert!(
+            headers(&StreamOptions::default())
+                .get("authorization")
+                .is_none()
+        );
     }
 
     #[test]

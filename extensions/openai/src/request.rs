@@ -163,8 +163,9 @@ fn push_user(out: &mut Vec<Value>, model: &Model, body: &UserBody) {
     let parts: Vec<Value> = blocks
         .iter()
         .filter_map(|block| match block {
-            UserContent::Text(text) => (!text.text.trim().is_empty())
-                .then(|| json!({"type": "text", "text": text.text})),
+            UserContent::Text(text) => {
+                (!text.text.trim().is_empty()).then(|| json!({"type": "text", "text": text.text}))
+            }
             UserContent::Image(image) => Some(if model.takes_images() {
                 image_part(&image.mime_type, &image.data)
             } else {

@@ -58,7 +58,10 @@ fn sse(chunks: &[Value]) -> String {
 /// pieces, then the finish reason and the usage chunk.
 fn full_reply() -> String {
     sse(&[
-        chunk(json!({"role": "assistant", "content": "", "refusal": null}), None),
+        chunk(
+            json!({"role": "assistant", "content": "", "refusal": null}),
+            None,
+        ),
         chunk(json!({"reasoning_content": "Hmm, "}), None),
         chunk(json!({"reasoning_content": "naïve?"}), None),
         chunk(json!({"content": "Héllo wörld "}), None),

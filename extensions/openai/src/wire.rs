@@ -162,7 +162,11 @@ pub(crate) fn error_body(body: &str) -> Option<(Option<String>, Option<String>)>
     let detail = value.get("detail")?;
     Some((
         None,
-        Some(detail.as_str().map_or_else(|| detail.to_string(), str::to_owned)),
+        Some(
+            detail
+                .as_str()
+                .map_or_else(|| detail.to_string(), str::to_owned),
+        ),
     ))
 }
 
@@ -265,7 +269,10 @@ mod tests {
         let cases = [
             (
                 r#"{"error":{"message":"Too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
-                Some((Some("context_length_exceeded".into()), Some("Too long".into()))),
+                Some((
+                    Some("context_length_exceeded".into()),
+                    Some("Too long".into()),
+                )),
             ),
             (
                 r#"{"error":{"code":400,"message":"exceeds context","type":"exceed_context_size_error"}}"#,
@@ -278,7 +285,10 @@ mod tests {
                 r#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#,
                 Some((Some("BadRequestError".into()), Some("bad".into()))),
             ),
-            (r#"{"detail":"Not Found"}"#, Some((None, Some("Not Found".into())))),
+            (
+                r#"{"detail":"Not Found"}"#,
+                Some((None, Some("Not Found".into()))),
+            ),
             ("not json", None),
         ];
         for (body, expected) in cases {

@@ -68,7 +68,9 @@ impl EntryTag {
             EntryKind::CustomMessage { .. } => EntryTag::CustomMessage,
             EntryKind::Label { .. } => EntryTag::Label,
             EntryKind::SessionInfo { .. } => EntryTag::SessionInfo,
-            EntryKind::Unknown { entry_type, .. } => EntryTag::from_type_name(entry_type.as_bytes()),
+            EntryKind::Unknown { entry_type, .. } => {
+                EntryTag::from_type_name(entry_type.as_bytes())
+            }
         }
     }
 }
@@ -184,7 +186,13 @@ impl SessionIndex {
 
     /// Adds the next entry and returns its position. A `parent_id` not (yet) in the index is
     /// remembered for [`SessionIndex::finish`].
-    pub fn push(&mut self, id: &str, parent_id: Option<&str>, tag: EntryTag, role: Option<RoleTag>) -> EntryPos {
+    pub fn push(
+        &mut self,
+        id: &str,
+        parent_id: Option<&str>,
+        tag: EntryTag,
+        role: Option<RoleTag>,
+    ) -> EntryPos {
         let pos = self.metas.len() as EntryPos;
         let parent = match parent_id {
             None => NO_PARENT,
@@ -237,7 +245,11 @@ impl SessionIndex {
     pub fn id(&self, pos: EntryPos) -> &str {
         let i = pos as usize;
         let end = self.id_ends.get(i).copied().unwrap_or(0) as usize;
-        let start = if i == 0 { 0 } else { self.id_ends.get(i - 1).copied().unwrap_or(0) as usize };
+        let start = if i == 0 {
+            0
+        } else {
+            self.id_ends.get(i - 1).copied().unwrap_or(0) as usize
+        };
         self.ids.get(start..end).unwrap_or_default()
     }
 
@@ -252,7 +264,9 @@ impl SessionIndex {
 
     /// The parent's position.
     pub fn parent(&self, pos: EntryPos) -> Option<EntryPos> {
-        self.metas.get(pos as usize).and_then(|p| (p.parent != NO_PARENT).then_some(p.parent))
+        self.metas
+            .get(pos as usize)
+            .and_then(|p| (p.parent != NO_PARENT).then_some(p.parent))
     }
 
     /// Position of the entry with this id.
@@ -286,17 +300,27 @@ impl SessionIndex {
 
     /// Positions of every entry with this tag, in stored order.
     pub fn positions_of(&self, tag: EntryTag) -> impl Iterator<Item = EntryPos> + '_ {
-        self.metas.iter().enumerate().filter(move |(_, m)| m.tag == tag).map(|(i, _)| i as EntryPos)
+        self.metas
+            .iter()
+            .enumerate()
+            .filter(move |(_, m)| m.tag == tag)
+            .map(|(i, _)| i as EntryPos)
     }
 
     /// Positions whose parent is `pos`, in stored order.
     pub fn children(&self, pos: EntryPos) -> impl Iterator<Item = EntryPos> + '_ {
-        self.metas.iter().enumerate().filter(move |(_, m)| m.parent == pos).map(|(i, _)| i as EntryPos)
+        self.metas
+            .iter()
+            .enumerate()
+            .filter(move |(_, m)| m.parent == pos)
+            .map(|(i, _)| i as EntryPos)
     }
 }
 
 fn short_key(id: &str) -> Option<u64> {
-    <[u8; 8]>::try_from(id.as_bytes()).ok().map(u64::from_le_bytes)
+    <[u8; 8]>::try_from(id.as_bytes())
+        .ok()
+        .map(u64::from_le_bytes)
 }
 
 /// Hasher for 8-byte id keys: a 64-bit finaliser (murmur3's fmix64), so every bit of the id

@@ -9,8 +9,8 @@
 
 use super::{CompactionEntry, EntryKind, SessionEntry};
 use crate::messages::{
-    AssistantMessage, BashExecutionMessage, CustomMessage, Message, SummaryMessage, ToolResultMessage,
-    UserBody, UserMessage,
+    AssistantMessage, BashExecutionMessage, CustomMessage, Message, SummaryMessage,
+    ToolResultMessage, UserBody, UserMessage,
 };
 use crate::model::ThinkingLevel;
 use serde::de::value::MapAccessDeserializer;
@@ -51,7 +51,11 @@ impl SessionEntry {
 
     /// Converts a parsed line. `None` when it is not an object with a string `id`.
     pub fn from_value(value: Value) -> Option<SessionEntry> {
-        let entry_type = value.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let entry_type = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         value.get("id").and_then(Value::as_str)?;
         if let Ok(Typed(entry)) = typed_from_value(&entry_type, &value) {
             return Some(entry);
@@ -61,11 +65,15 @@ impl SessionEntry {
             id: field("id").unwrap_or_default(),
             parent_id: field("parentId"),
             timestamp: field("timestamp").unwrap_or_default(),
-            kind: EntryKind::Unknown { entry_type, raw: value },
+            kind: EntryKind::Unknown {
+                entry_type,
+                raw: value,
+            },
         })
     }
 
-    /// The line to store: compact JSON in pi's key order, without the newline.
+    /// The line to store: compact JSON in pi's key order, without the newline. Objects inside
+    /// free-form values (`details`, `data`, tool arguments) keep serde_json's key order.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string(self)
     }
@@ -83,7 +91,9 @@ fn typed_from_value(entry_type: &str, value: &Value) -> Result<Typed, serde_json
         "custom_message" => CustomMessageWire::deserialize(d).map(Into::into),
         "label" => LabelWire::deserialize(d).map(Into::into),
         "session_info" => SessionInfoWire::deserialize(d).map(Into::into),
-        other => Err(de::Error::custom(format_args!("unknown entry type `{other}`"))),
+        other => Err(de::Error::custom(format_args!(
+            "unknown entry type `{other}`"
+        ))),
     }
 }
 
@@ -101,7 +111,12 @@ impl Serialize for SessionEntry {
                 }
                 self.base(&mut m)?;
             }
-            EntryKind::CustomMessage { custom_type, content, display, details } => {
+            EntryKind::CustomMessage {
+                custom_type,
+                content,
+                display,
+                details,
+            } => {
                 m.serialize_entry("type", "custom_message")?;
                 m.serialize_entry("customType", custom_type)?;
                 m.serialize_entry("content", content)?;
@@ -148,7 +163,12 @@ impl Serialize for SessionEntry {
                     m.serialize_entry("fromHook", from_hook)?;
                 }
             }
-            EntryKind::BranchSummary { from_id, summary, details, from_hook } => {
+            EntryKind::BranchSummary {
+                from_id,
+                summary,
+                details,
+                from_hook,
+            } => {
                 m.serialize_entry("type", "branch_summary")?;
                 self.base(&mut m)?;
                 m.serialize_entry("fromId", from_id)?;
@@ -195,7 +215,8 @@ impl<'de> Deserialize<'de> for SessionEntry {
     /// Generic path (any deserializer): buffers the object as a [`Value`] first.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        SessionEntry::from_value(value).ok_or_else(|| de::Error::custom("session entry without a string `id`"))
+        SessionEntry::from_value(value)
+            .ok_or_else(|| de::Error::custom("session entry without a string `id`"))
     }
 }
 
@@ -234,7 +255,9 @@ impl<'de> Visitor<'de> for TypedVisitor {
             "custom_message" => CustomMessageWire::deserialize(rest).map(Into::into),
             "label" => LabelWire::deserialize(rest).map(Into::into),
             "session_info" => SessionInfoWire::deserialize(rest).map(Into::into),
-            other => Err(de::Error::custom(format_args!("unknown entry type `{other}`"))),
+            other => Err(de::Error::custom(format_args!(
+                "unknown entry type `{other}`"
+            ))),
         }
     }
 }
@@ -257,15 +280,25 @@ macro_rules! wire {
 }
 
 fn typed(id: String, parent_id: Option<String>, timestamp: String, kind: EntryKind) -> Typed {
-    Typed(SessionEntry { id, parent_id, timestamp, kind })
+    Typed(SessionEntry {
+        id,
+        parent_id,
+        timestamp,
+        kind,
+    })
 }
 
 wire!(MessageWire {
     #[serde(deserialize_with = "message_fast")]
     message: Message,
 });
-wire!(ModelChangeWire { provider: String, model_id: String });
-wire!(ThinkingWire { thinking_level: ThinkingLevel });
+wire!(ModelChangeWire {
+    provider: String,
+    model_id: String
+});
+wire!(ThinkingWire {
+    thinking_level: ThinkingLevel
+});
 wire!(CompactionWire {
     summary: String,
     first_kept_entry_id: String,
@@ -308,18 +341,28 @@ wire!(SessionInfoWire {
 
 impl From<MessageWire> for Typed {
     fn from(w: MessageWire) -> Self {
-        typed(w.id, w.parent_id, w.timestamp, EntryKind::Message(w.message))
+        typed(
+            w.id,
+            w.parent_id,
+            w.timestamp,
+            EntryKind::Message(w.message),
+        )
     }
 }
 impl From<ModelChangeWire> for Typed {
     fn from(w: ModelChangeWire) -> Self {
-        let kind = EntryKind::ModelChange { provider: w.provider, model_id: w.model_id };
+        let kind = EntryKind::ModelChange {
+            provider: w.provider,
+            model_id: w.model_id,
+        };
         typed(w.id, w.parent_id, w.timestamp, kind)
     }
 }
 impl From<ThinkingWire> for Typed {
     fn from(w: ThinkingWire) -> Self {
-        let kind = EntryKind::ThinkingLevelChange { thinking_level: w.thinking_level };
+        let kind = EntryKind::ThinkingLevelChange {
+            thinking_level: w.thinking_level,
+        };
         typed(w.id, w.parent_id, w.timestamp, kind)
     }
 }
@@ -348,7 +391,10 @@ impl From<BranchSummaryWire> for Typed {
 }
 impl From<CustomWire> for Typed {
     fn from(w: CustomWire) -> Self {
-        let kind = EntryKind::Custom { custom_type: w.custom_type, data: w.data };
+        let kind = EntryKind::Custom {
+            custom_type: w.custom_type,
+            data: w.data,
+        };
         typed(w.id, w.parent_id, w.timestamp, kind)
     }
 }
@@ -365,13 +411,21 @@ impl From<CustomMessageWire> for Typed {
 }
 impl From<LabelWire> for Typed {
     fn from(w: LabelWire) -> Self {
-        let kind = EntryKind::Label { target_id: w.target_id, label: w.label };
+        let kind = EntryKind::Label {
+            target_id: w.target_id,
+            label: w.label,
+        };
         typed(w.id, w.parent_id, w.timestamp, kind)
     }
 }
 impl From<SessionInfoWire> for Typed {
     fn from(w: SessionInfoWire) -> Self {
-        typed(w.id, w.parent_id, w.timestamp, EntryKind::SessionInfo { name: w.name })
+        typed(
+            w.id,
+            w.parent_id,
+            w.timestamp,
+            EntryKind::SessionInfo { name: w.name },
+        )
     }
 }
 
@@ -402,10 +456,16 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 "assistant" => AssistantMessage::deserialize(rest).map(Message::Assistant),
                 "toolResult" => ToolResultMessage::deserialize(rest).map(Message::ToolResult),
                 "custom" | "hookMessage" => CustomMessage::deserialize(rest).map(Message::Custom),
-                "bashExecution" => BashExecutionMessage::deserialize(rest).map(Message::BashExecution),
+                "bashExecution" => {
+                    BashExecutionMessage::deserialize(rest).map(Message::BashExecution)
+                }
                 "branchSummary" => SummaryMessage::deserialize(rest).map(Message::BranchSummary),
-                "compactionSummary" => SummaryMessage::deserialize(rest).map(Message::CompactionSummary),
-                other => Err(de::Error::custom(format_args!("unknown message role `{other}`"))),
+                "compactionSummary" => {
+                    SummaryMessage::deserialize(rest).map(Message::CompactionSummary)
+                }
+                other => Err(de::Error::custom(format_args!(
+                    "unknown message role `{other}`"
+                ))),
             };
         }
         let mut obj = Map::new();

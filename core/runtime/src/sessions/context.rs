@@ -4,8 +4,8 @@ use super::paths::iso_to_ms;
 use volcanic_abstractions::messages::{CustomMessage, Message, SummaryMessage};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{
-    CompactionEntry, EntryKind, EntryPos, EntryTag, RoleTag, SessionEntry, SessionIndex, SessionLog,
-    SessionStoreError,
+    CompactionEntry, EntryKind, EntryPos, EntryTag, RoleTag, SessionEntry, SessionIndex,
+    SessionLog, SessionStoreError,
 };
 
 /// What the model sees of a session's current branch, and the settings the branch carries.
@@ -20,7 +20,10 @@ pub struct SessionContext {
 }
 
 /// Builds the context of the branch ending at `leaf` (empty for no leaf).
-pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Result<SessionContext, SessionStoreError> {
+pub(crate) fn build_context(
+    log: &dyn SessionLog,
+    leaf: Option<EntryPos>,
+) -> Result<SessionContext, SessionStoreError> {
     let Some(leaf) = leaf else {
         return Ok(SessionContext::default());
     };
@@ -28,7 +31,9 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
     let path = index.path_to(leaf);
     let (mut compactions, mut models, mut levels) = (Vec::new(), Vec::new(), Vec::new());
     for (i, &pos) in path.iter().enumerate() {
-        let Some(meta) = index.meta(pos) else { continue };
+        let Some(meta) = index.meta(pos) else {
+            continue;
+        };
         match meta.tag {
             EntryTag::Compaction => compactions.push(i),
             EntryTag::ModelChange => models.push(pos),
@@ -69,7 +74,10 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
                 from_id: None,
                 timestamp: iso_to_ms(&entry.timestamp),
             }));
-            if let Some(first_kept) = path[..*at].iter().position(|&p| index.id(p) == c.first_kept_entry_id) {
+            if let Some(first_kept) = path[..*at]
+                .iter()
+                .position(|&p| index.id(p) == c.first_kept_entry_id)
+            {
                 take(&path[first_kept..*at]);
             }
             take(&path[at + 1..]);
@@ -88,14 +96,21 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
         _ => None,
     })?
     .unwrap_or_default();
-    Ok(SessionContext { messages, model, thinking_level })
+    Ok(SessionContext {
+        messages,
+        model,
+        thinking_level,
+    })
 }
 
 /// Entries that become messages: `message`, `custom_message`, `branch_summary`.
 fn in_context(index: &SessionIndex, pos: EntryPos) -> bool {
-    index
-        .meta(pos)
-        .is_some_and(|m| matches!(m.tag, EntryTag::Message | EntryTag::CustomMessage | EntryTag::BranchSummary))
+    index.meta(pos).is_some_and(|m| {
+        matches!(
+            m.tag,
+            EntryTag::Message | EntryTag::CustomMessage | EntryTag::BranchSummary
+        )
+    })
 }
 
 /// The message an entry contributes to the context, as pi's `appendMessage` in
@@ -104,21 +119,26 @@ fn in_context(index: &SessionIndex, pos: EntryPos) -> bool {
 fn into_message(entry: SessionEntry) -> Option<Message> {
     match entry.kind {
         EntryKind::Message(m) => Some(m),
-        EntryKind::CustomMessage { custom_type, content, display, details } => Some(Message::Custom(CustomMessage {
+        EntryKind::CustomMessage {
+            custom_type,
+            content,
+            display,
+            details,
+        } => Some(Message::Custom(CustomMessage {
             custom_type,
             content,
             display,
             details,
             timestamp: iso_to_ms(&entry.timestamp),
         })),
-        EntryKind::BranchSummary { from_id, summary, .. } if !summary.is_empty() => {
-            Some(Message::BranchSummary(SummaryMessage {
-                summary,
-                tokens_before: None,
-                from_id: Some(from_id),
-                timestamp: iso_to_ms(&entry.timestamp),
-            }))
-        }
+        EntryKind::BranchSummary {
+            from_id, summary, ..
+        } if !summary.is_empty() => Some(Message::BranchSummary(SummaryMessage {
+            summary,
+            tokens_before: None,
+            from_id: Some(from_id),
+            timestamp: iso_to_ms(&entry.timestamp),
+        })),
         // A message with a role this version does not know is not sent (pi's convertToLlm drops it).
         EntryKind::BranchSummary { .. }
         | EntryKind::Unknown { .. }

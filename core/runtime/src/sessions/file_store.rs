@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::sessions::{
-    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation, SessionLog,
-    SessionStore, SessionStoreError, SessionSummary,
+    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation,
+    SessionLog, SessionStore, SessionStoreError, SessionSummary,
 };
 
 /// Where one line is in the file (without its newline).
@@ -56,8 +56,14 @@ impl FileSessionStore {
     /// Opens a session file (read-only until the first append).
     pub fn open_file(path: &Path) -> Result<FileSessionLog, SessionStoreError> {
         let file = File::open(path).map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => SessionStoreError::NotFound { location: SessionLocation::File(path.to_path_buf()) },
-            _ => SessionStoreError::Io { action: "open", path: path.to_path_buf(), source },
+            io::ErrorKind::NotFound => SessionStoreError::NotFound {
+                location: SessionLocation::File(path.to_path_buf()),
+            },
+            _ => SessionStoreError::Io {
+                action: "open",
+                path: path.to_path_buf(),
+                source,
+            },
         })?;
         let scanned = scan(&file, path)?;
         let (end, file_len) = match scanned.tail {
@@ -80,18 +86,34 @@ impl FileSessionStore {
 
     /// Creates a session file holding only `header`; fails if `path` exists. The header reaches
     /// the file through a temporary file and a hard link, so the file never exists half-written.
-    pub fn create_file(path: &Path, header: &SessionHeader) -> Result<FileSessionLog, SessionStoreError> {
+    pub fn create_file(
+        path: &Path,
+        header: &SessionHeader,
+    ) -> Result<FileSessionLog, SessionStoreError> {
         let io = |action, path: &Path| {
             let path = path.to_path_buf();
-            move |source| SessionStoreError::Io { action, path, source }
+            move |source| SessionStoreError::Io {
+                action,
+                path,
+                source,
+            }
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(io("create directory", dir))?;
-        let mut line = serde_json::to_vec(header)
-            .map_err(|source| SessionStoreError::Encode { id: header.id.clone(), source })?;
+        let mut line = serde_json::to_vec(header).map_err(|source| SessionStoreError::Encode {
+            id: header.id.clone(),
+            source,
+        })?;
         line.push(b'\n');
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.{}-{:08x}.tmp", std::process::id(), rand::random::<u32>()));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(
+            ".{name}.{}-{:08x}.tmp",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
         let written = (|| {
             let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
             f.write_all(&line)?;
@@ -102,11 +124,19 @@ impl FileSessionStore {
         match linked {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(SessionStoreError::Io { action: "create", path: path.to_path_buf(), source: e });
+                return Err(SessionStoreError::Io {
+                    action: "create",
+                    path: path.to_path_buf(),
+                    source: e,
+                });
             }
             Err(_) => {
                 // No hard links here (or the temporary file failed): create in place.
-                let mut f = OpenOptions::new().write(true).create_new(true).open(path).map_err(io("create", path))?;
+                let mut f = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map_err(io("create", path))?;
                 f.write_all(&line).map_err(io("write", path))?;
                 f.sync_all().map_err(io("sync", path))?;
             }
@@ -117,7 +147,11 @@ impl FileSessionStore {
 }
 
 impl SessionStore for FileSessionStore {
-    fn create(&self, scope: &str, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError> {
+    fn create(
+        &self,
+        scope: &str,
+        header: &SessionHeader,
+    ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         let path = self.scope_dir(scope)?.join(session_file_name(header));
         Ok(Box::new(FileSessionStore::create_file(&path, header)?))
     }
@@ -128,15 +162,21 @@ impl SessionStore for FileSessionStore {
         header: &SessionHeader,
     ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         match location {
-            SessionLocation::File(path) => Ok(Box::new(FileSessionStore::create_file(path, header)?)),
-            SessionLocation::Key(_) => Err(SessionStoreError::ForeignLocation { location: location.clone() }),
+            SessionLocation::File(path) => {
+                Ok(Box::new(FileSessionStore::create_file(path, header)?))
+            }
+            SessionLocation::Key(_) => Err(SessionStoreError::ForeignLocation {
+                location: location.clone(),
+            }),
         }
     }
 
     fn open(&self, location: &SessionLocation) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         match location {
             SessionLocation::File(path) => Ok(Box::new(FileSessionStore::open_file(path)?)),
-            SessionLocation::Key(_) => Err(SessionStoreError::ForeignLocation { location: location.clone() }),
+            SessionLocation::Key(_) => Err(SessionStoreError::ForeignLocation {
+                location: location.clone(),
+            }),
         }
     }
 
@@ -144,7 +184,9 @@ impl SessionStore for FileSessionStore {
         for (path, _, _) in self.candidates(scope)? {
             match read_header_only(&path) {
                 Ok(_) => return Ok(Some(SessionLocation::File(path))),
-                Err(error) => tracing::warn!(%error, "passing over a session file without a readable header"),
+                Err(error) => {
+                    tracing::warn!(%error, "passing over a session file without a readable header")
+                }
             }
         }
         Ok(None)
@@ -154,8 +196,15 @@ impl SessionStore for FileSessionStore {
         let mut out = Vec::new();
         for (path, modified, size) in self.candidates(scope)? {
             match read_header_only(&path) {
-                Ok(header) => out.push(SessionSummary { location: SessionLocation::File(path), header, modified, size }),
-                Err(error) => tracing::warn!(%error, "passing over a session file without a readable header"),
+                Ok(header) => out.push(SessionSummary {
+                    location: SessionLocation::File(path),
+                    header,
+                    modified,
+                    size,
+                }),
+                Err(error) => {
+                    tracing::warn!(%error, "passing over a session file without a readable header")
+                }
             }
         }
         Ok(out)
@@ -164,9 +213,16 @@ impl SessionStore for FileSessionStore {
 
 impl FileSessionStore {
     /// `*.jsonl` files of a scope, newest first.
-    fn candidates(&self, scope: &str) -> Result<Vec<(PathBuf, SystemTime, u64)>, SessionStoreError> {
+    fn candidates(
+        &self,
+        scope: &str,
+    ) -> Result<Vec<(PathBuf, SystemTime, u64)>, SessionStoreError> {
         let dir = self.scope_dir(scope)?;
-        let io = |source| SessionStoreError::Io { action: "list", path: dir.clone(), source };
+        let io = |source| SessionStoreError::Io {
+            action: "list",
+            path: dir.clone(),
+            source,
+        };
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -191,23 +247,37 @@ impl FileSessionStore {
 
 /// The header of a session file, reading only its first line.
 fn read_header_only(path: &Path) -> Result<SessionHeader, SessionStoreError> {
-    let bad = |reason: String| SessionStoreError::BadHeader { path: path.to_path_buf(), reason };
-    let file = File::open(path).map_err(|source| SessionStoreError::Io { action: "open", path: path.to_path_buf(), source })?;
+    let bad = |reason: String| SessionStoreError::BadHeader {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file = File::open(path).map_err(|source| SessionStoreError::Io {
+        action: "open",
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut n = 0;
     loop {
-        let read = file
-            .read_at(&mut buf[n..], n as u64)
-            .map_err(|source| SessionStoreError::Io { action: "read", path: path.to_path_buf(), source })?;
+        let read =
+            file.read_at(&mut buf[n..], n as u64)
+                .map_err(|source| SessionStoreError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source,
+                })?;
         n += read;
         let start = buf[..n].iter().position(|b| !b.is_ascii_whitespace());
         if let Some(s) = start
             && let Some(nl) = memchr::memchr(b'\n', &buf[s..n])
         {
-            let header: SessionHeader =
-                serde_json::from_slice(trim_end(&buf[s..s + nl])).map_err(|e| bad(e.to_string()))?;
+            let header: SessionHeader = serde_json::from_slice(trim_end(&buf[s..s + nl]))
+                .map_err(|e| bad(e.to_string()))?;
             if header.entry_type != "session" {
-                return Err(bad(format!("the first line is a `{}` entry, not a session header", header.entry_type)));
+                return Err(bad(format!(
+                    "the first line is a `{}` entry, not a session header",
+                    header.entry_type
+                )));
             }
             return Ok(header);
         }
@@ -224,7 +294,11 @@ fn read_header_only(path: &Path) -> Result<SessionHeader, SessionStoreError> {
 fn sync_dir(dir: &Path) -> Result<(), SessionStoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|source| SessionStoreError::Io { action: "sync directory", path: dir.to_path_buf(), source })
+        .map_err(|source| SessionStoreError::Io {
+            action: "sync directory",
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 /// One open session file: its header, index and line offsets. Reads use `pread` on a read-only
@@ -253,14 +327,22 @@ impl FileSessionLog {
 
     fn io(&self, action: &'static str) -> impl FnOnce(io::Error) -> SessionStoreError + use<> {
         let path = self.path.clone();
-        move |source| SessionStoreError::Io { action, path, source }
+        move |source| SessionStoreError::Io {
+            action,
+            path,
+            source,
+        }
     }
 
     /// Copies the torn tail to `<file>.torn-<unix time>` (synced), then cuts it off.
     fn repair_torn_tail(&mut self, writer: &File, from: u64) -> Result<(), SessionStoreError> {
         let mut torn = vec![0u8; usize::try_from(self.file_len - from).unwrap_or(0)];
-        writer.read_exact_at(&mut torn, from).map_err(self.io("read the torn tail of"))?;
-        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        writer
+            .read_exact_at(&mut torn, from)
+            .map_err(self.io("read the torn tail of"))?;
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let base = format!("{}.torn-{secs}", self.path.display());
         let mut aside = PathBuf::from(&base);
         let mut n = 1;
@@ -271,15 +353,29 @@ impl FileSessionLog {
                     aside = PathBuf::from(format!("{base}-{n}"));
                     n += 1;
                 }
-                Err(source) => return Err(SessionStoreError::Io { action: "create", path: aside, source }),
+                Err(source) => {
+                    return Err(SessionStoreError::Io {
+                        action: "create",
+                        path: aside,
+                        source,
+                    });
+                }
             }
         };
-        let aside_err = |source| SessionStoreError::Io { action: "write", path: aside.clone(), source };
-        f.write_all(&torn).and_then(|()| f.sync_all()).map_err(aside_err)?;
+        let aside_err = |source| SessionStoreError::Io {
+            action: "write",
+            path: aside.clone(),
+            source,
+        };
+        f.write_all(&torn)
+            .and_then(|()| f.sync_all())
+            .map_err(aside_err)?;
         if let Some(dir) = aside.parent() {
             sync_dir(dir)?;
         }
-        writer.set_len(from).map_err(self.io("truncate the torn tail of"))?;
+        writer
+            .set_len(from)
+            .map_err(self.io("truncate the torn tail of"))?;
         writer.sync_all().map_err(self.io("sync"))?;
         tracing::warn!(
             file = %self.path.display(),
@@ -309,7 +405,14 @@ impl SessionLog for FileSessionLog {
 
     fn read(&self, positions: &[EntryPos]) -> Result<Vec<Option<SessionEntry>>, SessionStoreError> {
         let mut out = Vec::new();
-        read_mapped(&self.reader, &self.path, &self.spans, positions, &mut out, Some)?;
+        read_mapped(
+            &self.reader,
+            &self.path,
+            &self.spans,
+            positions,
+            &mut out,
+            Some,
+        )?;
         Ok(out)
     }
 
@@ -319,21 +422,32 @@ impl SessionLog for FileSessionLog {
         convert: fn(SessionEntry) -> Option<Message>,
         out: &mut Vec<Message>,
     ) -> Result<(), SessionStoreError> {
-        read_mapped(&self.reader, &self.path, &self.spans, positions, out, |e| e.and_then(convert))
+        read_mapped(&self.reader, &self.path, &self.spans, positions, out, |e| {
+            e.and_then(convert)
+        })
     }
 
     fn append(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
-        let mut line =
-            serde_json::to_vec(entry).map_err(|source| SessionStoreError::Encode { id: entry.id.clone(), source })?;
+        let mut line = serde_json::to_vec(entry).map_err(|source| SessionStoreError::Encode {
+            id: entry.id.clone(),
+            source,
+        })?;
         line.push(b'\n');
         let writer = match self.writer.take() {
             Some(w) => w,
-            None => OpenOptions::new().read(true).append(true).open(&self.path).map_err(self.io("open for appending"))?,
+            None => OpenOptions::new()
+                .read(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(self.io("open for appending"))?,
         };
         let result = self.append_line(&writer, &line);
         self.writer = Some(writer);
         result?;
-        let span = Span { offset: self.end, len: (line.len() - 1) as u32 };
+        let span = Span {
+            offset: self.end,
+            len: (line.len() - 1) as u32,
+        };
         self.spans.push(span);
         self.end += line.len() as u64;
         self.file_len = self.end;
@@ -352,7 +466,9 @@ impl FileSessionLog {
     fn append_line(&mut self, writer: &File, line: &[u8]) -> Result<(), SessionStoreError> {
         let actual = writer.metadata().map_err(self.io("stat"))?.len();
         if actual != self.file_len {
-            return Err(SessionStoreError::ChangedOnDisk { path: self.path.clone() });
+            return Err(SessionStoreError::ChangedOnDisk {
+                path: self.path.clone(),
+            });
         }
         match self.tail {
             Tail::Clean => {}
@@ -366,12 +482,18 @@ impl FileSessionLog {
         }
         let written = (&*writer).write_all(line).and_then(|()| writer.sync_data());
         if let Err(source) = written {
-            let now = writer.metadata().map_or(self.end + line.len() as u64, |m| m.len());
+            let now = writer
+                .metadata()
+                .map_or(self.end + line.len() as u64, |m| m.len());
             if now > self.end {
                 self.file_len = now;
                 self.tail = Tail::Torn { from: self.end };
             }
-            return Err(SessionStoreError::Io { action: "append to", path: self.path.clone(), source });
+            return Err(SessionStoreError::Io {
+                action: "append to",
+                path: self.path.clone(),
+                source,
+            });
         }
         Ok(())
     }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use volcanic_abstractions::messages::{Message, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{
-    CompactionEntry, EntryKind, EntryPos, EntryTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation,
-    SessionLog, SessionStore,
+    CompactionEntry, EntryKind, EntryPos, EntryTag, SessionEntry, SessionHeader, SessionIndex,
+    SessionLocation, SessionLog, SessionStore,
 };
 
 /// The time source for entry and header timestamps.
@@ -49,7 +49,11 @@ impl fmt::Debug for SessionManager {
 
 impl SessionManager {
     /// Creates a new session in `scope` (its header is on disk when this returns).
-    pub fn create(store: Arc<dyn SessionStore>, scope: &str, cwd: impl AsRef<Path>) -> Result<Self> {
+    pub fn create(
+        store: Arc<dyn SessionStore>,
+        scope: &str,
+        cwd: impl AsRef<Path>,
+    ) -> Result<Self> {
         let header = new_header(cwd.as_ref(), Utc::now());
         let log = store.create(scope, &header)?;
         SessionManager::from_log(store, log)
@@ -57,7 +61,11 @@ impl SessionManager {
 
     /// Creates a new session at an explicit location (e.g. `--session FILE` for a file that does
     /// not exist yet).
-    pub fn create_at(store: Arc<dyn SessionStore>, location: &SessionLocation, cwd: impl AsRef<Path>) -> Result<Self> {
+    pub fn create_at(
+        store: Arc<dyn SessionStore>,
+        location: &SessionLocation,
+        cwd: impl AsRef<Path>,
+    ) -> Result<Self> {
         let header = new_header(cwd.as_ref(), Utc::now());
         let log = store.create_at(location, &header)?;
         SessionManager::from_log(store, log)
@@ -70,7 +78,11 @@ impl SessionManager {
     }
 
     /// Opens the current (most recently modified) session of `scope`, or creates one.
-    pub fn continue_recent(store: Arc<dyn SessionStore>, scope: &str, cwd: impl AsRef<Path>) -> Result<Self> {
+    pub fn continue_recent(
+        store: Arc<dyn SessionStore>,
+        scope: &str,
+        cwd: impl AsRef<Path>,
+    ) -> Result<Self> {
         match store.open_latest(scope)? {
             Some(log) => SessionManager::from_log(store, log),
             None => SessionManager::create(store, scope, cwd),
@@ -93,13 +105,18 @@ impl SessionManager {
         let mut name = None;
         for entry in log.read(&meta)?.into_iter().flatten() {
             match entry.kind {
-                EntryKind::Label { target_id, label: Some(label) } if !label.is_empty() => {
+                EntryKind::Label {
+                    target_id,
+                    label: Some(label),
+                } if !label.is_empty() => {
                     labels.insert(target_id, label);
                 }
                 EntryKind::Label { target_id, .. } => {
                     labels.remove(&target_id);
                 }
-                EntryKind::SessionInfo { name: Some(n) } if !n.trim().is_empty() => name = Some(n.trim().to_owned()),
+                EntryKind::SessionInfo { name: Some(n) } if !n.trim().is_empty() => {
+                    name = Some(n.trim().to_owned())
+                }
                 EntryKind::SessionInfo { .. }
                 | EntryKind::Message(_)
                 | EntryKind::ModelChange { .. }
@@ -112,7 +129,14 @@ impl SessionManager {
             }
         }
         let leaf = log.index().last();
-        Ok(SessionManager { store, log, leaf, labels, name, clock: Arc::new(Utc::now) })
+        Ok(SessionManager {
+            store,
+            log,
+            leaf,
+            labels,
+            name,
+            clock: Arc::new(Utc::now),
+        })
     }
 
     /// Uses `clock` for the timestamps of later entries.
@@ -176,7 +200,9 @@ impl SessionManager {
     pub fn append_message(&mut self, message: Message) -> Result<String> {
         match &message {
             Message::BranchSummary(_) | Message::CompactionSummary(_) => {
-                return Err(SessionError::SummaryMessage { role: message.role() });
+                return Err(SessionError::SummaryMessage {
+                    role: message.role(),
+                });
             }
             Message::User(_)
             | Message::Assistant(_)
@@ -188,12 +214,22 @@ impl SessionManager {
     }
 
     /// Appends a `model_change`.
-    pub fn append_model_change(&mut self, provider: impl Into<String>, model_id: impl Into<String>) -> Result<String> {
-        self.append(EntryKind::ModelChange { provider: provider.into(), model_id: model_id.into() })
+    pub fn append_model_change(
+        &mut self,
+        provider: impl Into<String>,
+        model_id: impl Into<String>,
+    ) -> Result<String> {
+        self.append(EntryKind::ModelChange {
+            provider: provider.into(),
+            model_id: model_id.into(),
+        })
     }
 
     /// Appends a `thinking_level_change`.
-    pub fn append_thinking_level_change(&mut self, thinking_level: ThinkingLevel) -> Result<String> {
+    pub fn append_thinking_level_change(
+        &mut self,
+        thinking_level: ThinkingLevel,
+    ) -> Result<String> {
         self.append(EntryKind::ThinkingLevelChange { thinking_level })
     }
 
@@ -214,12 +250,24 @@ impl SessionManager {
     ) -> Result<String> {
         self.leaf = from_id.map(|id| self.position(id)).transpose()?;
         let from_id = from_id.unwrap_or("root").to_owned();
-        self.append(EntryKind::BranchSummary { from_id, summary: summary.into(), details, from_hook })
+        self.append(EntryKind::BranchSummary {
+            from_id,
+            summary: summary.into(),
+            details,
+            from_hook,
+        })
     }
 
     /// Appends a `custom` entry: extension state, never in the model context.
-    pub fn append_custom(&mut self, custom_type: impl Into<String>, data: Option<Value>) -> Result<String> {
-        self.append(EntryKind::Custom { custom_type: custom_type.into(), data })
+    pub fn append_custom(
+        &mut self,
+        custom_type: impl Into<String>,
+        data: Option<Value>,
+    ) -> Result<String> {
+        self.append(EntryKind::Custom {
+            custom_type: custom_type.into(),
+            data,
+        })
     }
 
     /// Appends a `custom_message` entry: an extension message the model sees as a user message.
@@ -230,13 +278,21 @@ impl SessionManager {
         display: bool,
         details: Option<Value>,
     ) -> Result<String> {
-        self.append(EntryKind::CustomMessage { custom_type: custom_type.into(), content, display, details })
+        self.append(EntryKind::CustomMessage {
+            custom_type: custom_type.into(),
+            content,
+            display,
+            details,
+        })
     }
 
     /// Sets (or, with `None` or an empty label, clears) the label of `target_id`.
     pub fn append_label(&mut self, target_id: &str, label: Option<String>) -> Result<String> {
         self.position(target_id)?;
-        let id = self.append(EntryKind::Label { target_id: target_id.to_owned(), label: label.clone() })?;
+        let id = self.append(EntryKind::Label {
+            target_id: target_id.to_owned(),
+            label: label.clone(),
+        })?;
         match label.filter(|l| !l.is_empty()) {
             Some(l) => self.labels.insert(target_id.to_owned(), l),
             None => self.labels.remove(target_id),
@@ -280,7 +336,10 @@ impl SessionManager {
 
     /// The entries from the root to the leaf, or the store's read error.
     pub fn try_branch_entries(&self) -> Result<Vec<SessionEntry>> {
-        let path = self.leaf.map(|leaf| self.log.index().path_to(leaf)).unwrap_or_default();
+        let path = self
+            .leaf
+            .map(|leaf| self.log.index().path_to(leaf))
+            .unwrap_or_default();
         Ok(self.log.read(&path)?.into_iter().flatten().collect())
     }
 
@@ -313,7 +372,10 @@ impl SessionManager {
     }
 
     fn position(&self, id: &str) -> Result<EntryPos> {
-        self.log.index().position(id).ok_or_else(|| SessionError::UnknownEntry { id: id.to_owned() })
+        self.log
+            .index()
+            .position(id)
+            .ok_or_else(|| SessionError::UnknownEntry { id: id.to_owned() })
     }
 
     /// A fresh 8-hex-character id (pi's), a UUID after 100 collisions.
@@ -341,5 +403,9 @@ impl SessionManager {
 }
 
 fn new_header(cwd: &Path, now: DateTime<Utc>) -> SessionHeader {
-    SessionHeader::new(uuid::Uuid::now_v7().to_string(), iso(now), cwd.to_string_lossy())
+    SessionHeader::new(
+        uuid::Uuid::now_v7().to_string(),
+        iso(now),
+        cwd.to_string_lossy(),
+    )
 }

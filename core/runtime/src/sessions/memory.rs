@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 use volcanic_abstractions::sessions::{
-    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation, SessionLog,
-    SessionStore, SessionStoreError, SessionSummary,
+    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation,
+    SessionLog, SessionStore, SessionStoreError, SessionSummary,
 };
 
 /// Sessions in memory, addressed as [`SessionLocation::Key`] `"<scope>/<session id>"`. The
@@ -43,10 +43,17 @@ impl InMemorySessionStore {
         InMemorySessionStore::default()
     }
 
-    fn insert(&self, key: String, scope: String, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError> {
+    fn insert(
+        &self,
+        key: String,
+        scope: String,
+        header: &SessionHeader,
+    ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         let mut sessions = lock(&self.sessions);
         if sessions.contains_key(&key) {
-            return Err(SessionStoreError::Backend(format!("a session already exists at {key}").into()));
+            return Err(SessionStoreError::Backend(
+                format!("a session already exists at {key}").into(),
+            ));
         }
         let session = Arc::new(MemSession {
             scope,
@@ -58,12 +65,21 @@ impl InMemorySessionStore {
             }),
         });
         sessions.insert(key.clone(), session.clone());
-        Ok(Box::new(MemLog { location: SessionLocation::Key(key), session, index: SessionIndex::new(), tick: self.tick.clone() }))
+        Ok(Box::new(MemLog {
+            location: SessionLocation::Key(key),
+            session,
+            index: SessionIndex::new(),
+            tick: self.tick.clone(),
+        }))
     }
 }
 
 impl SessionStore for InMemorySessionStore {
-    fn create(&self, scope: &str, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError> {
+    fn create(
+        &self,
+        scope: &str,
+        header: &SessionHeader,
+    ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         self.insert(format!("{scope}/{}", header.id), scope.to_owned(), header)
     }
 
@@ -77,24 +93,41 @@ impl SessionStore for InMemorySessionStore {
                 let scope = key.rsplit_once('/').map_or("", |(s, _)| s).to_owned();
                 self.insert(key.clone(), scope, header)
             }
-            SessionLocation::File(_) => Err(SessionStoreError::ForeignLocation { location: location.clone() }),
+            SessionLocation::File(_) => Err(SessionStoreError::ForeignLocation {
+                location: location.clone(),
+            }),
         }
     }
 
     fn open(&self, location: &SessionLocation) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         let SessionLocation::Key(key) = location else {
-            return Err(SessionStoreError::ForeignLocation { location: location.clone() });
+            return Err(SessionStoreError::ForeignLocation {
+                location: location.clone(),
+            });
         };
-        let session = lock(&self.sessions)
-            .get(key)
-            .cloned()
-            .ok_or_else(|| SessionStoreError::NotFound { location: location.clone() })?;
+        let session =
+            lock(&self.sessions)
+                .get(key)
+                .cloned()
+                .ok_or_else(|| SessionStoreError::NotFound {
+                    location: location.clone(),
+                })?;
         let mut index = SessionIndex::new();
         for e in &lock(&session.state).entries {
-            index.push(&e.id, e.parent_id.as_deref(), EntryTag::of(&e.kind), RoleTag::of_entry(&e.kind));
+            index.push(
+                &e.id,
+                e.parent_id.as_deref(),
+                EntryTag::of(&e.kind),
+                RoleTag::of_entry(&e.kind),
+            );
         }
         index.finish();
-        Ok(Box::new(MemLog { location: location.clone(), session, index, tick: self.tick.clone() }))
+        Ok(Box::new(MemLog {
+            location: location.clone(),
+            session,
+            index,
+            tick: self.tick.clone(),
+        }))
     }
 
     fn latest(&self, scope: &str) -> Result<Option<SessionLocation>, SessionStoreError> {
@@ -145,19 +178,31 @@ impl SessionLog for MemLog {
 
     fn read(&self, positions: &[EntryPos]) -> Result<Vec<Option<SessionEntry>>, SessionStoreError> {
         let state = lock(&self.session.state);
-        Ok(positions.iter().map(|&p| state.entries.get(p as usize).cloned()).collect())
+        Ok(positions
+            .iter()
+            .map(|&p| state.entries.get(p as usize).cloned())
+            .collect())
     }
 
     fn append(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
         let mut state = lock(&self.session.state);
         if state.entries.len() != self.index.len() {
             return Err(SessionStoreError::Backend(
-                format!("session {} was appended to by another handle; reopen it", self.location).into(),
+                format!(
+                    "session {} was appended to by another handle; reopen it",
+                    self.location
+                )
+                .into(),
             ));
         }
         state.entries.push(entry.clone());
         state.modified = SystemTime::now();
         state.tick = self.tick.fetch_add(1, Ordering::Relaxed);
-        Ok(self.index.push(&entry.id, entry.parent_id.as_deref(), EntryTag::of(&entry.kind), RoleTag::of_entry(&entry.kind)))
+        Ok(self.index.push(
+            &entry.id,
+            entry.parent_id.as_deref(),
+            EntryTag::of(&entry.kind),
+            RoleTag::of_entry(&entry.kind),
+        ))
     }
 }

@@ -1,7 +1,7 @@
 //! Names: scopes, session file names, timestamps.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use volcanic_abstractions::sessions::{SessionHeader, SessionStoreError};
 
 /// pi's directory name for a working directory: `--` + the path without its leading separator,
@@ -10,32 +10,49 @@ use volcanic_abstractions::sessions::{SessionHeader, SessionStoreError};
 pub fn cwd_scope(cwd: &Path) -> String {
     let s = cwd.to_string_lossy();
     let s = s.strip_prefix(['/', '\\']).unwrap_or(&s);
-    let encoded: String = s.chars().map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c }).collect();
+    let encoded: String = s
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
     format!("--{encoded}--")
 }
 
 /// pi's file name for a session: `<header timestamp with : and . replaced by ->_<id>.jsonl`,
 /// e.g. `2026-01-15T08-59-55-000Z_019bc0e1-fef8-711e-bec2-7378a661c935.jsonl`.
 pub fn session_file_name(header: &SessionHeader) -> String {
-    let stamp: String = header.timestamp.chars().map(|c| if matches!(c, ':' | '.') { '-' } else { c }).collect();
+    let stamp: String = header
+        .timestamp
+        .chars()
+        .map(|c| if matches!(c, ':' | '.') { '-' } else { c })
+        .collect();
     format!("{stamp}_{}.jsonl", header.id)
 }
 
 /// `root/scope` for a scope of normal relative components (`123/main`); `""` is the root itself.
 pub(crate) fn scope_dir(root: &Path, scope: &str) -> Result<PathBuf, SessionStoreError> {
-    let invalid = |reason| SessionStoreError::InvalidScope { scope: scope.to_owned(), reason };
-    if scope.contains('\0') {
-        return Err(invalid("it contains a NUL byte"));
-    }
-    if scope.split('/').any(str::is_empty) && !scope.is_empty() {
-        return Err(invalid("it has an empty path component"));
-    }
+    let invalid = |reason| SessionStoreError::InvalidScope {
+        scope: scope.to_owned(),
+        reason,
+    };
     let mut dir = root.to_path_buf();
-    for c in Path::new(scope).components() {
-        match c {
-            Component::Normal(part) => dir.push(part),
-            Component::CurDir | Component::ParentDir => return Err(invalid("`.` and `..` are not allowed")),
-            Component::RootDir | Component::Prefix(_) => return Err(invalid("it must be a relative path")),
+    if scope.is_empty() {
+        return Ok(dir);
+    }
+    if scope.starts_with('/') {
+        return Err(invalid("it must be a relative path"));
+    }
+    for part in scope.split('/') {
+        match part {
+            "" => return Err(invalid("it has an empty path component")),
+            "." | ".." => return Err(invalid("`.` and `..` are not allowed")),
+            p if p.contains('\0') => return Err(invalid("it contains a NUL byte")),
+            p => dir.push(p),
         }
     }
     Ok(dir)

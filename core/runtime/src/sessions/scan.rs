@@ -19,7 +19,7 @@ use volcanic_abstractions::sessions::{
 };
 
 /// Bytes read per chunk while indexing.
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 * 1024;
 
 /// How a file ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,13 +51,27 @@ const PARALLEL_MIN_BYTES: u64 = 4 << 20;
 
 /// Reads the header, checks the tail and indexes every line of `file`.
 pub(crate) fn scan(file: &File, path: &Path) -> Result<Scanned, SessionStoreError> {
-    let io = |source| SessionStoreError::Io { action: "read", path: path.to_path_buf(), source };
+    let io = |source| SessionStoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    };
     let len = file.metadata().map_err(io)?.len();
     let (header, header_end) = read_header(file, path, len)?;
     if header_end >= len {
         // Only the header; `header_end > len` means it lacks its newline.
-        let tail = if header_end > len { Tail::MissingNewline } else { Tail::Clean };
-        return Ok(Scanned { header, index: SessionIndex::new(), spans: Vec::new(), len, tail });
+        let tail = if header_end > len {
+            Tail::MissingNewline
+        } else {
+            Tail::Clean
+        };
+        return Ok(Scanned {
+            header,
+            index: SessionIndex::new(),
+            spans: Vec::new(),
+            len,
+            tail,
+        });
     }
     let (tail, scan_end) = check_tail(file, path, header_end, len)?;
     let parts = scan_parts(file, header_end, scan_end).map_err(io)?;
@@ -69,7 +83,10 @@ pub(crate) fn scan(file: &File, path: &Path) -> Result<Scanned, SessionStoreErro
         for r in &part.recs {
             let parent = r.parent.map(|p| part.str(p));
             index.push(part.str(r.id), parent, r.tag, r.role);
-            spans.push(Span { offset: r.offset, len: r.len });
+            spans.push(Span {
+                offset: r.offset,
+                len: r.len,
+            });
         }
         for &(line, offset, header) in &part.skipped {
             let (file, line) = (path.display(), line_base + line);
@@ -82,7 +99,13 @@ pub(crate) fn scan(file: &File, path: &Path) -> Result<Scanned, SessionStoreErro
         line_base += part.lines;
     }
     index.finish();
-    Ok(Scanned { header, index, spans, len, tail })
+    Ok(Scanned {
+        header,
+        index,
+        spans,
+        len,
+        tail,
+    })
 }
 
 /// One indexed line of a part; strings are ranges of the part's arena.
@@ -109,7 +132,9 @@ struct Part {
 
 impl Part {
     fn str(&self, (start, end): (u32, u32)) -> &str {
-        self.arena.get(start as usize..end as usize).unwrap_or_default()
+        self.arena
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 
     fn keep(&mut self, s: &str) -> (u32, u32) {
@@ -125,12 +150,21 @@ impl Part {
             return;
         }
         match index_line(line) {
-            Some(info) if info.tag_name == "session" => self.skipped.push((self.lines, offset, true)),
+            Some(info) if info.tag_name == "session" => {
+                self.skipped.push((self.lines, offset, true))
+            }
             Some(info) => {
                 let id = self.keep(&info.id);
                 let parent = info.parent_id.as_deref().map(|p| self.keep(p));
                 let tag = EntryTag::from_type_name(info.tag_name.as_bytes());
-                self.recs.push(Rec { offset, len: line.len() as u32, tag, role: info.role, id, parent });
+                self.recs.push(Rec {
+                    offset,
+                    len: line.len() as u32,
+                    tag,
+                    role: info.role,
+                    id,
+                    parent,
+                });
             }
             None => self.skipped.push((self.lines, offset, false)),
         }
@@ -142,7 +176,9 @@ fn scan_parts(file: &File, from: u64, to: u64) -> std::io::Result<Vec<Part>> {
     let threads = if to - from < PARALLEL_MIN_BYTES {
         1
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8)
     };
     let mut bounds = vec![from];
     for i in 1..threads as u64 {
@@ -153,17 +189,28 @@ fn scan_parts(file: &File, from: u64, to: u64) -> std::io::Result<Vec<Part>> {
     }
     bounds.push(to);
     let scan_one = |(a, b): (u64, u64)| -> std::io::Result<Part> {
-        let mut part = Part { recs: Vec::with_capacity(usize::try_from((b - a) / 1024).unwrap_or(0)), ..Part::default() };
+        let mut part = Part {
+            recs: Vec::with_capacity(usize::try_from((b - a) / 1024).unwrap_or(0)),
+            ..Part::default()
+        };
         for_each_line(file, a, b, |offset, line| part.add(offset, line))?;
         Ok(part)
     };
     let ranges: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
     std::thread::scope(|scope| {
-        let Some((first, rest)) = ranges.split_first() else { return Ok(Vec::new()) };
-        let handles: Vec<_> = rest.iter().map(|&r| scope.spawn(move || scan_one(r))).collect();
+        let Some((first, rest)) = ranges.split_first() else {
+            return Ok(Vec::new());
+        };
+        let handles: Vec<_> = rest
+            .iter()
+            .map(|&r| scope.spawn(move || scan_one(r)))
+            .collect();
         let mut parts = vec![scan_one(*first)?];
         for h in handles {
-            parts.push(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
+            parts.push(
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            );
         }
         Ok(parts)
     })
@@ -174,7 +221,9 @@ fn next_line_start(file: &File, at: u64, to: u64) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut pos = at.saturating_sub(1); // a newline just before `at` makes `at` a line start
     while pos < to {
-        let n = usize::try_from(to - pos).unwrap_or(usize::MAX).min(buf.len());
+        let n = usize::try_from(to - pos)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
         file.read_exact_at(&mut buf[..n], pos)?;
         if let Some(nl) = memchr(b'\n', &buf[..n]) {
             return Ok(pos + nl as u64 + 1);
@@ -186,9 +235,20 @@ fn next_line_start(file: &File, at: u64, to: u64) -> std::io::Result<u64> {
 
 /// Parses the first non-blank line as the header. Returns it and the offset after its newline
 /// (`len + 1` when the file ends without one).
-fn read_header(file: &File, path: &Path, len: u64) -> Result<(SessionHeader, u64), SessionStoreError> {
-    let bad = |reason: String| SessionStoreError::BadHeader { path: path.to_path_buf(), reason };
-    let io = |source| SessionStoreError::Io { action: "read", path: path.to_path_buf(), source };
+fn read_header(
+    file: &File,
+    path: &Path,
+    len: u64,
+) -> Result<(SessionHeader, u64), SessionStoreError> {
+    let bad = |reason: String| SessionStoreError::BadHeader {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let io = |source| SessionStoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    };
     let mut buf = Vec::new();
     let mut want = 64 * 1024;
     let (start, end) = loop {
@@ -210,20 +270,35 @@ fn read_header(file: &File, path: &Path, len: u64) -> Result<(SessionHeader, u64
     let line = trim_end(&buf[start..end]);
     let header: SessionHeader = serde_json::from_slice(line).map_err(|e| bad(e.to_string()))?;
     if header.entry_type != "session" {
-        return Err(bad(format!("the first line is a `{}` entry, not a session header", header.entry_type)));
+        return Err(bad(format!(
+            "the first line is a `{}` entry, not a session header",
+            header.entry_type
+        )));
     }
     match header.version {
         Some(2..) => {}
         v => {
-            return Err(SessionStoreError::UnsupportedVersion { path: path.to_path_buf(), version: v.unwrap_or(1) });
+            return Err(SessionStoreError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                version: v.unwrap_or(1),
+            });
         }
     }
     Ok((header, end as u64 + 1))
 }
 
 /// Finds and validates the last line. Returns the tail state and where indexing stops.
-fn check_tail(file: &File, path: &Path, from: u64, len: u64) -> Result<(Tail, u64), SessionStoreError> {
-    let io = |source| SessionStoreError::Io { action: "read", path: path.to_path_buf(), source };
+fn check_tail(
+    file: &File,
+    path: &Path,
+    from: u64,
+    len: u64,
+) -> Result<(Tail, u64), SessionStoreError> {
+    let io = |source| SessionStoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    };
     let mut window: u64 = 64 * 1024;
     let mut buf = Vec::new();
     let (start, line_start, line_end) = loop {
@@ -252,7 +327,11 @@ fn check_tail(file: &File, path: &Path, from: u64, len: u64) -> Result<(Tail, u6
             Tail::Torn { from: at }
         }
     };
-    let scan_end = if let Tail::Torn { from } = tail { from } else { len };
+    let scan_end = if let Tail::Torn { from } = tail {
+        from
+    } else {
+        len
+    };
     Ok((tail, scan_end))
 }
 
@@ -402,12 +481,22 @@ struct RoleProbe<'a> {
 fn probe(line: &[u8]) -> Option<LineInfo<'_>> {
     let p: Probe<'_> = serde_json::from_slice(line).ok()?;
     let role = (p.tag_name == "message").then(|| {
-        p.message.and_then(|m| m.role).map_or(RoleTag::Other, |r| RoleTag::from_role_name(r.as_bytes()))
+        p.message
+            .and_then(|m| m.role)
+            .map_or(RoleTag::Other, |r| RoleTag::from_role_name(r.as_bytes()))
     });
-    Some(LineInfo { tag_name: p.tag_name, id: p.id, parent_id: p.parent_id, role })
+    Some(LineInfo {
+        tag_name: p.tag_name,
+        id: p.id,
+        parent_id: p.parent_id,
+        role,
+    })
 }
 
 pub(crate) fn trim_end(line: &[u8]) -> &[u8] {
-    let end = line.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |p| p + 1);
+    let end = line
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |p| p + 1);
     &line[..end]
 }

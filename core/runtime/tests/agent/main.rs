@@ -1,4 +1,6 @@
 //! Integration tests of the agent runtime against an in-process faux provider.
 
+mod dispatch_tests;
+mod events_tests;
 mod loop_tests;
 mod support;

@@ -234,3 +234,111 @@ pub async fn eventually(mut f: impl FnMut() -> bool) {
     }
     panic!("condition not met within 2 s");
 }
+
+// ---- Test extensions (events_tests, dispatch_tests) ----
+
+use volcanic_abstractions::extensions::events::ExtensionEvent;
+use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, ExtensionApiExt, ExtensionContext, Subscription};
+use volcanic_abstractions::messages::{CustomMessage, Message, UserBody, join_text};
+
+/// What a [`TestExt`] does in `activate`.
+pub type Activate = Arc<dyn Fn(Arc<dyn ExtensionApi>) -> Result<(), BoxError> + Send + Sync>;
+
+/// An extension whose activation is a closure.
+pub struct TestExt {
+    name: String,
+    activate: Activate,
+}
+
+#[async_trait::async_trait]
+impl Extension for TestExt {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    async fn activate(&self, api: Arc<dyn ExtensionApi>) -> Result<(), BoxError> {
+        (self.activate)(api)
+    }
+}
+
+/// A factory of [`TestExt`] named `name` (one instance per session).
+pub fn ext(
+    name: &str,
+    activate: impl Fn(Arc<dyn ExtensionApi>) -> Result<(), BoxError> + Send + Sync + 'static,
+) -> ExtensionFactory {
+    let name = name.to_owned();
+    let activate: Activate = Arc::new(activate);
+    Arc::new(move || Box::new(TestExt { name: name.clone(), activate: activate.clone() }) as Box<dyn Extension>)
+}
+
+/// Subscribes a handler that does its work synchronously (a panic in it happens while the
+/// runtime calls the handler, before any future exists).
+pub fn on_sync<E: ExtensionEvent>(
+    api: &dyn ExtensionApi,
+    f: impl Fn(&mut E, &Arc<dyn ExtensionContext>) -> Result<(), BoxError> + Send + Sync + 'static,
+) -> Subscription {
+    api.on::<E, _>(move |e, ctx, _cancel| {
+        let r = f(e, &ctx);
+        Box::pin(async move { r })
+    })
+}
+
+/// A shared list handlers record into.
+pub type Log = Arc<Mutex<Vec<String>>>;
+
+pub fn new_log() -> Log {
+    Arc::default()
+}
+
+pub fn logged(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+pub fn push(log: &Log, s: impl Into<String>) {
+    log.lock().unwrap().push(s.into());
+}
+
+/// A custom message with text content.
+pub fn custom(custom_type: &str, text: &str) -> CustomMessage {
+    CustomMessage {
+        custom_type: custom_type.into(),
+        content: UserBody::Text(text.into()),
+        display: false,
+        details: None,
+        timestamp: 0,
+    }
+}
+
+/// `(role, text)` of each message; tool results as `toolResult` with their text.
+pub fn transcript(msgs: &[Message]) -> Vec<(&'static str, String)> {
+    msgs.iter()
+        .map(|m| {
+            let text = match m {
+                Message::User(u) => u.content.text(),
+                Message::Custom(c) => c.content.text(),
+                Message::Assistant(a) => a.text(),
+                Message::ToolResult(r) => join_text(&r.content),
+                other => format!("{other:?}"),
+            };
+            (m.role(), text)
+        })
+        .collect()
+}
+
+/// `(call id, is_error, text)` of each tool result.
+pub fn tool_results_of(msgs: &[Message]) -> Vec<(String, bool, String)> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.tool_call_id.clone(), r.is_error, join_text(&r.content))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Opens the harness's session file again in a new session (same factory and extensions).
+pub async fn reopen(h: &Harness) -> AgentSession {
+    let file = h.session.session_file().unwrap();
+    h.factory
+        .create(AgentSessionOptions { cwd: h.workspace(), session: SessionSelect::Open(file), ..Default::default() })
+        .await
+        .unwrap()
+}

@@ -1,8 +1,9 @@
-//! Test modules: `model_server` drives the provider against `volcanic-testkit`'s scripted
-//! server (every behaviour: text, thinking, tools, usage, retries, failures, cancel, hooks);
-//! `aimock` against a real third-party mock; `support` holds the shared helpers.
+//! Test modules: `replies` and `failures` drive the provider against `volcanic-testkit`'s
+//! scripted model server (text, thinking, tools, usage, hooks; retries, errors, idle timeout,
+//! cancel); `aimock` against a real third-party mock; `support` holds the shared helpers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod aimock;
-mod model_server;
+mod failures;
+mod replies;
 mod support;

@@ -5,11 +5,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
+use serde_json::json;
+use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
     Api, AssistantMessage, AssistantMessageEvent, InputKind, Model, ModelCost, ProviderStream,
     StopReason, StreamOptions,
 };
+use volcanic_abstractions::{
+    Message, ProviderContext, TextContent, ToolCall, ToolResultMessage, UserContent,
+};
 use volcanic_anthropic::{AnthropicProvider, ProviderConfig};
+use volcanic_testkit::model_server::ModelServer;
 
 /// Longest a test waits for a whole stream.
 const STREAM_TIMEOUT: Duration = Duration::from_secs(20);
@@ -168,4 +174,46 @@ pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
             "every block ends before done: {events:?}"
         );
     }
+}
+
+/// A started scripted model server.
+pub async fn server() -> ModelServer {
+    ModelServer::start().await.expect("model server starts")
+}
+
+/// A context asking `text`, with a system prompt and the `bash` tool.
+pub fn ask(text: &str) -> ProviderContext {
+    ProviderContext {
+        system_prompt: "You are a test.".into(),
+        messages: vec![Message::user_text(text, 1)],
+        tools: vec![bash_tool()],
+    }
+}
+
+/// The `bash` tool spec.
+pub fn bash_tool() -> ToolSpec {
+    ToolSpec {
+        name: "bash".into(),
+        description: "Run a shell command".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        }),
+    }
+}
+
+/// A successful text result for `call`.
+pub fn result_for(call: &ToolCall, text: &str) -> Message {
+    Message::ToolResult(ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: vec![UserContent::Text(TextContent {
+            text: text.into(),
+            text_signature: None,
+        })],
+        details: None,
+        is_error: false,
+        timestamp: 3,
+    })
 }

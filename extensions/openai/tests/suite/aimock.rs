@@ -98,7 +98,8 @@ async fn aimock_text_answer() {
         messages: vec![Message::user_text("What is the capital of France?", 1)],
         tools: vec![],
     };
-    let events = collect(provider().stream(&model(&format!("{}/v1", mock.url)), context, options())).await;
+    let events =
+        collect(provider().stream(&model(&format!("{}/v1", mock.url)), context, options())).await;
     let message = done(&events);
     assert_eq!(message.text(), "The capital of France is Paris.");
     assert_eq!(message.stop_reason, StopReason::Stop);

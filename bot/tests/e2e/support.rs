@@ -1,0 +1,87 @@
+//! Running the real binary in a temporary home.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temporary directory with a config, a workspace and a HOME for one test.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    /// A config pointing the built-in `anthropic` and `openai` providers at `model_url`.
+    pub fn new(model_url: &str, extra_config: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        let config = format!(
+            "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\n{extra_config}\n\
+             [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
+             [providers.openai]\nbase_url = \"{model_url}/v1\"\napi_key_env = \"E2E_OPENAI_KEY\"\n",
+            state = dir.path().join("data").display(),
+        );
+        std::fs::write(dir.path().join("volcanic.toml"), config).unwrap();
+        Env { dir }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// `volcanic-bot --config <cfg> console --workspace <ws> ARGS` with keys set.
+    pub fn console(&self, args: &[&str]) -> Output {
+        self.console_with_env(args, &[("E2E_ANTHROPIC_KEY", "test-key"), ("E2E_OPENAI_KEY", "test-key")])
+    }
+
+    pub fn console_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+        c.arg("--config")
+            .arg(self.dir.path().join("volcanic.toml"))
+            .arg("console")
+            .arg("--workspace")
+            .arg(self.workspace())
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .current_dir(self.dir.path());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+
+    /// The session files the console wrote.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect(&self.home().join(".volcanic/agent/sessions"), &mut out);
+        out.sort();
+        out
+    }
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -1,0 +1,56 @@
+//! The built-in catalogue: current OpenAI models (Chat Completions) and the provider registration using them.
+
+use crate::OpenAiCompletionsProvider;
+use std::sync::Arc;
+use volcanic_abstractions::model::{Api, InputKind, Model, ModelCost};
+use volcanic_abstractions::provider::ProviderRegistration;
+
+/// OpenAI's API base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Environment variable holding the key.
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// `(id, name, reasoning, input $/Mtok, output, cache read, context window, max output)`.
+const MODELS: &[(&str, &str, bool, f64, f64, f64, u64, u64)] = &[
+    ("gpt-5", "GPT-5", true, 1.25, 10.0, 0.125, 400_000, 128_000),
+    ("gpt-5-mini", "GPT-5 mini", true, 0.25, 2.0, 0.025, 400_000, 128_000),
+    ("gpt-5-nano", "GPT-5 nano", true, 0.05, 0.4, 0.005, 400_000, 128_000),
+    ("gpt-4.1", "GPT-4.1", false, 2.0, 8.0, 0.5, 1_047_576, 32_768),
+    ("gpt-4o", "GPT-4o", false, 2.5, 10.0, 1.25, 128_000, 16_384),
+    ("o4-mini", "o4-mini", true, 1.1, 4.4, 0.275, 200_000, 100_000),
+];
+
+/// The catalogue, served from `base_url`.
+pub fn models(base_url: &str) -> Vec<Model> {
+    MODELS
+        .iter()
+        .map(|&(id, name, reasoning, input, output, cache_read, context_window, max_tokens)| Model {
+            id: id.into(),
+            name: name.into(),
+            provider: "openai".into(),
+            api: Api::OpenAiCompletions,
+            base_url: base_url.into(),
+            reasoning,
+            input: vec![InputKind::Text, InputKind::Image],
+            cost: ModelCost { input, output, cache_read, cache_write: 0.0 },
+            context_window,
+            max_tokens,
+        })
+        .collect()
+}
+
+/// The `openai` provider with its catalogue, keyed by `OPENAI_API_KEY`. A config section
+/// `[providers.openai]` may override the base URL and key.
+///
+/// # Errors
+/// When the HTTP client cannot be built (TLS set-up).
+pub fn registration() -> Result<ProviderRegistration, crate::OpenAiError> {
+    Ok(ProviderRegistration {
+        name: "openai".into(),
+        provider: Arc::new(OpenAiCompletionsProvider::new()?),
+        models: models(DEFAULT_BASE_URL),
+        api_key: None,
+        api_key_env: Some(API_KEY_ENV.into()),
+    })
+}
