@@ -104,15 +104,15 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     for (ext, err) in session.extension_errors() {
         eprintln!("extension {ext} failed to load: {err}");
     }
-    if let Some(m) = &args.model {
-        if session.model().map(|x| x.key()) != Some(m.clone()) {
-            session.set_model(m).await?;
-        }
+    if let Some(m) = &args.model
+        && session.model().map(|x| x.key()).as_ref() != Some(m)
+    {
+        session.set_model(m).await?;
     }
-    if let Some(t) = args.thinking {
-        if session.thinking_level() != t {
-            session.set_thinking_level(t).await?;
-        }
+    if let Some(t) = args.thinking
+        && session.thinking_level() != t
+    {
+        session.set_thinking_level(t).await?;
     }
     let printer = Arc::new(Printer::new(args.mode, interactive));
     {

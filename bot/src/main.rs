@@ -53,10 +53,8 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         None => (PathBuf::from(DEFAULT_CONFIG), false),
     };
     let config = config::Config::load(&path, required)?;
-    if config.harden_process {
-        if let Err(e) = volcanic_core::processes::harden_host_process(true) {
-            tracing::warn!("process hardening failed: {e}");
-        }
+    if let Err(e) = volcanic_core::processes::harden_host_process(config.harden_process) {
+        tracing::warn!("process hardening failed: {e}");
     }
     match cli.command {
         Some(Command::Console(args)) => console::run(config, args).await,

@@ -12,7 +12,10 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 
 /// `(id, name, input $/Mtok, output, cache read, cache write, context window, max output)`.
-const MODELS: &[(&str, &str, f64, f64, f64, f64, u64, u64)] = &[
+/// One catalogue row.
+type Row = (&'static str, &'static str, f64, f64, f64, f64, u64, u64);
+
+const MODELS: &[Row] = &[
     ("claude-sonnet-4-5", "Claude Sonnet 4.5", 3.0, 15.0, 0.3, 3.75, 200_000, 64_000),
     ("claude-opus-4-5", "Claude Opus 4.5", 5.0, 25.0, 0.5, 6.25, 200_000, 64_000),
     ("claude-haiku-4-5", "Claude Haiku 4.5", 1.0, 5.0, 0.1, 1.25, 200_000, 64_000),

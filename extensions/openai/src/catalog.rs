@@ -12,7 +12,10 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 
 /// `(id, name, reasoning, input $/Mtok, output, cache read, context window, max output)`.
-const MODELS: &[(&str, &str, bool, f64, f64, f64, u64, u64)] = &[
+/// One catalogue row.
+type Row = (&'static str, &'static str, bool, f64, f64, f64, u64, u64);
+
+const MODELS: &[Row] = &[
     ("gpt-5", "GPT-5", true, 1.25, 10.0, 0.125, 400_000, 128_000),
     ("gpt-5-mini", "GPT-5 mini", true, 0.25, 2.0, 0.025, 400_000, 128_000),
     ("gpt-5-nano", "GPT-5 nano", true, 0.05, 0.4, 0.005, 400_000, 128_000),

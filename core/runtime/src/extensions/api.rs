@@ -178,10 +178,10 @@ impl ExtensionApi for ExtensionApiImpl {
             s.providers.retain(|p| p.name != name);
             s.unregister.push(name.to_owned());
         });
-        if staged.is_none() {
-            if let Ok(a) = self.act("unregister_provider") {
-                a.unregister_provider(name);
-            }
+        if staged.is_none()
+            && let Ok(a) = self.act("unregister_provider")
+        {
+            a.unregister_provider(name);
         }
     }
 

@@ -7,12 +7,13 @@ use std::sync::{Arc, RwLock};
 use volcanic_abstractions::extensions::{EventBus, Subscription};
 
 type ChannelHandler = Arc<dyn Fn(&Value) + Send + Sync>;
+type Channels = HashMap<String, Vec<(u64, ChannelHandler)>>;
 
 /// `emit(channel, data)` calls every handler of `channel` synchronously, in subscription order.
 /// A panicking handler is logged and the others still run.
 #[derive(Default)]
 pub struct Bus {
-    channels: Arc<RwLock<HashMap<String, Vec<(u64, ChannelHandler)>>>>,
+    channels: Arc<RwLock<Channels>>,
     next: AtomicU64,
 }
 
@@ -43,10 +44,10 @@ impl EventBus for Bus {
         let channel = channel.to_owned();
         let weak = Arc::downgrade(&self.channels);
         Subscription::new(move || {
-            if let Some(channels) = weak.upgrade() {
-                if let Some(l) = channels.write().unwrap_or_else(|e| e.into_inner()).get_mut(&channel) {
-                    l.retain(|(i, _)| *i != id);
-                }
+            if let Some(channels) = weak.upgrade()
+                && let Some(l) = channels.write().unwrap_or_else(|e| e.into_inner()).get_mut(&channel)
+            {
+                l.retain(|(i, _)| *i != id);
             }
         })
     }
