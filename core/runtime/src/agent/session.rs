@@ -519,10 +519,12 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         mgr.append_thinking_level_change(thinking)
             .map_err(|e| SessionError::Store(e.to_string()))?;
     }
-    inner.emit(AgentSessionEvent::SessionChanged {
-        session_id: inner.lock_manager().session_id().to_owned(),
-        session_file: inner.lock_manager().session_file().map(|p| p.display().to_string()),
-    });
+    // One guard: two `lock_manager()` temporaries in one statement would deadlock.
+    let (session_id, session_file) = {
+        let mgr = inner.lock_manager();
+        (mgr.session_id().to_owned(), mgr.session_file().map(|p| p.display().to_string()))
+    };
+    inner.emit(AgentSessionEvent::SessionChanged { session_id, session_file });
     let reason = if target.is_some() { SessionStartReason::Switch } else { SessionStartReason::New };
     let mut start = SessionStartEvent { reason };
     inner.runner.emit(&mut start, &inner.ctx(), &CancellationToken::new()).await;

@@ -184,8 +184,10 @@ mod tests {
     #[test]
     fn tools_and_overrides_render() {
         let b = SystemPromptBuilder::new("/tmp", None, None);
-        let mut o = SystemPromptOptions::default();
-        o.base_prompt = Some("BASE".into());
+        let mut o = SystemPromptOptions {
+            base_prompt: Some("BASE".into()),
+            ..Default::default()
+        };
         o.tools.push(("bash".into(), "run commands".into()));
         o.guidelines.push("be careful".into());
         let p = b.render(&o, Utc::now(), None);
