@@ -144,8 +144,10 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         if line.is_empty() {
             continue;
         }
-        if handle_builtin(&session, &line).await? {
-            break;
+        match handle_builtin(&session, &line).await? {
+            Builtin::Quit => break,
+            Builtin::Handled => continue,
+            Builtin::NotBuiltin => {}
         }
         let s = session.clone();
         let cancel = CancellationToken::new();
@@ -195,14 +197,24 @@ async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow:
     }
 }
 
-/// Console commands handled here; `true` means quit.
-async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<bool> {
+/// What a console line turned out to be.
+enum Builtin {
+    /// `/quit`.
+    Quit,
+    /// A console command, done.
+    Handled,
+    /// Not a console command: a prompt (or an extension command).
+    NotBuiltin,
+}
+
+/// Console commands handled here.
+async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Builtin> {
     let (cmd, arg) = match line.strip_prefix('/') {
         Some(rest) => rest.split_once(' ').map_or((rest, ""), |(a, b)| (a, b.trim())),
-        None => return Ok(false),
+        None => return Ok(Builtin::NotBuiltin),
     };
     match cmd {
-        "quit" | "exit" => return Ok(true),
+        "quit" | "exit" => return Ok(Builtin::Quit),
         "new" => match session.new_session().await {
             Ok(()) => println!("new session: {}", session.session_file().map(|p| p.display().to_string()).unwrap_or_default()),
             Err(e) => eprintln!("error: {e}"),
@@ -239,9 +251,9 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<bo
                 s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
             );
         }
-        _ => return Ok(false),
+        _ => return Ok(Builtin::NotBuiltin),
     }
-    Ok(false)
+    Ok(Builtin::Handled)
 }
 
 /// Renders session events to the terminal (text) or as JSON lines.

@@ -108,3 +108,36 @@ async fn bad_config_key_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("thinkng"), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_console_streams_answers_and_runs_slash_commands() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let server = ModelServer::start().await.unwrap();
+    server.push(Turn::reply("Hello from the model"));
+    let env = Env::new(&server.url(), "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
+        .arg("--config")
+        .arg(env.dir.path().join("volcanic.toml"))
+        .args(["console", "--workspace"])
+        .arg(env.workspace())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.home())
+        .env("E2E_ANTHROPIC_KEY", "k")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hi there\n/session\n/model\n/quit\n").unwrap();
+    drop(stdin);
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Hello from the model"), "{text}");
+    assert!(text.contains("model anthropic/claude-sonnet-4-5 · 2 messages"), "{text}");
+    assert!(text.contains("* anthropic/claude-sonnet-4-5"), "{text}");
+    assert_eq!(server.requests().len(), 1);
+}

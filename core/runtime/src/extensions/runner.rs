@@ -194,7 +194,10 @@ impl ExtensionRunner {
             let Some(handler) = slot.handler.downcast_ref::<Handler<E>>() else {
                 continue;
             };
-            let outcome = AssertUnwindSafe(handler(event, ctx.clone(), cancel.clone())).catch_unwind().await;
+            // The call goes inside the guarded future: a handler may panic before returning one.
+            let outcome = AssertUnwindSafe(async { handler(&mut *event, ctx.clone(), cancel.clone()).await })
+                .catch_unwind()
+                .await;
             let error = match outcome {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.to_string()),

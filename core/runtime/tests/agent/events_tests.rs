@@ -92,8 +92,8 @@ async fn session_before_switch_cancel_keeps_the_file_otherwise_a_new_session_sta
             }
             Ok(())
         });
-        on_sync::<SessionShutdownEvent>(&*api, move |_, _| Ok(push(&l2, "shutdown")));
-        on_sync::<SessionStartEvent>(&*api, move |e, _| Ok(push(&l3, format!("start {:?}", e.reason))));
+        on_sync::<SessionShutdownEvent>(&*api, move |_, _| note(&l2, "shutdown"));
+        on_sync::<SessionStartEvent>(&*api, move |e, _| note(&l3, format!("start {:?}", e.reason)));
         Ok(())
     });
     let h = harness(vec![], vec![gate]).await;
@@ -123,7 +123,7 @@ async fn session_info_changed_fires_with_the_name_set_from_session_start() {
         let api2 = api.clone();
         on_sync::<SessionStartEvent>(&*api, move |_, _| Ok(api2.set_session_name("x")?));
         let l = l.clone();
-        on_sync::<SessionInfoChangedEvent>(&*api, move |e, _| Ok(push(&l, format!("{:?}", e.name))));
+        on_sync::<SessionInfoChangedEvent>(&*api, move |e, _| note(&l, format!("{:?}", e.name)));
         Ok(())
     });
     let _h = harness(vec![], vec![namer]).await;
@@ -189,9 +189,9 @@ async fn before_agent_start_guidelines_and_injected_messages_reach_the_provider(
 fn lifecycle_ext(log: Log, continue_once: bool) -> volcanic_abstractions::extensions::ExtensionFactory {
     ext("lifecycle", move |api| {
         let l = log.clone();
-        on_sync::<AgentStartEvent>(&*api, move |_, _| Ok(push(&l, "agent_start")));
+        on_sync::<AgentStartEvent>(&*api, move |_, _| note(&l, "agent_start"));
         let l = log.clone();
-        on_sync::<TurnStartEvent>(&*api, move |e, _| Ok(push(&l, format!("turn_start {}", e.turn_index))));
+        on_sync::<TurnStartEvent>(&*api, move |e, _| note(&l, format!("turn_start {}", e.turn_index)));
         let (l, asked) = (log.clone(), AtomicBool::new(!continue_once));
         on_sync::<TurnEndEvent>(&*api, move |e, _| {
             push(&l, format!("turn_end {} results={}", e.turn_index, e.tool_results.len()));
@@ -203,10 +203,10 @@ fn lifecycle_ext(log: Log, continue_once: bool) -> volcanic_abstractions::extens
         let l = log.clone();
         on_sync::<AgentEndEvent>(&*api, move |e, _| {
             let roles: Vec<&str> = e.messages.iter().map(Message::role).collect();
-            Ok(push(&l, format!("agent_end {}", roles.join(","))))
+            note(&l, format!("agent_end {}", roles.join(",")))
         });
         let l = log.clone();
-        on_sync::<AgentSettledEvent>(&*api, move |_, _| Ok(push(&l, "agent_settled")));
+        on_sync::<AgentSettledEvent>(&*api, move |_, _| note(&l, "agent_settled"));
         Ok(())
     })
 }
@@ -296,9 +296,9 @@ async fn message_events_fire_in_order_and_a_same_role_replacement_is_persisted()
     let l = log.clone();
     let rewriter = ext("rewriter", move |api| {
         let l1 = l.clone();
-        on_sync::<MessageStartEvent>(&*api, move |e, _| Ok(push(&l1, format!("start {}", e.message.role()))));
+        on_sync::<MessageStartEvent>(&*api, move |e, _| note(&l1, format!("start {}", e.message.role())));
         let l2 = l.clone();
-        on_sync::<MessageUpdateEvent>(&*api, move |e, _| Ok(push(&l2, format!("update {}", e.message.text()))));
+        on_sync::<MessageUpdateEvent>(&*api, move |e, _| note(&l2, format!("update {}", e.message.text())));
         let l3 = l.clone();
         on_sync::<MessageEndEvent>(&*api, move |e, _| {
             push(&l3, format!("end {}", e.message.role()));
@@ -405,12 +405,12 @@ async fn tool_execution_events_carry_the_call_id_and_updates_fire_for_slow_outpu
     let l = log.clone();
     let watcher = ext("watcher", move |api| {
         let l1 = l.clone();
-        on_sync::<ToolExecutionStartEvent>(&*api, move |e, _| Ok(push(&l1, format!("start {} {}", e.tool_call_id, e.args["command"]))));
+        on_sync::<ToolExecutionStartEvent>(&*api, move |e, _| note(&l1, format!("start {} {}", e.tool_call_id, e.args["command"])));
         let l2 = l.clone();
-        on_sync::<ToolExecutionUpdateEvent>(&*api, move |e, _| Ok(push(&l2, format!("update {}", e.tool_call_id))));
+        on_sync::<ToolExecutionUpdateEvent>(&*api, move |e, _| note(&l2, format!("update {}", e.tool_call_id)));
         let l3 = l.clone();
         on_sync::<ToolExecutionEndEvent>(&*api, move |e, _| {
-            Ok(push(&l3, format!("end {} error={} {:?}", e.tool_call_id, e.is_error, e.result.text_content())))
+            note(&l3, format!("end {} error={} {:?}", e.tool_call_id, e.is_error, e.result.text_content()))
         });
         Ok(())
     });
@@ -464,10 +464,10 @@ async fn model_and_thinking_level_select_fire_on_changes() {
     let watcher = ext("watcher", move |api| {
         let l1 = l.clone();
         on_sync::<ModelSelectEvent>(&*api, move |e, _| {
-            Ok(push(&l1, format!("model {} previous {:?}", e.model.key(), e.previous.as_ref().map(|m| m.key()))))
+            note(&l1, format!("model {} previous {:?}", e.model.key(), e.previous.as_ref().map(|m| m.key())))
         });
         let l2 = l.clone();
-        on_sync::<ThinkingLevelSelectEvent>(&*api, move |e, _| Ok(push(&l2, format!("thinking {:?} previous {:?}", e.level, e.previous))));
+        on_sync::<ThinkingLevelSelectEvent>(&*api, move |e, _| note(&l2, format!("thinking {:?} previous {:?}", e.level, e.previous)));
         Ok(())
     });
     let h = harness(vec![], vec![watcher]).await;
