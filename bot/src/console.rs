@@ -147,7 +147,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         match handle_builtin(&session, &line).await? {
             Builtin::Quit => break,
             Builtin::Handled => continue,
-            Builtin::NotBuiltin => {}
+            Builtin::Prompt => {}
         }
         let s = session.clone();
         let cancel = CancellationToken::new();
@@ -204,14 +204,14 @@ enum Builtin {
     /// A console command, done.
     Handled,
     /// Not a console command: a prompt (or an extension command).
-    NotBuiltin,
+    Prompt,
 }
 
 /// Console commands handled here.
 async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Builtin> {
     let (cmd, arg) = match line.strip_prefix('/') {
         Some(rest) => rest.split_once(' ').map_or((rest, ""), |(a, b)| (a, b.trim())),
-        None => return Ok(Builtin::NotBuiltin),
+        None => return Ok(Builtin::Prompt),
     };
     match cmd {
         "quit" | "exit" => return Ok(Builtin::Quit),
@@ -251,7 +251,7 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
                 s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
             );
         }
-        _ => return Ok(Builtin::NotBuiltin),
+        _ => return Ok(Builtin::Prompt),
     }
     Ok(Builtin::Handled)
 }

@@ -41,6 +41,7 @@ fn main() -> Result<()> {
 
     let baseline_kb = status_kb("VmRSS")?;
     reset_peak_rss();
+    let cpu_before = cpu_seconds()?;
     let mut times = Vec::with_capacity(runs);
     let mut first_peak_kb = 0;
     for run in 0..runs.max(1) {
@@ -57,6 +58,7 @@ fn main() -> Result<()> {
         drop((ctx, session));
     }
     let peak_kb = status_kb("VmHWM")?;
+    let cpu_per_run = (cpu_seconds()? - cpu_before) / times.len() as f64;
 
     let bytes = fs::metadata(&path)?.len();
     println!(
@@ -90,6 +92,12 @@ fn main() -> Result<()> {
             ms(opens[opens.len() / 2])
         );
     }
+    let wall_mean = times.iter().map(|t| t.1.as_secs_f64()).sum::<f64>() / times.len() as f64;
+    println!(
+        "  CPU time per run: {:.1} ms (user + system, all threads; {:.2} cores busy on average)",
+        cpu_per_run * 1000.0,
+        cpu_per_run / wall_mean
+    );
     let mb = |kb: u64| kb as f64 / 1024.0;
     println!(
         "  peak RSS: {:.1} MB after the first run, {:.1} MB over all runs (process baseline {:.1} MB)",
@@ -191,6 +199,24 @@ fn status_kb(key: &str) -> Result<u64> {
         .nth(1)
         .ok_or("malformed status line")?
         .parse()?)
+}
+
+/// User + system CPU seconds of this process so far (`/proc/self/stat`, 100 ticks a second).
+fn cpu_seconds() -> Result<f64> {
+    let stat = fs::read_to_string("/proc/self/stat")?;
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .ok_or("malformed /proc/self/stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| -> Result<f64> {
+        Ok(fields
+            .get(i)
+            .ok_or("short /proc/self/stat")?
+            .parse::<f64>()?)
+    };
+    Ok((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 /// Resets `VmHWM` to the current RSS (Linux: `echo 5 > /proc/self/clear_refs`); best effort.

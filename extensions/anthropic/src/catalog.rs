@@ -15,6 +15,7 @@ pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// One catalogue row.
 type Row = (&'static str, &'static str, f64, f64, f64, f64, u64, u64);
 
+#[rustfmt::skip]
 const MODELS: &[Row] = &[
     ("claude-sonnet-4-5", "Claude Sonnet 4.5", 3.0, 15.0, 0.3, 3.75, 200_000, 64_000),
     ("claude-opus-4-5", "Claude Opus 4.5", 5.0, 25.0, 0.5, 6.25, 200_000, 64_000),
@@ -27,18 +28,27 @@ const MODELS: &[Row] = &[
 pub fn models(base_url: &str) -> Vec<Model> {
     MODELS
         .iter()
-        .map(|&(id, name, input, output, cache_read, cache_write, context_window, max_tokens)| Model {
-            id: id.into(),
-            name: name.into(),
-            provider: "anthropic".into(),
-            api: Api::AnthropicMessages,
-            base_url: base_url.into(),
-            reasoning: true,
-            input: vec![InputKind::Text, InputKind::Image],
-            cost: ModelCost { input, output, cache_read, cache_write },
-            context_window,
-            max_tokens,
-        })
+        .map(
+            |&(id, name, input, output, cache_read, cache_write, context_window, max_tokens)| {
+                Model {
+                    id: id.into(),
+                    name: name.into(),
+                    provider: "anthropic".into(),
+                    api: Api::AnthropicMessages,
+                    base_url: base_url.into(),
+                    reasoning: true,
+                    input: vec![InputKind::Text, InputKind::Image],
+                    cost: ModelCost {
+                        input,
+                        output,
+                        cache_read,
+                        cache_write,
+                    },
+                    context_window,
+                    max_tokens,
+                }
+            },
+        )
         .collect()
 }
 

@@ -10,8 +10,9 @@ use volcanic_abstractions::{
     ThinkingContent, ToolCall,
 };
 
-use crate::error::AnthropicError;
-use crate::wire::{WireBlock, WireDelta, WireEvent, WireUsage};
+use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
+
+use crate::wire::{self, WireBlock, WireDelta, WireEvent, WireUsage};
 
 /// A content block still receiving deltas.
 #[derive(Debug)]
@@ -34,9 +35,10 @@ pub(crate) struct Mapper {
     finished: bool,
 }
 
-impl Mapper {
-    /// A mapper for one response of `model`, stamping the message with `timestamp`.
-    pub(crate) fn new(model: &Model, timestamp: i64) -> Self {
+impl EventMapper for Mapper {
+    const TERMINAL_EVENT: &'static str = "message_stop";
+
+    fn new(model: &Model, timestamp: i64) -> Self {
         Self {
             model: model.clone(),
             message: AssistantMessage::empty(
@@ -52,23 +54,64 @@ impl Mapper {
         }
     }
 
-    /// Whether any content block was started (after which a failure is not retried).
-    pub(crate) fn has_content(&self) -> bool {
+    fn has_content(&self) -> bool {
         !self.message.content.is_empty()
     }
 
-    /// Whether `message_stop` arrived.
-    pub(crate) fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
+    fn on_sse_event(
+        &mut self,
+        event: &eventsource_stream::Event,
+        out: &mut Vec<AssistantMessageEvent>,
+    ) -> Result<(), ProviderError> {
+        wire::decode(event).and_then(|event| self.on_event(event, out))
+    }
+
+    /// The final message, failing for `refusal`, `sensitive` and unknown stop reasons.
+    fn finish(self) -> (AssistantMessage, Result<(), ProviderError>) {
+        let reason = self.stop_reason.clone();
+        let mut message = self.into_partial();
+        match map_stop_reason(reason.as_deref()) {
+            Ok(stop) => {
+                message.stop_reason = stop;
+                (message, Ok(()))
+            }
+            Err(error) => (message, Err(error)),
+        }
+    }
+
+    fn into_partial(mut self) -> AssistantMessage {
+        let open: Vec<OpenBlock> = std::mem::take(&mut self.open).into_values().collect();
+        for block in open {
+            if let Some(AssistantContent::ToolCall(call)) =
+                self.message.content.get_mut(block.content_index)
+                && !block.json.trim().is_empty()
+            {
+                call.arguments = tool_arguments(&block.json);
+            }
+        }
+        let usage = &mut self.message.usage;
+        usage.input = self.usage.input_tokens.unwrap_or(0);
+        usage.output = self.usage.output_tokens.unwrap_or(0);
+        usage.cache_read = self.usage.cache_read_input_tokens.unwrap_or(0);
+        usage.cache_write = self.usage.cache_creation_input_tokens.unwrap_or(0);
+        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+        usage.cost = self.model.cost_of(usage);
+        self.message
+    }
+}
+
+impl Mapper {
     /// Handles one event, appending the provider events it yields to `out`. An in-stream
     /// `error` event is returned as an error.
     pub(crate) fn on_event(
         &mut self,
         event: WireEvent,
         out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), AnthropicError> {
+    ) -> Result<(), ProviderError> {
         match event {
             WireEvent::MessageStart { message } => {
                 if message.id.is_some() {
@@ -101,48 +144,20 @@ impl Mapper {
             }
             WireEvent::Ping | WireEvent::Unknown => {}
             WireEvent::Error { error } => {
-                return Err(AnthropicError::Stream {
-                    kind: error.kind.unwrap_or_else(|| "error".to_owned()),
-                    message: error.message.unwrap_or_else(|| "(no message)".to_owned()),
+                let kind = error.kind.unwrap_or_else(|| "error".to_owned());
+                let message = error.message.unwrap_or_else(|| "(no message)".to_owned());
+                let transient = matches!(
+                    kind.as_str(),
+                    "overloaded_error" | "api_error" | "rate_limit_error"
+                ) || message.to_ascii_lowercase().contains("overloaded");
+                return Err(ProviderError::Stream {
+                    kind,
+                    message,
+                    transient,
                 });
             }
         }
         Ok(())
-    }
-
-    /// The final message after `message_stop`, with the failure its stop reason stands for
-    /// (`refusal`, unknown reasons), if any.
-    pub(crate) fn finish(self) -> (AssistantMessage, Result<(), AnthropicError>) {
-        let reason = self.stop_reason.clone();
-        let mut message = self.into_partial();
-        match map_stop_reason(reason.as_deref()) {
-            Ok(stop) => {
-                message.stop_reason = stop;
-                (message, Ok(()))
-            }
-            Err(error) => (message, Err(error)),
-        }
-    }
-
-    /// The message as far as it got, with usage and cost; for the final `error` event.
-    pub(crate) fn into_partial(mut self) -> AssistantMessage {
-        let open: Vec<OpenBlock> = std::mem::take(&mut self.open).into_values().collect();
-        for block in open {
-            if let Some(AssistantContent::ToolCall(call)) =
-                self.message.content.get_mut(block.content_index)
-                && !block.json.trim().is_empty()
-            {
-                call.arguments = parse_arguments(&block.json);
-            }
-        }
-        let usage = &mut self.message.usage;
-        usage.input = self.usage.input_tokens.unwrap_or(0);
-        usage.output = self.usage.output_tokens.unwrap_or(0);
-        usage.cache_read = self.usage.cache_read_input_tokens.unwrap_or(0);
-        usage.cache_write = self.usage.cache_creation_input_tokens.unwrap_or(0);
-        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-        usage.cost = self.model.cost_of(usage);
-        self.message
     }
 
     /// Keeps every usage field the event carries (`message_delta` may omit the input side).
@@ -307,7 +322,7 @@ impl Mapper {
             }),
             AssistantContent::ToolCall(call) => {
                 if !open.json.trim().is_empty() {
-                    call.arguments = parse_arguments(&open.json);
+                    call.arguments = tool_arguments(&open.json);
                 }
                 out.push(AssistantMessageEvent::ToolCallEnd {
                     content_index,
@@ -318,23 +333,16 @@ impl Mapper {
     }
 }
 
-/// Tool-call arguments from the streamed JSON text: the parsed value, or, when the text is
-/// not valid JSON, the raw text as a JSON string, so that validating it against the tool's
-/// object schema fails with a clear "not an object" error for the model to correct.
-pub(crate) fn parse_arguments(raw: &str) -> Value {
-    match serde_json::from_str::<Value>(raw) {
-        Ok(value) => value,
-        Err(_) => Value::String(raw.to_owned()),
-    }
-}
-
 /// pi's mapping of Anthropic stop reasons; `refusal`, `sensitive` and unknown ones fail.
-fn map_stop_reason(reason: Option<&str>) -> Result<StopReason, AnthropicError> {
+fn map_stop_reason(reason: Option<&str>) -> Result<StopReason, ProviderError> {
     match reason {
         None | Some("end_turn" | "stop_sequence" | "pause_turn") => Ok(StopReason::Stop),
         Some("tool_use") => Ok(StopReason::ToolUse),
         Some("max_tokens" | "model_context_window_exceeded") => Ok(StopReason::Length),
-        Some(other) => Err(AnthropicError::StopReason(other.to_owned())),
+        Some(other) => Err(ProviderError::StopReason {
+            field: "stop_reason",
+            reason: other.to_owned(),
+        }),
     }
 }
 

@@ -178,16 +178,3 @@ fn partial_message_keeps_what_arrived_with_its_usage() {
         Some(json!({"path": "a.rs"}))
     );
 }
-
-#[test]
-fn parse_arguments_table() {
-    let cases = [
-        ("{\"a\":1}", json!({"a": 1})),
-        ("{\"a\":", json!("{\"a\":")),
-        ("not json", json!("not json")),
-        ("[1]", json!([1])),
-    ];
-    for (raw, expected) in cases {
-        assert_eq!(parse_arguments(raw), expected, "{raw}");
-    }
-}

@@ -8,7 +8,7 @@
 //!   aborted stream) goes back as plain text, as the API rejects unsigned thinking;
 //! - consecutive tool results → one user message of `tool_result` blocks (`is_error` kept);
 //! - custom messages → user content; `bashExecution` and summaries → user text worded as pi
-//!   words them (`convert.rs`).
+//!   words them (`volcanic-provider-support`).
 //!
 //! Prompt caching as pi does it: `cache_control: ephemeral` on the system block and on the last
 //! block of the last user message. Tool-call ids are made to match `^[a-zA-Z0-9_-]{1,64}$`
@@ -20,11 +20,9 @@ use volcanic_abstractions::{
     AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions,
     ThinkingLevel, ToolResultMessage, UserBody, UserContent,
 };
-
-use crate::convert::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text,
+use volcanic_provider_support::{
+    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
 };
-use crate::http::sanitize_id;
 
 /// Output tokens kept for the answer on top of the thinking budget.
 const ANSWER_TOKENS: u64 = 4096;

@@ -8,8 +8,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-
-use crate::error::AnthropicError;
+use volcanic_provider_support::{ProviderError, truncate};
 
 /// One decoded stream event.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -184,10 +183,10 @@ struct ErrorBody {
 }
 
 /// Decodes one SSE event.
-pub(crate) fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, AnthropicError> {
-    serde_json::from_str(&event.data).map_err(|error| AnthropicError::Decode {
+pub(crate) fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, ProviderError> {
+    serde_json::from_str(&event.data).map_err(|error| ProviderError::Decode {
         event: event.event.clone(),
-        detail: format!("{error} in {}", crate::http::truncate(&event.data, 200)),
+        detail: format!("{error} in {}", truncate(&event.data, 200)),
     })
 }
 

@@ -15,6 +15,7 @@ pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// One catalogue row.
 type Row = (&'static str, &'static str, bool, f64, f64, f64, u64, u64);
 
+#[rustfmt::skip]
 const MODELS: &[Row] = &[
     ("gpt-5", "GPT-5", true, 1.25, 10.0, 0.125, 400_000, 128_000),
     ("gpt-5-mini", "GPT-5 mini", true, 0.25, 2.0, 0.025, 400_000, 128_000),
@@ -28,18 +29,25 @@ const MODELS: &[Row] = &[
 pub fn models(base_url: &str) -> Vec<Model> {
     MODELS
         .iter()
-        .map(|&(id, name, reasoning, input, output, cache_read, context_window, max_tokens)| Model {
-            id: id.into(),
-            name: name.into(),
-            provider: "openai".into(),
-            api: Api::OpenAiCompletions,
-            base_url: base_url.into(),
-            reasoning,
-            input: vec![InputKind::Text, InputKind::Image],
-            cost: ModelCost { input, output, cache_read, cache_write: 0.0 },
-            context_window,
-            max_tokens,
-        })
+        .map(
+            |&(id, name, reasoning, input, output, cache_read, context_window, max_tokens)| Model {
+                id: id.into(),
+                name: name.into(),
+                provider: "openai".into(),
+                api: Api::OpenAiCompletions,
+                base_url: base_url.into(),
+                reasoning,
+                input: vec![InputKind::Text, InputKind::Image],
+                cost: ModelCost {
+                    input,
+                    output,
+                    cache_read,
+                    cache_write: 0.0,
+                },
+                context_window,
+                max_tokens,
+            },
+        )
         .collect()
 }
 

@@ -13,9 +13,11 @@
 //! ```
 //!
 //! Layers, one file each: `request.rs` builds the body from the transcript, `wire.rs` decodes
-//! SSE chunks, `mapper.rs` maps them to provider events, `stream.rs` reads a response body
-//! (idle timeout, cancellation), `provider.rs` runs attempts and retries, `http.rs` holds the
-//! transport helpers shared in shape with `volcanic-anthropic`.
+//! SSE chunks, `mapper.rs` maps them to provider events, `provider.rs` names the endpoint and
+//! headers. Everything between the HTTP client and the provider stream (attempts and retries,
+//! reading a response body with its idle timeout and cancellation, the error type, pi's
+//! wording of the agent's own roles) is `volcanic-provider-support`, shared with
+//! `volcanic-anthropic`.
 //!
 //! ```no_run
 //! # async fn demo(model: volcanic_abstractions::Model) -> Result<(), volcanic_openai::OpenAiError> {
@@ -42,17 +44,25 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod catalog;
-mod convert;
-mod error;
-mod http;
 mod mapper;
 mod provider;
 mod request;
-mod stream;
 mod wire;
 
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod stream_tests;
+
 pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
-pub use error::{OpenAiError, Result};
-pub use http::ProviderConfig;
 pub use provider::OpenAiCompletionsProvider;
 pub use request::reasoning_effort;
+pub use volcanic_provider_support::ProviderConfig;
+
+/// The crate's error type, shared with the other providers. A provider call never returns it:
+/// [`OpenAiCompletionsProvider`]'s stream turns every failure into the stream's final `error`
+/// event whose `errorMessage` is the error's `Display`. Only [`OpenAiCompletionsProvider::new`]
+/// returns it directly.
+pub type OpenAiError = volcanic_provider_support::ProviderError;
+
+/// Result alias of this crate.
+pub type Result<T, E = OpenAiError> = std::result::Result<T, E>;

@@ -14,8 +14,9 @@ use volcanic_abstractions::{
     ThinkingContent, ToolCall,
 };
 
-use crate::error::OpenAiError;
-use crate::wire::{Chunk, Delta, ToolCallDelta, WireEvent, WireUsage};
+use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
+
+use crate::wire::{self, Chunk, Delta, ToolCallDelta, WireEvent, WireUsage};
 
 /// The block receiving deltas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,9 +53,10 @@ pub(crate) struct Mapper {
     finished: bool,
 }
 
-impl Mapper {
-    /// A mapper for one response of `model`, stamping the message with `timestamp`.
-    pub(crate) fn new(model: &Model, timestamp: i64) -> Self {
+impl EventMapper for Mapper {
+    const TERMINAL_EVENT: &'static str = "[DONE]";
+
+    fn new(model: &Model, timestamp: i64) -> Self {
         Self {
             model: model.clone(),
             message: AssistantMessage::empty(
@@ -71,42 +73,24 @@ impl Mapper {
         }
     }
 
-    /// Whether any content block was started (after which a failure is not retried).
-    pub(crate) fn has_content(&self) -> bool {
+    fn has_content(&self) -> bool {
         !self.message.content.is_empty()
     }
 
-    /// Whether `[DONE]` arrived.
-    pub(crate) fn is_finished(&self) -> bool {
+    fn is_finished(&self) -> bool {
         self.finished
     }
 
-    /// Handles one event, appending the provider events it yields to `out`. An in-stream
-    /// error is returned as an error.
-    pub(crate) fn on_event(
+    fn on_sse_event(
         &mut self,
-        event: WireEvent,
+        event: &eventsource_stream::Event,
         out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), OpenAiError> {
-        match event {
-            WireEvent::Chunk(chunk) => self.chunk(chunk, out),
-            WireEvent::Done => {
-                self.close_current(out);
-                self.finished = true;
-            }
-            WireEvent::Error(kind, message) => {
-                return Err(OpenAiError::Stream {
-                    kind: kind.unwrap_or_else(|| "error".to_owned()),
-                    message: message.unwrap_or_else(|| "(no message)".to_owned()),
-                });
-            }
-        }
-        Ok(())
+    ) -> Result<(), ProviderError> {
+        wire::decode(event).and_then(|event| self.on_event(event, out))
     }
 
-    /// The final message after `[DONE]`, with the failure its finish reason stands for
-    /// (`content_filter`), if any.
-    pub(crate) fn finish(self) -> (AssistantMessage, Result<(), OpenAiError>) {
+    /// The final message, failing for the `content_filter` finish reason.
+    fn finish(self) -> (AssistantMessage, Result<(), ProviderError>) {
         let reason = self.finish_reason.clone();
         let has_calls = !self.calls.is_empty();
         let mut message = self.into_partial();
@@ -119,13 +103,12 @@ impl Mapper {
         }
     }
 
-    /// The message as far as it got, with usage and cost; for the final `error` event.
-    pub(crate) fn into_partial(mut self) -> AssistantMessage {
+    fn into_partial(mut self) -> AssistantMessage {
         for call in self.calls.values().filter(|call| !call.closed) {
             if let Some(AssistantContent::ToolCall(tool_call)) =
                 self.message.content.get_mut(call.content_index)
             {
-                tool_call.arguments = arguments(&call.json);
+                tool_call.arguments = tool_arguments(&call.json);
             }
         }
         let wire = self.usage.unwrap_or_default();
@@ -143,6 +126,40 @@ impl Mapper {
         usage.total_tokens = usage.input + usage.output + usage.cache_read;
         usage.cost = self.model.cost_of(usage);
         self.message
+    }
+}
+
+impl Mapper {
+    /// Handles one event, appending the provider events it yields to `out`. An in-stream
+    /// error is returned as an error.
+    pub(crate) fn on_event(
+        &mut self,
+        event: WireEvent,
+        out: &mut Vec<AssistantMessageEvent>,
+    ) -> Result<(), ProviderError> {
+        match event {
+            WireEvent::Chunk(chunk) => self.chunk(chunk, out),
+            WireEvent::Done => {
+                self.close_current(out);
+                self.finished = true;
+            }
+            WireEvent::Error(kind, message) => {
+                let kind = kind.unwrap_or_else(|| "error".to_owned());
+                let message = message.unwrap_or_else(|| "(no message)".to_owned());
+                let lower = message.to_ascii_lowercase();
+                let transient = matches!(
+                    kind.as_str(),
+                    "server_error" | "api_error" | "rate_limit_exceeded" | "overloaded_error"
+                ) || lower.contains("overloaded")
+                    || lower.contains("rate limit");
+                return Err(ProviderError::Stream {
+                    kind,
+                    message,
+                    transient,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn chunk(&mut self, chunk: Chunk, out: &mut Vec<AssistantMessageEvent>) {
@@ -363,7 +380,7 @@ impl Mapper {
                 if let Some(AssistantContent::ToolCall(tool_call)) =
                     self.message.content.get_mut(call.content_index)
                 {
-                    tool_call.arguments = arguments(&call.json);
+                    tool_call.arguments = tool_arguments(&call.json);
                     out.push(AssistantMessageEvent::ToolCallEnd {
                         content_index: call.content_index,
                         tool_call: tool_call.clone(),
@@ -374,22 +391,15 @@ impl Mapper {
     }
 }
 
-/// Tool-call arguments from the streamed text: `{}` when empty, the parsed value, or, when the
-/// text is not valid JSON, the raw text as a JSON string, so that validating it against the
-/// tool's object schema fails with a clear "not an object" error for the model to correct.
-pub(crate) fn arguments(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return Value::Object(Map::new());
-    }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
-}
-
 /// pi's mapping of finish reasons. A message with tool calls counts as `toolUse` unless it was
 /// cut by `length` (some local servers say `stop` after tool calls); `content_filter` fails.
-fn map_finish_reason(reason: Option<&str>, has_calls: bool) -> Result<StopReason, OpenAiError> {
+fn map_finish_reason(reason: Option<&str>, has_calls: bool) -> Result<StopReason, ProviderError> {
     match reason {
         Some("length") => Ok(StopReason::Length),
-        Some("content_filter") => Err(OpenAiError::StopReason("content_filter".to_owned())),
+        Some("content_filter") => Err(ProviderError::StopReason {
+            field: "finish_reason",
+            reason: "content_filter".to_owned(),
+        }),
         Some("tool_calls" | "function_call") => Ok(StopReason::ToolUse),
         Some(_) | None if has_calls => Ok(StopReason::ToolUse),
         Some(_) | None => Ok(StopReason::Stop),

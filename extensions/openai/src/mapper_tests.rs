@@ -185,16 +185,3 @@ fn usage_without_cache_details_counts_all_prompt_tokens_as_input() {
         (30, 5, 0, 35)
     );
 }
-
-#[test]
-fn arguments_table() {
-    let cases = [
-        ("", json!({})),
-        ("  ", json!({})),
-        ("{\"a\":1}", json!({"a": 1})),
-        ("{\"a\":", json!("{\"a\":")),
-    ];
-    for (raw, expected) in cases {
-        assert_eq!(arguments(raw), expected, "{raw:?}");
-    }
-}

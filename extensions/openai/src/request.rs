@@ -12,7 +12,7 @@
 //!   follow the run as one user message ("Attached image(s) from tool result:"), so the tool
 //!   messages stay right after their calls;
 //! - custom messages → user content; `bashExecution` and summaries → user text worded as pi
-//!   words them (`convert.rs`).
+//!   words them (`volcanic-provider-support`).
 //!
 //! Tool-call ids longer than OpenAI's 40 characters are shortened (the same mapping for a call
 //! and its result).
@@ -23,11 +23,9 @@ use volcanic_abstractions::{
     AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions,
     ThinkingLevel, ToolResultMessage, UserBody, UserContent,
 };
-
-use crate::convert::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text,
+use volcanic_provider_support::{
+    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
 };
-use crate::http::sanitize_id;
 
 /// Longest tool-call id OpenAI accepts.
 const MAX_ID_LEN: usize = 40;

@@ -1,5 +1,7 @@
-//! SSE bytes → provider events, fed in chunks split at awkward places (inside UTF-8
-//! sequences, inside `data:` lines, between `\r` and `\n`).
+//! SSE bytes → provider events through the shared stream reader and this crate's mapper, fed
+//! in chunks split at awkward places (inside UTF-8 sequences, inside `data:` lines, between
+//! `\r` and `\n`). The reader's transport failures (broken or silent bodies, cancel) are
+//! tested in `volcanic-provider-support`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -12,9 +14,8 @@ use volcanic_abstractions::{
     Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model,
     ModelCost, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
+use volcanic_provider_support::{EventMapper, channel, read_stream};
 
-use super::read_stream;
-use crate::http::channel;
 use crate::mapper::Mapper;
 
 fn model() -> Model {
@@ -97,22 +98,14 @@ fn full_reply() -> String {
     ])
 }
 
+/// Runs `chunks` through the stream reader; returns the events and the final message or the
+/// error text.
 async fn run_chunks(chunks: Vec<Vec<u8>>) -> (Vec<E>, Result<AssistantMessage, String>) {
     let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
-    run_body(body, CancellationToken::new(), Duration::from_secs(5)).await
-}
-
-async fn run_body<S>(
-    body: S,
-    cancel: CancellationToken,
-    idle: Duration,
-) -> (Vec<E>, Result<AssistantMessage, String>)
-where
-    S: futures::Stream<Item = Result<Vec<u8>, std::io::Error>>,
-{
     let mut mapper = Mapper::new(&model(), 7);
     let (emitter, receiver) = channel();
-    let result = read_stream(body, &mut mapper, &emitter, &cancel, idle).await;
+    let cancel = CancellationToken::new();
+    let result = read_stream(body, &mut mapper, &emitter, &cancel, Duration::from_secs(5)).await;
     drop(emitter);
     let events: Vec<E> = receiver.collect().await;
     let outcome = match result {
@@ -296,56 +289,6 @@ async fn in_stream_error_chunk_ends_with_its_message() {
         outcome,
         Err("server_error: The server had an error".to_owned())
     );
-}
-
-#[tokio::test]
-async fn transport_failure_mid_stream_is_a_body_error() {
-    let text = full_reply();
-    let cut = text.find("tool_calls").unwrap();
-    let body = futures::stream::iter(vec![
-        Ok(text.as_bytes()[..cut].to_vec()),
-        Err(std::io::Error::new(
-            std::io::ErrorKind::ConnectionReset,
-            "connection reset by peer",
-        )),
-    ]);
-    let (_, outcome) = run_body(body, CancellationToken::new(), Duration::from_secs(5)).await;
-    assert_eq!(
-        outcome,
-        Err("the response stream broke off: connection reset by peer".to_owned())
-    );
-}
-
-#[tokio::test]
-async fn silence_longer_than_the_idle_timeout_is_an_error() {
-    let text = full_reply();
-    let cut = text.find("data: ").unwrap() + 10;
-    let first = futures::stream::iter(vec![Ok(text.as_bytes()[..cut].to_vec())]);
-    let body = first.chain(futures::stream::pending());
-    let (_, outcome) = run_body(body, CancellationToken::new(), Duration::from_millis(50)).await;
-    assert_eq!(
-        outcome,
-        Err("no data from the provider for 0.05 s (idle timeout)".to_owned())
-    );
-}
-
-#[tokio::test]
-async fn cancel_stops_waiting_for_the_next_chunk() {
-    let first = futures::stream::iter(vec![Ok(format!(
-        "data: {}\n\n",
-        chunk(json!({"content": "Hi"}), None)
-    )
-    .into_bytes())]);
-    let body = first.chain(futures::stream::pending());
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        trigger.cancel();
-    });
-    let (events, outcome) = run_body(body, cancel, Duration::from_secs(30)).await;
-    assert_eq!(events.len(), 2, "{events:?}");
-    assert_eq!(outcome, Err("Request was aborted".to_owned()));
 }
 
 #[tokio::test]

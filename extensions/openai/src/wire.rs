@@ -7,8 +7,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-
-use crate::error::OpenAiError;
+use volcanic_provider_support::{ProviderError, truncate};
 
 /// One decoded stream event.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,14 +113,14 @@ pub(crate) struct PromptDetails {
 }
 
 /// Decodes one SSE event.
-pub(crate) fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, OpenAiError> {
+pub(crate) fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, ProviderError> {
     let data = event.data.trim();
     if data == "[DONE]" {
         return Ok(WireEvent::Done);
     }
-    let malformed = |detail: String| OpenAiError::Decode {
+    let malformed = |detail: String| ProviderError::Decode {
         event: event.event.clone(),
-        detail: format!("{detail} in {}", crate::http::truncate(data, 200)),
+        detail: format!("{detail} in {}", truncate(data, 200)),
     };
     let value: Value = serde_json::from_str(data).map_err(|e| malformed(e.to_string()))?;
     if let Some(error) = value.get("error").filter(|e| !e.is_null()) {

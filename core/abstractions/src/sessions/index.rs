@@ -196,6 +196,8 @@ impl SessionIndex {
         let pos = self.metas.len() as EntryPos;
         let parent = match parent_id {
             None => NO_PARENT,
+            // Most entries continue the previous one, which owns its id (it was inserted last).
+            Some(p) if pos > 0 && self.id(pos - 1) == p => pos - 1,
             Some(p) => match self.position(p) {
                 Some(p) => p,
                 None => {

@@ -17,6 +17,13 @@ pub struct Bus {
     next: AtomicU64,
 }
 
+impl Bus {
+    /// Removes every subscription.
+    pub fn clear(&self) {
+        self.channels.write().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
 impl EventBus for Bus {
     fn emit(&self, channel: &str, data: Value) {
         let handlers: Vec<ChannelHandler> = self

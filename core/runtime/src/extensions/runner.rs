@@ -225,6 +225,15 @@ impl ExtensionRunner {
     }
 }
 
+impl Drop for ExtensionRunner {
+    /// Handlers usually hold their extension's API, which holds the handler table: clearing the
+    /// table and the bus here breaks that cycle so a dropped session frees its extensions.
+    fn drop(&mut self) {
+        self.handlers.clear();
+        self.bus.clear();
+    }
+}
+
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     let msg = p
         .downcast_ref::<&str>()

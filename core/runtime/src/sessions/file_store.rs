@@ -99,7 +99,7 @@ impl FileSessionStore {
             }
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(io("create directory", dir))?;
+        create_dirs_durably(dir)?;
         let mut line = serde_json::to_vec(header).map_err(|source| SessionStoreError::Encode {
             id: header.id.clone(),
             source,
@@ -289,6 +289,26 @@ fn read_header_only(path: &Path) -> Result<SessionHeader, SessionStoreError> {
             buf.resize(buf.len() * 2, 0);
         }
     }
+}
+
+/// `create_dir_all`, then syncs the parent of every directory it created, so the new session
+/// file's directory survives a crash as well as the file.
+fn create_dirs_durably(dir: &Path) -> Result<(), SessionStoreError> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
+    fs::create_dir_all(dir).map_err(|source| SessionStoreError::Io {
+        action: "create directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for created in missing.iter().rev() {
+        if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SessionStoreError> {

@@ -270,3 +270,31 @@ async fn follow_up_with_trigger_from_a_command_starts_a_run_when_idle() {
     );
     assert!(h.session.is_idle());
 }
+
+#[tokio::test]
+async fn a_dropped_session_frees_its_extensions() {
+    use std::sync::Weak;
+    use volcanic_abstractions::extensions::ExtensionApiExt;
+    use volcanic_abstractions::extensions::events::TurnStartEvent;
+    struct Marker;
+    let marker = std::sync::Arc::new(Marker);
+    let weak: Weak<Marker> = std::sync::Arc::downgrade(&marker);
+    let m = std::sync::Mutex::new(Some(marker));
+    let h = harness(
+        vec![],
+        vec![ext("holder", move |api| {
+            // The handler keeps both its API and extension state alive, as real extensions do.
+            let state = m.lock().unwrap().take();
+            let api2 = api.clone();
+            api.on::<TurnStartEvent, _>(move |_, _, _| {
+                let _keep = (&state, &api2);
+                Box::pin(async { Ok(()) })
+            });
+            Ok(())
+        })],
+    )
+    .await;
+    assert!(weak.upgrade().is_some());
+    drop(h);
+    eventually(|| weak.upgrade().is_none()).await;
+}

@@ -1,8 +1,5 @@
-//! Transport helpers shared by the wire modules: retry timing, `retry-after` parsing,
-//! cancellation, the idle timeout and the event channel behind a provider stream.
-//!
-//! This file is kept identical in `volcanic-anthropic` and `volcanic-openai` (`src/http.rs`);
-//! change both, or move it into a shared crate once a third provider needs it.
+//! Transport helpers: retry timing, `retry-after` parsing, cancellation, the idle timeout, the
+//! event channel behind a provider stream, error texts.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -141,20 +138,21 @@ pub(crate) async fn within<F: Future>(
     }
 }
 
-/// Sends events to the consumer of a provider stream.
+/// Sends events to the consumer of a provider stream (see [`channel`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Emitter(mpsc::UnboundedSender<AssistantMessageEvent>);
+pub struct Emitter(mpsc::UnboundedSender<AssistantMessageEvent>);
 
 impl Emitter {
     /// Queues one event. A consumer that went away drops the stream, and with it the producer,
     /// so a failed send needs no handling.
-    pub(crate) fn emit(&self, event: AssistantMessageEvent) {
+    pub fn emit(&self, event: AssistantMessageEvent) {
         let _ = self.0.unbounded_send(event);
     }
 }
 
-/// A connected emitter and receiver (the receiver is what a provider stream yields).
-pub(crate) fn channel() -> (Emitter, mpsc::UnboundedReceiver<AssistantMessageEvent>) {
+/// A connected emitter and receiver (the receiver is what a provider stream yields; it ends
+/// once every emitter is dropped). Tests feed [`read_stream`](crate::read_stream) through it.
+pub fn channel() -> (Emitter, mpsc::UnboundedReceiver<AssistantMessageEvent>) {
     let (sender, receiver) = mpsc::unbounded();
     (Emitter(sender), receiver)
 }
@@ -218,40 +216,13 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// `text` cut to at most `max` chars (on a char boundary), with `…` when cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
+/// `text` cut to at most `max` chars (Unicode scalar values, cut on a char boundary), with `…`
+/// appended when cut (so the result has at most `max + 1` chars).
+pub fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((cut, _)) => format!("{}…", &text[..cut]),
     }
-}
-
-/// A tool-call id rewritten to satisfy an API's rule: unchanged when `valid`, else the allowed
-/// characters (others become `_`) cut to leave room for `_` and a hash of the original id, so
-/// the mapping is deterministic (a call and its result map alike) and distinct ids stay
-/// distinct.
-pub(crate) fn sanitize_id(id: &str, max_len: usize, allowed: fn(char) -> bool) -> String {
-    if !id.is_empty() && id.len() <= max_len && id.chars().all(allowed) {
-        return id.to_owned();
-    }
-    let hash = format!("{:016x}", fnv1a(id.as_bytes()));
-    let keep = max_len.saturating_sub(hash.len() + 1);
-    let mut out: String = id
-        .chars()
-        .map(|c| if allowed(c) { c } else { '_' })
-        .filter(char::is_ascii)
-        .take(keep)
-        .collect();
-    out.push('_');
-    out.push_str(&hash);
-    out.chars().take(max_len).collect()
-}
-
-/// 64-bit FNV-1a, a stable hash for [`sanitize_id`].
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
@@ -331,23 +302,6 @@ mod tests {
             Some(false)
         );
         assert_eq!(should_retry(&headers(&[])), None);
-    }
-
-    #[test]
-    fn sanitize_id_keeps_valid_ids_and_maps_others_deterministically() {
-        let anthropic = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        assert_eq!(sanitize_id("toolu_01A-b", 64, anthropic), "toolu_01A-b");
-        let mapped = sanitize_id("call|fc_1.2", 64, anthropic);
-        assert!(mapped.starts_with("call_fc_1_2_"), "{mapped}");
-        assert!(mapped.chars().all(anthropic));
-        assert_eq!(mapped, sanitize_id("call|fc_1.2", 64, anthropic));
-        assert_ne!(mapped, sanitize_id("call:fc_1.2", 64, anthropic));
-        let long = "x".repeat(100);
-        let cut = sanitize_id(&long, 40, |_| true);
-        assert_eq!(cut.len(), 40);
-        assert_ne!(cut, sanitize_id(&"x".repeat(101), 40, |_| true));
-        let empty = sanitize_id("", 64, anthropic);
-        assert!(!empty.is_empty() && empty.chars().all(anthropic));
     }
 
     #[test]

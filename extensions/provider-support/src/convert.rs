@@ -1,9 +1,9 @@
-//! How the coding agent's own roles reach a model: as user text, worded as pi words them
-//! (`packages/coding-agent/src/core/messages.ts`, `convertToLlm`).
-//!
-//! This file is kept identical in `volcanic-anthropic` and `volcanic-openai`
-//! (`src/convert.rs`); change both.
+//! Transcript conversion shared by the wire APIs: how the coding agent's own roles reach a
+//! model (as user text, worded as pi words them: `packages/coding-agent/src/core/messages.ts`,
+//! `convertToLlm`), tool-call ids rewritten to an API's rule, and streamed tool-call arguments
+//! read back.
 
+use serde_json::{Map, Value};
 use volcanic_abstractions::{BashExecutionMessage, SummaryMessage};
 
 /// Lead-in of a compaction summary.
@@ -17,10 +17,10 @@ const BRANCH_SUMMARY_PREFIX: &str =
 const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
 
 /// Text standing in for an image the model cannot take.
-pub(crate) const IMAGE_OMITTED: &str = "[image omitted: this model does not accept images]";
+pub const IMAGE_OMITTED: &str = "[image omitted: this model does not accept images]";
 
 /// A user-run shell command as the model sees it; `None` when it is excluded from context.
-pub(crate) fn bash_execution_text(message: &BashExecutionMessage) -> Option<String> {
+pub fn bash_execution_text(message: &BashExecutionMessage) -> Option<String> {
     if message.exclude_from_context == Some(true) {
         return None;
     }
@@ -46,7 +46,7 @@ pub(crate) fn bash_execution_text(message: &BashExecutionMessage) -> Option<Stri
 }
 
 /// A compaction summary as the model sees it.
-pub(crate) fn compaction_summary_text(message: &SummaryMessage) -> String {
+pub fn compaction_summary_text(message: &SummaryMessage) -> String {
     format!(
         "{COMPACTION_SUMMARY_PREFIX}{}{COMPACTION_SUMMARY_SUFFIX}",
         message.summary
@@ -54,17 +54,59 @@ pub(crate) fn compaction_summary_text(message: &SummaryMessage) -> String {
 }
 
 /// A branch summary as the model sees it.
-pub(crate) fn branch_summary_text(message: &SummaryMessage) -> String {
+pub fn branch_summary_text(message: &SummaryMessage) -> String {
     format!(
         "{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}",
         message.summary
     )
 }
 
+/// A tool-call id rewritten to satisfy an API's rule (at most `max_len` bytes, every char
+/// `allowed`): unchanged when it is non-empty and already satisfies it, else its allowed ASCII
+/// characters (others become `_`, non-ASCII ones are dropped) cut to leave room for `_` and a
+/// 16-hex-digit hash of the original id, so the mapping is deterministic (a call and its result
+/// map alike) and distinct ids stay distinct. The result satisfies the rule when `allowed`
+/// accepts `_` and ASCII hex digits.
+pub fn sanitize_id(id: &str, max_len: usize, allowed: fn(char) -> bool) -> String {
+    if !id.is_empty() && id.len() <= max_len && id.chars().all(allowed) {
+        return id.to_owned();
+    }
+    let hash = format!("{:016x}", fnv1a(id.as_bytes()));
+    let keep = max_len.saturating_sub(hash.len() + 1);
+    let mut out: String = id
+        .chars()
+        .map(|c| if allowed(c) { c } else { '_' })
+        .filter(char::is_ascii)
+        .take(keep)
+        .collect();
+    out.push('_');
+    out.push_str(&hash);
+    out.chars().take(max_len).collect()
+}
+
+/// 64-bit FNV-1a, a stable hash for [`sanitize_id`].
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Tool-call arguments from the streamed JSON text: `{}` when the text is blank, the parsed
+/// value, or, when the text is not valid JSON, the raw text as a JSON string, so that
+/// validating it against the tool's object schema fails with a clear "not an object" error for
+/// the model to correct.
+pub fn tool_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use serde_json::json;
 
     fn bash(output: &str, exit_code: Option<i64>, cancelled: bool) -> BashExecutionMessage {
         BashExecutionMessage {
@@ -123,5 +165,37 @@ mod tests {
             "The following is a summary of a branch that this conversation came back \
              from:\n\n<summary>\ndid things</summary>"
         );
+    }
+
+    #[test]
+    fn sanitize_id_keeps_valid_ids_and_maps_others_deterministically() {
+        let anthropic = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        assert_eq!(sanitize_id("toolu_01A-b", 64, anthropic), "toolu_01A-b");
+        let mapped = sanitize_id("call|fc_1.2", 64, anthropic);
+        assert!(mapped.starts_with("call_fc_1_2_"), "{mapped}");
+        assert!(mapped.chars().all(anthropic));
+        assert_eq!(mapped, sanitize_id("call|fc_1.2", 64, anthropic));
+        assert_ne!(mapped, sanitize_id("call:fc_1.2", 64, anthropic));
+        let long = "x".repeat(100);
+        let cut = sanitize_id(&long, 40, |_| true);
+        assert_eq!(cut.len(), 40);
+        assert_ne!(cut, sanitize_id(&"x".repeat(101), 40, |_| true));
+        let empty = sanitize_id("", 64, anthropic);
+        assert!(!empty.is_empty() && empty.chars().all(anthropic));
+    }
+
+    #[test]
+    fn tool_arguments_table() {
+        let cases = [
+            ("", json!({})),
+            ("  ", json!({})),
+            ("{\"a\":1}", json!({"a": 1})),
+            ("{\"a\":", json!("{\"a\":")),
+            ("not json", json!("not json")),
+            ("[1]", json!([1])),
+        ];
+        for (raw, expected) in cases {
+            assert_eq!(tool_arguments(raw), expected, "{raw:?}");
+        }
     }
 }

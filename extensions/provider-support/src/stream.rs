@@ -1,0 +1,100 @@
+//! Reading one response body: SSE bytes → events → a wire API's [`EventMapper`] → provider
+//! events, with the idle timeout and cancellation applied between events.
+
+use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::{AssistantMessage, AssistantMessageEvent, Model};
+
+use crate::error::ProviderError;
+use crate::http::{Emitter, Interrupted, error_chain, sse_events, within};
+
+/// Turns the SSE events of one response of a wire API into provider events (`text_*`,
+/// `thinking_*`, `toolcall_*`), building the final [`AssistantMessage`] on the way. Pure and
+/// synchronous: [`read_stream`] does the I/O.
+pub trait EventMapper: Send + Sized {
+    /// The stream's terminal event (`message_stop`, `[DONE]`); a stream that closes without it
+    /// ends with [`ProviderError::EndedEarly`] naming it.
+    const TERMINAL_EVENT: &'static str;
+
+    /// A mapper for one response of `model`, stamping the message with `timestamp` (Unix epoch
+    /// milliseconds).
+    fn new(model: &Model, timestamp: i64) -> Self;
+
+    /// Whether any content block was started (after which a failure is not retried).
+    fn has_content(&self) -> bool;
+
+    /// Whether the terminal event arrived.
+    fn is_finished(&self) -> bool;
+
+    /// Decodes and handles one SSE event, appending the provider events it yields to `out`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Decode`] for an event that cannot be decoded, [`ProviderError::Stream`]
+    /// for an error the stream reports.
+    fn on_sse_event(
+        &mut self,
+        event: &eventsource_stream::Event,
+        out: &mut Vec<AssistantMessageEvent>,
+    ) -> Result<(), ProviderError>;
+
+    /// The final message after the terminal event, with the failure its stop reason stands
+    /// for ([`ProviderError::StopReason`]), if any.
+    fn finish(self) -> (AssistantMessage, Result<(), ProviderError>);
+
+    /// The message as far as it got, with usage and cost; for the final `error` event.
+    fn into_partial(self) -> AssistantMessage;
+}
+
+/// Feeds a response body through `mapper`, emitting provider events as they come, until the
+/// terminal event (`Ok`).
+///
+/// # Errors
+/// The body closing first ([`ProviderError::EndedEarly`]), breaking off
+/// ([`ProviderError::Body`]), staying silent for `idle` ([`ProviderError::Idle`]), `cancel`
+/// firing ([`ProviderError::Aborted`]), or the mapper's error for an event
+/// ([`ProviderError::Stream`], [`ProviderError::Decode`]); events emitted before stay emitted.
+pub async fn read_stream<M, S, B, E>(
+    bytes: S,
+    mapper: &mut M,
+    emitter: &Emitter,
+    cancel: &CancellationToken,
+    idle: std::time::Duration,
+) -> Result<(), ProviderError>
+where
+    M: EventMapper,
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::error::Error,
+{
+    let events = sse_events(bytes);
+    futures::pin_mut!(events);
+    let mut out = Vec::new();
+    loop {
+        let next = match within(cancel, idle, events.next()).await {
+            Err(Interrupted::Cancelled) => return Err(ProviderError::Aborted),
+            Err(Interrupted::Idle) => return Err(ProviderError::Idle(idle)),
+            Ok(next) => next,
+        };
+        let event = match next {
+            None if mapper.is_finished() => return Ok(()),
+            None => return Err(ProviderError::EndedEarly(M::TERMINAL_EVENT)),
+            Some(Err(eventsource_stream::EventStreamError::Transport(error))) => {
+                return Err(ProviderError::Body(error_chain(&error)));
+            }
+            Some(Err(error)) => return Err(ProviderError::Body(error.to_string())),
+            Some(Ok(event)) => event,
+        };
+        let result = mapper.on_sse_event(&event, &mut out);
+        for event in out.drain(..) {
+            emitter.emit(event);
+        }
+        result?;
+        if mapper.is_finished() {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;
