@@ -13,7 +13,8 @@
 //!   ([`tool_arguments`]).
 //!
 //! A wire API crate supplies the endpoint, headers, request body, error-body reader and event
-//! mapper; everything between the HTTP client and the provider stream lives here.
+//! mapper; everything between the HTTP client and the provider stream lives here. With the
+//! `testing` feature, [`testing`] holds what the provider crates' tests share.
 #![warn(missing_docs, unreachable_pub)]
 
 mod convert;
@@ -21,6 +22,8 @@ mod error;
 mod http;
 mod provider;
 mod stream;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use convert::{
     IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,

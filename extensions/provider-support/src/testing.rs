@@ -1,0 +1,314 @@
+//! Helpers for the provider crates' tests (feature `testing`): short retry settings,
+//! collecting a provider stream with a timeout, a check of the event grammar every stream must
+//! follow, a context with the `bash` tool, and two conversations against
+//! `@copilotkit/aimock` (`llmock`, a third-party model API mock installed by
+//! `./scripts/test.sh` into `.testdeps/`, pinned in `.testdeps/package.json`; its fixture is
+//! `fixtures/aimock.json` in this crate).
+//!
+//! The helpers panic (with a message saying what was expected) when a check fails, as test
+//! assertions do.
+#![allow(clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::json;
+use volcanic_abstractions::provider::ToolSpec;
+use volcanic_abstractions::{
+    AssistantMessage, AssistantMessageEvent, Message, Model, Provider, ProviderContext,
+    ProviderStream, StopReason, StreamOptions, TextContent, ToolCall, ToolResultMessage,
+    UserContent,
+};
+
+use crate::ProviderConfig;
+
+/// Longest [`collect`] waits for a whole stream.
+pub const STREAM_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Short retry delays (10 ms base, 5 s cap, 3 retries) and 2 s idle and connect timeouts.
+pub fn fast_config() -> ProviderConfig {
+    ProviderConfig {
+        base_delay: Duration::from_millis(10),
+        max_delay: Duration::from_secs(5),
+        max_retries: 3,
+        idle_timeout: Duration::from_secs(2),
+        connect_timeout: Duration::from_secs(2),
+    }
+}
+
+/// All events of a stream; panics when it does not end within [`STREAM_TIMEOUT`].
+pub async fn collect(stream: ProviderStream) -> Vec<AssistantMessageEvent> {
+    tokio::time::timeout(STREAM_TIMEOUT, stream.collect::<Vec<_>>())
+        .await
+        .expect("the provider stream ends")
+}
+
+/// The terminal event's reason and message, after checking the event grammar
+/// ([`assert_well_formed`]); panics when the last event is not `done` or `error`.
+pub fn finish(events: &[AssistantMessageEvent]) -> (StopReason, AssistantMessage) {
+    assert_well_formed(events);
+    match events.last() {
+        Some(AssistantMessageEvent::Done { reason, message }) => (*reason, message.clone()),
+        Some(AssistantMessageEvent::Error { reason, error }) => (*reason, error.clone()),
+        other => panic!("stream did not end with done/error: {other:?}"),
+    }
+}
+
+/// The final message of a successful stream; panics unless it ended with `done` whose reason
+/// is the message's stop reason.
+pub fn done(events: &[AssistantMessageEvent]) -> AssistantMessage {
+    let (reason, message) = finish(events);
+    assert!(
+        matches!(events.last(), Some(AssistantMessageEvent::Done { .. })),
+        "expected done, got {reason:?}: {:?}",
+        message.error_message
+    );
+    assert_eq!(reason, message.stop_reason);
+    message
+}
+
+/// The `errorMessage` of a failed stream; panics unless it ended with an `error` event of
+/// reason `expected`.
+pub fn failed(events: &[AssistantMessageEvent], expected: StopReason) -> String {
+    let (reason, message) = finish(events);
+    assert!(
+        matches!(events.last(), Some(AssistantMessageEvent::Error { .. })),
+        "expected an error event, got {events:?}"
+    );
+    assert_eq!(reason, expected);
+    assert_eq!(message.stop_reason, expected);
+    message
+        .error_message
+        .expect("error events carry errorMessage")
+}
+
+/// Panics unless the events follow pi's grammar: `start` first, exactly one terminal event
+/// last, and every block's events in order (`*_start`, deltas, `*_end`), with content indexes
+/// counting up from 0; after `done`, every block has ended.
+pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
+    use AssistantMessageEvent as E;
+    assert!(
+        matches!(events.first(), Some(E::Start { .. })),
+        "first event must be start: {events:?}"
+    );
+    let terminals = events.iter().filter(|e| e.is_terminal()).count();
+    assert_eq!(terminals, 1, "exactly one terminal event: {events:?}");
+    assert!(
+        events
+            .last()
+            .is_some_and(AssistantMessageEvent::is_terminal)
+    );
+    // content index → (kind, ended)
+    let mut blocks: HashMap<usize, (&'static str, bool)> = HashMap::new();
+    let mut next_index = 0;
+    for event in &events[1..events.len() - 1] {
+        let (index, kind, phase) = match event {
+            E::TextStart { content_index } => (*content_index, "text", 0),
+            E::TextDelta { content_index, .. } => (*content_index, "text", 1),
+            E::TextEnd { content_index, .. } => (*content_index, "text", 2),
+            E::ThinkingStart { content_index } => (*content_index, "thinking", 0),
+            E::ThinkingDelta { content_index, .. } => (*content_index, "thinking", 1),
+            E::ThinkingEnd { content_index, .. } => (*content_index, "thinking", 2),
+            E::ToolCallStart { content_index, .. } => (*content_index, "toolcall", 0),
+            E::ToolCallDelta { content_index, .. } => (*content_index, "toolcall", 1),
+            E::ToolCallEnd { content_index, .. } => (*content_index, "toolcall", 2),
+            E::Start { .. } | E::Done { .. } | E::Error { .. } => {
+                panic!("unexpected {} in the middle: {events:?}", event.name())
+            }
+        };
+        match phase {
+            0 => {
+                assert_eq!(index, next_index, "blocks start in index order: {events:?}");
+                next_index += 1;
+                blocks.insert(index, (kind, false));
+            }
+            _ => {
+                let Some((started, ended)) = blocks.get_mut(&index) else {
+                    panic!("{} before its start: {events:?}", event.name());
+                };
+                assert_eq!(*started, kind, "block kind changed: {events:?}");
+                assert!(
+                    !*ended,
+                    "{} after the block ended: {events:?}",
+                    event.name()
+                );
+                *ended = phase == 2;
+            }
+        }
+    }
+    if matches!(events.last(), Some(E::Done { .. })) {
+        assert!(
+            blocks.values().all(|(_, ended)| *ended),
+            "every block ends before done: {events:?}"
+        );
+    }
+}
+
+/// A context asking `text`, with a system prompt and the [`bash_tool`].
+pub fn ask(text: &str) -> ProviderContext {
+    ProviderContext {
+        system_prompt: "You are a test.".into(),
+        messages: vec![Message::user_text(text, 1)],
+        tools: vec![bash_tool()],
+    }
+}
+
+/// The `bash` tool spec (one required string parameter, `command`).
+pub fn bash_tool() -> ToolSpec {
+    ToolSpec {
+        name: "bash".into(),
+        description: "Run a shell command".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        }),
+    }
+}
+
+/// A successful text result for `call` (timestamp 3).
+pub fn result_for(call: &ToolCall, text: &str) -> Message {
+    Message::ToolResult(ToolResultMessage {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        content: vec![UserContent::Text(TextContent {
+            text: text.into(),
+            text_signature: None,
+        })],
+        details: None,
+        is_error: false,
+        timestamp: 3,
+    })
+}
+
+/// A running `llmock` serving this crate's `fixtures/aimock.json`, killed (by its own handle)
+/// when dropped.
+#[derive(Debug)]
+pub struct Llmock {
+    child: tokio::process::Child,
+    /// Its base URL, `http://127.0.0.1:PORT` (without `/v1`).
+    pub url: String,
+}
+
+impl Drop for Llmock {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Llmock {
+    /// Starts `llmock` on a free local port and waits (at most 20 s) until it reports healthy.
+    /// Panics when it is not installed, does not start or does not become healthy.
+    pub async fn start() -> Self {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let bin = crate_dir.join("../../.testdeps/node_modules/.bin/llmock");
+        assert!(
+            bin.exists(),
+            "llmock (@copilotkit/aimock) is not installed at {}: run ./scripts/test.sh, which \
+             installs the pinned test peers (npm ci --prefix .testdeps) before running the tests",
+            bin.display()
+        );
+        let fixture: PathBuf = crate_dir.join("fixtures/aimock.json");
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+            listener.local_addr().expect("local addr").port()
+        };
+        let child = tokio::process::Command::new(&bin)
+            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-f"])
+            .arg(&fixture)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("llmock starts");
+        let mock = Llmock {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        wait_healthy(&mock.url).await;
+        mock
+    }
+}
+
+async fn wait_healthy(url: &str) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let health = client.get(format!("{url}/__aimock/health")).send().await;
+        if health.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "llmock did not become healthy at {url}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The `get_weather` tool of the aimock fixture.
+fn weather_tool() -> ToolSpec {
+    ToolSpec {
+        name: "get_weather".into(),
+        description: "Current weather of a city".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"],
+        }),
+    }
+}
+
+/// Asks `llmock` a geography question through `provider` with the model `model_at(mock URL)`
+/// returns, and checks the fixture's text answer arrives with stop reason `stop`.
+pub async fn aimock_text_answer(
+    provider: &dyn Provider,
+    model_at: impl Fn(&str) -> Model,
+    options: StreamOptions,
+) {
+    let mock = Llmock::start().await;
+    let context = ProviderContext {
+        system_prompt: "You are a geography assistant.".into(),
+        messages: vec![Message::user_text("What is the capital of France?", 1)],
+        tools: vec![],
+    };
+    let events = collect(provider.stream(&model_at(&mock.url), context, options)).await;
+    let message = done(&events);
+    assert_eq!(message.text(), "The capital of France is Paris.");
+    assert_eq!(message.stop_reason, StopReason::Stop);
+}
+
+/// Runs the fixture's two-step tool conversation against `llmock`: a `get_weather` call with
+/// the fixture's arguments, then, after the tool result went back, the final text answer.
+pub async fn aimock_two_step_tool_call(
+    provider: &dyn Provider,
+    model_at: impl Fn(&str) -> Model,
+    options: StreamOptions,
+) {
+    let mock = Llmock::start().await;
+    let model = model_at(&mock.url);
+    let mut context = ProviderContext {
+        system_prompt: "You are a weather assistant.".into(),
+        messages: vec![Message::user_text("What is the weather in Paris?", 1)],
+        tools: vec![weather_tool()],
+    };
+    let events = collect(provider.stream(&model, context.clone(), options.clone())).await;
+    let first = done(&events);
+    assert_eq!(first.stop_reason, StopReason::ToolUse);
+    let call = first.tool_calls().next().cloned().expect("a tool call");
+    assert_eq!(call.name, "get_weather");
+    assert_eq!(call.arguments, json!({"city": "Paris", "unit": "celsius"}));
+    assert!(!call.id.is_empty());
+
+    context.messages.push(Message::Assistant(first));
+    context.messages.push(result_for(&call, "21 °C, sunny"));
+    let events = collect(provider.stream(&model, context, options)).await;
+    let second = done(&events);
+    assert_eq!(second.text(), "It is 21 °C and sunny in Paris.");
+    assert_eq!(second.stop_reason, StopReason::Stop);
+}
