@@ -4,17 +4,13 @@
 //! tested in `volcanic-provider-support`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
-use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::{
     Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model,
     ModelCost, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
-use volcanic_provider_support::{EventMapper, channel, read_stream};
+use volcanic_provider_support::testing;
 
 use crate::mapper::Mapper;
 
@@ -123,24 +119,9 @@ fn full_reply() -> String {
     ])
 }
 
-/// Runs `chunks` through the stream reader; returns the events and the final message or the
-/// error text.
+/// Runs `chunks` through the stream reader and this crate's mapper.
 async fn run_chunks(chunks: Vec<Vec<u8>>) -> (Vec<E>, Result<AssistantMessage, String>) {
-    let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
-    let mut mapper = Mapper::new(&model(), 7);
-    let (emitter, receiver) = channel();
-    let cancel = CancellationToken::new();
-    let result = read_stream(body, &mut mapper, &emitter, &cancel, Duration::from_secs(5)).await;
-    drop(emitter);
-    let events: Vec<E> = receiver.collect().await;
-    let outcome = match result {
-        Ok(()) => match mapper.finish() {
-            (message, Ok(())) => Ok(message),
-            (_, Err(error)) => Err(error.to_string()),
-        },
-        Err(error) => Err(error.to_string()),
-    };
-    (events, outcome)
+    testing::read_chunks::<Mapper>(&model(), 7, chunks).await
 }
 
 fn expected_events() -> Vec<E> {
@@ -246,38 +227,17 @@ fn expected_message() -> AssistantMessage {
     }
 }
 
+/// Whole, with CRLF line endings, and in chunks split at awkward places.
 #[tokio::test]
 async fn full_reply_maps_to_pi_events_and_message() {
-    let (events, message) = run_chunks(vec![full_reply().into_bytes()]).await;
-    assert_eq!(events, expected_events());
-    assert_eq!(message, Ok(expected_message()));
-}
-
-#[tokio::test]
-async fn chunk_boundaries_do_not_change_the_result() {
-    let bytes = full_reply().into_bytes();
-    // Fixed chunk sizes: size 1 splits every multi-byte character.
-    for size in [1, 2, 3, 5, 7, 13, 64] {
-        let chunks = bytes.chunks(size).map(<[u8]>::to_vec).collect();
-        let (events, message) = run_chunks(chunks).await;
-        assert_eq!(events, expected_events(), "chunk size {size}");
-        assert_eq!(message, Ok(expected_message()), "chunk size {size}");
-    }
-    // Every two-way split.
-    for cut in 1..bytes.len() {
-        let chunks = vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()];
-        let (events, message) = run_chunks(chunks).await;
-        assert_eq!(events.len(), expected_events().len(), "cut at {cut}");
-        assert_eq!(message, Ok(expected_message()), "cut at {cut}");
-    }
-}
-
-#[tokio::test]
-async fn crlf_line_endings_are_accepted() {
-    let text = full_reply().replace('\n', "\r\n");
-    let (events, message) = run_chunks(vec![text.into_bytes()]).await;
-    assert_eq!(events, expected_events());
-    assert_eq!(message, Ok(expected_message()));
+    testing::assert_body_maps_to::<Mapper>(
+        &model(),
+        7,
+        &full_reply(),
+        &expected_events(),
+        &expected_message(),
+    )
+    .await;
 }
 
 #[tokio::test]

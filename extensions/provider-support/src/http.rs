@@ -140,19 +140,19 @@ pub(crate) async fn within<F: Future>(
 
 /// Sends events to the consumer of a provider stream (see [`channel`]).
 #[derive(Debug, Clone)]
-pub struct Emitter(mpsc::UnboundedSender<AssistantMessageEvent>);
+pub(crate) struct Emitter(mpsc::UnboundedSender<AssistantMessageEvent>);
 
 impl Emitter {
     /// Queues one event. A consumer that went away drops the stream, and with it the producer,
     /// so a failed send needs no handling.
-    pub fn emit(&self, event: AssistantMessageEvent) {
+    pub(crate) fn emit(&self, event: AssistantMessageEvent) {
         let _ = self.0.unbounded_send(event);
     }
 }
 
 /// A connected emitter and receiver (the receiver is what a provider stream yields; it ends
-/// once every emitter is dropped). Tests feed [`read_stream`](crate::read_stream) through it.
-pub fn channel() -> (Emitter, mpsc::UnboundedReceiver<AssistantMessageEvent>) {
+/// once every emitter is dropped).
+pub(crate) fn channel() -> (Emitter, mpsc::UnboundedReceiver<AssistantMessageEvent>) {
     let (sender, receiver) = mpsc::unbounded();
     (Emitter(sender), receiver)
 }

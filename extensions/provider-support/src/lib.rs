@@ -3,9 +3,8 @@
 //!
 //! - [`SseProvider`] runs a call against a [`WireApi`]: builds the body, POSTs it, retries
 //!   transient failures ([`ProviderConfig`]: backoff, `retry-after`, idle and connect
-//!   timeouts), honours cancellation, and turns every failure into the stream's final `error`
-//!   event;
-//! - [`read_stream`] feeds a response's SSE events through the API's [`EventMapper`];
+//!   timeouts), honours cancellation, reads the response's SSE events (idle timeout) through
+//!   the API's [`EventMapper`], and turns every failure into the stream's final `error` event;
 //! - [`ProviderError`] is what can go wrong, with its retry verdict;
 //! - pi's wording for the agent's own roles ([`bash_execution_text`],
 //!   [`compaction_summary_text`], [`branch_summary_text`], [`IMAGE_OMITTED`]), tool-call ids
@@ -14,7 +13,7 @@
 //!
 //! A wire API crate supplies the endpoint, headers, request body, error-body reader and event
 //! mapper; everything between the HTTP client and the provider stream lives here. With the
-//! `testing` feature, [`testing`] holds what the provider crates' tests share.
+//! `testing` feature, the `testing` module holds what the provider crates' tests share.
 #![warn(missing_docs, unreachable_pub)]
 
 mod convert;
@@ -30,6 +29,6 @@ pub use convert::{
     tool_arguments,
 };
 pub use error::{ProviderError, Result};
-pub use http::{Emitter, ProviderConfig, channel, truncate};
+pub use http::{ProviderConfig, truncate};
 pub use provider::{SseProvider, WireApi};
-pub use stream::{EventMapper, read_stream};
+pub use stream::EventMapper;

@@ -10,7 +10,7 @@ use crate::http::{Emitter, Interrupted, error_chain, sse_events, within};
 
 /// Turns the SSE events of one response of a wire API into provider events (`text_*`,
 /// `thinking_*`, `toolcall_*`), building the final [`AssistantMessage`] on the way. Pure and
-/// synchronous: [`read_stream`] does the I/O.
+/// synchronous: the provider does the I/O.
 pub trait EventMapper: Send + Sized {
     /// The stream's terminal event (`message_stop`, `[DONE]`); a stream that closes without it
     /// ends with [`ProviderError::EndedEarly`] naming it.
@@ -53,7 +53,7 @@ pub trait EventMapper: Send + Sized {
 /// ([`ProviderError::Body`]), staying silent for `idle` ([`ProviderError::Idle`]), `cancel`
 /// firing ([`ProviderError::Aborted`]), or the mapper's error for an event
 /// ([`ProviderError::Stream`], [`ProviderError::Decode`]); events emitted before stay emitted.
-pub async fn read_stream<M, S, B, E>(
+pub(crate) async fn read_stream<M, S, B, E>(
     bytes: S,
     mapper: &mut M,
     emitter: &Emitter,

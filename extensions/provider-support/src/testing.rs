@@ -1,6 +1,7 @@
-//! Helpers for the provider crates' tests (feature `testing`): short retry settings,
-//! collecting a provider stream with a timeout, a check of the event grammar every stream must
-//! follow, a context with the `bash` tool, and two conversations against
+//! Helpers for the provider crates' tests (feature `testing`): short retry settings, reading
+//! SSE bytes through a mapper (in any chunking), collecting a provider stream with a timeout, a
+//! check of the event grammar every stream must follow, a context with the `bash` tool, and two
+//! conversations against
 //! `@copilotkit/aimock` (`llmock`, a third-party model API mock installed by
 //! `./scripts/test.sh` into `.testdeps/`, pinned in `.testdeps/package.json`; its fixture is
 //! `fixtures/aimock.json` in this crate).
@@ -23,7 +24,11 @@ use volcanic_abstractions::{
     UserContent,
 };
 
-use crate::ProviderConfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::http::channel;
+use crate::stream::read_stream;
+use crate::{EventMapper, ProviderConfig};
 
 /// Longest [`collect`] waits for a whole stream.
 pub const STREAM_TIMEOUT: Duration = Duration::from_secs(20);
@@ -36,6 +41,64 @@ pub fn fast_config() -> ProviderConfig {
         max_retries: 3,
         idle_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(2),
+    }
+}
+
+/// Reads `chunks` as one response body, as the provider does, through a fresh `M` for `model`
+/// (stamped `timestamp`, 5 s idle timeout); returns the events emitted and the final message
+/// ([`EventMapper::finish`]), or the error's text.
+pub async fn read_chunks<M: EventMapper>(
+    model: &Model,
+    timestamp: i64,
+    chunks: Vec<Vec<u8>>,
+) -> (Vec<AssistantMessageEvent>, Result<AssistantMessage, String>) {
+    let body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>));
+    let mut mapper = M::new(model, timestamp);
+    let (emitter, receiver) = channel();
+    let cancel = CancellationToken::new();
+    let result = read_stream(body, &mut mapper, &emitter, &cancel, Duration::from_secs(5)).await;
+    drop(emitter);
+    let events: Vec<AssistantMessageEvent> = receiver.collect().await;
+    let outcome = match result {
+        Ok(()) => match mapper.finish() {
+            (message, Ok(())) => Ok(message),
+            (_, Err(error)) => Err(error.to_string()),
+        },
+        Err(error) => Err(error.to_string()),
+    };
+    (events, outcome)
+}
+
+/// Panics unless [`read_chunks`] of `body` yields `events` and `message` however the body
+/// arrives: whole, with CRLF line endings, in fixed chunk sizes of 1, 2, 3, 5, 7, 13 and 64
+/// bytes (size 1 splits every multi-byte character), and cut in two at every byte (there only
+/// the number of events is compared: a cut can split one delta into two).
+pub async fn assert_body_maps_to<M: EventMapper>(
+    model: &Model,
+    timestamp: i64,
+    body: &str,
+    events: &[AssistantMessageEvent],
+    message: &AssistantMessage,
+) {
+    let expected = Ok(message.clone());
+    let crlf = body.replace('\n', "\r\n");
+    for (name, text) in [("whole", body), ("CRLF", crlf.as_str())] {
+        let (got, outcome) = read_chunks::<M>(model, timestamp, vec![text.into()]).await;
+        assert_eq!(got, events, "{name}");
+        assert_eq!(outcome, expected, "{name}");
+    }
+    let bytes = body.as_bytes();
+    for size in [1, 2, 3, 5, 7, 13, 64] {
+        let chunks = bytes.chunks(size).map(<[u8]>::to_vec).collect();
+        let (got, outcome) = read_chunks::<M>(model, timestamp, chunks).await;
+        assert_eq!(got, events, "chunk size {size}");
+        assert_eq!(outcome, expected, "chunk size {size}");
+    }
+    for cut in 1..bytes.len() {
+        let chunks = vec![bytes[..cut].to_vec(), bytes[cut..].to_vec()];
+        let (got, outcome) = read_chunks::<M>(model, timestamp, chunks).await;
+        assert_eq!(got.len(), events.len(), "cut at {cut}");
+        assert_eq!(outcome, expected, "cut at {cut}");
     }
 }
 
