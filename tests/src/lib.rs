@@ -2,7 +2,11 @@
 //!
 //! - [`model_server`]: a scripted model server for the Anthropic Messages and OpenAI Chat
 //!   Completions streaming APIs, recording and checking every request.
+//! - [`bot_api`]: a Telegram Bot API double, strict like Telegram, that teloxide works
+//!   against; tests push updates and observe every call the bot makes.
 
+pub mod bot_api;
 pub mod model_server;
 
+pub use bot_api::{ApiCall, ApiError, BotApiServer, ChatMessage};
 pub use model_server::{ModelServer, RecordedRequest, StopReason, Turn};

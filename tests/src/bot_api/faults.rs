@@ -63,7 +63,8 @@ impl Faults {
             .deadlines
             .iter()
             .filter(|deadline| {
-                deadline.method == method && (deadline.chat_id.is_none() || deadline.chat_id == chat_id)
+                deadline.method == method
+                    && (deadline.chat_id.is_none() || deadline.chat_id == chat_id)
             })
             .map(|deadline| deadline.until)
             .max();

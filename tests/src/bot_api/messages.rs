@@ -162,7 +162,10 @@ fn reply_target(state: &State, chat_id: i64, params: &Params) -> Result<Option<V
                 .get("message_id")
                 .and_then(Value::as_i64)
                 .ok_or_else(|| ApiError::bad_request("message identifier is not specified"))?,
-            reply.get("allow_sending_without_reply").and_then(Value::as_bool) == Some(true),
+            reply
+                .get("allow_sending_without_reply")
+                .and_then(Value::as_bool)
+                == Some(true),
         ),
         None => match params.int("reply_to_message_id")? {
             Some(id) => (chat_id, id, params.flag("allow_sending_without_reply")),
@@ -187,7 +190,11 @@ fn reply_target(state: &State, chat_id: i64, params: &Params) -> Result<Option<V
 }
 
 /// A new outgoing message's common fields (id, sender, chat, date, thread, reply, keyboard).
-fn new_message(state: &mut State, chat_id: i64, params: &Params) -> Result<Map<String, Value>, ApiError> {
+fn new_message(
+    state: &mut State,
+    chat_id: i64,
+    params: &Params,
+) -> Result<Map<String, Value>, ApiError> {
     let markup = inline_markup(params)?;
     let reply = reply_target(state, chat_id, params)?;
     let thread = params.int("message_thread_id")?;
@@ -215,7 +222,11 @@ fn new_message(state: &mut State, chat_id: i64, params: &Params) -> Result<Map<S
 
 /// Puts `text` or `caption` (with its entities) into a message.
 fn set_text(message: &mut Map<String, Value>, key: &str, rendered: &Rendered) {
-    let entities_key = if key == "text" { "entities" } else { "caption_entities" };
+    let entities_key = if key == "text" {
+        "entities"
+    } else {
+        "caption_entities"
+    };
     message.insert(key.into(), rendered.visible.clone().into());
     if rendered.entities.is_empty() {
         message.remove(entities_key);
@@ -262,10 +273,7 @@ pub(crate) fn send_message(state: &mut State, params: &Params) -> Result<Value, 
 }
 
 /// The bot's own message to edit.
-fn editable<'a>(
-    state: &'a mut State,
-    params: &Params,
-) -> Result<&'a mut StoredMessage, ApiError> {
+fn editable<'a>(state: &'a mut State, params: &Params) -> Result<&'a mut StoredMessage, ApiError> {
     if params.get("inline_message_id").is_some() {
         return Err(ApiError::bad_request("MESSAGE_ID_INVALID"));
     }
@@ -308,9 +316,14 @@ pub(crate) fn edit_message_text(state: &mut State, params: &Params) -> Result<Va
         return Err(ApiError::bad_request("message to edit not found"));
     };
     if !message.contains_key("text") {
-        return Err(ApiError::bad_request("there is no text in the message to edit"));
+        return Err(ApiError::bad_request(
+            "there is no text in the message to edit",
+        ));
     }
-    let entities = message.get("entities").cloned().unwrap_or_else(|| json!([]));
+    let entities = message
+        .get("entities")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
     if message.get("text").and_then(Value::as_str) == Some(rendered.visible.as_str())
         && entities == json!(rendered.entities)
         && message.get("reply_markup") == markup.as_ref()

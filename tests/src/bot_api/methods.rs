@@ -146,9 +146,10 @@ fn set_my_commands(state: &mut State, params: &Params) -> Result<Value, ApiError
     let list = params
         .json("commands")?
         .ok_or_else(|| ApiError::bad_request("parameter \"commands\" is required"))?;
-    let list: Vec<Value> = list.as_array().cloned().ok_or_else(|| {
-        ApiError::bad_request("can't parse commands JSON object")
-    })?;
+    let list: Vec<Value> = list
+        .as_array()
+        .cloned()
+        .ok_or_else(|| ApiError::bad_request("can't parse commands JSON object"))?;
     if list.len() > 100 {
         return Err(ApiError::bad_request("too many commands"));
     }

@@ -184,18 +184,19 @@ pub(crate) fn form_pairs(raw: &str) -> Vec<(String, String)> {
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(name), percent_decode(value))
+            (percent_decode(name, true), percent_decode(value, true))
         })
         .collect()
 }
 
-fn percent_decode(text: &str) -> String {
+/// Decodes `%XX` escapes (and `+` as a space in form data, not in paths).
+pub(crate) fn percent_decode(text: &str, plus_is_space: bool) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
     while index < bytes.len() {
         match bytes[index] {
-            b'+' => out.push(b' '),
+            b'+' if plus_is_space => out.push(b' '),
             b'%' => {
                 let hex = text
                     .get(index + 1..index + 3)

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::methods::{self, Method};
-use super::params::{Params, form_pairs};
+use super::params::{Params, form_pairs, percent_decode};
 use super::polling;
 use super::state::Shared;
 use super::{ApiCall, ApiError, UploadedFile};
@@ -164,13 +164,14 @@ async fn read_multipart(request: Request, params: &mut Params) -> Result<(), Api
     Ok(())
 }
 
-/// `GET /file/bot<token>/<file_path>`: the file's bytes, or Telegram's 404.
+/// `GET /file/bot<token>/<file_path>`: the file's bytes, or Telegram's 404. The path may
+/// come percent-encoded as one segment (teloxide sends `documents%2Ffile_1.pdf`).
 fn download(shared: &Shared, rest: &str) -> Response {
     let mut state = shared.lock();
     let found = rest
         .split_once('/')
         .filter(|(token, _)| *token == state.token)
-        .and_then(|(_, path)| state.files.by_path(path))
+        .and_then(|(_, path)| state.files.by_path(&percent_decode(path, false)))
         .map(|file| (file.file_path.clone(), file.bytes.clone()));
     let Some((path, bytes)) = found else {
         return error_response(&ApiError::new(404, "Not Found"));

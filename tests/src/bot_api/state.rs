@@ -90,7 +90,8 @@ impl Shared {
 
     /// Wakes long polls and waiters. Call without holding the state lock.
     pub(crate) fn notify(&self) {
-        self.changed.send_modify(|count| *count = count.wrapping_add(1));
+        self.changed
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 }
 
