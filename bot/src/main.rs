@@ -1,10 +1,10 @@
-//! `volcanic-bot`: the Volcanic binary. `volcanic-bot [--config PATH] console …` runs one agent
-//! session in the terminal; the Telegram host is the default command (being built: see the
-//! "Telegram host" issue).
+//! `volcanic-bot`: the Volcanic binary. `volcanic-bot [--config PATH]` runs the Telegram host;
+//! `volcanic-bot [--config PATH] console …` runs one agent session in the terminal.
 
 mod config;
 mod console;
 mod host;
+mod telegram;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -58,9 +58,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     match cli.command {
         Some(Command::Console(args)) => console::run(config, args).await,
-        None => anyhow::bail!(
-            "the Telegram host is not part of this build yet; try `volcanic-bot console` (see README.md)"
-        ),
+        None => telegram::run(config).await,
     }
 }
 

@@ -2,3 +2,4 @@
 
 mod console;
 mod support;
+mod telegram;

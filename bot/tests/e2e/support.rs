@@ -17,10 +17,11 @@ impl Env {
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         let config = format!(
-            "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\n{extra_config}\n\
+            "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n{extra_config}\n\
              [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
              [providers.openai]\nbase_url = \"{model_url}/v1\"\napi_key_env = \"E2E_OPENAI_KEY\"\n",
             state = dir.path().join("data").display(),
+            ws = dir.path().join("workspaces").display(),
         );
         std::fs::write(dir.path().join("volcanic.toml"), config).unwrap();
         Env { dir }
@@ -84,4 +85,66 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The real binary running the Telegram host; killed on drop.
+pub struct BotProcess {
+    pub child: std::process::Child,
+    pub log: PathBuf,
+}
+
+impl BotProcess {
+    /// Starts `volcanic-bot --config <cfg>` with the bot token and model keys in its environment.
+    pub fn start(env: &Env, token: &str) -> BotProcess {
+        let log = env.dir.path().join(format!("bot-{}.log", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
+            .arg("--config")
+            .arg(env.dir.path().join("volcanic.toml"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", env.home())
+            .env("TELEGRAM_BOT_TOKEN", token)
+            .env("E2E_ANTHROPIC_KEY", "test-key")
+            .env("E2E_OPENAI_KEY", "test-key")
+            .env("VOLCANIC_LOG", "info")
+            .current_dir(env.dir.path())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        BotProcess { child, log }
+    }
+
+    /// The bot's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the exit code (bounded).
+    pub fn terminate(mut self, within: std::time::Duration) -> Option<i32> {
+        let pid = self.child.id();
+        let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// `kill -9`.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for BotProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

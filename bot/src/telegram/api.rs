@@ -1,0 +1,180 @@
+//! Outgoing Bot API calls through teloxide, with flood control honoured per chat and globally
+//! (a 429's `retry_after`: no request to that chat, or to any chat for a global limit, before it
+//! runs out), "message is not modified" counted as success, and a chunk whose HTML Telegram
+//! cannot parse re-sent as plain text (its Markdown source).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use teloxide::prelude::*;
+use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
+use teloxide::{ApiError, RequestError};
+
+/// Where a message goes: a chat, and a forum topic in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// Chat id.
+    pub chat_id: i64,
+    /// Forum topic (`message_thread_id`).
+    pub thread: Option<i32>,
+}
+
+/// The bot's outgoing side.
+#[derive(Debug)]
+pub struct Tg {
+    bot: Bot,
+    global_until: Mutex<Option<Instant>>,
+    chat_until: Mutex<HashMap<i64, Instant>>,
+}
+
+/// How many times one request is retried after flood control.
+const MAX_FLOOD_RETRIES: u32 = 5;
+
+impl Tg {
+    /// Wraps a bot.
+    pub fn new(bot: Bot) -> Self {
+        Tg {
+            bot,
+            global_until: Mutex::new(None),
+            chat_until: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn until(&self, chat: i64) -> Option<Instant> {
+        let g = *self.global_until.lock().unwrap_or_else(|e| e.into_inner());
+        let c = self.chat_until.lock().unwrap_or_else(|e| e.into_inner()).get(&chat).copied();
+        g.max(c)
+    }
+
+    /// Whether a request to `chat` would have to wait for flood control now.
+    pub fn is_limited(&self, chat: i64) -> bool {
+        self.until(chat).is_some_and(|u| u > Instant::now())
+    }
+
+    async fn wait_turn(&self, chat: i64) {
+        if let Some(u) = self.until(chat) {
+            tokio::time::sleep_until(u.into()).await;
+        }
+    }
+
+    fn note_retry_after(&self, chat: i64, secs: u32) {
+        let until = Instant::now() + Duration::from_secs(u64::from(secs.max(1)));
+        tracing::warn!(chat, secs, "Telegram flood control: waiting");
+        // Telegram's 429 does not say whether the limit is per chat or global: honour both.
+        let mut c = self.chat_until.lock().unwrap_or_else(|e| e.into_inner());
+        let e = c.entry(chat).or_insert(until);
+        *e = (*e).max(until);
+        let mut g = self.global_until.lock().unwrap_or_else(|e| e.into_inner());
+        *g = Some(g.map_or(until, |x| x.max(until)));
+    }
+
+    /// Runs `call` for `chat`, waiting out flood control and retrying after a 429.
+    async fn with_flood_control<T, F, Fut>(&self, chat: i64, mut call: F) -> Result<T, RequestError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, RequestError>>,
+    {
+        let mut tries = 0;
+        loop {
+            self.wait_turn(chat).await;
+            match call().await {
+                Err(RequestError::RetryAfter(s)) if tries < MAX_FLOOD_RETRIES => {
+                    tries += 1;
+                    self.note_retry_after(chat, s.seconds());
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Sends one HTML chunk; if Telegram cannot parse it, sends `fallback` as plain text instead.
+    pub async fn send_html(
+        &self,
+        to: Target,
+        html: &str,
+        fallback: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<Message, RequestError> {
+        let sent = self
+            .with_flood_control(to.chat_id, || {
+                let mut req = self.bot.send_message(ChatId(to.chat_id), html).parse_mode(ParseMode::Html);
+                if let Some(t) = to.thread {
+                    req = req.message_thread_id(ThreadId(MessageId(t)));
+                }
+                if let Some(m) = markup.clone() {
+                    req = req.reply_markup(m);
+                }
+                req.into_future()
+            })
+            .await;
+        match sent {
+            Err(RequestError::Api(ApiError::CantParseEntities(e))) => {
+                tracing::warn!(chat = to.chat_id, "Telegram rejected the HTML ({e}); sending the Markdown source as plain text");
+                self.send_plain(to, fallback, markup).await
+            }
+            other => other,
+        }
+    }
+
+    /// Sends plain text (no parse mode).
+    pub async fn send_plain(
+        &self,
+        to: Target,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<Message, RequestError> {
+        self.with_flood_control(to.chat_id, || {
+            let mut req = self.bot.send_message(ChatId(to.chat_id), text);
+            if let Some(t) = to.thread {
+                req = req.message_thread_id(ThreadId(MessageId(t)));
+            }
+            if let Some(m) = markup.clone() {
+                req = req.reply_markup(m);
+            }
+            req.into_future()
+        })
+        .await
+    }
+
+    /// Edits a progress message; dropped (not queued) while flood control is active.
+    /// "message is not modified" is success.
+    pub async fn edit_progress(&self, to: Target, message_id: i32, text: &str) {
+        if self.is_limited(to.chat_id) {
+            return;
+        }
+        match self.bot.edit_message_text(ChatId(to.chat_id), MessageId(message_id), text).await {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
+            Err(RequestError::RetryAfter(s)) => self.note_retry_after(to.chat_id, s.seconds()),
+            Err(e) => tracing::debug!(chat = to.chat_id, "progress edit failed: {e}"),
+        }
+    }
+
+    /// Deletes a message (best effort).
+    pub async fn delete(&self, to: Target, message_id: i32) {
+        let r = self
+            .with_flood_control(to.chat_id, || self.bot.delete_message(ChatId(to.chat_id), MessageId(message_id)).into_future())
+            .await;
+        if let Err(e) = r {
+            tracing::debug!(chat = to.chat_id, "delete failed: {e}");
+        }
+    }
+
+    /// Shows "typing…" (best effort; skipped under flood control).
+    pub async fn typing(&self, to: Target) {
+        if self.is_limited(to.chat_id) {
+            return;
+        }
+        let mut req = self.bot.send_chat_action(ChatId(to.chat_id), ChatAction::Typing);
+        if let Some(t) = to.thread {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Err(RequestError::RetryAfter(s)) = req.await {
+            self.note_retry_after(to.chat_id, s.seconds());
+        }
+    }
+
+    /// Answers a callback query (stops the button's spinner).
+    pub async fn bot_answer_callback(&self, id: &str) -> Result<(), RequestError> {
+        self.bot.answer_callback_query(teloxide::types::CallbackQueryId(id.to_owned())).await.map(|_| ())
+    }
+}

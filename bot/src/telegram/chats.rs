@@ -1,0 +1,222 @@
+//! Chats and their sessions: a workspace per chat (`workspaces/<chat key>/`), one `AgentSession`
+//! per chat (per forum topic in forums) resumed from `<state_dir>/sessions/<chat key>/<topic or
+//! main>/`, loaded lazily and evicted from memory when idle.
+
+use super::api::{Target, Tg};
+use super::journal::{Journal, Progress};
+use super::output::Output;
+use super::settings::SettingsStore;
+use crate::config::Config;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, SessionSelect};
+
+/// The folder name of a chat: the chat id for private chats, `g<id without the minus>` for
+/// groups (a folder name must never start with `-`).
+pub fn chat_key(chat_id: i64) -> String {
+    if chat_id < 0 { format!("g{}", chat_id.unsigned_abs()) } else { chat_id.to_string() }
+}
+
+/// One conversation: a chat, or a topic of a forum.
+pub struct Slot {
+    /// Where its output goes.
+    pub target: Target,
+    session: tokio::sync::Mutex<Option<AgentSession>>,
+    /// Delivery of its output.
+    pub output: Output,
+    last_active: Mutex<Instant>,
+    /// Updates taking part in the current run (journal progress).
+    run_updates: Arc<Mutex<Vec<i64>>>,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot").field("target", &self.target).finish_non_exhaustive()
+    }
+}
+
+impl Slot {
+    /// Adds an update to the current (or next) run, for crash recovery.
+    pub fn track(&self, update_id: i64) {
+        self.run_updates.lock().unwrap_or_else(|e| e.into_inner()).push(update_id);
+    }
+}
+
+/// Every chat the bot has in memory.
+pub struct Chats {
+    factory: AgentSessionFactory,
+    config: Arc<Config>,
+    settings: Arc<SettingsStore>,
+    tg: Arc<Tg>,
+    journal: Arc<Journal>,
+    slots: Mutex<HashMap<Target, Arc<Slot>>>,
+}
+
+impl std::fmt::Debug for Chats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chats").finish_non_exhaustive()
+    }
+}
+
+impl Chats {
+    /// A registry creating sessions with `factory`.
+    pub fn new(
+        factory: AgentSessionFactory,
+        config: Arc<Config>,
+        settings: Arc<SettingsStore>,
+        tg: Arc<Tg>,
+        journal: Arc<Journal>,
+    ) -> Self {
+        Chats {
+            factory,
+            config,
+            settings,
+            tg,
+            journal,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The settings store.
+    pub fn settings(&self) -> &SettingsStore {
+        &self.settings
+    }
+
+    /// The slot of `target` (created on first contact; its session loads on first use).
+    pub fn slot(&self, target: Target) -> Arc<Slot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .entry(target)
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    target,
+                    session: tokio::sync::Mutex::new(None),
+                    output: Output::spawn(self.tg.clone(), target),
+                    last_active: Mutex::new(Instant::now()),
+                    run_updates: Arc::new(Mutex::new(Vec::new())),
+                })
+            })
+            .clone()
+    }
+
+    /// The workspace of a chat, created on first contact.
+    pub fn workspace(&self, chat_id: i64) -> std::io::Result<PathBuf> {
+        let dir = self.config.workspaces_dir.join(chat_key(chat_id));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::canonicalize(&dir)
+    }
+
+    /// The session of `slot`, loading (resuming) it if needed.
+    pub async fn session(&self, slot: &Arc<Slot>) -> anyhow::Result<AgentSession> {
+        *slot.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let mut guard = slot.session.lock().await;
+        if let Some(s) = guard.as_ref() {
+            return Ok(s.clone());
+        }
+        let target = slot.target;
+        let key = chat_key(target.chat_id);
+        let settings = self.settings.get(&key);
+        let tz = settings
+            .time_zone
+            .as_deref()
+            .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
+            .unwrap_or(self.config.default_time_zone);
+        let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
+        let session = self
+            .factory
+            .create(AgentSessionOptions {
+                cwd: self.workspace(target.chat_id)?,
+                scope: Some(format!("{key}/{topic}")),
+                session: SessionSelect::ContinueRecent,
+                time_zone: Some(tz),
+                model: settings.model.clone(),
+                thinking: settings.thinking,
+                ..Default::default()
+            })
+            .await?;
+        let output = slot.output.clone();
+        let journal = self.journal.clone();
+        let run_updates = slot.run_updates.clone();
+        let tool_marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        session.subscribe(move |e| {
+            output.on_event(e);
+            let ids = || run_updates.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            match e {
+                AgentSessionEvent::AgentStart => {
+                    tool_marked.store(false, std::sync::atomic::Ordering::Relaxed);
+                    for id in ids() {
+                        journal.mark(id, Progress::Started);
+                    }
+                }
+                AgentSessionEvent::ToolExecutionStart { .. } => {
+                    if !tool_marked.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        for id in ids() {
+                            journal.mark(id, Progress::Tool);
+                        }
+                    }
+                }
+                AgentSessionEvent::AgentSettled => {
+                    let done: Vec<i64> = run_updates.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+                    for id in done {
+                        journal.mark(id, Progress::Done);
+                    }
+                }
+                _ => {}
+            }
+        });
+        *guard = Some(session.clone());
+        Ok(session)
+    }
+
+    /// The loaded session of `slot`, if any (no loading).
+    pub async fn loaded(&self, slot: &Arc<Slot>) -> Option<AgentSession> {
+        slot.session.lock().await.clone()
+    }
+
+    /// Drops from memory the sessions idle for longer than the configured minutes.
+    pub async fn evict_idle(&self) {
+        let idle = Duration::from_secs(self.config.session_idle_minutes * 60);
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        for slot in slots {
+            let last = *slot.last_active.lock().unwrap_or_else(|e| e.into_inner());
+            if last.elapsed() < idle {
+                continue;
+            }
+            let mut guard = slot.session.lock().await;
+            if let Some(s) = guard.as_ref()
+                && s.is_idle()
+            {
+                s.dispose().await;
+                *guard = None;
+                tracing::debug!(chat = slot.target.chat_id, "session evicted from memory");
+            }
+        }
+    }
+
+    /// Every loaded session (for shutdown).
+    pub async fn all_loaded(&self) -> Vec<AgentSession> {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let mut out = Vec::new();
+        for s in slots {
+            if let Some(x) = s.session.lock().await.clone() {
+                out.push(x);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_keys_never_start_with_a_dash() {
+        assert_eq!(chat_key(12345), "12345");
+        assert_eq!(chat_key(-4567), "g4567");
+        assert_eq!(chat_key(-1001234567890), "g1001234567890");
+    }
+}

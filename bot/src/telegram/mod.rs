@@ -1,0 +1,189 @@
+//! The Telegram host: one agent session per chat (per forum topic in forums), long polling with
+//! persist-before-acknowledge, deny-by-default access, per-chat settings, commands, rendered and
+//! chunked output, and graceful shutdown.
+//!
+//! Start-up does the least work before polling starts (start to first `getUpdates` is a
+//! benchmark figure): `getMe`, then polling; `setMyCommands`, crash recovery and idle eviction run
+//! after it in the background.
+
+mod access;
+mod api;
+mod chats;
+mod commands;
+mod inbound;
+mod journal;
+mod output;
+mod poller;
+pub mod render;
+mod router;
+mod settings;
+mod store_file;
+mod texts;
+
+use crate::config::Config;
+use crate::host;
+use anyhow::{Context, bail};
+use std::sync::Arc;
+use std::time::Duration;
+use teloxide::prelude::*;
+use tokio_util::sync::CancellationToken;
+use volcanic_core::sessions::FileSessionStore;
+
+/// How long shutdown lets running runs finish before aborting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs the bot until SIGINT/SIGTERM; returns the exit code.
+pub async fn run(config: Config) -> anyhow::Result<i32> {
+    let token = match config.telegram.token.clone().or_else(|| std::env::var("TELEGRAM_BOT_TOKEN").ok()) {
+        Some(t) if !t.trim().is_empty() => t,
+        _ => bail!(
+            "no Telegram bot token: set the environment variable TELEGRAM_BOT_TOKEN (or [telegram] token in the config); get one from @BotFather"
+        ),
+    };
+    let models = host::model_registry(&config)?;
+    let model = models
+        .find(&config.model)
+        .with_context(|| format!("config key `model`: unknown model `{}` (see /model for the list)", config.model))?;
+    models.api_key(&model.provider)?;
+    if config.telegram.allowed_users.is_empty() {
+        tracing::warn!("telegram.allowed_users is empty: the bot answers nobody (deny by default)");
+    }
+    std::fs::create_dir_all(&config.state_dir).with_context(|| format!("state_dir {}", config.state_dir.display()))?;
+    std::fs::create_dir_all(&config.workspaces_dir)
+        .with_context(|| format!("workspaces_dir {}", config.workspaces_dir.display()))?;
+    let config = Arc::new(config);
+    let (settings, aside) = settings::SettingsStore::load(&config.state_dir)?;
+    if let Some(p) = aside {
+        tracing::warn!("chat-settings.json was corrupt and was set aside as {}", p.display());
+    }
+    let access = access::Access::load(
+        &config.state_dir,
+        &config.telegram.allowed_users,
+        &config.telegram.allowed_chats,
+        &config.telegram.owners,
+    )?;
+    let (journal, unfinished) = journal::Journal::open(&config.state_dir)?;
+    let journal = Arc::new(journal);
+
+    let api_url = config.telegram.api_url.trim_end_matches('/').to_owned();
+    let url = url::Url::parse(&api_url).context("config key `telegram.api_url`")?;
+    let bot = Bot::new(token.clone()).set_api_url(url);
+    let me = bot.get_me().await.context("getMe failed: is the bot token right?")?;
+    let tg = Arc::new(api::Tg::new(bot.clone()));
+    let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
+    let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
+    let factory = host::factory(&config, store, Some(config.state_dir.clone()), workspaces_root)?;
+    let chats = chats::Chats::new(factory, config.clone(), Arc::new(settings), tg.clone(), journal.clone());
+    let host = Arc::new(router::Host {
+        config: config.clone(),
+        access,
+        chats,
+        tg: tg.clone(),
+        journal: journal.clone(),
+        bot_id: i64::try_from(me.id.0).unwrap_or_default(),
+        bot_username: me.username.clone().unwrap_or_default(),
+    });
+
+    let shutdown = CancellationToken::new();
+    let client = reqwest::Client::builder().build().context("HTTP client")?;
+    let poller = tokio::spawn(poller::run(host.clone(), client, format!("{api_url}/bot{token}"), shutdown.clone()));
+    tracing::info!(bot = %host.bot_username, "polling started");
+
+    // After polling started: commands, crash recovery, idle eviction.
+    {
+        let bot = bot.clone();
+        tokio::spawn(async move {
+            if let Err(e) = bot.set_my_commands(commands::builtin()).await {
+                tracing::warn!("setMyCommands failed: {e}");
+            }
+        });
+    }
+    recover(&host, unfinished);
+    {
+        let host = host.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    _ = tick.tick() => host.chats.evict_idle().await,
+                }
+            }
+        });
+    }
+
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+    let _ = poller.await;
+    let sessions = host.chats.all_loaded().await;
+    let all_idle = async {
+        for s in &sessions {
+            s.wait_for_idle().await;
+        }
+    };
+    if tokio::time::timeout(SHUTDOWN_GRACE, all_idle).await.is_err() {
+        for s in &sessions {
+            s.abort();
+        }
+        for s in &sessions {
+            let _ = tokio::time::timeout(Duration::from_secs(5), s.wait_for_idle()).await;
+        }
+    }
+    for s in &sessions {
+        s.dispose().await;
+    }
+    Ok(0)
+}
+
+/// Updates accepted before a crash or restart: never lost, never answered twice. Not started →
+/// handled now; started but no tool ran → retried once; otherwise the chat is told.
+fn recover(host: &Arc<router::Host>, unfinished: Vec<journal::Unfinished>) {
+    for u in unfinished {
+        let host = host.clone();
+        tokio::spawn(async move {
+            match u.progress {
+                journal::Progress::Accepted => host.handle(u.id, u.update).await,
+                journal::Progress::Started => {
+                    host.journal.mark(u.id, journal::Progress::Retried);
+                    host.handle(u.id, u.update).await;
+                }
+                journal::Progress::Retried | journal::Progress::Tool => {
+                    if let inbound::Inbound::Message(m) = inbound::parse(&u.update) {
+                        let slot = host.chats.slot(api::Target {
+                            chat_id: m.chat_id,
+                            thread: m.thread,
+                        });
+                        let quoted: String = m.text.chars().take(200).collect();
+                        slot.output.notice(texts::interrupted(&quoted));
+                    }
+                    host.journal.mark(u.id, journal::Progress::Done);
+                }
+                journal::Progress::Done => {}
+            }
+        });
+    }
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

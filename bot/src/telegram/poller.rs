@@ -1,0 +1,84 @@
+//! Long polling with "persist before acknowledge": each batch from `getUpdates` is written to
+//! the journal and synced before the next request moves `offset` past it (teloxide's stock
+//! `Polling` acknowledges before handlers finish, so this is our own listener). Repeats of an
+//! `update_id` are ignored.
+
+use super::router::Host;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Long-poll timeout sent to Telegram (seconds).
+pub const POLL_TIMEOUT_SECS: u64 = 30;
+
+/// Polls until `shutdown` fires.
+pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdown: CancellationToken) {
+    let mut offset: Option<i64> = host.journal.last_id().map(|i| i + 1);
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let body = json!({
+            "offset": offset,
+            "timeout": POLL_TIMEOUT_SECS,
+            "allowed_updates": ["message", "callback_query"],
+        });
+        let req = client
+            .post(format!("{base}/getUpdates"))
+            .json(&body)
+            .timeout(Duration::from_secs(POLL_TIMEOUT_SECS + 15))
+            .send();
+        let resp = tokio::select! {
+            () = shutdown.cancelled() => break,
+            r = req => r,
+        };
+        let batch = match read_batch(resp).await {
+            Ok(b) => {
+                backoff = Duration::from_millis(500);
+                b
+            }
+            Err(e) => {
+                tracing::warn!("getUpdates failed: {e}; retrying in {} ms", backoff.as_millis());
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+                continue;
+            }
+        };
+        if let Some(max) = batch.iter().map(|(id, _)| *id).max() {
+            offset = Some(offset.map_or(max + 1, |o| o.max(max + 1)));
+        }
+        let fresh = match host.journal.accept(batch) {
+            Ok(f) => f,
+            Err(e) => {
+                // Not persisted, so not acknowledged: Telegram will send these again.
+                tracing::error!("cannot write the inbound journal: {e}");
+                offset = host.journal.last_id().map(|i| i + 1);
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        };
+        for (id, update) in fresh {
+            host.handle(id, update).await;
+        }
+    }
+    tracing::info!("polling stopped");
+}
+
+async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<(i64, Value)>, String> {
+    let resp = resp.map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let v: Value = resp.json().await.map_err(|e| format!("{status}: {e}"))?;
+    if v["ok"].as_bool() != Some(true) {
+        return Err(format!(
+            "{} {}",
+            v["error_code"].as_i64().unwrap_or(i64::from(status.as_u16())),
+            v["description"].as_str().unwrap_or("no description")
+        ));
+    }
+    Ok(v["result"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|u| u["update_id"].as_i64().map(|id| (id, u.clone()))).collect())
+        .unwrap_or_default())
+}

@@ -1,0 +1,181 @@
+//! Routing one accepted update: access (deny by default), group addressing, commands, and
+//! prompts handed to the chat's session without waiting for the run (teloxide-style handlers
+//! that await a run would block the chat's own button presses and `/stop`).
+
+use super::access::Access;
+use super::api::{Target, Tg};
+use super::chats::{Chats, chat_key};
+use super::inbound::{self, InCallback, InMessage, Inbound};
+use super::journal::{Journal, Progress};
+use super::{commands, texts};
+use crate::config::{Config, QueueMode};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+use volcanic_core::agent::{PromptInput, QueueMode as SessionQueue};
+
+/// The Telegram host's shared state.
+pub struct Host {
+    /// Resolved configuration.
+    pub config: Arc<Config>,
+    /// Who may talk to the bot.
+    pub access: Access,
+    /// Chats and sessions.
+    pub chats: Chats,
+    /// Outgoing API.
+    pub tg: Arc<Tg>,
+    /// Inbound journal.
+    pub journal: Arc<Journal>,
+    /// The bot's user id.
+    pub bot_id: i64,
+    /// The bot's username (without `@`).
+    pub bot_username: String,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("bot_username", &self.bot_username).finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// Handles one journaled update. Returns quickly: runs are started in their own tasks.
+    pub async fn handle(self: &Arc<Self>, update_id: i64, update: Value) {
+        match inbound::parse(&update) {
+            Inbound::Message(m) => self.on_message(update_id, m).await,
+            Inbound::Callback(c) => self.on_callback(update_id, c).await,
+            Inbound::Other => self.journal.mark(update_id, Progress::Done),
+        }
+    }
+
+    fn target(m: &InMessage) -> Target {
+        Target {
+            chat_id: m.chat_id,
+            thread: m.thread,
+        }
+    }
+
+    /// In a group the bot answers only when mentioned, replied to, or addressed as `/cmd@bot`.
+    fn is_addressed(&self, m: &InMessage) -> bool {
+        if !m.is_group() {
+            return true;
+        }
+        let mention = format!("@{}", self.bot_username).to_lowercase();
+        let mentioned = m
+            .entities
+            .iter()
+            .any(|(kind, off, len)| kind == "mention" && m.entity_text(*off, *len).to_lowercase() == mention);
+        let command_to_me = m
+            .text
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| w.starts_with('/') && w.to_lowercase().ends_with(&mention));
+        let reply_to_me = m.reply_to.as_ref().is_some_and(|(from, _)| *from == self.bot_id);
+        mentioned || command_to_me || reply_to_me
+    }
+
+    async fn on_message(self: &Arc<Self>, update_id: i64, m: InMessage) {
+        if let Some(new_id) = m.migrate_to {
+            self.migrate(m.chat_id, new_id);
+            self.journal.mark(update_id, Progress::Done);
+            return;
+        }
+        let addressed = self.is_addressed(&m);
+        let chat_ok = !m.is_group() || self.access.is_allowed_chat(m.chat_id);
+        if !chat_ok || !self.access.is_allowed_user(m.from_id) {
+            self.journal.mark(update_id, Progress::Done);
+            // An unlisted group stays silent; a stranger gets one short reply per hour.
+            if chat_ok && addressed && self.access.should_reply_to_stranger(m.from_id, Instant::now()) {
+                let _ = self.tg.send_plain(Self::target(&m), &texts::stranger(m.from_id), None).await;
+            }
+            return;
+        }
+        if !addressed {
+            self.journal.mark(update_id, Progress::Done);
+            return;
+        }
+        let text = self.strip_mention(&m.text);
+        if text.starts_with('/') {
+            let host = self.clone();
+            tokio::spawn(async move {
+                commands::handle(&host, &m, &text).await;
+                host.journal.mark(update_id, Progress::Done);
+            });
+            return;
+        }
+        self.prompt(update_id, m, text);
+    }
+
+    /// Hands a prompt to the chat's session in its own task.
+    pub fn prompt(self: &Arc<Self>, update_id: i64, m: InMessage, text: String) {
+        let host = self.clone();
+        tokio::spawn(async move {
+            let slot = host.chats.slot(Self::target(&m));
+            slot.track(update_id);
+            let session = match host.chats.session(&slot).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(chat = m.chat_id, "cannot open the chat's session: {e:#}");
+                    slot.output.notice(format!("⚠️ {e}"));
+                    host.journal.mark(update_id, Progress::Done);
+                    return;
+                }
+            };
+            let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
+            let input = PromptInput {
+                text: texts::envelope(&m, &text, tz),
+                images: Vec::new(),
+                queue: Some(match host.config.queue_mode {
+                    QueueMode::FollowUp => SessionQueue::FollowUp,
+                    QueueMode::Steer => SessionQueue::Steer,
+                }),
+            };
+            if let Err(e) = session.prompt(input).await {
+                slot.output.notice(format!("⚠️ {e}"));
+                host.journal.mark(update_id, Progress::Done);
+            }
+        });
+    }
+
+    fn strip_mention(&self, text: &str) -> String {
+        let mention = format!("@{}", self.bot_username);
+        let mut out = text.replace(&mention, "");
+        // `/cmd@bot args` → `/cmd args`.
+        if out.starts_with('/') {
+            out = out.replacen(&mention.to_lowercase(), "", 1);
+        }
+        out.trim().to_owned()
+    }
+
+    async fn on_callback(self: &Arc<Self>, update_id: i64, c: InCallback) {
+        self.journal.mark(update_id, Progress::Done);
+        let _ = self.tg.bot_answer_callback(&c.id).await;
+        if !self.access.is_allowed_user(c.from_id) {
+            return;
+        }
+        tracing::debug!(chat = c.chat_id, data = %c.data, "button pressed");
+    }
+
+    /// A group became a supergroup: its workspace, settings and sessions move to the new key.
+    fn migrate(&self, old_id: i64, new_id: i64) {
+        let (old, new) = (chat_key(old_id), chat_key(new_id));
+        let moves = [
+            (self.config.workspaces_dir.join(&old), self.config.workspaces_dir.join(&new)),
+            (
+                self.config.state_dir.join("sessions").join(&old),
+                self.config.state_dir.join("sessions").join(&new),
+            ),
+        ];
+        for (from, to) in moves {
+            if from.exists() && !to.exists() {
+                if let Err(e) = std::fs::rename(&from, &to) {
+                    tracing::error!(from = %from.display(), to = %to.display(), "migration move failed: {e}");
+                }
+            }
+        }
+        if let Err(e) = self.chats.settings().rename(&old, &new) {
+            tracing::error!("migration of chat settings failed: {e}");
+        }
+        tracing::info!(old_id, new_id, "group migrated to a supergroup");
+    }
+}
