@@ -5,7 +5,12 @@
 #   - python3 (3.11, stdlib only) runs ../shared/bench/gen_pi_session.py for the session tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -d .testdeps/node_modules ] || ! cmp -s .testdeps/package-lock.json .testdeps/node_modules/.package-lock.json; then
+# Reinstall only when the lock file changed since the last install.
+if ! cmp -s .testdeps/package-lock.json .testdeps/node_modules/.volcanic-installed-lock; then
   npm ci --prefix .testdeps --no-audit --no-fund --loglevel=error
+  cp .testdeps/package-lock.json .testdeps/node_modules/.volcanic-installed-lock
 fi
+command -v python3 >/dev/null || { echo "python3 is required (session benchmark generator)"; exit 1; }
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace

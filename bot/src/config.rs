@@ -243,26 +243,42 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     })?;
     let model = raw.model.unwrap_or_else(|| DEFAULT_MODEL.into());
     if !model.contains('/') {
-        return Err(invalid("model", format!("`{model}` must be provider/id, e.g. {DEFAULT_MODEL}")));
+        return Err(invalid(
+            "model",
+            format!("`{model}` must be provider/id, e.g. {DEFAULT_MODEL}"),
+        ));
     }
     let thinking = match raw.thinking {
-        Some(t) => t.parse().map_err(|e: volcanic_abstractions::model::UnknownThinkingLevel| invalid("thinking", e.to_string()))?,
+        Some(t) => t
+            .parse()
+            .map_err(|e: volcanic_abstractions::model::UnknownThinkingLevel| invalid("thinking", e.to_string()))?,
         None => ThinkingLevel::Off,
     };
     let queue_mode = match raw.queue_mode.as_deref() {
         None | Some("follow-up") => QueueMode::FollowUp,
         Some("steer") => QueueMode::Steer,
-        Some(other) => return Err(invalid("queue_mode", format!("`{other}`: use \"follow-up\" or \"steer\""))),
+        Some(other) => {
+            return Err(invalid(
+                "queue_mode",
+                format!("`{other}`: use \"follow-up\" or \"steer\""),
+            ));
+        }
     };
     let compaction = raw.compaction.unwrap_or_default();
     let tg = raw.telegram.unwrap_or_default();
     let mode = tg.mode.unwrap_or_else(|| "polling".into());
     if mode != "polling" && mode != "webhook" {
-        return Err(invalid("telegram.mode", format!("`{mode}`: use \"polling\" or \"webhook\"")));
+        return Err(invalid(
+            "telegram.mode",
+            format!("`{mode}`: use \"polling\" or \"webhook\""),
+        ));
     }
     let api_url = tg.api_url.unwrap_or_else(|| "https://api.telegram.org".into());
     if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
-        return Err(invalid("telegram.api_url", format!("`{api_url}` must be an http(s) URL")));
+        return Err(invalid(
+            "telegram.api_url",
+            format!("`{api_url}` must be an http(s) URL"),
+        ));
     }
     for o in &tg.owners {
         if !tg.allowed_users.contains(o) {
@@ -311,13 +327,24 @@ fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, 
         (Some("anthropic-messages"), _) | (None, "anthropic") => Api::AnthropicMessages,
         (Some("openai-completions"), _) | (None, "openai") => Api::OpenAiCompletions,
         (Some(other), _) => {
-            return Err(invalid(key("api"), format!("`{other}`: use anthropic-messages or openai-completions")));
+            return Err(invalid(
+                key("api"),
+                format!("`{other}`: use anthropic-messages or openai-completions"),
+            ));
         }
-        (None, _) => return Err(invalid(key("api"), "missing: set anthropic-messages or openai-completions")),
+        (None, _) => {
+            return Err(invalid(
+                key("api"),
+                "missing: set anthropic-messages or openai-completions",
+            ));
+        }
     };
     let base_url = p.base_url.unwrap_or_default();
     if base_url.is_empty() && !builtin {
-        return Err(invalid(key("base_url"), "missing: the server's URL, e.g. http://127.0.0.1:11434/v1"));
+        return Err(invalid(
+            key("base_url"),
+            "missing: the server's URL, e.g. http://127.0.0.1:11434/v1",
+        ));
     }
     let mut models = Vec::new();
     for (i, m) in p.models.into_iter().enumerate() {
@@ -390,8 +417,14 @@ mod tests {
             ("thinking = \"max\"", "thinking"),
             ("model = \"nope\"", "model"),
             ("queue_mode = \"later\"", "queue_mode"),
-            ("[providers.local]\napi = \"grpc\"\nbase_url = \"http://x\"", "providers.local.api"),
-            ("[providers.local]\napi = \"openai-completions\"", "providers.local.base_url"),
+            (
+                "[providers.local]\napi = \"grpc\"\nbase_url = \"http://x\"",
+                "providers.local.api",
+            ),
+            (
+                "[providers.local]\napi = \"openai-completions\"",
+                "providers.local.base_url",
+            ),
             (
                 "[providers.local]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\", input = [\"audio\"] }]",
                 "providers.local.models[0].input",
@@ -414,7 +447,8 @@ mod tests {
                 l.strip_prefix("# ")
                     .filter(|r| {
                         r.starts_with("[providers")
-                            || r.split_once(" = ").is_some_and(|(k, _)| k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+                            || r.split_once(" = ")
+                                .is_some_and(|(k, _)| k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
                     })
                     .unwrap_or(l)
             })

@@ -139,7 +139,9 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     loop {
         print!("> ");
         let _ = std::io::stdout().flush();
-        let Some(line) = lines.lock().await.recv().await else { break };
+        let Some(line) = lines.lock().await.recv().await else {
+            break;
+        };
         let line = line.trim().to_owned();
         if line.is_empty() {
             continue;
@@ -184,7 +186,10 @@ async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow:
     }
     match last {
         Some(a) if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) => {
-            eprintln!("error: {}", a.error_message.unwrap_or_else(|| "the model call failed".into()));
+            eprintln!(
+                "error: {}",
+                a.error_message.unwrap_or_else(|| "the model call failed".into())
+            );
             Ok(1)
         }
         Some(a) => {
@@ -216,7 +221,13 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
     match cmd {
         "quit" | "exit" => return Ok(Builtin::Quit),
         "new" => match session.new_session().await {
-            Ok(()) => println!("new session: {}", session.session_file().map(|p| p.display().to_string()).unwrap_or_default()),
+            Ok(()) => println!(
+                "new session: {}",
+                session
+                    .session_file()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
             Err(e) => eprintln!("error: {e}"),
         },
         "model" if arg.is_empty() => {
@@ -292,7 +303,9 @@ impl Printer {
                 AgentSessionEvent::ToolExecutionStart { tool_name, args, .. } => {
                     let _ = writeln!(stdout, "\n→ {tool_name} {}", short(&args.to_string(), 200));
                 }
-                AgentSessionEvent::ToolExecutionEnd { is_error: true, result, .. } => {
+                AgentSessionEvent::ToolExecutionEnd {
+                    is_error: true, result, ..
+                } => {
                     let text: String = result
                         .content
                         .iter()
@@ -308,7 +321,11 @@ impl Printer {
                 } if a.error_message.is_some() => {
                     let _ = writeln!(stdout, "\nerror: {}", a.error_message.clone().unwrap_or_default());
                 }
-                AgentSessionEvent::ExtensionError { extension, event, error } => {
+                AgentSessionEvent::ExtensionError {
+                    extension,
+                    event,
+                    error,
+                } => {
                     let _ = writeln!(stdout, "\nextension {extension} failed on {event}: {error}");
                 }
                 _ => {}
@@ -346,8 +363,17 @@ impl TerminalUi {
 #[async_trait]
 impl UserInterface for TerminalUi {
     async fn select(&self, title: &str, options: &[String], cancel: CancellationToken) -> Option<String> {
-        let list: Vec<String> = options.iter().enumerate().map(|(i, o)| format!("  {}) {o}", i + 1)).collect();
-        let answer = self.ask(&format!("{title}\n{}\nchoose 1-{}:", list.join("\n"), options.len()), cancel).await?;
+        let list: Vec<String> = options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| format!("  {}) {o}", i + 1))
+            .collect();
+        let answer = self
+            .ask(
+                &format!("{title}\n{}\nchoose 1-{}:", list.join("\n"), options.len()),
+                cancel,
+            )
+            .await?;
         let n: usize = answer.parse().ok()?;
         options.get(n.checked_sub(1)?).cloned()
     }

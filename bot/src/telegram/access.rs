@@ -34,7 +34,12 @@ pub struct Access {
 
 impl Access {
     /// Loads `<state_dir>/access.json` (a corrupt file is set aside) on top of the config lists.
-    pub fn load(state_dir: &Path, allowed_users: &[i64], allowed_chats: &[i64], owners: &[i64]) -> std::io::Result<Access> {
+    pub fn load(
+        state_dir: &Path,
+        allowed_users: &[i64],
+        allowed_chats: &[i64],
+        owners: &[i64],
+    ) -> std::io::Result<Access> {
         let path = state_dir.join("access.json");
         let runtime = match load_json(&path)? {
             Loaded::Ok(f) => f,

@@ -42,7 +42,12 @@ impl Tg {
 
     fn until(&self, chat: i64) -> Option<Instant> {
         let g = *self.global_until.lock().unwrap_or_else(|e| e.into_inner());
-        let c = self.chat_until.lock().unwrap_or_else(|e| e.into_inner()).get(&chat).copied();
+        let c = self
+            .chat_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&chat)
+            .copied();
         g.max(c)
     }
 
@@ -97,7 +102,10 @@ impl Tg {
     ) -> Result<Message, RequestError> {
         let sent = self
             .with_flood_control(to.chat_id, || {
-                let mut req = self.bot.send_message(ChatId(to.chat_id), html).parse_mode(ParseMode::Html);
+                let mut req = self
+                    .bot
+                    .send_message(ChatId(to.chat_id), html)
+                    .parse_mode(ParseMode::Html);
                 if let Some(t) = to.thread {
                     req = req.message_thread_id(ThreadId(MessageId(t)));
                 }
@@ -109,7 +117,10 @@ impl Tg {
             .await;
         match sent {
             Err(RequestError::Api(ApiError::CantParseEntities(e))) => {
-                tracing::warn!(chat = to.chat_id, "Telegram rejected the HTML ({e}); sending the Markdown source as plain text");
+                tracing::warn!(
+                    chat = to.chat_id,
+                    "Telegram rejected the HTML ({e}); sending the Markdown source as plain text"
+                );
                 self.send_plain(to, fallback, markup).await
             }
             other => other,
@@ -142,7 +153,11 @@ impl Tg {
         if self.is_limited(to.chat_id) {
             return;
         }
-        match self.bot.edit_message_text(ChatId(to.chat_id), MessageId(message_id), text).await {
+        match self
+            .bot
+            .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text)
+            .await
+        {
             Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
             Err(RequestError::RetryAfter(s)) => self.note_retry_after(to.chat_id, s.seconds()),
             Err(e) => tracing::debug!(chat = to.chat_id, "progress edit failed: {e}"),
@@ -152,7 +167,11 @@ impl Tg {
     /// Deletes a message (best effort).
     pub async fn delete(&self, to: Target, message_id: i32) {
         let r = self
-            .with_flood_control(to.chat_id, || self.bot.delete_message(ChatId(to.chat_id), MessageId(message_id)).into_future())
+            .with_flood_control(to.chat_id, || {
+                self.bot
+                    .delete_message(ChatId(to.chat_id), MessageId(message_id))
+                    .into_future()
+            })
             .await;
         if let Err(e) = r {
             tracing::debug!(chat = to.chat_id, "delete failed: {e}");
@@ -175,6 +194,9 @@ impl Tg {
 
     /// Answers a callback query (stops the button's spinner).
     pub async fn bot_answer_callback(&self, id: &str) -> Result<(), RequestError> {
-        self.bot.answer_callback_query(teloxide::types::CallbackQueryId(id.to_owned())).await.map(|_| ())
+        self.bot
+            .answer_callback_query(teloxide::types::CallbackQueryId(id.to_owned()))
+            .await
+            .map(|_| ())
     }
 }

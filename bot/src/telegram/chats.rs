@@ -17,7 +17,11 @@ use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOption
 /// The folder name of a chat: the chat id for private chats, `g<id without the minus>` for
 /// groups (a folder name must never start with `-`).
 pub fn chat_key(chat_id: i64) -> String {
-    if chat_id < 0 { format!("g{}", chat_id.unsigned_abs()) } else { chat_id.to_string() }
+    if chat_id < 0 {
+        format!("g{}", chat_id.unsigned_abs())
+    } else {
+        chat_id.to_string()
+    }
 }
 
 /// One conversation: a chat, or a topic of a forum.
@@ -34,14 +38,19 @@ pub struct Slot {
 
 impl std::fmt::Debug for Slot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot").field("target", &self.target).finish_non_exhaustive()
+        f.debug_struct("Slot")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
     }
 }
 
 impl Slot {
     /// Adds an update to the current (or next) run, for crash recovery.
     pub fn track(&self, update_id: i64) {
-        self.run_updates.lock().unwrap_or_else(|e| e.into_inner()).push(update_id);
+        self.run_updates
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(update_id);
     }
 }
 
@@ -151,15 +160,19 @@ impl Chats {
                         journal.mark(id, Progress::Started);
                     }
                 }
-                AgentSessionEvent::ToolExecutionStart { .. } => {
-                    if !tool_marked.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                        for id in ids() {
-                            journal.mark(id, Progress::Tool);
-                        }
+                AgentSessionEvent::ToolExecutionStart { .. }
+                    if !tool_marked.swap(true, std::sync::atomic::Ordering::Relaxed) =>
+                {
+                    for id in ids() {
+                        journal.mark(id, Progress::Tool);
                     }
                 }
                 AgentSessionEvent::AgentSettled => {
-                    let done: Vec<i64> = run_updates.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+                    let done: Vec<i64> = run_updates
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .drain(..)
+                        .collect();
                     for id in done {
                         journal.mark(id, Progress::Done);
                     }
@@ -179,7 +192,13 @@ impl Chats {
     /// Drops from memory the sessions idle for longer than the configured minutes.
     pub async fn evict_idle(&self) {
         let idle = Duration::from_secs(self.config.session_idle_minutes * 60);
-        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
         for slot in slots {
             let last = *slot.last_active.lock().unwrap_or_else(|e| e.into_inner());
             if last.elapsed() < idle {
@@ -198,7 +217,13 @@ impl Chats {
 
     /// Every loaded session (for shutdown).
     pub async fn all_loaded(&self) -> Vec<AgentSession> {
-        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
         let mut out = Vec::new();
         for s in slots {
             if let Some(x) = s.session.lock().await.clone() {

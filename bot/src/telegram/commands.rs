@@ -37,8 +37,15 @@ pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str) {
         chat_id: m.chat_id,
         thread: m.thread,
     };
-    let (head, args) = line.split_once(char::is_whitespace).map_or((line, ""), |(h, a)| (h, a.trim()));
-    let name = head.trim_start_matches('/').split('@').next().unwrap_or_default().to_lowercase();
+    let (head, args) = line
+        .split_once(char::is_whitespace)
+        .map_or((line, ""), |(h, a)| (h, a.trim()));
+    let name = head
+        .trim_start_matches('/')
+        .split('@')
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
     let reply = run(host, m, target, &name, args).await;
     if let Some(text) = reply {
         let slot = host.chats.slot(target);
@@ -122,7 +129,11 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
                     ))
                 }
                 other if session.commands().iter().any(|c| c.name == other) => {
-                    let line = if args.is_empty() { format!("/{other}") } else { format!("/{other} {args}") };
+                    let line = if args.is_empty() {
+                        format!("/{other}")
+                    } else {
+                        format!("/{other} {args}")
+                    };
                     match session.prompt(PromptInput::text(line)).await {
                         Ok(()) => None,
                         Err(e) => Some(format!("⚠️ {e}")),
@@ -145,7 +156,11 @@ fn access_command(host: &Host, from: i64, name: &str, args: &str) -> String {
         host.access.allow(id).map(|()| format!("User {id} may now talk to me."))
     } else {
         host.access.deny(id).map(|ok| {
-            if ok { format!("User {id} is denied.") } else { format!("User {id} is an owner and cannot be denied.") }
+            if ok {
+                format!("User {id} is denied.")
+            } else {
+                format!("User {id} is an owner and cannot be denied.")
+            }
         })
     };
     r.unwrap_or_else(|e| format!("⚠️ cannot save access.json: {e}"))
@@ -153,13 +168,24 @@ fn access_command(host: &Host, from: i64, name: &str, args: &str) -> String {
 
 async fn time_zone(host: &Arc<Host>, target: Target, key: &str, args: &str) -> String {
     if args.is_empty() {
-        let tz = host.chats.settings().get(key).time_zone.unwrap_or_else(|| host.config.default_time_zone.name().to_owned());
+        let tz = host
+            .chats
+            .settings()
+            .get(key)
+            .time_zone
+            .unwrap_or_else(|| host.config.default_time_zone.name().to_owned());
         return format!("Time zone: {tz} (change with /tz Area/City, e.g. /tz Europe/Berlin)");
     }
     let Ok(tz) = args.parse::<chrono_tz::Tz>() else {
-        return format!("`{args}` is not an IANA time zone. Try e.g. Europe/Berlin, America/New_York, Asia/Tokyo, UTC.");
+        return format!(
+            "`{args}` is not an IANA time zone. Try e.g. Europe/Berlin, America/New_York, Asia/Tokyo, UTC."
+        );
     };
-    if let Err(e) = host.chats.settings().update(key, |s| s.time_zone = Some(tz.name().to_owned())) {
+    if let Err(e) = host
+        .chats
+        .settings()
+        .update(key, |s| s.time_zone = Some(tz.name().to_owned()))
+    {
         return format!("⚠️ cannot save chat-settings.json: {e}");
     }
     let slot = host.chats.slot(target);

@@ -161,7 +161,9 @@ mod tests {
             "chat": {"id": -1001, "type": "supergroup"}, "from": {"id": 7, "first_name": "Ann", "last_name": "Lee"},
             "text": "@volcanic_bot hi", "entities": [{"type": "mention", "offset": 0, "length": 13}],
             "reply_to_message": {"message_id": 8, "from": {"id": 99}, "text": "earlier"}}});
-        let Inbound::Message(m) = parse(&u) else { panic!("not a message") };
+        let Inbound::Message(m) = parse(&u) else {
+            panic!("not a message")
+        };
         assert_eq!((m.chat_id, m.from_id, m.thread), (-1001, 7, Some(3)));
         assert_eq!(m.from_name, "Ann Lee");
         assert!(m.is_group());

@@ -89,7 +89,9 @@ impl Journal {
                     Ok(Record::Seen { id }) => last_id = last_id.max(Some(id)),
                     // A torn last line from a crash mid-append: that update was never acknowledged,
                     // so Telegram sends it again.
-                    Err(e) => tracing::warn!(file = %path.display(), line = n + 1, "skipping unreadable journal line: {e}"),
+                    Err(e) => {
+                        tracing::warn!(file = %path.display(), line = n + 1, "skipping unreadable journal line: {e}")
+                    }
                 }
             }
         }
@@ -104,9 +106,15 @@ impl Journal {
             text.push_str(&line(&Record::Seen { id }));
         }
         for u in &unfinished {
-            text.push_str(&line(&Record::Update { id: u.id, update: u.update.clone() }));
+            text.push_str(&line(&Record::Update {
+                id: u.id,
+                update: u.update.clone(),
+            }));
             if u.progress != Progress::Accepted {
-                text.push_str(&line(&Record::State { id: u.id, s: u.progress }));
+                text.push_str(&line(&Record::State {
+                    id: u.id,
+                    s: u.progress,
+                }));
             }
         }
         super::store_file::write_atomic(&path, text.as_bytes())?;
@@ -130,13 +138,19 @@ impl Journal {
     /// `update_id` are ignored). Only after this returns may the offset move past them.
     pub fn accept(&self, batch: Vec<(i64, Value)>) -> std::io::Result<Vec<(i64, Value)>> {
         let mut last = self.last_id.lock().unwrap_or_else(|e| e.into_inner());
-        let fresh: Vec<(i64, Value)> = batch.into_iter().filter(|(id, _)| last.is_none_or(|l| *id > l)).collect();
+        let fresh: Vec<(i64, Value)> = batch
+            .into_iter()
+            .filter(|(id, _)| last.is_none_or(|l| *id > l))
+            .collect();
         if fresh.is_empty() {
             return Ok(fresh);
         }
         let mut text = String::new();
         for (id, update) in &fresh {
-            text.push_str(&line(&Record::Update { id: *id, update: update.clone() }));
+            text.push_str(&line(&Record::Update {
+                id: *id,
+                update: update.clone(),
+            }));
         }
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
         f.write_all(text.as_bytes())?;
@@ -148,7 +162,9 @@ impl Journal {
     /// Records progress of an update (best effort: a failure is logged).
     pub fn mark(&self, id: i64, progress: Progress) {
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        let r = f.write_all(line(&Record::State { id, s: progress }).as_bytes()).and_then(|()| f.sync_data());
+        let r = f
+            .write_all(line(&Record::State { id, s: progress }).as_bytes())
+            .and_then(|()| f.sync_data());
         if let Err(e) = r {
             tracing::error!(file = %self.path.display(), "cannot record update progress: {e}");
         }
@@ -172,7 +188,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (j, unfinished) = Journal::open(dir.path()).unwrap();
         assert!(unfinished.is_empty() && j.last_id().is_none());
-        let fresh = j.accept(vec![(1, json!({"update_id": 1})), (2, json!({"update_id": 2}))]).unwrap();
+        let fresh = j
+            .accept(vec![(1, json!({"update_id": 1})), (2, json!({"update_id": 2}))])
+            .unwrap();
         assert_eq!(fresh.len(), 2);
         assert!(j.accept(vec![(2, json!({"update_id": 2}))]).unwrap().is_empty());
         j.mark(1, Progress::Started);
@@ -181,7 +199,10 @@ mod tests {
         j.mark(2, Progress::Tool);
         drop(j);
         // A torn line at the end is skipped.
-        let mut f = OpenOptions::new().append(true).open(dir.path().join("inbound.jsonl")).unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("inbound.jsonl"))
+            .unwrap();
         f.write_all(b"{\"t\":\"update\",\"id\":3,\"upd").unwrap();
         drop(f);
         let (j, unfinished) = Journal::open(dir.path()).unwrap();

@@ -34,16 +34,24 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Runs the bot until SIGINT/SIGTERM; returns the exit code.
 pub async fn run(config: Config) -> anyhow::Result<i32> {
-    let token = match config.telegram.token.clone().or_else(|| std::env::var("TELEGRAM_BOT_TOKEN").ok()) {
+    let token = match config
+        .telegram
+        .token
+        .clone()
+        .or_else(|| std::env::var("TELEGRAM_BOT_TOKEN").ok())
+    {
         Some(t) if !t.trim().is_empty() => t,
         _ => bail!(
             "no Telegram bot token: set the environment variable TELEGRAM_BOT_TOKEN (or [telegram] token in the config); get one from @BotFather"
         ),
     };
     let models = host::model_registry(&config)?;
-    let model = models
-        .find(&config.model)
-        .with_context(|| format!("config key `model`: unknown model `{}` (see /model for the list)", config.model))?;
+    let model = models.find(&config.model).with_context(|| {
+        format!(
+            "config key `model`: unknown model `{}` (see /model for the list)",
+            config.model
+        )
+    })?;
     models.api_key(&model.provider)?;
     if config.telegram.allowed_users.is_empty() {
         tracing::warn!("telegram.allowed_users is empty: the bot answers nobody (deny by default)");
@@ -86,7 +94,12 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
 
     let shutdown = CancellationToken::new();
     let client = reqwest::Client::builder().build().context("HTTP client")?;
-    let poller = tokio::spawn(poller::run(host.clone(), client, format!("{api_url}/bot{token}"), shutdown.clone()));
+    let poller = tokio::spawn(poller::run(
+        host.clone(),
+        client,
+        format!("{api_url}/bot{token}"),
+        shutdown.clone(),
+    ));
     tracing::info!(bot = %host.bot_username, "polling started");
 
     // After polling started: commands, crash recovery, idle eviction.

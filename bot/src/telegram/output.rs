@@ -54,7 +54,9 @@ impl Output {
             AgentSessionEvent::MessageEnd {
                 message: Message::Assistant(a),
             } if a.stop_reason == StopReason::Error => Some(Out::Error(
-                a.error_message.clone().unwrap_or_else(|| "the model call failed".into()),
+                a.error_message
+                    .clone()
+                    .unwrap_or_else(|| "the model call failed".into()),
             )),
             AgentSessionEvent::AgentSettled => Some(Out::RunEnd),
             _ => None,

@@ -79,6 +79,10 @@ async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<(i64
     }
     Ok(v["result"]
         .as_array()
-        .map(|a| a.iter().filter_map(|u| u["update_id"].as_i64().map(|id| (id, u.clone()))).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u["update_id"].as_i64().map(|id| (id, u.clone())))
+                .collect()
+        })
         .unwrap_or_default())
 }

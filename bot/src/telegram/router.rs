@@ -34,7 +34,9 @@ pub struct Host {
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host").field("bot_username", &self.bot_username).finish_non_exhaustive()
+        f.debug_struct("Host")
+            .field("bot_username", &self.bot_username)
+            .finish_non_exhaustive()
     }
 }
 
@@ -86,7 +88,10 @@ impl Host {
             self.journal.mark(update_id, Progress::Done);
             // An unlisted group stays silent; a stranger gets one short reply per hour.
             if chat_ok && addressed && self.access.should_reply_to_stranger(m.from_id, Instant::now()) {
-                let _ = self.tg.send_plain(Self::target(&m), &texts::stranger(m.from_id), None).await;
+                let _ = self
+                    .tg
+                    .send_plain(Self::target(&m), &texts::stranger(m.from_id), None)
+                    .await;
             }
             return;
         }
@@ -160,17 +165,21 @@ impl Host {
     fn migrate(&self, old_id: i64, new_id: i64) {
         let (old, new) = (chat_key(old_id), chat_key(new_id));
         let moves = [
-            (self.config.workspaces_dir.join(&old), self.config.workspaces_dir.join(&new)),
+            (
+                self.config.workspaces_dir.join(&old),
+                self.config.workspaces_dir.join(&new),
+            ),
             (
                 self.config.state_dir.join("sessions").join(&old),
                 self.config.state_dir.join("sessions").join(&new),
             ),
         ];
         for (from, to) in moves {
-            if from.exists() && !to.exists() {
-                if let Err(e) = std::fs::rename(&from, &to) {
-                    tracing::error!(from = %from.display(), to = %to.display(), "migration move failed: {e}");
-                }
+            if from.exists()
+                && !to.exists()
+                && let Err(e) = std::fs::rename(&from, &to)
+            {
+                tracing::error!(from = %from.display(), to = %to.display(), "migration move failed: {e}");
             }
         }
         if let Err(e) = self.chats.settings().rename(&old, &new) {

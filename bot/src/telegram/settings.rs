@@ -39,12 +39,23 @@ impl SettingsStore {
             Loaded::Missing => (BTreeMap::new(), None),
             Loaded::SetAside(p) => (BTreeMap::new(), Some(p)),
         };
-        Ok((SettingsStore { path, map: Mutex::new(map) }, aside))
+        Ok((
+            SettingsStore {
+                path,
+                map: Mutex::new(map),
+            },
+            aside,
+        ))
     }
 
     /// A chat's settings (defaults when unknown).
     pub fn get(&self, chat: &str) -> ChatSettings {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).get(chat).cloned().unwrap_or_default()
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(chat)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Changes a chat's settings and writes the file.

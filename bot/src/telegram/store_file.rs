@@ -76,11 +76,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("chat-settings.json");
         std::fs::write(&p, b"{ not json").unwrap();
-        let Loaded::SetAside(aside) = load_json::<BTreeMap<String, String>>(&p).unwrap() else { panic!() };
+        let Loaded::SetAside(aside) = load_json::<BTreeMap<String, String>>(&p).unwrap() else {
+            panic!()
+        };
         assert_eq!(std::fs::read(&aside).unwrap(), b"{ not json");
         assert!(!p.exists());
         save_json(&p, &BTreeMap::from([("a".to_owned(), "b".to_owned())])).unwrap();
-        let Loaded::Ok(m) = load_json::<BTreeMap<String, String>>(&p).unwrap() else { panic!() };
+        let Loaded::Ok(m) = load_json::<BTreeMap<String, String>>(&p).unwrap() else {
+            panic!()
+        };
         assert_eq!(m["a"], "b");
     }
 }

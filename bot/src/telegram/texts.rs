@@ -81,7 +81,11 @@ mod tests {
         };
         let e = envelope(&m, "and now?", chrono_tz::Europe::Berlin);
         assert_eq!(e, "[Thu 2026-01-01 01:00] Ann (replying to)\n> earlier words\nand now?");
-        let private = InMessage { chat_type: "private".into(), date: 1_767_225_600, ..Default::default() };
+        let private = InMessage {
+            chat_type: "private".into(),
+            date: 1_767_225_600,
+            ..Default::default()
+        };
         assert_eq!(envelope(&private, "hi", chrono_tz::UTC), "[Thu 2026-01-01 00:00]\nhi");
     }
 }

@@ -10,13 +10,20 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn print_mode_runs_bash_then_answers_and_session_reopens() {
     let server = ModelServer::start().await.unwrap();
-    server.push(Turn::call("toolu_01", "bash", json!({"command": "echo hello > out.txt"})));
+    server.push(Turn::call(
+        "toolu_01",
+        "bash",
+        json!({"command": "echo hello > out.txt"}),
+    ));
     server.push(Turn::reply("Done: wrote out.txt"));
     let env = Env::new(&server.url(), "");
     let out = env.console(&["-p", "make a file"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "Done: wrote out.txt\n");
-    assert_eq!(std::fs::read_to_string(env.workspace().join("out.txt")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(env.workspace().join("out.txt")).unwrap(),
+        "hello\n"
+    );
 
     // The second request carried the tool result, paired with its call.
     let reqs = server.requests();
@@ -51,15 +58,34 @@ async fn json_mode_prints_events_in_spec_order() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let types: Vec<String> = stdout(&out)
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].as_str().unwrap().to_owned())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .filter(|t| t != "message_update" && t != "tool_execution_update")
         .collect();
     assert_eq!(
         types,
         vec![
-            "agent_start", "turn_start", "message_start", "message_end", "message_start", "message_end",
-            "tool_execution_start", "tool_execution_end", "message_start", "message_end", "turn_end",
-            "turn_start", "message_start", "message_end", "turn_end", "agent_end", "agent_settled",
+            "agent_start",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "message_start",
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_end",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "turn_start",
+            "message_start",
+            "message_end",
+            "turn_end",
+            "agent_end",
+            "agent_settled",
         ]
     );
     assert!(stdout(&out).contains("\"type\":\"message_update\""));
@@ -133,11 +159,17 @@ async fn interactive_console_streams_answers_and_runs_slash_commands() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"hi there\n/session\n/model\n/quit\n").unwrap();
     drop(stdin);
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("Hello from the model"), "{text}");
-    assert!(text.contains("model anthropic/claude-sonnet-4-5 · 2 messages"), "{text}");
+    assert!(
+        text.contains("model anthropic/claude-sonnet-4-5 · 2 messages"),
+        "{text}"
+    );
     assert!(text.contains("* anthropic/claude-sonnet-4-5"), "{text}");
     assert_eq!(server.requests().len(), 1);
 }

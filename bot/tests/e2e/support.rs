@@ -37,7 +37,10 @@ impl Env {
 
     /// `volcanic-bot --config <cfg> console --workspace <ws> ARGS` with keys set.
     pub fn console(&self, args: &[&str]) -> Output {
-        self.console_with_env(args, &[("E2E_ANTHROPIC_KEY", "test-key"), ("E2E_OPENAI_KEY", "test-key")])
+        self.console_with_env(
+            args,
+            &[("E2E_ANTHROPIC_KEY", "test-key"), ("E2E_OPENAI_KEY", "test-key")],
+        )
     }
 
     pub fn console_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -96,7 +99,13 @@ pub struct BotProcess {
 impl BotProcess {
     /// Starts `volcanic-bot --config <cfg>` with the bot token and model keys in its environment.
     pub fn start(env: &Env, token: &str) -> BotProcess {
-        let log = env.dir.path().join(format!("bot-{}.log", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+        let log = env.dir.path().join(format!(
+            "bot-{}.log",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
             .arg("--config")

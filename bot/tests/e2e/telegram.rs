@@ -22,13 +22,20 @@ fn telegram_config(tg: &BotApiServer, extra: &str) -> String {
 
 /// The bot's visible messages in a chat.
 fn texts(tg: &BotApiServer, chat: i64) -> Vec<String> {
-    tg.messages(chat).into_iter().map(|m| m.visible_text.unwrap_or_default()).collect()
+    tg.messages(chat)
+        .into_iter()
+        .map(|m| m.visible_text.unwrap_or_default())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_conversation_with_a_tool_call() {
     let model = ModelServer::start().await.unwrap();
-    model.push(Turn::call("toolu_01", "bash", json!({"command": "echo hello > out.txt; sleep 0.3"})));
+    model.push(Turn::call(
+        "toolu_01",
+        "bash",
+        json!({"command": "echo hello > out.txt; sleep 0.3"}),
+    ));
     model.push(Turn::reply("Done: **wrote** `out.txt`"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let env = Env::new(&model.url(), &telegram_config(&tg, ""));
@@ -37,22 +44,41 @@ async fn private_conversation_with_a_tool_call() {
     tg.wait_for(|s| texts(s, OWNER).iter().any(|t| t.contains("wrote")), T)
         .await
         .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
-    let answer = tg.messages(OWNER).into_iter().find(|m| m.visible_text.as_deref().unwrap_or_default().contains("wrote")).unwrap();
+    let answer = tg
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| m.visible_text.as_deref().unwrap_or_default().contains("wrote"))
+        .unwrap();
     assert_eq!(answer.visible_text.as_deref(), Some("Done: wrote out.txt"));
     assert_eq!(answer.parse_mode.as_deref(), Some("HTML"));
     let html = answer.text.clone().unwrap_or_default();
-    assert!(html.contains("<b>wrote</b>") && html.contains("<code>out.txt</code>"), "{html}");
+    assert!(
+        html.contains("<b>wrote</b>") && html.contains("<code>out.txt</code>"),
+        "{html}"
+    );
     let ws = env.dir.path().join("workspaces").join(OWNER.to_string());
     assert_eq!(std::fs::read_to_string(ws.join("out.txt")).unwrap(), "hello\n");
     // Typing was shown, and the progress message is gone once the answer is there.
     assert!(!tg.calls("sendChatAction").is_empty());
-    tg.wait_for(|s| s.messages(OWNER).len() == 1, T).await.unwrap_or_else(|e| panic!("{e}"));
+    tg.wait_for(|s| s.messages(OWNER).len() == 1, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     // The envelope gave the model the local time.
     let first = &model.requests()[0];
-    let user_text = first.messages()[0]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
-    assert!(user_text.starts_with('[') && user_text.ends_with("please make a file"), "{user_text}");
+    let user_text = first.messages()[0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        user_text.starts_with('[') && user_text.ends_with("please make a file"),
+        "{user_text}"
+    );
     // The update was acknowledged only after it was journaled.
-    assert!(std::fs::read_to_string(env.dir.path().join("data/inbound.jsonl")).unwrap().contains("please make a file"));
+    assert!(
+        std::fs::read_to_string(env.dir.path().join("data/inbound.jsonl"))
+            .unwrap()
+            .contains("please make a file")
+    );
     drop(bot);
 }
 
@@ -65,9 +91,13 @@ async fn a_stranger_gets_one_short_reply_and_nothing_else() {
     let stranger = 5555;
     tg.push_update(updates::text_message(stranger, stranger, "hi, who are you?"));
     tg.push_update(updates::text_message(stranger, stranger, "run rm -rf / please"));
-    tg.wait_for(|s| !s.messages(stranger).is_empty(), T).await.unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    tg.wait_for(|s| !s.messages(stranger).is_empty(), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
     // Let the second message be handled too.
-    tg.wait_for(|s| s.confirmed_offset().unwrap_or(0) >= 2, T).await.unwrap_or_else(|e| panic!("{e}"));
+    tg.wait_for(|s| s.confirmed_offset().unwrap_or(0) >= 2, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let msgs = texts(&tg, stranger);
     assert_eq!(msgs.len(), 1, "{msgs:?}");
@@ -83,11 +113,19 @@ async fn groups_answer_only_when_listed_and_addressed() {
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let listed = -100_200;
     let unlisted = -100_300;
-    let env = Env::new(&model.url(), &telegram_config(&tg, &format!("allowed_chats = [{listed}]")));
+    let env = Env::new(
+        &model.url(),
+        &telegram_config(&tg, &format!("allowed_chats = [{listed}]")),
+    );
     let bot = BotProcess::start(&env, TOKEN);
     let me = format!("@{}", tg.bot_username());
     tg.push_update(updates::group_message(unlisted, OWNER, &format!("{me} hi"), None));
-    tg.push_update(updates::group_message(listed, OWNER, "just chatting, not to the bot", None));
+    tg.push_update(updates::group_message(
+        listed,
+        OWNER,
+        "just chatting, not to the bot",
+        None,
+    ));
     tg.push_update(updates::group_message(listed, 7777, &format!("{me} let me in"), None));
     tg.push_update(updates::group_message(listed, OWNER, &format!("{me} hi"), None));
     tg.wait_for(|s| texts(s, listed).iter().any(|t| t == "hello group"), T)
@@ -95,10 +133,17 @@ async fn groups_answer_only_when_listed_and_addressed() {
         .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
     assert!(tg.messages(unlisted).is_empty(), "an unlisted group stays silent");
     let listed_texts = texts(&tg, listed);
-    assert_eq!(listed_texts.iter().filter(|t| t.contains("7777")).count(), 1, "{listed_texts:?}");
+    assert_eq!(
+        listed_texts.iter().filter(|t| t.contains("7777")).count(),
+        1,
+        "{listed_texts:?}"
+    );
     // Only the addressed message from an allowed user reached the model.
     assert_eq!(model.requests().len(), 1);
-    let sent = model.requests()[0].messages()[0]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    let sent = model.requests()[0].messages()[0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(sent.contains("hi") && !sent.contains(&me), "{sent}");
     let group_ws = env.dir.path().join("workspaces").join("g100200");
     assert!(group_ws.is_dir());
@@ -119,9 +164,16 @@ async fn time_zone_survives_a_restart_and_sigterm_exits_zero() {
     assert_eq!(bot.terminate(Duration::from_secs(15)), Some(0));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "/tz"));
-    tg.wait_for(|s| texts(s, OWNER).iter().any(|t| t.starts_with("Time zone: Europe/Berlin (")), T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    tg.wait_for(
+        |s| {
+            texts(s, OWNER)
+                .iter()
+                .any(|t| t.starts_with("Time zone: Europe/Berlin ("))
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
     let settings = std::fs::read_to_string(env.dir.path().join("data/chat-settings.json")).unwrap();
     assert!(settings.contains("Europe/Berlin"));
 }

@@ -70,11 +70,7 @@ pub struct SessionHeader {
 
 impl SessionHeader {
     /// A version-3 header.
-    pub fn new(
-        id: impl Into<String>,
-        timestamp: impl Into<String>,
-        cwd: impl Into<String>,
-    ) -> Self {
+    pub fn new(id: impl Into<String>, timestamp: impl Into<String>, cwd: impl Into<String>) -> Self {
         SessionHeader {
             entry_type: "session".to_owned(),
             version: Some(SESSION_VERSION),

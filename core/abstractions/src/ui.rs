@@ -8,17 +8,11 @@ use tokio_util::sync::CancellationToken;
 #[async_trait]
 pub trait UserInterface: Send + Sync {
     /// Lets the user pick one option; returns the option text.
-    async fn select(
-        &self,
-        title: &str,
-        options: &[String],
-        cancel: CancellationToken,
-    ) -> Option<String>;
+    async fn select(&self, title: &str, options: &[String], cancel: CancellationToken) -> Option<String>;
     /// Asks yes/no.
     async fn confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Option<bool>;
     /// Asks for free text (the user's next message on Telegram).
-    async fn input(&self, title: &str, placeholder: Option<&str>, cancel: CancellationToken)
-    -> Option<String>;
+    async fn input(&self, title: &str, placeholder: Option<&str>, cancel: CancellationToken) -> Option<String>;
     /// Shows a notice.
     async fn notify(&self, message: &str, level: NotifyLevel);
     /// Shows a short status (a chat action on Telegram); `None` clears it.

@@ -106,9 +106,7 @@ fn main() -> Result<()> {
         mb(baseline_kb)
     );
     if entries != 100_000 {
-        println!(
-            "  (the goal is set for the 100,000-entry file: `cargo bench -p volcanic-core --bench session_open`)"
-        );
+        println!("  (the goal is set for the 100,000-entry file: `cargo bench -p volcanic-core --bench session_open`)");
         return Ok(());
     }
     let median = totals[totals.len() / 2].as_secs_f64();
@@ -139,8 +137,7 @@ fn ms(d: Duration) -> String {
 /// The generated file and the generator's summary, generated once per size.
 fn session_file(entries: u32) -> Result<(PathBuf, Value)> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| manifest.join("../../target"), PathBuf::from);
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| manifest.join("../../target"), PathBuf::from);
     let dir = target.join("bench-data");
     fs::create_dir_all(&dir)?;
     let dir = fs::canonicalize(&dir)?;
@@ -163,11 +160,7 @@ fn session_file(entries: u32) -> Result<(PathBuf, Value)> {
         )
         .into());
     }
-    println!(
-        "generating {} with {} ...",
-        path.display(),
-        generator.display()
-    );
+    println!("generating {} with {} ...", path.display(), generator.display());
     let out = Command::new("python3")
         .arg(&generator)
         .args(["-n", &entries.to_string(), "-o"])
@@ -201,11 +194,7 @@ fn status_kb(key: &str) -> Result<u64> {
         .lines()
         .find(|l| l.starts_with(key))
         .ok_or_else(|| format!("{key} not in /proc/self/status"))?;
-    Ok(line
-        .split_whitespace()
-        .nth(1)
-        .ok_or("malformed status line")?
-        .parse()?)
+    Ok(line.split_whitespace().nth(1).ok_or("malformed status line")?.parse()?)
 }
 
 /// User + system CPU seconds of this process so far (`/proc/self/stat`, 100 ticks a second).
@@ -217,12 +206,7 @@ fn cpu_seconds() -> Result<f64> {
         .1
         .split_whitespace()
         .collect();
-    let ticks = |i: usize| -> Result<f64> {
-        Ok(fields
-            .get(i)
-            .ok_or("short /proc/self/stat")?
-            .parse::<f64>()?)
-    };
+    let ticks = |i: usize| -> Result<f64> { Ok(fields.get(i).ok_or("short /proc/self/stat")?.parse::<f64>()?) };
     Ok((ticks(11)? + ticks(12)?) / 100.0)
 }
 
@@ -259,11 +243,7 @@ impl Expected {
         })
     }
 
-    fn check(
-        &self,
-        session: &SessionManager,
-        ctx: &volcanic_core::sessions::SessionContext,
-    ) -> Result<()> {
+    fn check(&self, session: &SessionManager, ctx: &volcanic_core::sessions::SessionContext) -> Result<()> {
         let got = (
             session.index().len(),
             ctx.messages.len(),
@@ -279,10 +259,7 @@ impl Expected {
             Some(self.leaf.as_str()),
         );
         if got != want {
-            return Err(format!(
-                "context differs from the generator's summary: got {got:?}, expected {want:?}"
-            )
-            .into());
+            return Err(format!("context differs from the generator's summary: got {got:?}, expected {want:?}").into());
         }
         Ok(())
     }

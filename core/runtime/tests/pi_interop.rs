@@ -16,29 +16,48 @@ use volcanic_abstractions::sessions::CompactionEntry;
 use volcanic_core::sessions::{FileSessionStore, SessionManager};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn assistant(blocks: Vec<AssistantContent>, stop: StopReason) -> Message {
-    let mut a = AssistantMessage::empty("anthropic-messages", "anthropic", "claude-sonnet-4-5", 1_768_467_600_000);
+    let mut a = AssistantMessage::empty(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-5",
+        1_768_467_600_000,
+    );
     a.content = blocks;
     a.stop_reason = stop;
     Message::Assistant(a)
 }
 
 fn text(t: &str) -> AssistantContent {
-    AssistantContent::Text(TextContent { text: t.into(), text_signature: None })
+    AssistantContent::Text(TextContent {
+        text: t.into(),
+        text_signature: None,
+    })
 }
 
 fn call(id: &str, name: &str, args: Value) -> AssistantContent {
-    AssistantContent::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: args, thought_signature: None })
+    AssistantContent::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args,
+        thought_signature: None,
+    })
 }
 
 fn result(id: &str, name: &str, out: &str) -> Message {
     Message::ToolResult(ToolResultMessage {
         tool_call_id: id.into(),
         tool_name: name.into(),
-        content: vec![UserContent::Text(TextContent { text: out.into(), text_signature: None })],
+        content: vec![UserContent::Text(TextContent {
+            text: out.into(),
+            text_signature: None,
+        })],
         details: None,
         is_error: false,
         timestamp: 1_768_467_601_000,
@@ -83,18 +102,30 @@ fn pi_builds_the_same_context_from_our_file() {
     let mut s = SessionManager::create(store.clone(), "scope", "/home/dev/project").unwrap();
     s.append_model_change("anthropic", "claude-sonnet-4-5").unwrap();
     s.append_thinking_level_change(ThinkingLevel::High).unwrap();
-    let u1 = s.append_message(Message::user_text("first question", 1_768_467_600_000)).unwrap();
-    s.append_message(assistant(vec![text("let me look"), call("toolu_01", "read", json!({"path": "a.rs"}))], StopReason::ToolUse))
+    let u1 = s
+        .append_message(Message::user_text("first question", 1_768_467_600_000))
         .unwrap();
+    s.append_message(assistant(
+        vec![text("let me look"), call("toolu_01", "read", json!({"path": "a.rs"}))],
+        StopReason::ToolUse,
+    ))
+    .unwrap();
     s.append_message(result("toolu_01", "read", "fn main() {}")).unwrap();
-    let a2 = s.append_message(assistant(vec![text("answer one")], StopReason::Stop)).unwrap();
+    let a2 = s
+        .append_message(assistant(vec![text("answer one")], StopReason::Stop))
+        .unwrap();
     s.append_label(&u1, Some("checkpoint".into())).unwrap();
-    s.append_message(Message::user_text("abandoned question", 1_768_467_602_000)).unwrap();
-    s.append_message(assistant(vec![text("abandoned answer")], StopReason::Stop)).unwrap();
+    s.append_message(Message::user_text("abandoned question", 1_768_467_602_000))
+        .unwrap();
+    s.append_message(assistant(vec![text("abandoned answer")], StopReason::Stop))
+        .unwrap();
     // Fork after "answer one".
     s.branch(&a2).unwrap();
-    let kept = s.append_message(Message::user_text("branch question", 1_768_467_603_000)).unwrap();
-    s.append_message(assistant(vec![text("branch answer")], StopReason::Stop)).unwrap();
+    let kept = s
+        .append_message(Message::user_text("branch question", 1_768_467_603_000))
+        .unwrap();
+    s.append_message(assistant(vec![text("branch answer")], StopReason::Stop))
+        .unwrap();
     s.append_compaction(CompactionEntry {
         summary: "## Goal\nsummary of the start".into(),
         first_kept_entry_id: kept,
@@ -103,10 +134,16 @@ fn pi_builds_the_same_context_from_our_file() {
         from_hook: Some(false),
     })
     .unwrap();
-    s.append_message(Message::user_text("after compaction", 1_768_467_604_000)).unwrap();
-    s.append_message(assistant(vec![call("toolu_02", "bash", json!({"command": "ls"}))], StopReason::ToolUse)).unwrap();
+    s.append_message(Message::user_text("after compaction", 1_768_467_604_000))
+        .unwrap();
+    s.append_message(assistant(
+        vec![call("toolu_02", "bash", json!({"command": "ls"}))],
+        StopReason::ToolUse,
+    ))
+    .unwrap();
     s.append_message(result("toolu_02", "bash", "a.rs")).unwrap();
-    s.append_message(assistant(vec![text("final answer")], StopReason::Stop)).unwrap();
+    s.append_message(assistant(vec![text("final answer")], StopReason::Stop))
+        .unwrap();
     let file = s.session_file().unwrap();
 
     let out = std::process::Command::new("node")
@@ -115,17 +152,33 @@ fn pi_builds_the_same_context_from_our_file() {
         .env("PI_DEPS", &deps)
         .output()
         .unwrap();
-    assert!(out.status.success(), "pi failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pi failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pi: Value = serde_json::from_slice(&out.stdout).unwrap();
 
     let ours = s.build_context();
-    let ours_json: Vec<Value> = ours.messages.iter().map(|m| project(&serde_json::to_value(m).unwrap())).collect();
+    let ours_json: Vec<Value> = ours
+        .messages
+        .iter()
+        .map(|m| project(&serde_json::to_value(m).unwrap()))
+        .collect();
     let pi_json: Vec<Value> = pi["messages"].as_array().unwrap().iter().map(project).collect();
     assert_eq!(pi_json, ours_json);
     let roles: Vec<&str> = pi_json.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(
         roles,
-        vec!["compactionSummary", "user", "assistant", "user", "assistant", "toolResult", "assistant"]
+        vec![
+            "compactionSummary",
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant"
+        ]
     );
     assert_eq!(pi["thinkingLevel"], json!("high"));
     assert_eq!(pi["model"]["provider"], json!("anthropic"));

@@ -11,15 +11,10 @@ use std::process::Command;
 use std::sync::Arc;
 use volcanic_abstractions::messages::{Message, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
-use volcanic_abstractions::sessions::{
-    EntryKind, SessionLocation, SessionStore, SessionStoreError,
-};
+use volcanic_abstractions::sessions::{EntryKind, SessionLocation, SessionStore, SessionStoreError};
 use volcanic_core::sessions::{FileSessionStore, SessionError, SessionManager};
 
-const FIXTURE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/pi-session.jsonl"
-);
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pi-session.jsonl");
 
 fn store(dir: &Path) -> Arc<dyn SessionStore> {
     Arc::new(FileSessionStore::new(dir.join("sessions")))
@@ -49,9 +44,7 @@ fn usage(i: u64, o: u64, cr: u64, cost: Value) -> Value {
 }
 
 fn ms(iso: &str) -> i64 {
-    chrono::DateTime::parse_from_rfc3339(iso)
-        .unwrap()
-        .timestamp_millis()
+    chrono::DateTime::parse_from_rfc3339(iso).unwrap().timestamp_millis()
 }
 
 #[test]
@@ -59,7 +52,8 @@ fn pi_fixture_context_is_what_pi_builds() {
     let dir = tempfile::tempdir().unwrap();
     let session = open(&fixture_copy(dir.path()));
     let ctx = session.build_context();
-    let openai_cost = json!({"input": 0.00003, "output": 0.000075, "cacheRead": 0.00003, "cacheWrite": 0, "total": 0.000135});
+    let openai_cost =
+        json!({"input": 0.00003, "output": 0.000075, "cacheRead": 0.00003, "cacheWrite": 0, "total": 0.000135});
     let expected = vec![
         msg(json!({"role": "compactionSummary",
             "summary": "## Goal\nExplore src.\n\n## Progress\n### Done\n- [x] Listed src\n- [x] Read lib.rs",
@@ -158,16 +152,10 @@ fn pi_fixture_continues_keeping_every_byte() {
         .unwrap();
     assert_eq!(id.len(), 8);
     assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
-    session
-        .append_model_change("anthropic", "claude-opus-4-5")
-        .unwrap();
+    session.append_model_change("anthropic", "claude-opus-4-5").unwrap();
 
     let after = fs::read(&path).unwrap();
-    assert_eq!(
-        &after[..before.len()],
-        &before[..],
-        "every existing byte is kept"
-    );
+    assert_eq!(&after[..before.len()], &before[..], "every existing byte is kept");
     let tail = std::str::from_utf8(&after[before.len()..]).unwrap();
     let first: Value = serde_json::from_str(tail.lines().next().unwrap()).unwrap();
     assert_eq!(first["parentId"], "a000001d");
@@ -178,14 +166,8 @@ fn pi_fixture_continues_keeping_every_byte() {
     let reopened = open(&path);
     let ctx = reopened.build_context();
     assert_eq!(ctx.messages.len(), 12);
-    assert_eq!(
-        ctx.messages[11],
-        Message::user_text("And now?", 1768467900000)
-    );
-    assert_eq!(
-        ctx.model,
-        Some(("anthropic".to_owned(), "claude-opus-4-5".to_owned()))
-    );
+    assert_eq!(ctx.messages[11], Message::user_text("And now?", 1768467900000));
+    assert_eq!(ctx.model, Some(("anthropic".to_owned(), "claude-opus-4-5".to_owned())));
     assert_eq!(ctx.thinking_level, ThinkingLevel::High);
 }
 
@@ -236,10 +218,7 @@ fn generated_pi_session_loads_with_the_generators_counts_and_continues() {
 
     let mut session = open(&path);
     assert_eq!(session.session_id(), summary["sessionId"]);
-    assert_eq!(
-        session.index().len() as u64,
-        summary["entries"].as_u64().unwrap()
-    );
+    assert_eq!(session.index().len() as u64, summary["entries"].as_u64().unwrap());
     assert_eq!(session.leaf_id(), summary["leafId"].as_str());
     let ctx = session.build_context();
     assert_eq!(
@@ -254,18 +233,11 @@ fn generated_pi_session_loads_with_the_generators_counts_and_continues() {
             model["modelId"].as_str().unwrap().to_owned()
         ))
     );
-    assert_eq!(
-        ctx.thinking_level.as_str(),
-        summary["expectedThinkingLevel"]
-    );
+    assert_eq!(ctx.thinking_level.as_str(), summary["expectedThinkingLevel"]);
     assert!(matches!(ctx.messages[0], Message::CompactionSummary(_)));
 
-    session
-        .append_message(Message::user_text("continue", 1))
-        .unwrap();
-    session
-        .append_thinking_level_change(ThinkingLevel::Xhigh)
-        .unwrap();
+    session.append_message(Message::user_text("continue", 1)).unwrap();
+    session.append_thinking_level_change(ThinkingLevel::Xhigh).unwrap();
     let after = fs::read(&path).unwrap();
     assert_eq!(
         &after[..before.len()],
@@ -340,10 +312,7 @@ fn bad_middle_line_is_skipped_and_left_in_place() {
     assert_eq!(session.build_context().messages.len(), 11);
     session.append_session_info(Some("renamed".into())).unwrap();
     let after = fs::read_to_string(&path).unwrap();
-    assert!(
-        after.starts_with(&damaged),
-        "the bad lines stay where they were"
-    );
+    assert!(after.starts_with(&damaged), "the bad lines stay where they were");
     assert_eq!(open(&path).session_name(), Some("renamed"));
 }
 
@@ -353,23 +322,25 @@ fn unreadable_header_is_an_error_naming_the_file() {
     let cases: [(&str, &[u8]); 4] = [
         ("empty.jsonl", b""),
         ("garbage.jsonl", b"{\"type\":\"sess\n"),
-        ("entry-first.jsonl", b"{\"type\":\"label\",\"id\":\"x\",\"parentId\":null,\"timestamp\":\"t\",\"targetId\":\"y\"}\n"),
-        ("v1.jsonl", b"{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n"),
+        (
+            "entry-first.jsonl",
+            b"{\"type\":\"label\",\"id\":\"x\",\"parentId\":null,\"timestamp\":\"t\",\"targetId\":\"y\"}\n",
+        ),
+        (
+            "v1.jsonl",
+            b"{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/\"}\n",
+        ),
     ];
     for (name, content) in cases {
         let path = dir.path().join(name);
         fs::write(&path, content).unwrap();
-        let err = SessionManager::open(store(dir.path()), &SessionLocation::File(path.clone()))
-            .unwrap_err();
+        let err = SessionManager::open(store(dir.path()), &SessionLocation::File(path.clone())).unwrap_err();
         let text = err.to_string();
         assert!(text.contains(&path.display().to_string()), "{name}: {text}");
         assert!(
             matches!(
                 err,
-                SessionError::Store(
-                    SessionStoreError::BadHeader { .. }
-                        | SessionStoreError::UnsupportedVersion { .. }
-                )
+                SessionError::Store(SessionStoreError::BadHeader { .. } | SessionStoreError::UnsupportedVersion { .. })
             ),
             "{name}: {err:?}"
         );
@@ -381,17 +352,11 @@ fn branch_forks_at_the_next_append_and_the_context_follows() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path());
     let mut session = SessionManager::create(store.clone(), "123/main", "/work").unwrap();
-    let u1 = session
-        .append_message(Message::user_text("one", 1))
-        .unwrap();
-    let u2 = session
-        .append_message(Message::user_text("two", 2))
-        .unwrap();
+    let u1 = session.append_message(Message::user_text("one", 1)).unwrap();
+    let u2 = session.append_message(Message::user_text("two", 2)).unwrap();
     session.branch(&u1).unwrap();
     assert_eq!(session.leaf_id(), Some(u1.as_str()));
-    let u3 = session
-        .append_message(Message::user_text("three", 3))
-        .unwrap();
+    let u3 = session.append_message(Message::user_text("three", 3)).unwrap();
 
     let texts = |s: &SessionManager| -> Vec<String> {
         s.build_context()
@@ -408,10 +373,7 @@ fn branch_forks_at_the_next_append_and_the_context_follows() {
     assert_eq!(e3.parent_id.as_deref(), Some(u1.as_str()));
     session.branch(&u2).unwrap();
     assert_eq!(texts(&session), ["one", "two"]);
-    assert!(matches!(
-        session.branch("nope"),
-        Err(SessionError::UnknownEntry { .. })
-    ));
+    assert!(matches!(session.branch("nope"), Err(SessionError::UnknownEntry { .. })));
 
     // On reopen the leaf is the last line again (`three`).
     let reopened = SessionManager::continue_recent(store, "123/main", "/work").unwrap();
@@ -426,32 +388,19 @@ fn our_files_round_trip_in_pis_format() {
     let mut session = SessionManager::create(store.clone(), "g42/7", "/home/me").unwrap();
     let path = session.session_file().unwrap();
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(
-        name.ends_with(&format!("_{}.jsonl", session.session_id())),
-        "{name}"
-    );
+    assert!(name.ends_with(&format!("_{}.jsonl", session.session_id())), "{name}");
     assert_eq!(path.parent().unwrap(), dir.path().join("sessions/g42/7"));
 
-    session
-        .append_model_change("anthropic", "claude-sonnet-4-5")
-        .unwrap();
-    session
-        .append_thinking_level_change(ThinkingLevel::Low)
-        .unwrap();
-    let u = session
-        .append_message(Message::user_text("hi", 10))
-        .unwrap();
-    session
-        .append_custom("plan", Some(json!({"step": 1})))
-        .unwrap();
+    session.append_model_change("anthropic", "claude-sonnet-4-5").unwrap();
+    session.append_thinking_level_change(ThinkingLevel::Low).unwrap();
+    let u = session.append_message(Message::user_text("hi", 10)).unwrap();
+    session.append_custom("plan", Some(json!({"step": 1}))).unwrap();
     session.append_custom("plan", None).unwrap();
     session
         .append_custom_message("note", UserBody::Text("psst".into()), false, None)
         .unwrap();
     session.append_label(&u, Some("first".into())).unwrap();
-    session
-        .append_session_info(Some("  Chat  ".into()))
-        .unwrap();
+    session.append_session_info(Some("  Chat  ".into())).unwrap();
     let entries = session.entries().unwrap();
 
     let text = fs::read_to_string(&path).unwrap();
@@ -463,13 +412,11 @@ fn our_files_round_trip_in_pis_format() {
     assert!(lines[1].starts_with(r#"{"type":"model_change","id":""#));
     assert!(lines[1].contains(r#","parentId":null,"timestamp":""#));
     assert!(lines[1].ends_with(r#"","provider":"anthropic","modelId":"claude-sonnet-4-5"}"#));
-    assert!(
-        lines[4].starts_with(r#"{"type":"custom","customType":"plan","data":{"step":1},"id":""#)
-    );
+    assert!(lines[4].starts_with(r#"{"type":"custom","customType":"plan","data":{"step":1},"id":""#));
     assert!(lines[5].starts_with(r#"{"type":"custom","customType":"plan","id":""#));
-    assert!(lines[6].starts_with(
-        r#"{"type":"custom_message","customType":"note","content":"psst","display":false,"id":""#
-    ));
+    assert!(
+        lines[6].starts_with(r#"{"type":"custom_message","customType":"note","content":"psst","display":false,"id":""#)
+    );
     assert!(
         !text.contains("null,") || text.matches("null").count() == 1,
         "only the root's parentId is null"

@@ -29,24 +29,22 @@ pub fn models(base_url: &str) -> Vec<Model> {
     MODELS
         .iter()
         .map(
-            |&(id, name, input, output, cache_read, cache_write, context_window, max_tokens)| {
-                Model {
-                    id: id.into(),
-                    name: name.into(),
-                    provider: "anthropic".into(),
-                    api: Api::AnthropicMessages,
-                    base_url: base_url.into(),
-                    reasoning: true,
-                    input: vec![InputKind::Text, InputKind::Image],
-                    cost: ModelCost {
-                        input,
-                        output,
-                        cache_read,
-                        cache_write,
-                    },
-                    context_window,
-                    max_tokens,
-                }
+            |&(id, name, input, output, cache_read, cache_write, context_window, max_tokens)| Model {
+                id: id.into(),
+                name: name.into(),
+                provider: "anthropic".into(),
+                api: Api::AnthropicMessages,
+                base_url: base_url.into(),
+                reasoning: true,
+                input: vec![InputKind::Text, InputKind::Image],
+                cost: ModelCost {
+                    input,
+                    output,
+                    cache_read,
+                    cache_write,
+                },
+                context_window,
+                max_tokens,
             },
         )
         .collect()

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent,
-    ThinkingContent, ToolCall,
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
+    ToolCall,
 };
 
 use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
@@ -41,12 +41,7 @@ impl EventMapper for Mapper {
     fn new(model: &Model, timestamp: i64) -> Self {
         Self {
             model: model.clone(),
-            message: AssistantMessage::empty(
-                model.api.as_str(),
-                &model.provider,
-                &model.id,
-                timestamp,
-            ),
+            message: AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, timestamp),
             open: BTreeMap::new(),
             usage: WireUsage::default(),
             stop_reason: None,
@@ -86,8 +81,7 @@ impl EventMapper for Mapper {
     fn into_partial(mut self) -> AssistantMessage {
         let open: Vec<OpenBlock> = std::mem::take(&mut self.open).into_values().collect();
         for block in open {
-            if let Some(AssistantContent::ToolCall(call)) =
-                self.message.content.get_mut(block.content_index)
+            if let Some(AssistantContent::ToolCall(call)) = self.message.content.get_mut(block.content_index)
                 && !block.json.trim().is_empty()
             {
                 call.arguments = tool_arguments(&block.json);
@@ -121,10 +115,7 @@ impl Mapper {
                     self.apply_usage(usage);
                 }
             }
-            WireEvent::ContentBlockStart {
-                index,
-                content_block,
-            } => self.start_block(index, content_block, out),
+            WireEvent::ContentBlockStart { index, content_block } => self.start_block(index, content_block, out),
             WireEvent::ContentBlockDelta { index, delta } => self.delta(index, delta, out),
             WireEvent::ContentBlockStop { index } => self.stop_block(index, out),
             WireEvent::MessageDelta { delta, usage } => {
@@ -146,10 +137,8 @@ impl Mapper {
             WireEvent::Error { error } => {
                 let kind = error.kind.unwrap_or_else(|| "error".to_owned());
                 let message = error.message.unwrap_or_else(|| "(no message)".to_owned());
-                let transient = matches!(
-                    kind.as_str(),
-                    "overloaded_error" | "api_error" | "rate_limit_error"
-                ) || message.to_ascii_lowercase().contains("overloaded");
+                let transient = matches!(kind.as_str(), "overloaded_error" | "api_error" | "rate_limit_error")
+                    || message.to_ascii_lowercase().contains("overloaded");
                 return Err(ProviderError::Stream {
                     kind,
                     message,
@@ -166,10 +155,7 @@ impl Mapper {
         self.usage = WireUsage {
             input_tokens: keep(usage.input_tokens, self.usage.input_tokens),
             output_tokens: keep(usage.output_tokens, self.usage.output_tokens),
-            cache_read_input_tokens: keep(
-                usage.cache_read_input_tokens,
-                self.usage.cache_read_input_tokens,
-            ),
+            cache_read_input_tokens: keep(usage.cache_read_input_tokens, self.usage.cache_read_input_tokens),
             cache_creation_input_tokens: keep(
                 usage.cache_creation_input_tokens,
                 self.usage.cache_creation_input_tokens,
@@ -177,21 +163,14 @@ impl Mapper {
         };
     }
 
-    fn start_block(
-        &mut self,
-        index: usize,
-        block: WireBlock,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) {
+    fn start_block(&mut self, index: usize, block: WireBlock, out: &mut Vec<AssistantMessageEvent>) {
         let content_index = self.message.content.len();
         match block {
             WireBlock::Text { text } => {
-                self.message
-                    .content
-                    .push(AssistantContent::Text(TextContent {
-                        text: text.clone(),
-                        text_signature: None,
-                    }));
+                self.message.content.push(AssistantContent::Text(TextContent {
+                    text: text.clone(),
+                    text_signature: None,
+                }));
                 out.push(AssistantMessageEvent::TextStart { content_index });
                 if !text.is_empty() {
                     out.push(AssistantMessageEvent::TextDelta {
@@ -200,17 +179,12 @@ impl Mapper {
                     });
                 }
             }
-            WireBlock::Thinking {
-                thinking,
-                signature,
-            } => {
-                self.message
-                    .content
-                    .push(AssistantContent::Thinking(ThinkingContent {
-                        thinking: thinking.clone(),
-                        thinking_signature: signature.filter(|s| !s.is_empty()),
-                        redacted: None,
-                    }));
+            WireBlock::Thinking { thinking, signature } => {
+                self.message.content.push(AssistantContent::Thinking(ThinkingContent {
+                    thinking: thinking.clone(),
+                    thinking_signature: signature.filter(|s| !s.is_empty()),
+                    redacted: None,
+                }));
                 out.push(AssistantMessageEvent::ThinkingStart { content_index });
                 if !thinking.is_empty() {
                     out.push(AssistantMessageEvent::ThinkingDelta {
@@ -220,13 +194,11 @@ impl Mapper {
                 }
             }
             WireBlock::RedactedThinking { data } => {
-                self.message
-                    .content
-                    .push(AssistantContent::Thinking(ThinkingContent {
-                        thinking: String::new(),
-                        thinking_signature: Some(data),
-                        redacted: Some(true),
-                    }));
+                self.message.content.push(AssistantContent::Thinking(ThinkingContent {
+                    thinking: String::new(),
+                    thinking_signature: Some(data),
+                    redacted: Some(true),
+                }));
                 out.push(AssistantMessageEvent::ThinkingStart { content_index });
             }
             WireBlock::ToolUse { id, name, input } => {
@@ -234,14 +206,12 @@ impl Mapper {
                     Some(Value::Object(map)) => Value::Object(map),
                     Some(_) | None => Value::Object(Map::new()),
                 };
-                self.message
-                    .content
-                    .push(AssistantContent::ToolCall(ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        arguments,
-                        thought_signature: None,
-                    }));
+                self.message.content.push(AssistantContent::ToolCall(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments,
+                    thought_signature: None,
+                }));
                 out.push(AssistantMessageEvent::ToolCallStart {
                     content_index,
                     id,

@@ -2,9 +2,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use volcanic_abstractions::{
-    Api, AssistantMessageEvent as E, InputKind, Model, ModelCost, StopReason,
-};
+use volcanic_abstractions::{Api, AssistantMessageEvent as E, InputKind, Model, ModelCost, StopReason};
 
 use super::*;
 use crate::wire::{MessageDeltaBody, StartMessage, WireError};
@@ -92,9 +90,7 @@ fn deltas_for_unknown_blocks_are_ignored_and_open_blocks_close_at_message_stop()
             },
             WireEvent::ContentBlockStart {
                 index: 1,
-                content_block: WireBlock::Text {
-                    text: String::new(),
-                },
+                content_block: WireBlock::Text { text: String::new() },
             },
             WireEvent::ContentBlockDelta {
                 index: 1,

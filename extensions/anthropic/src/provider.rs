@@ -67,12 +67,7 @@ impl Provider for AnthropicProvider {
         Api::AnthropicMessages
     }
 
-    fn stream(
-        &self,
-        model: &Model,
-        context: ProviderContext,
-        options: StreamOptions,
-    ) -> ProviderStream {
+    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
         self.0.stream(model, context, options)
     }
 }
@@ -130,35 +125,23 @@ mod tests {
             Messages::endpoint("http://127.0.0.1:9/"),
             "http://127.0.0.1:9/v1/messages"
         );
-        assert_eq!(
-            Messages::endpoint("http://proxy/v1"),
-            "http://proxy/v1/messages"
-        );
+        assert_eq!(Messages::endpoint("http://proxy/v1"), "http://proxy/v1/messages");
     }
 
     #[test]
     fn headers_carry_key_version_and_extras() {
         let options = StreamOptions {
             api_key: Some("sk-ant-1".into()),
-            headers: vec![
-                ("anthropic-beta".into(), "x".into()),
-                ("bad header".into(), "v".into()),
-            ],
+            headers: vec![("anthropic-beta".into(), "x".into()), ("bad header".into(), "v".into())],
             ..StreamOptions::default()
         };
         let map = Messages::headers(&options);
-        assert_eq!(
-            map.get("x-api-key").map(|v| v.as_bytes()),
-            Some(&b"sk-ant-1"[..])
-        );
+        assert_eq!(map.get("x-api-key").map(|v| v.as_bytes()), Some(&b"sk-ant-1"[..]));
         assert_eq!(
             map.get("anthropic-version").map(|v| v.as_bytes()),
             Some(&b"2023-06-01"[..])
         );
-        assert_eq!(
-            map.get("anthropic-beta").map(|v| v.as_bytes()),
-            Some(&b"x"[..])
-        );
+        assert_eq!(map.get("anthropic-beta").map(|v| v.as_bytes()), Some(&b"x"[..]));
         assert_eq!(map.len(), 5);
         let keyless = Messages::headers(&StreamOptions::default());
         assert!(keyless.get("x-api-key").is_none());

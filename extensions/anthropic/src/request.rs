@@ -17,8 +17,8 @@
 use serde_json::{Map, Value, json};
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions,
-    ThinkingLevel, ToolResultMessage, UserBody, UserContent,
+    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
+    ToolResultMessage, UserBody, UserContent,
 };
 use volcanic_provider_support::{
     IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
@@ -93,22 +93,13 @@ pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOpt
             }]),
         );
     }
-    body.insert(
-        "messages".into(),
-        Value::Array(messages(model, &context.messages)),
-    );
+    body.insert("messages".into(), Value::Array(messages(model, &context.messages)));
     if !context.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(context.tools.iter().map(tool).collect()),
-        );
+        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
     }
     match budget {
         Some(budget) => {
-            body.insert(
-                "thinking".into(),
-                json!({"type": "enabled", "budget_tokens": budget}),
-            );
+            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
         }
         None => {
             if let Some(temperature) = options.temperature {
@@ -121,9 +112,7 @@ pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOpt
 
 /// A tool-call id as the API accepts it.
 pub(crate) fn tool_id(id: &str) -> String {
-    sanitize_id(id, MAX_ID_LEN, |c| {
-        c.is_ascii_alphanumeric() || c == '_' || c == '-'
-    })
+    sanitize_id(id, MAX_ID_LEN, |c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn tool(spec: &ToolSpec) -> Value {
@@ -157,10 +146,7 @@ pub(crate) fn messages(model: &Model, transcript: &[Message]) -> Vec<Value> {
                 push_user(&mut out, vec![text_block(&branch_summary_text(summary))]);
             }
             Message::CompactionSummary(summary) => {
-                push_user(
-                    &mut out,
-                    vec![text_block(&compaction_summary_text(summary))],
-                );
+                push_user(&mut out, vec![text_block(&compaction_summary_text(summary))]);
             }
             Message::Assistant(assistant) => {
                 let blocks = assistant_blocks(assistant);
@@ -196,9 +182,7 @@ fn user_blocks(model: &Model, body: &UserBody) -> Vec<Value> {
     body.blocks()
         .iter()
         .filter_map(|block| match block {
-            UserContent::Text(text) => {
-                (!text.text.trim().is_empty()).then(|| text_block(&text.text))
-            }
+            UserContent::Text(text) => (!text.text.trim().is_empty()).then(|| text_block(&text.text)),
             UserContent::Image(image) => Some(if model.takes_images() {
                 json!({
                     "type": "image",
@@ -216,14 +200,9 @@ fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
         .content
         .iter()
         .filter_map(|block| match block {
-            AssistantContent::Text(text) => {
-                (!text.text.trim().is_empty()).then(|| text_block(&text.text))
-            }
+            AssistantContent::Text(text) => (!text.text.trim().is_empty()).then(|| text_block(&text.text)),
             AssistantContent::Thinking(thinking) => {
-                let signature = thinking
-                    .thinking_signature
-                    .as_deref()
-                    .filter(|s| !s.trim().is_empty());
+                let signature = thinking.thinking_signature.as_deref().filter(|s| !s.trim().is_empty());
                 match (thinking.redacted == Some(true), signature) {
                     (true, Some(data)) => Some(json!({"type": "redacted_thinking", "data": data})),
                     (true, None) => None,

@@ -4,10 +4,9 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    Api, AssistantContent, AssistantMessage, BashExecutionMessage, CustomMessage, ImageContent,
-    InputKind, Message, Model, ModelCost, ProviderContext, StopReason, StreamOptions,
-    SummaryMessage, TextContent, ThinkingContent, ThinkingLevel, ToolCall, ToolResultMessage,
-    UserBody, UserContent, UserMessage,
+    Api, AssistantContent, AssistantMessage, BashExecutionMessage, CustomMessage, ImageContent, InputKind, Message,
+    Model, ModelCost, ProviderContext, StopReason, StreamOptions, SummaryMessage, TextContent, ThinkingContent,
+    ThinkingLevel, ToolCall, ToolResultMessage, UserBody, UserContent, UserMessage,
 };
 
 use super::*;
@@ -257,11 +256,7 @@ fn limits_table() {
     };
     let cases: Vec<(Model, StreamOptions, (u64, Option<u64>))> = vec![
         // No reasoning: the caller's limit, capped at the model's.
-        (
-            model(false, true, 8192),
-            level(ThinkingLevel::High, None),
-            (8192, None),
-        ),
+        (model(false, true, 8192), level(ThinkingLevel::High, None), (8192, None)),
         (
             model(false, true, 8192),
             level(ThinkingLevel::Off, Some(100_000)),
@@ -309,17 +304,9 @@ fn limits_table() {
             level(ThinkingLevel::Minimal, None),
             (1500, Some(1024)),
         ),
-        (
-            model(true, true, 1800),
-            level(ThinkingLevel::Low, None),
-            (1800, None),
-        ),
+        (model(true, true, 1800), level(ThinkingLevel::Low, None), (1800, None)),
         // A model without a stated limit gets 4096.
-        (
-            model(false, true, 0),
-            level(ThinkingLevel::Off, None),
-            (4096, None),
-        ),
+        (model(false, true, 0), level(ThinkingLevel::Off, None), (4096, None)),
     ];
     for (model, options, expected) in cases {
         assert_eq!(
@@ -342,9 +329,7 @@ fn tool_ids_are_made_valid_and_stay_paired() {
     assert_eq!(mapped, tool_id(&long));
     let weird = tool_id("fc_1|call.2");
     assert!(
-        weird
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+        weird.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
         "{weird}"
     );
 }

@@ -7,8 +7,8 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use volcanic_abstractions::{
-    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model,
-    ModelCost, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
+    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model, ModelCost, StopReason,
+    TextContent, ThinkingContent, ToolCall, Usage,
 };
 use volcanic_provider_support::testing;
 
@@ -66,10 +66,7 @@ fn full_reply() -> String {
             "content_block_delta",
             json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}),
         ),
-        (
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":0}),
-        ),
+        ("content_block_stop", json!({"type":"content_block_stop","index":0})),
         (
             "content_block_start",
             json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
@@ -83,10 +80,7 @@ fn full_reply() -> String {
             "content_block_delta",
             json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"🌋!"}}),
         ),
-        (
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":1}),
-        ),
+        ("content_block_stop", json!({"type":"content_block_stop","index":1})),
         (
             "content_block_start",
             json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"bash","input":{}}}),
@@ -107,10 +101,7 @@ fn full_reply() -> String {
             "content_block_delta",
             json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"}"}}),
         ),
-        (
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":2}),
-        ),
+        ("content_block_stop", json!({"type":"content_block_stop","index":2})),
         (
             "message_delta",
             json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":50}}),
@@ -230,14 +221,7 @@ fn expected_message() -> AssistantMessage {
 /// Whole, with CRLF line endings, and in chunks split at awkward places.
 #[tokio::test]
 async fn full_reply_maps_to_pi_events_and_message() {
-    testing::assert_body_maps_to::<Mapper>(
-        &model(),
-        7,
-        &full_reply(),
-        &expected_events(),
-        &expected_message(),
-    )
-    .await;
+    testing::assert_body_maps_to::<Mapper>(&model(), 7, &full_reply(), &expected_events(), &expected_message()).await;
 }
 
 #[tokio::test]
@@ -289,10 +273,7 @@ async fn malformed_tool_input_is_kept_as_a_raw_string() {
             "content_block_delta",
             json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\": \"a"}}),
         ),
-        (
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":0}),
-        ),
+        ("content_block_stop", json!({"type":"content_block_stop","index":0})),
         (
             "message_delta",
             json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}),
@@ -317,10 +298,7 @@ async fn redacted_thinking_keeps_its_data_as_the_signature() {
             "content_block_start",
             json!({"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"ENCRYPTED"}}),
         ),
-        (
-            "content_block_stop",
-            json!({"type":"content_block_stop","index":0}),
-        ),
+        ("content_block_stop", json!({"type":"content_block_stop","index":0})),
         (
             "message_delta",
             json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}),

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent,
-    ThinkingContent, ToolCall,
+    AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
+    ToolCall,
 };
 
 use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
@@ -59,12 +59,7 @@ impl EventMapper for Mapper {
     fn new(model: &Model, timestamp: i64) -> Self {
         Self {
             model: model.clone(),
-            message: AssistantMessage::empty(
-                model.api.as_str(),
-                &model.provider,
-                &model.id,
-                timestamp,
-            ),
+            message: AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, timestamp),
             current: None,
             calls: BTreeMap::new(),
             usage: None,
@@ -105,9 +100,7 @@ impl EventMapper for Mapper {
 
     fn into_partial(mut self) -> AssistantMessage {
         for call in self.calls.values().filter(|call| !call.closed) {
-            if let Some(AssistantContent::ToolCall(tool_call)) =
-                self.message.content.get_mut(call.content_index)
-            {
+            if let Some(AssistantContent::ToolCall(tool_call)) = self.message.content.get_mut(call.content_index) {
                 tool_call.arguments = tool_arguments(&call.json);
             }
         }
@@ -204,15 +197,11 @@ impl Mapper {
             _ => {
                 self.close_current(out);
                 let index = self.message.content.len();
-                self.message
-                    .content
-                    .push(AssistantContent::Text(TextContent {
-                        text: String::new(),
-                        text_signature: None,
-                    }));
-                out.push(AssistantMessageEvent::TextStart {
-                    content_index: index,
-                });
+                self.message.content.push(AssistantContent::Text(TextContent {
+                    text: String::new(),
+                    text_signature: None,
+                }));
+                out.push(AssistantMessageEvent::TextStart { content_index: index });
                 self.current = Some(Current::Text(index));
                 index
             }
@@ -232,22 +221,17 @@ impl Mapper {
             _ => {
                 self.close_current(out);
                 let index = self.message.content.len();
-                self.message
-                    .content
-                    .push(AssistantContent::Thinking(ThinkingContent {
-                        thinking: String::new(),
-                        thinking_signature: None,
-                        redacted: None,
-                    }));
-                out.push(AssistantMessageEvent::ThinkingStart {
-                    content_index: index,
-                });
+                self.message.content.push(AssistantContent::Thinking(ThinkingContent {
+                    thinking: String::new(),
+                    thinking_signature: None,
+                    redacted: None,
+                }));
+                out.push(AssistantMessageEvent::ThinkingStart { content_index: index });
                 self.current = Some(Current::Thinking(index));
                 index
             }
         };
-        if let Some(AssistantContent::Thinking(block)) = self.message.content.get_mut(content_index)
-        {
+        if let Some(AssistantContent::Thinking(block)) = self.message.content.get_mut(content_index) {
             block.thinking.push_str(&text);
         }
         out.push(AssistantMessageEvent::ThinkingDelta {
@@ -264,13 +248,11 @@ impl Mapper {
         let next_index = self.calls.keys().next_back().map_or(0, |last| last + 1);
         let function = piece.function.unwrap_or_default();
         // Servers that omit `index` continue the open call unless a new id starts another.
-        let index = piece
-            .index
-            .unwrap_or_else(|| match (open_index, &piece.id) {
-                (Some(open), None) => open,
-                (Some(open), Some(id)) if self.call_id(open) == Some(id.as_str()) => open,
-                _ => next_index,
-            });
+        let index = piece.index.unwrap_or_else(|| match (open_index, &piece.id) {
+            (Some(open), None) => open,
+            (Some(open), Some(id)) if self.call_id(open) == Some(id.as_str()) => open,
+            _ => next_index,
+        });
         if let Some(call) = self.calls.get(&index)
             && call.closed
         {
@@ -286,14 +268,12 @@ impl Mapper {
                 .filter(|id| !id.is_empty())
                 .unwrap_or_else(|| format!("call_{}_{index}", self.message.timestamp));
             let name = function.name.clone().unwrap_or_default();
-            self.message
-                .content
-                .push(AssistantContent::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: Value::Object(Map::new()),
-                    thought_signature: None,
-                }));
+            self.message.content.push(AssistantContent::ToolCall(ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: Value::Object(Map::new()),
+                thought_signature: None,
+            }));
             out.push(AssistantMessageEvent::ToolCallStart {
                 content_index,
                 id,
@@ -313,20 +293,12 @@ impl Mapper {
             return;
         };
         let content_index = call.content_index;
-        if let Some(AssistantContent::ToolCall(tool_call)) =
-            self.message.content.get_mut(content_index)
-        {
+        if let Some(AssistantContent::ToolCall(tool_call)) = self.message.content.get_mut(content_index) {
             // A later piece may still bring the id or name (pi does the same).
-            if let Some(id) = piece
-                .id
-                .filter(|id| !id.is_empty() && open_index == Some(index))
-            {
+            if let Some(id) = piece.id.filter(|id| !id.is_empty() && open_index == Some(index)) {
                 tool_call.id = id;
             }
-            if let Some(name) = function
-                .name
-                .filter(|n| !n.is_empty() && open_index == Some(index))
-            {
+            if let Some(name) = function.name.filter(|n| !n.is_empty() && open_index == Some(index)) {
                 tool_call.name = name;
             }
         }
@@ -353,8 +325,7 @@ impl Mapper {
         match self.current.take() {
             None => {}
             Some(Current::Text(content_index)) => {
-                if let Some(AssistantContent::Text(block)) = self.message.content.get(content_index)
-                {
+                if let Some(AssistantContent::Text(block)) = self.message.content.get(content_index) {
                     out.push(AssistantMessageEvent::TextEnd {
                         content_index,
                         content: block.text.clone(),
@@ -362,9 +333,7 @@ impl Mapper {
                 }
             }
             Some(Current::Thinking(content_index)) => {
-                if let Some(AssistantContent::Thinking(block)) =
-                    self.message.content.get(content_index)
-                {
+                if let Some(AssistantContent::Thinking(block)) = self.message.content.get(content_index) {
                     out.push(AssistantMessageEvent::ThinkingEnd {
                         content_index,
                         content: block.thinking.clone(),
@@ -377,9 +346,7 @@ impl Mapper {
                     return;
                 };
                 call.closed = true;
-                if let Some(AssistantContent::ToolCall(tool_call)) =
-                    self.message.content.get_mut(call.content_index)
-                {
+                if let Some(AssistantContent::ToolCall(tool_call)) = self.message.content.get_mut(call.content_index) {
                     tool_call.arguments = tool_arguments(&call.json);
                     out.push(AssistantMessageEvent::ToolCallEnd {
                         content_index: call.content_index,

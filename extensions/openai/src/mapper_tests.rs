@@ -142,10 +142,7 @@ fn a_delta_for_a_call_that_already_ended_is_ignored() {
             WireEvent::Done,
         ],
     );
-    let ends = events
-        .iter()
-        .filter(|e| matches!(e, E::ToolCallEnd { .. }))
-        .count();
+    let ends = events.iter().filter(|e| matches!(e, E::ToolCallEnd { .. })).count();
     assert_eq!(ends, 1);
     let (message, _) = mapper.finish();
     assert_eq!(
@@ -166,9 +163,7 @@ fn usage_without_cache_details_counts_all_prompt_tokens_as_input() {
                 usage: Some(WireUsage {
                     prompt_tokens: Some(30),
                     completion_tokens: Some(5),
-                    prompt_tokens_details: Some(PromptDetails {
-                        cached_tokens: None,
-                    }),
+                    prompt_tokens_details: Some(PromptDetails { cached_tokens: None }),
                 }),
             }),
             WireEvent::Done,

@@ -68,12 +68,7 @@ impl Provider for OpenAiCompletionsProvider {
         Api::OpenAiCompletions
     }
 
-    fn stream(
-        &self,
-        model: &Model,
-        context: ProviderContext,
-        options: StreamOptions,
-    ) -> ProviderStream {
+    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
         self.0.stream(model, context, options)
     }
 }
@@ -136,20 +131,13 @@ mod tests {
             map.get("authorization").map(|v| v.as_bytes()),
             Some(&b"Bearer sk-1"[..])
         );
-        assert_eq!(
-            map.get("openai-organization").map(|v| v.as_bytes()),
-            Some(&b"org"[..])
-        );
+        assert_eq!(map.get("openai-organization").map(|v| v.as_bytes()), Some(&b"org"[..]));
         assert_eq!(map.len(), 4);
         let local = StreamOptions {
             api_key: Some(String::new()),
             ..StreamOptions::default()
         };
-        assert!(
-            ChatCompletions::headers(&local)
-                .get("authorization")
-                .is_none()
-        );
+        assert!(ChatCompletions::headers(&local).get("authorization").is_none());
         assert!(
             ChatCompletions::headers(&StreamOptions::default())
                 .get("authorization")

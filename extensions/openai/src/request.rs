@@ -20,8 +20,8 @@
 use serde_json::{Map, Value, json};
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions,
-    ThinkingLevel, ToolResultMessage, UserBody, UserContent,
+    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
+    ToolResultMessage, UserBody, UserContent,
 };
 use volcanic_provider_support::{
     IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
@@ -67,10 +67,7 @@ pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOpt
         body.insert("temperature".into(), json!(temperature));
     }
     if !context.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(context.tools.iter().map(tool).collect()),
-        );
+        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
     }
     if model.reasoning
         && let Some(effort) = reasoning_effort(options.thinking_level)
@@ -200,10 +197,7 @@ fn assistant_message(message: &AssistantMessage) -> Option<Value> {
     }
     let mut out = Map::new();
     out.insert("role".into(), json!("assistant"));
-    out.insert(
-        "content".into(),
-        if has_text { json!(text) } else { Value::Null },
-    );
+    out.insert("content".into(), if has_text { json!(text) } else { Value::Null });
     if !calls.is_empty() {
         out.insert("tool_calls".into(), Value::Array(calls));
     }

@@ -4,10 +4,9 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    Api, AssistantContent, AssistantMessage, BashExecutionMessage, CustomMessage, ImageContent,
-    InputKind, Message, Model, ModelCost, ProviderContext, StopReason, StreamOptions,
-    SummaryMessage, TextContent, ThinkingContent, ThinkingLevel, ToolCall, ToolResultMessage,
-    UserBody, UserContent, UserMessage,
+    Api, AssistantContent, AssistantMessage, BashExecutionMessage, CustomMessage, ImageContent, InputKind, Message,
+    Model, ModelCost, ProviderContext, StopReason, StreamOptions, SummaryMessage, TextContent, ThinkingContent,
+    ThinkingLevel, ToolCall, ToolResultMessage, UserBody, UserContent, UserMessage,
 };
 
 use super::*;
@@ -222,11 +221,7 @@ fn body_has_system_tools_reasoning_and_limits() {
         temperature: Some(0.5),
         ..StreamOptions::default()
     };
-    let body = body(
-        &model("https://api.openai.com/v1", true, true),
-        &context,
-        &options,
-    );
+    let body = body(&model("https://api.openai.com/v1", true, true), &context, &options);
     assert_eq!(
         body,
         json!({
@@ -260,11 +255,7 @@ fn local_servers_get_max_tokens_and_no_reasoning_effort_for_plain_models() {
         max_tokens: Some(512),
         ..StreamOptions::default()
     };
-    let body = body(
-        &model("http://127.0.0.1:11434/v1", false, false),
-        &context,
-        &options,
-    );
+    let body = body(&model("http://127.0.0.1:11434/v1", false, false), &context, &options);
     assert_eq!(body.get("max_tokens"), Some(&json!(512)));
     assert_eq!(body.get("max_completion_tokens"), None);
     assert_eq!(body.get("reasoning_effort"), None);

@@ -7,8 +7,8 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use volcanic_abstractions::{
-    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model,
-    ModelCost, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
+    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Cost, InputKind, Model, ModelCost, StopReason,
+    TextContent, ThinkingContent, ToolCall, Usage,
 };
 use volcanic_provider_support::testing;
 
@@ -55,10 +55,7 @@ fn sse(chunks: &[Value]) -> String {
 /// pieces, then the finish reason and the usage chunk.
 fn full_reply() -> String {
     sse(&[
-        chunk(
-            json!({"role": "assistant", "content": "", "refusal": null}),
-            None,
-        ),
+        chunk(json!({"role": "assistant", "content": "", "refusal": null}), None),
         chunk(json!({"reasoning_content": "Hmm, "}), None),
         chunk(json!({"reasoning_content": "naïve?"}), None),
         chunk(json!({"content": "Héllo wörld "}), None),
@@ -218,14 +215,7 @@ fn expected_message() -> AssistantMessage {
 /// Whole, with CRLF line endings, and in chunks split at awkward places.
 #[tokio::test]
 async fn full_reply_maps_to_pi_events_and_message() {
-    testing::assert_body_maps_to::<Mapper>(
-        &model(),
-        7,
-        &full_reply(),
-        &expected_events(),
-        &expected_message(),
-    )
-    .await;
+    testing::assert_body_maps_to::<Mapper>(&model(), 7, &full_reply(), &expected_events(), &expected_message()).await;
 }
 
 #[tokio::test]
@@ -247,10 +237,7 @@ async fn in_stream_error_chunk_ends_with_its_message() {
     );
     let (events, outcome) = run_chunks(vec![text.into_bytes()]).await;
     assert_eq!(events.len(), 2);
-    assert_eq!(
-        outcome,
-        Err("server_error: The server had an error".to_owned())
-    );
+    assert_eq!(outcome, Err("server_error: The server had an error".to_owned()));
 }
 
 #[tokio::test]
@@ -294,10 +281,6 @@ async fn finish_reasons_map_as_pi_maps_them() {
         }
         chunks.push(chunk(json!({}), Some(reason)));
         let (_, outcome) = run_chunks(vec![sse(&chunks).into_bytes()]).await;
-        assert_eq!(
-            outcome.map(|m| m.stop_reason),
-            expected,
-            "{reason} {with_call}"
-        );
+        assert_eq!(outcome.map(|m| m.stop_reason), expected, "{reason} {with_call}");
     }
 }

@@ -142,9 +142,7 @@ fn error_parts(error: &Value) -> (Option<String>, Option<String>) {
             text(map.get("code")).or_else(|| text(map.get("type"))),
             text(map.get("message")),
         ),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => {
-            (None, Some(error.to_string()))
-        }
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => (None, Some(error.to_string())),
     }
 }
 
@@ -161,11 +159,7 @@ pub(crate) fn error_body(body: &str) -> Option<(Option<String>, Option<String>)>
     let detail = value.get("detail")?;
     Some((
         None,
-        Some(
-            detail
-                .as_str()
-                .map_or_else(|| detail.to_string(), str::to_owned),
-        ),
+        Some(detail.as_str().map_or_else(|| detail.to_string(), str::to_owned)),
     ))
 }
 
@@ -231,9 +225,7 @@ mod tests {
                     usage: Some(WireUsage {
                         prompt_tokens: Some(10),
                         completion_tokens: Some(2),
-                        prompt_tokens_details: Some(PromptDetails {
-                            cached_tokens: Some(4),
-                        }),
+                        prompt_tokens_details: Some(PromptDetails { cached_tokens: Some(4) }),
                     }),
                 }),
             ),
@@ -241,10 +233,7 @@ mod tests {
                 r#"{"error":{"message":"boom","type":"server_error","param":null,"code":null}}"#,
                 WireEvent::Error(Some("server_error".into()), Some("boom".into())),
             ),
-            (
-                r#"{"error":"plain"}"#,
-                WireEvent::Error(None, Some("plain".into())),
-            ),
+            (r#"{"error":"plain"}"#, WireEvent::Error(None, Some("plain".into()))),
         ];
         for (data, expected) in cases {
             assert_eq!(decode(&event(data)).unwrap(), expected, "{data}");
@@ -268,26 +257,17 @@ mod tests {
         let cases = [
             (
                 r#"{"error":{"message":"Too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
-                Some((
-                    Some("context_length_exceeded".into()),
-                    Some("Too long".into()),
-                )),
+                Some((Some("context_length_exceeded".into()), Some("Too long".into()))),
             ),
             (
                 r#"{"error":{"code":400,"message":"exceeds context","type":"exceed_context_size_error"}}"#,
-                Some((
-                    Some("exceed_context_size_error".into()),
-                    Some("exceeds context".into()),
-                )),
+                Some((Some("exceed_context_size_error".into()), Some("exceeds context".into()))),
             ),
             (
                 r#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#,
                 Some((Some("BadRequestError".into()), Some("bad".into()))),
             ),
-            (
-                r#"{"detail":"Not Found"}"#,
-                Some((None, Some("Not Found".into()))),
-            ),
+            (r#"{"detail":"Not Found"}"#, Some((None, Some("Not Found".into())))),
             ("not json", None),
         ];
         for (body, expected) in cases {

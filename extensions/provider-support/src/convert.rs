@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use volcanic_abstractions::{BashExecutionMessage, SummaryMessage};
 
 /// Lead-in of a compaction summary.
-const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+const COMPACTION_SUMMARY_PREFIX: &str =
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 /// Tail of a compaction summary.
 const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
 /// Lead-in of a branch summary.
@@ -55,10 +56,7 @@ pub fn compaction_summary_text(message: &SummaryMessage) -> String {
 
 /// A branch summary as the model sees it.
 pub fn branch_summary_text(message: &SummaryMessage) -> String {
-    format!(
-        "{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}",
-        message.summary
-    )
+    format!("{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}", message.summary)
 }
 
 /// A tool-call id rewritten to satisfy an API's rule (at most `max_len` bytes, every char

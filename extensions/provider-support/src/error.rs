@@ -107,12 +107,9 @@ impl ProviderError {
                 message,
                 should_retry,
                 ..
-            } => should_retry.unwrap_or_else(|| {
-                is_transient_status(*status) || message.to_ascii_lowercase().contains("overloaded")
-            }),
-            ProviderError::Connect { .. }
-            | ProviderError::Body(_)
-            | ProviderError::EndedEarly(_) => true,
+            } => should_retry
+                .unwrap_or_else(|| is_transient_status(*status) || message.to_ascii_lowercase().contains("overloaded")),
+            ProviderError::Connect { .. } | ProviderError::Body(_) | ProviderError::EndedEarly(_) => true,
             ProviderError::Stream { transient, .. } => *transient,
             ProviderError::Client(_)
             | ProviderError::Idle(_)
@@ -190,10 +187,7 @@ mod tests {
             ProviderError::Idle(Duration::from_millis(50)).to_string(),
             "no data from the provider for 0.05 s (idle timeout)"
         );
-        assert_eq!(
-            http(429, "slow", None).retry_after(),
-            Some(Duration::from_secs(2))
-        );
+        assert_eq!(http(429, "slow", None).retry_after(), Some(Duration::from_secs(2)));
         assert_eq!(ProviderError::Aborted.retry_after(), None);
     }
 }

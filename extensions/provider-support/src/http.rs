@@ -68,12 +68,7 @@ impl ProviderConfig {
 /// The wait a server asks for: `retry-after-ms` (milliseconds), else `retry-after` in seconds
 /// or as an HTTP date (relative to `now`). Unparsable or negative values are ignored.
 pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::trim)
-    };
+    let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
@@ -105,10 +100,7 @@ pub(crate) fn is_transient_status(status: u16) -> bool {
 }
 
 /// Runs `future` unless `cancel` fires first (`None` then). Cancellation wins ties.
-pub(crate) async fn cancellable<F: Future>(
-    cancel: &CancellationToken,
-    future: F,
-) -> Option<F::Output> {
+pub(crate) async fn cancellable<F: Future>(cancel: &CancellationToken, future: F) -> Option<F::Output> {
     tokio::select! {
         biased;
         () = cancel.cancelled() => None,
@@ -166,8 +158,8 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     let (emitter, receiver) = channel();
-    let driver = futures::stream::once(producer(emitter))
-        .filter_map(|()| futures::future::ready(None::<AssistantMessageEvent>));
+    let driver =
+        futures::stream::once(producer(emitter)).filter_map(|()| futures::future::ready(None::<AssistantMessageEvent>));
     futures::stream::select(receiver, driver).boxed()
 }
 
@@ -248,10 +240,7 @@ mod tests {
             (&[], None),
             (&[("retry-after", "2")], Some(Duration::from_secs(2))),
             (&[("retry-after", "1.5")], Some(Duration::from_millis(1500))),
-            (
-                &[("retry-after-ms", "250")],
-                Some(Duration::from_millis(250)),
-            ),
+            (&[("retry-after-ms", "250")], Some(Duration::from_millis(250))),
             (
                 &[("retry-after-ms", "250"), ("retry-after", "9")],
                 Some(Duration::from_millis(250)),
@@ -293,14 +282,8 @@ mod tests {
 
     #[test]
     fn should_retry_header_is_read() {
-        assert_eq!(
-            should_retry(&headers(&[("x-should-retry", "true")])),
-            Some(true)
-        );
-        assert_eq!(
-            should_retry(&headers(&[("x-should-retry", "false")])),
-            Some(false)
-        );
+        assert_eq!(should_retry(&headers(&[("x-should-retry", "true")])), Some(true));
+        assert_eq!(should_retry(&headers(&[("x-should-retry", "false")])), Some(false));
         assert_eq!(should_retry(&headers(&[])), None);
     }
 
@@ -331,18 +314,10 @@ mod tests {
     #[tokio::test]
     async fn within_reports_idle_and_cancel() {
         let cancel = CancellationToken::new();
-        let idle = within(
-            &cancel,
-            Duration::from_millis(10),
-            futures::future::pending::<()>(),
-        );
+        let idle = within(&cancel, Duration::from_millis(10), futures::future::pending::<()>());
         assert_eq!(idle.await, Err(Interrupted::Idle));
         cancel.cancel();
-        let cancelled = within(
-            &cancel,
-            Duration::from_secs(10),
-            futures::future::pending::<()>(),
-        );
+        let cancelled = within(&cancel, Duration::from_secs(10), futures::future::pending::<()>());
         assert_eq!(cancelled.await, Err(Interrupted::Cancelled));
         let fresh = CancellationToken::new();
         let ready = within(&fresh, Duration::from_secs(1), async { 5 });

@@ -10,14 +10,13 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::{
-    AssistantMessage, AssistantMessageEvent, Model, ProviderContext, ProviderStream, StopReason,
-    StreamOptions,
+    AssistantMessage, AssistantMessageEvent, Model, ProviderContext, ProviderStream, StopReason, StreamOptions,
 };
 
 use crate::error::{ProviderError, Result};
 use crate::http::{
-    Emitter, Interrupted, ProviderConfig, cancellable, cause_chain, event_stream, now_ms,
-    retry_after, should_retry, truncate, within,
+    Emitter, Interrupted, ProviderConfig, cancellable, cause_chain, event_stream, now_ms, retry_after, should_retry,
+    truncate, within,
 };
 use crate::stream::{EventMapper, read_stream};
 
@@ -73,10 +72,7 @@ pub trait WireApi: Send + Sync + 'static {
             }
         }
         for (name, value) in &options.headers {
-            match (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
+            match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
                 (Ok(name), Ok(value)) => {
                     map.insert(name, value);
                 }
@@ -125,9 +121,7 @@ impl<W> Clone for SseProvider<W> {
 
 impl<W> std::fmt::Debug for SseProvider<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SseProvider")
-            .field("inner", &self.inner)
-            .finish()
+        f.debug_struct("SseProvider").field("inner", &self.inner).finish()
     }
 }
 
@@ -160,12 +154,7 @@ impl<W: WireApi> SseProvider<W> {
 
     /// Starts one call (what [`volcanic_abstractions::Provider::stream`] does). The request
     /// runs as the stream is polled; dropping the stream cancels it.
-    pub fn stream(
-        &self,
-        model: &Model,
-        context: ProviderContext,
-        options: StreamOptions,
-    ) -> ProviderStream {
+    pub fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
         let inner = Arc::clone(&self.inner);
         let model = model.clone();
         event_stream(move |emitter| run::<W>(inner, model, context, options, emitter))
@@ -215,10 +204,7 @@ async fn run<W: WireApi>(
             tracing::debug!(model = %model.key(), error = %text, "{} call failed", W::NAME);
             partial.stop_reason = reason;
             partial.error_message = Some(text);
-            AssistantMessageEvent::Error {
-                reason,
-                error: partial,
-            }
+            AssistantMessageEvent::Error { reason, error: partial }
         }
     };
     emitter.emit(last);
@@ -257,15 +243,10 @@ async fn call<W: WireApi>(
     let mut attempt = 0;
     loop {
         let mut mapper = W::Mapper::new(model, timestamp);
-        let outcome =
-            attempt_once::<W>(inner, &url, &headers, &body, &mut mapper, emitter, cancel).await;
+        let outcome = attempt_once::<W>(inner, &url, &headers, &body, &mut mapper, emitter, cancel).await;
         let error = match outcome {
             Ok(()) if cancel.is_cancelled() => {
-                return Err(fail(
-                    mapper.into_partial(),
-                    ProviderError::Aborted,
-                    attempt + 1,
-                ));
+                return Err(fail(mapper.into_partial(), ProviderError::Aborted, attempt + 1));
             }
             Ok(()) => {
                 return match mapper.finish() {
@@ -290,15 +271,8 @@ async fn call<W: WireApi>(
             "{} call failed; retrying",
             W::NAME,
         );
-        if cancellable(cancel, tokio::time::sleep(delay))
-            .await
-            .is_none()
-        {
-            return Err(fail(
-                mapper.into_partial(),
-                ProviderError::Aborted,
-                attempt + 1,
-            ));
+        if cancellable(cancel, tokio::time::sleep(delay)).await.is_none() {
+            return Err(fail(mapper.into_partial(), ProviderError::Aborted, attempt + 1));
         }
         attempt += 1;
     }
@@ -392,10 +366,7 @@ mod tests {
         }
 
         fn fixed_headers(map: &mut HeaderMap) {
-            map.insert(
-                HeaderName::from_static("api-version"),
-                HeaderValue::from_static("1"),
-            );
+            map.insert(HeaderName::from_static("api-version"), HeaderValue::from_static("1"));
         }
 
         fn body(_: &Model, _: &ProviderContext, _: &StreamOptions) -> Value {
@@ -425,11 +396,7 @@ mod tests {
             match *self {}
         }
 
-        fn on_sse_event(
-            &mut self,
-            _: &eventsource_stream::Event,
-            _: &mut Vec<AssistantMessageEvent>,
-        ) -> Result<()> {
+        fn on_sse_event(&mut self, _: &eventsource_stream::Event, _: &mut Vec<AssistantMessageEvent>) -> Result<()> {
             match *self {}
         }
 
@@ -462,16 +429,9 @@ mod tests {
         assert_eq!(header(&map, "content-type"), Some(&b"application/json"[..]));
         assert_eq!(header(&map, "accept"), Some(&b"text/event-stream"[..]));
         assert_eq!(header(&map, "authorization"), Some(&b"Bearer k-1"[..]));
-        assert!(
-            map.get("authorization")
-                .is_some_and(HeaderValue::is_sensitive)
-        );
+        assert!(map.get("authorization").is_some_and(HeaderValue::is_sensitive));
         assert_eq!(header(&map, "x-extra"), Some(&b"x"[..]));
-        assert_eq!(
-            header(&map, "api-version"),
-            Some(&b"2"[..]),
-            "extras override"
-        );
+        assert_eq!(header(&map, "api-version"), Some(&b"2"[..]), "extras override");
         assert_eq!(map.len(), 5);
     }
 

@@ -8,8 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use volcanic_abstractions::{
-    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, InputKind, Model,
-    ModelCost, TextContent,
+    Api, AssistantContent, AssistantMessage, AssistantMessageEvent as E, InputKind, Model, ModelCost, TextContent,
 };
 
 use super::*;
@@ -26,12 +25,7 @@ impl EventMapper for Lines {
 
     fn new(model: &Model, timestamp: i64) -> Self {
         Self {
-            message: AssistantMessage::empty(
-                model.api.as_str(),
-                &model.provider,
-                &model.id,
-                timestamp,
-            ),
+            message: AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, timestamp),
             finished: false,
         }
     }
@@ -44,11 +38,7 @@ impl EventMapper for Lines {
         self.finished
     }
 
-    fn on_sse_event(
-        &mut self,
-        event: &eventsource_stream::Event,
-        out: &mut Vec<E>,
-    ) -> Result<(), ProviderError> {
+    fn on_sse_event(&mut self, event: &eventsource_stream::Event, out: &mut Vec<E>) -> Result<(), ProviderError> {
         match event.data.as_str() {
             "stop" => self.finished = true,
             "fail" => {
@@ -60,12 +50,10 @@ impl EventMapper for Lines {
             }
             text => {
                 if self.message.content.is_empty() {
-                    self.message
-                        .content
-                        .push(AssistantContent::Text(TextContent {
-                            text: String::new(),
-                            text_signature: None,
-                        }));
+                    self.message.content.push(AssistantContent::Text(TextContent {
+                        text: String::new(),
+                        text_signature: None,
+                    }));
                     out.push(E::TextStart { content_index: 0 });
                 }
                 if let Some(AssistantContent::Text(block)) = self.message.content.first_mut() {
@@ -106,11 +94,7 @@ fn model() -> Model {
 
 /// Runs `body` through the stream reader; returns the events, the outcome (error text) and
 /// the partial text.
-async fn run_body<S>(
-    body: S,
-    cancel: CancellationToken,
-    idle: Duration,
-) -> (Vec<E>, Result<(), String>, String)
+async fn run_body<S>(body: S, cancel: CancellationToken, idle: Duration) -> (Vec<E>, Result<(), String>, String)
 where
     S: futures::Stream<Item = Result<Vec<u8>, std::io::Error>>,
 {
@@ -164,8 +148,7 @@ async fn transport_failure_mid_stream_is_a_body_error() {
             "connection reset by peer",
         )),
     ]);
-    let (events, outcome, _) =
-        run_body(body, CancellationToken::new(), Duration::from_secs(5)).await;
+    let (events, outcome, _) = run_body(body, CancellationToken::new(), Duration::from_secs(5)).await;
     assert_eq!(events.len(), 2);
     assert_eq!(
         outcome,
@@ -177,8 +160,7 @@ async fn transport_failure_mid_stream_is_a_body_error() {
 async fn silence_longer_than_the_idle_timeout_is_an_error() {
     let first = futures::stream::iter(vec![Ok(b"data: a\n\nda".to_vec())]);
     let body = first.chain(futures::stream::pending());
-    let (_, outcome, text) =
-        run_body(body, CancellationToken::new(), Duration::from_millis(50)).await;
+    let (_, outcome, text) = run_body(body, CancellationToken::new(), Duration::from_millis(50)).await;
     assert_eq!(
         outcome,
         Err("no data from the provider for 0.05 s (idle timeout)".to_owned())

@@ -19,9 +19,8 @@ use futures::StreamExt;
 use serde_json::json;
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    AssistantMessage, AssistantMessageEvent, Message, Model, Provider, ProviderContext,
-    ProviderStream, StopReason, StreamOptions, TextContent, ToolCall, ToolResultMessage,
-    UserContent,
+    AssistantMessage, AssistantMessageEvent, Message, Model, Provider, ProviderContext, ProviderStream, StopReason,
+    StreamOptions, TextContent, ToolCall, ToolResultMessage, UserContent,
 };
 
 use tokio_util::sync::CancellationToken;
@@ -143,9 +142,7 @@ pub fn failed(events: &[AssistantMessageEvent], expected: StopReason) -> String 
     );
     assert_eq!(reason, expected);
     assert_eq!(message.stop_reason, expected);
-    message
-        .error_message
-        .expect("error events carry errorMessage")
+    message.error_message.expect("error events carry errorMessage")
 }
 
 /// Panics unless the events follow pi's grammar: `start` first, exactly one terminal event
@@ -159,11 +156,7 @@ pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
     );
     let terminals = events.iter().filter(|e| e.is_terminal()).count();
     assert_eq!(terminals, 1, "exactly one terminal event: {events:?}");
-    assert!(
-        events
-            .last()
-            .is_some_and(AssistantMessageEvent::is_terminal)
-    );
+    assert!(events.last().is_some_and(AssistantMessageEvent::is_terminal));
     // content index → (kind, ended)
     let mut blocks: HashMap<usize, (&'static str, bool)> = HashMap::new();
     let mut next_index = 0;
@@ -193,11 +186,7 @@ pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
                     panic!("{} before its start: {events:?}", event.name());
                 };
                 assert_eq!(*started, kind, "block kind changed: {events:?}");
-                assert!(
-                    !*ended,
-                    "{} after the block ended: {events:?}",
-                    event.name()
-                );
+                assert!(!*ended, "{} after the block ended: {events:?}", event.name());
                 *ended = phase == 2;
             }
         }
@@ -306,10 +295,7 @@ async fn wait_healthy(url: &str) {
         if health.is_ok_and(|r| r.status().is_success()) {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "llmock did not become healthy at {url}"
-        );
+        assert!(Instant::now() < deadline, "llmock did not become healthy at {url}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -329,11 +315,7 @@ fn weather_tool() -> ToolSpec {
 
 /// Asks `llmock` a geography question through `provider` with the model `model_at(mock URL)`
 /// returns, and checks the fixture's text answer arrives with stop reason `stop`.
-pub async fn aimock_text_answer(
-    provider: &dyn Provider,
-    model_at: impl Fn(&str) -> Model,
-    options: StreamOptions,
-) {
+pub async fn aimock_text_answer(provider: &dyn Provider, model_at: impl Fn(&str) -> Model, options: StreamOptions) {
     let mock = Llmock::start().await;
     let context = ProviderContext {
         system_prompt: "You are a geography assistant.".into(),

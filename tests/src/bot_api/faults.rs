@@ -45,27 +45,18 @@ impl Faults {
         if seconds == 0 {
             self.windows.remove(&method);
         } else {
-            self.windows
-                .insert(method, now + Duration::from_secs(seconds));
+            self.windows.insert(method, now + Duration::from_secs(seconds));
         }
     }
 
     /// Runs before a call is served: records it if it is early, and answers the fault due,
     /// if any (the call is then not served).
-    pub(crate) fn gate(
-        &mut self,
-        method: &str,
-        chat_id: Option<i64>,
-        now: Instant,
-    ) -> Option<ApiError> {
+    pub(crate) fn gate(&mut self, method: &str, chat_id: Option<i64>, now: Instant) -> Option<ApiError> {
         self.deadlines.retain(|deadline| deadline.until > now);
         let allowed_at = self
             .deadlines
             .iter()
-            .filter(|deadline| {
-                deadline.method == method
-                    && (deadline.chat_id.is_none() || deadline.chat_id == chat_id)
-            })
+            .filter(|deadline| deadline.method == method && (deadline.chat_id.is_none() || deadline.chat_id == chat_id))
             .map(|deadline| deadline.until)
             .max();
         if let Some(allowed_at) = allowed_at {

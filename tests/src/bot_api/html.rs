@@ -128,9 +128,7 @@ impl Parser<'_> {
     }
 
     fn is_space_at(&self) -> bool {
-        self.bytes
-            .get(self.pos)
-            .is_some_and(|byte| byte.is_ascii_whitespace())
+        self.bytes.get(self.pos).is_some_and(|byte| byte.is_ascii_whitespace())
     }
 
     fn skip_spaces(&mut self) {
@@ -160,18 +158,14 @@ impl Parser<'_> {
             return Err(format!("Unclosed start tag at byte offset {begin}"));
         }
         if !SUPPORTED.contains(&tag.as_str()) {
-            return Err(format!(
-                "Unsupported start tag \"{tag}\" at byte offset {begin}"
-            ));
+            return Err(format!("Unsupported start tag \"{tag}\" at byte offset {begin}"));
         }
         let mut argument = None;
         let mut expandable = false;
         loop {
             self.skip_spaces();
             if self.at_end() {
-                return Err(format!(
-                    "Unclosed start tag \"{tag}\" at byte offset {begin}"
-                ));
+                return Err(format!("Unclosed start tag \"{tag}\" at byte offset {begin}"));
             }
             if self.bytes[self.pos] == b'>' {
                 self.pos += 1;
@@ -243,9 +237,7 @@ impl Parser<'_> {
                 self.pos += 1;
             }
             if !self.is_space_at() && self.bytes.get(self.pos) != Some(&b'>') {
-                return Err(format!(
-                    "Unexpected end of name token at byte offset {token_start}"
-                ));
+                return Err(format!("Unexpected end of name token at byte offset {token_start}"));
             }
             return Ok(self.input[token_start..self.pos].to_ascii_lowercase());
         }
@@ -363,9 +355,7 @@ fn decode_entity(input: &str, pos: usize) -> Result<(char, usize), String> {
         };
         let digits: &str = {
             let tail = &rest[digits_from..];
-            let end = tail
-                .find(|c: char| !c.is_digit(radix))
-                .unwrap_or(tail.len());
+            let end = tail.find(|c: char| !c.is_digit(radix)).unwrap_or(tail.len());
             &tail[..end]
         };
         let code = u32::from_str_radix(digits, radix)
@@ -374,9 +364,7 @@ fn decode_entity(input: &str, pos: usize) -> Result<(char, usize), String> {
             .and_then(char::from_u32);
         (code, digits_from + digits.len())
     } else {
-        let end = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
+        let end = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
         let decoded = match &rest[..end] {
             "lt" => Some('<'),
             "gt" => Some('>'),

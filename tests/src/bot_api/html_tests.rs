@@ -13,8 +13,7 @@ fn parsed(input: &str) -> (String, Value) {
 
 #[test]
 fn nested_tags_become_entities_sorted_by_offset() {
-    let (text, entities) =
-        parsed("<b>bold <i>both</i></b> <a href=\"https://x.test/?a=1&amp;b=2\">link</a>");
+    let (text, entities) = parsed("<b>bold <i>both</i></b> <a href=\"https://x.test/?a=1&amp;b=2\">link</a>");
     assert_eq!(text, "bold both link");
     assert_eq!(
         entities,
@@ -29,26 +28,11 @@ fn nested_tags_become_entities_sorted_by_offset() {
 #[test]
 fn every_supported_tag_maps_to_its_entity() {
     let cases = [
-        (
-            "<strong>x</strong>",
-            json!({"type": "bold", "offset": 0, "length": 1}),
-        ),
-        (
-            "<em>x</em>",
-            json!({"type": "italic", "offset": 0, "length": 1}),
-        ),
-        (
-            "<u>x</u>",
-            json!({"type": "underline", "offset": 0, "length": 1}),
-        ),
-        (
-            "<ins>x</ins>",
-            json!({"type": "underline", "offset": 0, "length": 1}),
-        ),
-        (
-            "<s>x</s>",
-            json!({"type": "strikethrough", "offset": 0, "length": 1}),
-        ),
+        ("<strong>x</strong>", json!({"type": "bold", "offset": 0, "length": 1})),
+        ("<em>x</em>", json!({"type": "italic", "offset": 0, "length": 1})),
+        ("<u>x</u>", json!({"type": "underline", "offset": 0, "length": 1})),
+        ("<ins>x</ins>", json!({"type": "underline", "offset": 0, "length": 1})),
+        ("<s>x</s>", json!({"type": "strikethrough", "offset": 0, "length": 1})),
         (
             "<strike>x</strike>",
             json!({"type": "strikethrough", "offset": 0, "length": 1}),
@@ -65,14 +49,8 @@ fn every_supported_tag_maps_to_its_entity() {
             "<span class=\"tg-spoiler\">x</span>",
             json!({"type": "spoiler", "offset": 0, "length": 1}),
         ),
-        (
-            "<code>x</code>",
-            json!({"type": "code", "offset": 0, "length": 1}),
-        ),
-        (
-            "<pre>x</pre>",
-            json!({"type": "pre", "offset": 0, "length": 1}),
-        ),
+        ("<code>x</code>", json!({"type": "code", "offset": 0, "length": 1})),
+        ("<pre>x</pre>", json!({"type": "pre", "offset": 0, "length": 1})),
         (
             "<pre><code class=\"language-rust\">x</code></pre>",
             json!({"type": "pre", "offset": 0, "length": 1, "language": "rust"}),
@@ -100,10 +78,7 @@ fn every_supported_tag_maps_to_its_entity() {
 fn entities_are_decoded_and_offsets_count_utf16_units() {
     let (text, entities) = parsed("😀 &lt;tag&gt; &quot;q&quot; &amp; &#65;&#x42; <b>é😀</b>");
     assert_eq!(text, "😀 <tag> \"q\" & AB é😀");
-    assert_eq!(
-        entities,
-        json!([{"type": "bold", "offset": 18, "length": 3}])
-    );
+    assert_eq!(entities, json!([{"type": "bold", "offset": 18, "length": 3}]));
     assert_eq!(utf16_len("😀a"), 3);
 }
 
@@ -117,15 +92,9 @@ fn plain_text_and_bare_greater_than_pass_and_empty_tags_leave_no_entity() {
 fn malformed_html_is_refused_with_telegrams_wording() {
     let cases = [
         ("a<b", "Unclosed start tag at byte offset 1"),
-        (
-            "<think>hmm</think>",
-            "Unsupported start tag \"think\" at byte offset 0",
-        ),
+        ("<think>hmm</think>", "Unsupported start tag \"think\" at byte offset 0"),
         ("x < y", "Unsupported start tag \"\" at byte offset 2"),
-        (
-            "<b>bold",
-            "Can't find end tag corresponding to start tag \"b\"",
-        ),
+        ("<b>bold", "Can't find end tag corresponding to start tag \"b\""),
         (
             "<b><i>x</b></i>",
             "Unmatched end tag at byte offset 7, expected \"</i>\", found \"</b>\"",
@@ -149,10 +118,7 @@ fn malformed_html_is_refused_with_telegrams_wording() {
             "a &amp b",
             "Character \"&\" at byte offset 2 must start an HTML entity; escape it as \"&amp;\"",
         ),
-        (
-            "&nbsp;",
-            "Unsupported HTML entity \"&nbsp;\" at byte offset 0",
-        ),
+        ("&nbsp;", "Unsupported HTML entity \"&nbsp;\" at byte offset 0"),
         ("&#0;", "Unsupported HTML entity \"&#0;\" at byte offset 0"),
         (
             "<a href=\"https://x.test/?a=1&b=2\">x</a>",
@@ -160,10 +126,6 @@ fn malformed_html_is_refused_with_telegrams_wording() {
         ),
     ];
     for (input, expected) in cases {
-        assert_eq!(
-            parse(input).map(|_| ()),
-            Err(expected.to_owned()),
-            "{input}"
-        );
+        assert_eq!(parse(input).map(|_| ()), Err(expected.to_owned()), "{input}");
     }
 }

@@ -48,9 +48,8 @@ fn render(source: String, parse_mode: Option<String>) -> Result<Rendered, ApiErr
     let (visible, entities) = match mode.as_deref() {
         None | Some("") | Some("markdown" | "markdownv2") => (source.clone(), Vec::new()),
         Some("html") => {
-            let parsed = html::parse(&source).map_err(|detail| {
-                ApiError::bad_request(format!("can't parse entities: {detail}"))
-            })?;
+            let parsed = html::parse(&source)
+                .map_err(|detail| ApiError::bad_request(format!("can't parse entities: {detail}")))?;
             (parsed.text, parsed.entities)
         }
         Some(_) => return Err(ApiError::bad_request("unsupported parse_mode")),
@@ -110,11 +109,8 @@ fn inline_markup(params: &Params) -> Result<Option<Value>, ApiError> {
             Err(markup_error())
         };
     };
-    let rows_error = || {
-        ApiError::bad_request(
-            "field \"inline_keyboard\" of the InlineKeyboardMarkup should be an Array of Arrays",
-        )
-    };
+    let rows_error =
+        || ApiError::bad_request("field \"inline_keyboard\" of the InlineKeyboardMarkup should be an Array of Arrays");
     for row in keyboard.as_array().ok_or_else(rows_error)? {
         for button in row.as_array().ok_or_else(rows_error)? {
             check_button(button)?;
@@ -154,18 +150,12 @@ fn check_button(button: &Value) -> Result<(), ApiError> {
 fn reply_target(state: &State, chat_id: i64, params: &Params) -> Result<Option<Value>, ApiError> {
     let (target_chat, message_id, allow_missing) = match params.json("reply_parameters")? {
         Some(reply) => (
-            reply
-                .get("chat_id")
-                .and_then(Value::as_i64)
-                .unwrap_or(chat_id),
+            reply.get("chat_id").and_then(Value::as_i64).unwrap_or(chat_id),
             reply
                 .get("message_id")
                 .and_then(Value::as_i64)
                 .ok_or_else(|| ApiError::bad_request("message identifier is not specified"))?,
-            reply
-                .get("allow_sending_without_reply")
-                .and_then(Value::as_bool)
-                == Some(true),
+            reply.get("allow_sending_without_reply").and_then(Value::as_bool) == Some(true),
         ),
         None => match params.int("reply_to_message_id")? {
             Some(id) => (chat_id, id, params.flag("allow_sending_without_reply")),
@@ -190,11 +180,7 @@ fn reply_target(state: &State, chat_id: i64, params: &Params) -> Result<Option<V
 }
 
 /// A new outgoing message's common fields (id, sender, chat, date, thread, reply, keyboard).
-fn new_message(
-    state: &mut State,
-    chat_id: i64,
-    params: &Params,
-) -> Result<Map<String, Value>, ApiError> {
+fn new_message(state: &mut State, chat_id: i64, params: &Params) -> Result<Map<String, Value>, ApiError> {
     let markup = inline_markup(params)?;
     let reply = reply_target(state, chat_id, params)?;
     let thread = params.int("message_thread_id")?;
@@ -222,11 +208,7 @@ fn new_message(
 
 /// Puts `text` or `caption` (with its entities) into a message.
 fn set_text(message: &mut Map<String, Value>, key: &str, rendered: &Rendered) {
-    let entities_key = if key == "text" {
-        "entities"
-    } else {
-        "caption_entities"
-    };
+    let entities_key = if key == "text" { "entities" } else { "caption_entities" };
     message.insert(key.into(), rendered.visible.clone().into());
     if rendered.entities.is_empty() {
         message.remove(entities_key);
@@ -316,14 +298,9 @@ pub(crate) fn edit_message_text(state: &mut State, params: &Params) -> Result<Va
         return Err(ApiError::bad_request("message to edit not found"));
     };
     if !message.contains_key("text") {
-        return Err(ApiError::bad_request(
-            "there is no text in the message to edit",
-        ));
+        return Err(ApiError::bad_request("there is no text in the message to edit"));
     }
-    let entities = message
-        .get("entities")
-        .cloned()
-        .unwrap_or_else(|| json!([]));
+    let entities = message.get("entities").cloned().unwrap_or_else(|| json!([]));
     if message.get("text").and_then(Value::as_str) == Some(rendered.visible.as_str())
         && entities == json!(rendered.entities)
         && message.get("reply_markup") == markup.as_ref()
@@ -340,10 +317,7 @@ pub(crate) fn edit_message_text(state: &mut State, params: &Params) -> Result<Va
 }
 
 /// `editMessageReplyMarkup`; without `reply_markup` the keyboard is removed.
-pub(crate) fn edit_message_reply_markup(
-    state: &mut State,
-    params: &Params,
-) -> Result<Value, ApiError> {
+pub(crate) fn edit_message_reply_markup(state: &mut State, params: &Params) -> Result<Value, ApiError> {
     let markup = inline_markup(params)?;
     let stored = editable(state, params)?;
     let Some(message) = stored.json.as_object_mut() else {
@@ -404,10 +378,7 @@ fn send_file(state: &mut State, params: &Params, field: &str) -> Result<Value, A
     let caption = caption_param(params)?;
     let mut message = new_message(state, chat_id, params)?;
     if field == "photo" {
-        let (width, height) = uploaded
-            .as_deref()
-            .and_then(png_size)
-            .unwrap_or(DEFAULT_PHOTO_SIZE);
+        let (width, height) = uploaded.as_deref().and_then(png_size).unwrap_or(DEFAULT_PHOTO_SIZE);
         message.insert(
             "photo".into(),
             json!([{
@@ -440,11 +411,7 @@ fn send_file(state: &mut State, params: &Params, field: &str) -> Result<Value, A
 
 /// The file named by the parameter: `attach://<part>`, a part named like the parameter, or a
 /// known file id. An upload is registered (so `getFile` serves it); its bytes are returned.
-fn input_file(
-    state: &mut State,
-    params: &Params,
-    field: &str,
-) -> Result<(StoredFile, Option<bytes::Bytes>), ApiError> {
+fn input_file(state: &mut State, params: &Params, field: &str) -> Result<(StoredFile, Option<bytes::Bytes>), ApiError> {
     let wrong = || ApiError::bad_request("wrong file identifier/HTTP URL specified");
     let missing = || ApiError::bad_request(format!("there is no {field} in the request"));
     let upload = match params.get(field) {
@@ -475,9 +442,7 @@ fn input_file(
     } else {
         "documents"
     };
-    let file = state
-        .files
-        .add(upload.bytes.clone(), upload.file_name.clone(), folder);
+    let file = state.files.add(upload.bytes.clone(), upload.file_name.clone(), folder);
     Ok((file, Some(upload.bytes.clone())))
 }
 
@@ -495,8 +460,7 @@ fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
     if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") || bytes.get(12..16) != Some(b"IHDR") {
         return None;
     }
-    let read = |range: std::ops::Range<usize>| -> Option<u32> {
-        Some(u32::from_be_bytes(bytes.get(range)?.try_into().ok()?))
-    };
+    let read =
+        |range: std::ops::Range<usize>| -> Option<u32> { Some(u32::from_be_bytes(bytes.get(range)?.try_into().ok()?)) };
     Some((read(16..20)?, read(20..24)?))
 }

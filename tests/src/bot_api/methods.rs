@@ -124,9 +124,7 @@ fn delete_webhook(state: &mut State, params: &Params) -> Result<Value, ApiError>
 fn commands_key(params: &Params) -> Result<(String, String), ApiError> {
     let scope = match params.json("scope")? {
         None => "default".to_owned(),
-        Some(scope) if scope.get("type").and_then(Value::as_str) == Some("default") => {
-            "default".to_owned()
-        }
+        Some(scope) if scope.get("type").and_then(Value::as_str) == Some("default") => "default".to_owned(),
         Some(scope) => scope.to_string(),
     };
     let language = params.string("language_code")?.unwrap_or_default();
@@ -173,11 +171,7 @@ fn set_my_commands(state: &mut State, params: &Params) -> Result<Value, ApiError
 }
 
 fn get_my_commands(state: &mut State, params: &Params) -> Result<Value, ApiError> {
-    let commands = state
-        .commands
-        .get(&commands_key(params)?)
-        .cloned()
-        .unwrap_or_default();
+    let commands = state.commands.get(&commands_key(params)?).cloned().unwrap_or_default();
     serde_json::to_value(commands).map_err(|error| ApiError::new(500, error.to_string()))
 }
 

@@ -107,10 +107,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-pub use recorded::{
-    ApiCall, ApiError, BotCommand, ChatMessage, EarlyRetry, GetUpdatesCall, UploadedFile,
-    WaitTimeout,
-};
+pub use recorded::{ApiCall, ApiError, BotCommand, ChatMessage, EarlyRetry, GetUpdatesCall, UploadedFile, WaitTimeout};
 pub use updates::MessageUpdate;
 
 use state::Shared;
@@ -206,20 +203,12 @@ impl BotApiServer {
     /// for [`updates::photo_message`], [`updates::document_message`], ...
     pub fn add_file(&self, bytes: impl Into<Bytes>, name: &str) -> String {
         let name = Some(name.to_owned()).filter(|name| !name.is_empty());
-        self.shared
-            .lock()
-            .files
-            .add(bytes.into(), name, "documents")
-            .file_id
+        self.shared.lock().files.add(bytes.into(), name, "documents").file_id
     }
 
     /// The content of a registered or uploaded file.
     pub fn file_bytes(&self, file_id: &str) -> Option<Bytes> {
-        self.shared
-            .lock()
-            .files
-            .get(file_id)
-            .map(|file| file.bytes.clone())
+        self.shared.lock().files.get(file_id).map(|file| file.bytes.clone())
     }
 
     /// Updates queued and not yet confirmed by an `offset`.
@@ -286,12 +275,7 @@ impl BotApiServer {
 
     /// The highest `offset` any `getUpdates` call sent: updates below it are confirmed.
     pub fn confirmed_offset(&self) -> Option<i64> {
-        self.shared
-            .lock()
-            .polls
-            .iter()
-            .filter_map(|call| call.offset)
-            .max()
+        self.shared.lock().polls.iter().filter_map(|call| call.offset).max()
     }
 
     /// File paths downloaded from `/file/bot<token>/`, in order.
@@ -303,13 +287,7 @@ impl BotApiServer {
     /// queued errors are used in order. With `retry_after`, the body carries
     /// `parameters.retry_after`, and a call to the same method and chat before it ran out is
     /// an [`EarlyRetry`].
-    pub fn fail_next(
-        &self,
-        method: &str,
-        status: u16,
-        description: impl Into<String>,
-        retry_after: Option<u64>,
-    ) {
+    pub fn fail_next(&self, method: &str, status: u16, description: impl Into<String>, retry_after: Option<u64>) {
         let error = ApiError {
             retry_after,
             ..ApiError::new(status, description)
@@ -345,12 +323,7 @@ impl BotApiServer {
     }
 
     /// Waits until at least `n` calls to `method` (any case) were answered; returns them.
-    pub async fn wait_for_calls(
-        &self,
-        method: &str,
-        n: usize,
-        timeout: Duration,
-    ) -> Result<Vec<ApiCall>, WaitTimeout> {
+    pub async fn wait_for_calls(&self, method: &str, n: usize, timeout: Duration) -> Result<Vec<ApiCall>, WaitTimeout> {
         let what = format!("{n} calls to {method}");
         self.wait_until(&what, timeout, |api| {
             let calls = api.calls(method);

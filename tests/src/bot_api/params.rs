@@ -89,9 +89,7 @@ impl Params {
             None => Ok(None),
             Some(Value::String(text)) => Ok(Some(text.clone())),
             Some(value @ (Value::Number(_) | Value::Bool(_))) => Ok(Some(value.to_string())),
-            Some(_) => Err(ApiError::bad_request(format!(
-                "parameter \"{name}\" must be a string"
-            ))),
+            Some(_) => Err(ApiError::bad_request(format!("parameter \"{name}\" must be a string"))),
         }
     }
 
@@ -130,9 +128,7 @@ impl Params {
     pub(crate) fn chat_id(&self) -> Result<i64, ApiError> {
         match self.get("chat_id") {
             None => Err(ApiError::bad_request("chat_id is empty")),
-            Some(Value::String(text)) if text.trim().is_empty() => {
-                Err(ApiError::bad_request("chat_id is empty"))
-            }
+            Some(Value::String(text)) if text.trim().is_empty() => Err(ApiError::bad_request("chat_id is empty")),
             Some(_) => match self.int("chat_id") {
                 Ok(Some(id)) => Ok(id),
                 _ => Err(ApiError::bad_request("chat not found")),

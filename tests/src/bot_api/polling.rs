@@ -20,11 +20,7 @@ struct Poll {
 }
 
 /// Serves one `getUpdates` call and keeps its [`GetUpdatesCall`] record.
-pub(crate) async fn get_updates(
-    shared: &Shared,
-    params: &Params,
-    arrived: Instant,
-) -> Result<Value, ApiError> {
+pub(crate) async fn get_updates(shared: &Shared, params: &Params, arrived: Instant) -> Result<Value, ApiError> {
     let mut changed = shared.changed.subscribe();
     let (index, admitted) = {
         let mut state = shared.lock();
@@ -92,11 +88,7 @@ fn admit(state: &mut State, params: &Params, arrived: Instant) -> Result<Poll, A
 }
 
 /// Waits until an update is pending, the timeout passes, or a newer poll takes over.
-async fn hold(
-    shared: &Shared,
-    poll: Poll,
-    changed: &mut watch::Receiver<u64>,
-) -> Result<Vec<Value>, ApiError> {
+async fn hold(shared: &Shared, poll: Poll, changed: &mut watch::Receiver<u64>) -> Result<Vec<Value>, ApiError> {
     loop {
         changed.borrow_and_update();
         {

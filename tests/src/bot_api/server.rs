@@ -135,9 +135,8 @@ async fn read_params(request: Request) -> Result<Params, ApiError> {
 
 /// Text parts become parameters; parts with a file name (or a non-text type) are files.
 async fn read_multipart(request: Request, params: &mut Params) -> Result<(), ApiError> {
-    let bad = |error: &dyn std::fmt::Display| {
-        ApiError::bad_request(format!("can't parse multipart/form-data body: {error}"))
-    };
+    let bad =
+        |error: &dyn std::fmt::Display| ApiError::bad_request(format!("can't parse multipart/form-data body: {error}"));
     let mut multipart = Multipart::from_request(request, &())
         .await
         .map_err(|error| bad(&error))?;

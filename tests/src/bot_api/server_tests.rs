@@ -7,9 +7,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::test_support::{
-    Part, TOKEN, call, call_form, call_multipart, client, fails, method_url, ok, server,
-};
+use super::test_support::{Part, TOKEN, call, call_form, call_multipart, client, fails, method_url, ok, server};
 use super::{ApiCall, ApiError, BotApiServer, BotCommand, ChatMessage, WaitTimeout, updates};
 
 const CHAT: i64 = 42;
@@ -81,17 +79,9 @@ async fn wrong_token_is_401_and_unknown_method_404() {
     let methods: Vec<(String, u16)> = server
         .sent()
         .iter()
-        .map(|call| {
-            (
-                call.method.clone(),
-                call.error().map_or(200, |error| error.error_code),
-            )
-        })
+        .map(|call| (call.method.clone(), call.error().map_or(200, |error| error.error_code)))
         .collect();
-    assert_eq!(
-        methods,
-        [("getme".to_owned(), 401), ("getmee".to_owned(), 404)]
-    );
+    assert_eq!(methods, [("getme".to_owned(), 401), ("getmee".to_owned(), 404)]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -100,11 +90,7 @@ async fn method_names_match_case_insensitively() {
     for method in ["SendMessage", "sendmessage", "SENDMESSAGE"] {
         ok(&server, method, json!({"chat_id": CHAT, "text": method})).await;
     }
-    let me = client()
-        .get(method_url(&server, "GetMe"))
-        .send()
-        .await
-        .unwrap();
+    let me = client().get(method_url(&server, "GetMe")).send().await.unwrap();
     assert_eq!(me.status(), 200);
     let texts: Vec<_> = server
         .messages(CHAT)
@@ -128,10 +114,7 @@ async fn parameters_come_as_form_query_string_or_json_alike() {
     let markup = r#"{"inline_keyboard":[[{"text":"Yes","callback_data":"y"}]]}"#;
     let form = format!(
         "chat_id={CHAT}&text=a+%3Cb%3Ebold%3C%2Fb%3E&parse_mode=HTML&reply_markup={}",
-        markup
-            .replace('{', "%7B")
-            .replace('}', "%7D")
-            .replace('"', "%22")
+        markup.replace('{', "%7B").replace('}', "%7D").replace('"', "%22")
     );
     let (status, answer) = call_form(&server, "sendMessage", &form).await;
     assert_eq!(status, 200, "{answer}");
@@ -146,10 +129,7 @@ async fn parameters_come_as_form_query_string_or_json_alike() {
     assert_eq!(query.status(), 200);
     let calls = server.calls("sendmessage");
     assert_eq!(calls[0].params["chat_id"], CHAT);
-    assert_eq!(
-        calls[0].params["reply_markup"]["inline_keyboard"][0][0]["text"],
-        "Yes"
-    );
+    assert_eq!(calls[0].params["reply_markup"]["inline_keyboard"][0][0]["text"], "Yes");
     assert_eq!(calls[1].text(), Some("from query"));
     let first = &server.messages(CHAT)[0];
     assert_eq!(first.visible_text.as_deref(), Some("a bold"));
@@ -172,17 +152,11 @@ async fn get_updates_long_poll_returns_when_an_update_is_pushed() {
         async move { ok(&server, "GetUpdates", json!({"offset": 0, "timeout": 10})).await }
     });
     server
-        .wait_for(
-            |api| api.get_updates_calls().len() == 1,
-            Duration::from_secs(5),
-        )
+        .wait_for(|api| api.get_updates_calls().len() == 1, Duration::from_secs(5))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !poll.is_finished(),
-        "the poll is held until an update comes"
-    );
+    assert!(!poll.is_finished(), "the poll is held until an update comes");
     let pushed = server.push_update(updates::text_message(CHAT, CHAT, "hi"));
     let updates = poll.await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -213,10 +187,7 @@ async fn get_updates_honours_offset_and_limit() {
     assert_eq!(ids(&first), [1, 2]);
     // Not confirmed yet: returned again.
     assert_eq!(ids(&ok(&server, "getUpdates", json!({})).await), [1, 2, 3]);
-    assert_eq!(
-        ids(&ok(&server, "getUpdates", json!({"offset": 3})).await),
-        [3]
-    );
+    assert_eq!(ids(&ok(&server, "getUpdates", json!({"offset": 3})).await), [3]);
     assert_eq!(
         ids(&ok(&server, "getUpdates", json!({"offset": 4, "timeout": 0})).await),
         Vec::<i64>::new()
@@ -228,10 +199,7 @@ async fn get_updates_honours_offset_and_limit() {
         ok(&server, "getUpdates", json!({"offset": 4, "timeout": 1})).await,
         json!([])
     );
-    assert!(
-        started.elapsed() >= Duration::from_millis(900),
-        "held for the timeout"
-    );
+    assert!(started.elapsed() >= Duration::from_millis(900), "held for the timeout");
     let next = server.push_update(updates::text_message(CHAT, CHAT, "four"));
     assert_eq!(next["update_id"], 4);
 }
@@ -244,10 +212,7 @@ async fn an_overtaken_long_poll_gets_409_conflict() {
         async move { call(&server, "getUpdates", json!({"timeout": 10})).await }
     });
     server
-        .wait_for(
-            |api| api.get_updates_calls().len() == 1,
-            Duration::from_secs(5),
-        )
+        .wait_for(|api| api.get_updates_calls().len() == 1, Duration::from_secs(5))
         .await
         .unwrap();
     let second = tokio::spawn({
@@ -330,21 +295,14 @@ async fn text_limit_is_4096_utf16_units_of_visible_text() {
         }
         async move { call(&server, "sendMessage", body).await }
     };
-    let too_long =
-        json!({"ok": false, "error_code": 400, "description": "Bad Request: message is too long"});
+    let too_long = json!({"ok": false, "error_code": 400, "description": "Bad Request: message is too long"});
     assert_eq!(send("a".repeat(4096), false).await.0, 200);
     assert_eq!(send("a".repeat(4097), false).await.1, too_long);
     // An emoji is two UTF-16 units.
     assert_eq!(send("😀".repeat(2048), false).await.0, 200);
-    assert_eq!(
-        send(format!("{}a", "😀".repeat(2048)), false).await.1,
-        too_long
-    );
+    assert_eq!(send(format!("{}a", "😀".repeat(2048)), false).await.1, too_long);
     // Markup and entities do not count, their visible text does.
-    assert_eq!(
-        send(format!("<b>{}</b>", "a".repeat(4096)), true).await.0,
-        200
-    );
+    assert_eq!(send(format!("<b>{}</b>", "a".repeat(4096)), true).await.0, 200);
     assert_eq!(send("&lt;".repeat(4096), true).await.0, 200);
     assert_eq!(send("&lt;".repeat(4097), true).await.1, too_long);
     let empty = fails(
@@ -360,13 +318,7 @@ async fn text_limit_is_4096_utf16_units_of_visible_text() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_chats_replies_and_buttons_are_checked() {
     let server = with_chat().await;
-    let missing = fails(
-        &server,
-        "sendMessage",
-        json!({"chat_id": 7, "text": "x"}),
-        400,
-    )
-    .await;
+    let missing = fails(&server, "sendMessage", json!({"chat_id": 7, "text": "x"}), 400).await;
     assert_eq!(missing, "Bad Request: chat not found");
     let reply = fails(
         &server,
@@ -392,10 +344,7 @@ async fn unknown_chats_replies_and_buttons_are_checked() {
     )
     .await;
     assert_eq!(answer["reply_to_message"]["text"], "question");
-    assert_eq!(
-        answer["message_id"], 2,
-        "ids are shared with incoming messages"
-    );
+    assert_eq!(answer["message_id"], 2, "ids are shared with incoming messages");
     assert_eq!(server.messages(CHAT)[0].reply_to_message_id, Some(1));
 }
 
@@ -439,19 +388,10 @@ async fn edit_message_text_not_modified_and_not_found() {
     assert_eq!(missing, "Bad Request: message to edit not found");
     let message = &server.messages(CHAT)[0];
     assert_eq!(
-        (
-            message.text.as_deref(),
-            message.parse_mode.as_deref(),
-            message.edits
-        ),
+        (message.text.as_deref(), message.parse_mode.as_deref(), message.edits),
         (Some("Done"), None, 1)
     );
-    ok(
-        &server,
-        "deleteMessage",
-        json!({"chat_id": CHAT, "message_id": id}),
-    )
-    .await;
+    ok(&server, "deleteMessage", json!({"chat_id": CHAT, "message_id": id})).await;
     assert!(server.messages(CHAT).is_empty());
     let gone = fails(
         &server,
@@ -466,12 +406,7 @@ async fn edit_message_text_not_modified_and_not_found() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fail_next_429_and_early_retries_are_recorded() {
     let server = with_chat().await;
-    server.fail_next(
-        "sendMessage",
-        429,
-        "Too Many Requests: retry after 1",
-        Some(1),
-    );
+    server.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", Some(1));
     let body = json!({"chat_id": CHAT, "text": "hi"});
     let (status, answer) = call(&server, "sendMessage", body.clone()).await;
     assert_eq!(status, 429);
@@ -481,12 +416,7 @@ async fn fail_next_429_and_early_retries_are_recorded() {
     );
     // Another chat is not the one told to wait.
     server.add_chat(43);
-    ok(
-        &server,
-        "sendMessage",
-        json!({"chat_id": 43, "text": "elsewhere"}),
-    )
-    .await;
+    ok(&server, "sendMessage", json!({"chat_id": 43, "text": "elsewhere"})).await;
     assert!(server.early_retries().is_empty());
     // Retrying at once is early (and served: the fault was for one call).
     ok(&server, "sendMessage", body.clone()).await;
@@ -499,12 +429,7 @@ async fn fail_next_429_and_early_retries_are_recorded() {
     // A retry after the wait is not (another chat, whose wait starts now).
     server.add_chat(44);
     let other = json!({"chat_id": 44, "text": "hi"});
-    server.fail_next(
-        "sendmessage",
-        429,
-        "Too Many Requests: retry after 1",
-        Some(1),
-    );
+    server.fail_next("sendmessage", 429, "Too Many Requests: retry after 1", Some(1));
     assert_eq!(call(&server, "sendMessage", other.clone()).await.0, 429);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     ok(&server, "sendMessage", other).await;
@@ -521,24 +446,12 @@ async fn rate_limit_answers_429_to_every_call_in_the_window() {
     assert_eq!(status, 429);
     assert_eq!(answer["parameters"]["retry_after"], 2);
     assert_eq!(answer["description"], "Too Many Requests: retry after 2");
-    assert!(
-        server.early_retries().is_empty(),
-        "the first 429 is not a retry"
-    );
+    assert!(server.early_retries().is_empty(), "the first 429 is not a retry");
     let (status, _) = call(&server, "editMessageText", edit(43)).await;
     assert_eq!(status, 429);
-    assert_eq!(
-        server.early_retries().len(),
-        1,
-        "the window holds for every chat"
-    );
+    assert_eq!(server.early_retries().len(), 1, "the window holds for every chat");
     // Other methods are not limited.
-    ok(
-        &server,
-        "sendMessage",
-        json!({"chat_id": CHAT, "text": "fine"}),
-    )
-    .await;
+    ok(&server, "sendMessage", json!({"chat_id": CHAT, "text": "fine"})).await;
     server.rate_limit("editMessageText", 0);
     let description = fails(&server, "editMessageText", edit(43), 400).await;
     assert_eq!(description, "Bad Request: message to edit not found");
@@ -547,18 +460,11 @@ async fn rate_limit_answers_429_to_every_call_in_the_window() {
 #[tokio::test(flavor = "multi_thread")]
 async fn fail_next_injects_any_error_once() {
     let server = with_chat().await;
-    let description =
-        "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0";
+    let description = "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0";
     server.fail_next("sendMessage", 400, description, None);
     let body = json!({"chat_id": CHAT, "text": "fine"});
-    assert_eq!(
-        fails(&server, "sendMessage", body.clone(), 400).await,
-        description
-    );
-    assert!(
-        server.messages(CHAT).is_empty(),
-        "a failed call has no effect"
-    );
+    assert_eq!(fails(&server, "sendMessage", body.clone(), 400).await, description);
+    assert!(server.messages(CHAT).is_empty(), "a failed call has no effect");
     ok(&server, "sendMessage", body).await;
 }
 
@@ -600,14 +506,7 @@ async fn multipart_send_document_is_recorded_and_downloadable() {
         server.url(),
         file["file_path"].as_str().unwrap()
     );
-    let downloaded = client()
-        .get(url)
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let downloaded = client().get(url).send().await.unwrap().bytes().await.unwrap();
     assert_eq!(&downloaded[..], b"hello file");
     // A photo straight in a part named like the parameter; it must be an image.
     let (status, answer) = call_multipart(
@@ -641,12 +540,7 @@ async fn multipart_send_document_is_recorded_and_downloadable() {
         (400, json!("Bad Request: IMAGE_PROCESS_FAILED"))
     );
     // A known file id is sent again without an upload; an unknown one is refused.
-    ok(
-        &server,
-        "sendDocument",
-        json!({"chat_id": CHAT, "document": file_id}),
-    )
-    .await;
+    ok(&server, "sendDocument", json!({"chat_id": CHAT, "document": file_id})).await;
     let wrong = fails(
         &server,
         "sendDocument",
@@ -654,10 +548,7 @@ async fn multipart_send_document_is_recorded_and_downloadable() {
         400,
     )
     .await;
-    assert_eq!(
-        wrong,
-        "Bad Request: wrong file identifier/HTTP URL specified"
-    );
+    assert_eq!(wrong, "Bad Request: wrong file identifier/HTTP URL specified");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -666,10 +557,7 @@ async fn get_file_and_download_round_trip_for_registered_files() {
     let file_id = server.add_file(&b"voice bytes"[..], "note.ogg");
     let pushed = server.push_update(updates::voice_message(CHAT, CHAT, &file_id, 3));
     assert_eq!(pushed["message"]["voice"]["file_size"], 11);
-    assert_eq!(
-        pushed["message"]["voice"]["file_unique_id"],
-        "testkit_unique_1"
-    );
+    assert_eq!(pushed["message"]["voice"]["file_unique_id"], "testkit_unique_1");
     let file = ok(&server, "getFile", json!({"file_id": file_id})).await;
     assert_eq!(
         file,
@@ -708,7 +596,8 @@ async fn set_my_commands_validates_and_records() {
         (status, answer["description"].clone()),
         (400, json!("Bad Request: BOT_COMMAND_DESCRIPTION_INVALID"))
     );
-    let commands = json!([{"command": "new", "description": "Start over"}, {"command": "compact_2", "description": "Compact"}]);
+    let commands =
+        json!([{"command": "new", "description": "Start over"}, {"command": "compact_2", "description": "Compact"}]);
     assert_eq!(set(commands.clone()).await.0, 200);
     assert_eq!(
         server.commands(),
@@ -725,12 +614,7 @@ async fn set_my_commands_validates_and_records() {
     );
     assert_eq!(ok(&server, "getMyCommands", json!({})).await, commands);
     assert_eq!(
-        ok(
-            &server,
-            "getMyCommands",
-            json!({"scope": {"type": "all_group_chats"}})
-        )
-        .await,
+        ok(&server, "getMyCommands", json!({"scope": {"type": "all_group_chats"}})).await,
         json!([])
     );
 }
@@ -761,23 +645,12 @@ async fn callback_queries_carry_the_stored_message_and_are_answered_once() {
         json!({"callback_query_id": id, "text": "ok"}),
     )
     .await;
-    let again = fails(
-        &server,
-        "answerCallbackQuery",
-        json!({"callback_query_id": id}),
-        400,
-    )
-    .await;
+    let again = fails(&server, "answerCallbackQuery", json!({"callback_query_id": id}), 400).await;
     assert_eq!(
         again,
         "Bad Request: query is too old and response timeout expired or query id is invalid"
     );
-    ok(
-        &server,
-        "sendChatAction",
-        json!({"chat_id": CHAT, "action": "typing"}),
-    )
-    .await;
+    ok(&server, "sendChatAction", json!({"chat_id": CHAT, "action": "typing"})).await;
     let action = fails(
         &server,
         "sendChatAction",
@@ -841,10 +714,7 @@ async fn topic_messages_and_auto_entities() {
     )
     .await;
     assert_eq!(
-        (
-            sent["message_thread_id"].clone(),
-            sent["is_topic_message"].clone()
-        ),
+        (sent["message_thread_id"].clone(), sent["is_topic_message"].clone()),
         (json!(5), json!(true))
     );
     assert_eq!(server.messages(chat)[0].thread_id, Some(5));

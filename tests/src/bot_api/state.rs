@@ -13,12 +13,7 @@ use super::faults::Faults;
 use super::{ApiCall, ApiError, BotCommand, ChatMessage, GetUpdatesCall};
 
 /// Keys of an update that carry a `Message`.
-const MESSAGE_KEYS: &[&str] = &[
-    "message",
-    "edited_message",
-    "channel_post",
-    "edited_channel_post",
-];
+const MESSAGE_KEYS: &[&str] = &["message", "edited_message", "channel_post", "edited_channel_post"];
 
 /// Keys of a `Message` that carry files (objects, or `photo`'s array of sizes).
 const FILE_KEYS: &[&str] = &[
@@ -83,15 +78,12 @@ impl Shared {
 
     /// Locks the state; a panic in another holder does not make the state unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Wakes long polls and waiters. Call without holding the state lock.
     pub(crate) fn notify(&self) {
-        self.changed
-            .send_modify(|count| *count = count.wrapping_add(1));
+        self.changed.send_modify(|count| *count = count.wrapping_add(1));
     }
 }
 
@@ -129,12 +121,7 @@ pub(crate) struct Files {
 
 impl Files {
     /// Registers a file under a new id, its path in `folder` (`documents`, `photos`).
-    pub(crate) fn add(
-        &mut self,
-        bytes: Bytes,
-        file_name: Option<String>,
-        folder: &str,
-    ) -> StoredFile {
+    pub(crate) fn add(&mut self, bytes: Bytes, file_name: Option<String>, folder: &str) -> StoredFile {
         self.next += 1;
         let n = self.next;
         let extension = file_name
@@ -215,9 +202,7 @@ impl StoredMessage {
             visible_text: text("text").or_else(|| text("caption")),
             parse_mode: self.parse_mode.clone(),
             reply_markup: json.get("reply_markup").cloned(),
-            reply_to_message_id: json
-                .pointer("/reply_to_message/message_id")
-                .and_then(Value::as_i64),
+            reply_to_message_id: json.pointer("/reply_to_message/message_id").and_then(Value::as_i64),
             file_id: self.file_id.clone(),
             edits: self.edits,
             message: json.clone(),
@@ -428,9 +413,7 @@ impl State {
             let mut supergroup = chat.chat.clone();
             supergroup["id"] = new_id.into();
             supergroup["type"] = "supergroup".into();
-            self.chats
-                .entry(new_id)
-                .or_insert_with(|| ChatState::new(supergroup));
+            self.chats.entry(new_id).or_insert_with(|| ChatState::new(supergroup));
         }
     }
 
@@ -440,11 +423,7 @@ impl State {
         let Some(object) = file.as_object_mut() else {
             return;
         };
-        let Some(file_id) = object
-            .get("file_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
+        let Some(file_id) = object.get("file_id").and_then(Value::as_str).map(str::to_owned) else {
             return;
         };
         let stored = self.files.get(&file_id);
@@ -456,21 +435,15 @@ impl State {
         let Some(stored) = stored else {
             return;
         };
-        object
-            .entry("file_size")
-            .or_insert_with(|| stored.size().into());
+        object.entry("file_size").or_insert_with(|| stored.size().into());
         if !with_name {
             return;
         }
         if let Some(name) = &stored.file_name {
-            object
-                .entry("file_name")
-                .or_insert_with(|| name.clone().into());
+            object.entry("file_name").or_insert_with(|| name.clone().into());
         }
         if let Some(mime) = &stored.mime_type {
-            object
-                .entry("mime_type")
-                .or_insert_with(|| mime.clone().into());
+            object.entry("mime_type").or_insert_with(|| mime.clone().into());
         }
     }
 
@@ -478,10 +451,7 @@ impl State {
     fn take_callback(&mut self, query: &mut Map<String, Value>) {
         if !query.contains_key("id") {
             self.next_callback += 1;
-            query.insert(
-                "id".into(),
-                format!("testkit_query_{}", self.next_callback).into(),
-            );
+            query.insert("id".into(), format!("testkit_query_{}", self.next_callback).into());
         }
         if let Some(id) = query.get("id").and_then(Value::as_str) {
             self.callbacks.insert(id.to_owned(), false);

@@ -40,12 +40,7 @@ async fn teloxide_gets_me_sends_and_polls_against_the_double() {
     assert_eq!(message.text(), Some("/start"));
     assert_eq!(Value::from(received[0].id.0), pushed["update_id"]);
     let offset = i32::try_from(received[0].id.0).unwrap() + 1;
-    let next = bot
-        .get_updates()
-        .offset(offset)
-        .timeout(0)
-        .await
-        .expect("getUpdates");
+    let next = bot.get_updates().offset(offset).timeout(0).await.expect("getUpdates");
     assert!(next.is_empty());
     assert_eq!(api.confirmed_offset(), Some(i64::from(offset)));
 
@@ -65,16 +60,10 @@ async fn teloxide_gets_me_sends_and_polls_against_the_double() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            not_modified,
-            RequestError::Api(ApiError::MessageNotModified)
-        ),
+        matches!(not_modified, RequestError::Api(ApiError::MessageNotModified)),
         "{not_modified:?}"
     );
-    let edited = bot
-        .edit_message_text(ChatId(CHAT), sent.id, "Bye")
-        .await
-        .expect("edit");
+    let edited = bot.edit_message_text(ChatId(CHAT), sent.id, "Bye").await.expect("edit");
     assert_eq!(edited.text(), Some("Bye"));
 
     let bad_html = bot
@@ -87,12 +76,7 @@ async fn teloxide_gets_me_sends_and_polls_against_the_double() {
         "{bad_html:?}"
     );
 
-    api.fail_next(
-        "SendMessage",
-        429,
-        "Too Many Requests: retry after 3",
-        Some(3),
-    );
+    api.fail_next("SendMessage", 429, "Too Many Requests: retry after 3", Some(3));
     let limited = bot.send_message(ChatId(CHAT), "x").await.unwrap_err();
     assert!(
         matches!(limited, RequestError::RetryAfter(seconds) if seconds.seconds() == 3),
@@ -109,10 +93,7 @@ async fn teloxide_gets_me_sends_and_polls_against_the_double() {
         .await
         .expect("multipart sendDocument");
     let file = document.document().expect("a document");
-    assert_eq!(
-        (file.file_name.as_deref(), file.file.size),
-        (Some("report.md"), 11)
-    );
+    assert_eq!((file.file_name.as_deref(), file.file.size), (Some("report.md"), 11));
     assert_eq!(document.caption(), Some("the report"));
     assert_eq!(&api.uploads()[0].bytes[..], b"report body");
     let file = bot.get_file(file.file.id.clone()).await.expect("getFile");
@@ -147,23 +128,14 @@ async fn every_update_builder_parses_as_a_teloxide_update() {
     let paper = api.add_file(&b"%PDF-1.4"[..], "paper.pdf");
     let voice = api.add_file(&b"OggS"[..], "note.ogg");
     api.add_chat(CHAT);
-    let question = api.push_update(updates::group_message(
-        -100,
-        7,
-        "@volcanic_test_bot hi",
-        None,
-    ));
+    let question = api.push_update(updates::group_message(-100, 7, "@volcanic_test_bot hi", None));
     let sent = bot(&api.url())
         .send_message(ChatId(CHAT), "pick")
         .await
         .expect("sendMessage");
     let pushed = [
         question.clone(),
-        api.push_update(updates::text_message(
-            CHAT,
-            CHAT,
-            "hello https://example.com",
-        )),
+        api.push_update(updates::text_message(CHAT, CHAT, "hello https://example.com")),
         api.push_update(updates::group_message(-100, 7, "reply", None).reply_to(&question)),
         api.push_update(updates::topic_message(
             -1_000_000_000_100,
@@ -178,17 +150,8 @@ async fn every_update_builder_parses_as_a_teloxide_update() {
         ),
         api.push_update(updates::document_message(CHAT, CHAT, &paper)),
         api.push_update(updates::voice_message(CHAT, CHAT, &voice, 4)),
-        api.push_update(
-            updates::text_message(CHAT, CHAT, "fixed")
-                .message_id(2)
-                .edited(),
-        ),
-        api.push_update(updates::callback_query(
-            CHAT,
-            i64::from(sent.id.0),
-            CHAT,
-            "a",
-        )),
+        api.push_update(updates::text_message(CHAT, CHAT, "fixed").message_id(2).edited()),
+        api.push_update(updates::callback_query(CHAT, i64::from(sent.id.0), CHAT, "a")),
         api.push_update(updates::callback_query(CHAT, 999, CHAT, "gone")),
         api.push_update(updates::migrate_to_chat(-100, -1_000_000_000_200, 7)),
         api.push_update(updates::migrate_from_chat(-1_000_000_000_200, -100, 7)),
@@ -210,12 +173,6 @@ async fn every_update_builder_parses_as_a_teloxide_update() {
     let UpdateKind::Message(photo_message) = &polled[4].kind else {
         panic!("not a message");
     };
-    assert_eq!(
-        photo_message.media_group_id().map(|id| id.0.as_str()),
-        Some("album")
-    );
-    assert_eq!(
-        photo_message.photo().map(|sizes| sizes[0].file.size),
-        Some(8)
-    );
+    assert_eq!(photo_message.media_group_id().map(|id| id.0.as_str()), Some("album"));
+    assert_eq!(photo_message.photo().map(|sizes| sizes[0].file.size), Some(8));
 }

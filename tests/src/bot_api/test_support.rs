@@ -16,9 +16,7 @@ pub(crate) fn client() -> reqwest::Client {
 
 /// Starts a server with [`TOKEN`].
 pub(crate) async fn server() -> BotApiServer {
-    BotApiServer::start(TOKEN)
-        .await
-        .expect("Bot API double starts")
+    BotApiServer::start(TOKEN).await.expect("Bot API double starts")
 }
 
 /// `/bot<TOKEN>/<method>` on the server.
@@ -57,10 +55,7 @@ pub(crate) async fn fails(server: &BotApiServer, method: &str, body: Value, stat
     assert_eq!(got, status, "{method}: {answer}");
     assert_eq!(answer["ok"], false, "{answer}");
     assert_eq!(answer["error_code"], status, "{answer}");
-    answer["description"]
-        .as_str()
-        .expect("description")
-        .to_owned()
+    answer["description"].as_str().expect("description").to_owned()
 }
 
 /// POSTs a form-urlencoded body (already encoded).
@@ -84,11 +79,7 @@ pub(crate) enum Part<'a> {
 }
 
 /// POSTs a `multipart/form-data` body built from `parts`.
-pub(crate) async fn call_multipart(
-    server: &BotApiServer,
-    method: &str,
-    parts: &[Part<'_>],
-) -> (u16, Value) {
+pub(crate) async fn call_multipart(server: &BotApiServer, method: &str, parts: &[Part<'_>]) -> (u16, Value) {
     let boundary = "testkit-boundary-7f3a";
     let mut body = Vec::new();
     for part in parts {
@@ -96,8 +87,7 @@ pub(crate) async fn call_multipart(
         match part {
             Part::Text(name, value) => {
                 body.extend_from_slice(
-                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                        .as_bytes(),
+                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
                 );
             }
             Part::File(name, file_name, bytes) => {
@@ -116,10 +106,7 @@ pub(crate) async fn call_multipart(
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     let response = client()
         .post(method_url(server, method))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
         .body(body)
         .send()
         .await

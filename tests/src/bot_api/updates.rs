@@ -101,8 +101,7 @@ impl MessageUpdate {
         self.message.remove("caption_entities");
         let entities = auto_entities(caption);
         if !entities.is_empty() {
-            self.message
-                .insert("caption_entities".into(), entities.into());
+            self.message.insert("caption_entities".into(), entities.into());
         }
         self
     }
@@ -110,8 +109,7 @@ impl MessageUpdate {
     /// Puts the message in forum topic `thread_id`: `message_thread_id`, `is_topic_message`,
     /// and the chat becomes a forum supergroup (`is_forum`).
     pub fn topic(mut self, thread_id: i64) -> Self {
-        self.message
-            .insert("message_thread_id".into(), thread_id.into());
+        self.message.insert("message_thread_id".into(), thread_id.into());
         self.message.insert("is_topic_message".into(), true.into());
         if let Some(chat) = self.message.get_mut("chat") {
             chat["type"] = "supergroup".into();
@@ -197,12 +195,7 @@ pub fn text_message(chat_id: i64, from_user_id: i64, text: &str) -> MessageUpdat
 /// A text message in group `chat_id` (negative; below -10^12 a supergroup) from
 /// `from_user_id`, with these `entities` or, when `None`, the automatic ones (so
 /// `@volcanic_test_bot` is a `mention` and `/help@volcanic_test_bot` a `bot_command`).
-pub fn group_message(
-    chat_id: i64,
-    from_user_id: i64,
-    text: &str,
-    entities: Option<Value>,
-) -> MessageUpdate {
+pub fn group_message(chat_id: i64, from_user_id: i64, text: &str, entities: Option<Value>) -> MessageUpdate {
     let update = MessageUpdate::new(chat_id, from_user_id).text(text);
     match entities {
         Some(entities) => update.entities(entities),
@@ -217,10 +210,7 @@ pub fn topic_message(chat_id: i64, thread_id: i64, from_user_id: i64, text: &str
 
 /// A photo (one size, of file `file_id`, e.g. from `add_file`), without caption.
 pub fn photo_message(chat_id: i64, from_user_id: i64, file_id: &str) -> MessageUpdate {
-    MessageUpdate::new(chat_id, from_user_id).set(
-        "photo",
-        json!([{"file_id": file_id, "width": 800, "height": 600}]),
-    )
+    MessageUpdate::new(chat_id, from_user_id).set("photo", json!([{"file_id": file_id, "width": 800, "height": 600}]))
 }
 
 /// A document (file `file_id`; its name, size and type come from `add_file`).
@@ -229,12 +219,7 @@ pub fn document_message(chat_id: i64, from_user_id: i64, file_id: &str) -> Messa
 }
 
 /// A voice note (file `file_id`) lasting `duration_secs`.
-pub fn voice_message(
-    chat_id: i64,
-    from_user_id: i64,
-    file_id: &str,
-    duration_secs: u32,
-) -> MessageUpdate {
+pub fn voice_message(chat_id: i64, from_user_id: i64, file_id: &str, duration_secs: u32) -> MessageUpdate {
     MessageUpdate::new(chat_id, from_user_id).set(
         "voice",
         json!({"file_id": file_id, "duration": duration_secs, "mime_type": "audio/ogg"}),
@@ -288,9 +273,7 @@ pub fn auto_entities(text: &str) -> Vec<Value> {
         let found = match word.first() {
             Some('/') => command_len(word).map(|len| ("bot_command", len)),
             Some('@') => name_len(&word[1..], 5).map(|len| ("mention", len + 1)),
-            Some('h') if starts_with(word, "http://") || starts_with(word, "https://") => {
-                Some(("url", word.len()))
-            }
+            Some('h') if starts_with(word, "http://") || starts_with(word, "https://") => Some(("url", word.len())),
             _ => None,
         };
         if let Some((kind, len)) = found {

@@ -88,10 +88,7 @@ pub(crate) fn stream_events(turn: &Turn, ctx: &ReplyContext) -> Vec<Bytes> {
             "usage": { "output_tokens": ctx.usage.output },
         }),
     ));
-    events.push(sse_event(
-        Some("message_stop"),
-        &json!({"type": "message_stop"}),
-    ));
+    events.push(sse_event(Some("message_stop"), &json!({"type": "message_stop"})));
     events
 }
 
@@ -121,27 +118,15 @@ fn block_events(events: &mut Vec<Bytes>, index: usize, block: &Block) {
                 events.push(delta(json!({"type": "thinking_delta", "thinking": piece})));
             }
             if let Some(signature) = signature {
-                events.push(delta(
-                    json!({"type": "signature_delta", "signature": signature}),
-                ));
+                events.push(delta(json!({"type": "signature_delta", "signature": signature})));
             }
         }
-        Block::ToolCall {
-            id,
-            name,
-            arguments,
-        } => {
-            events.push(start(
-                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-            ));
-            events.push(delta(
-                json!({"type": "input_json_delta", "partial_json": ""}),
-            ));
+        Block::ToolCall { id, name, arguments } => {
+            events.push(start(json!({"type": "tool_use", "id": id, "name": name, "input": {}})));
+            events.push(delta(json!({"type": "input_json_delta", "partial_json": ""})));
             let arguments = arguments.to_string();
             for piece in split_chunks(&arguments, JSON_CHUNKS) {
-                events.push(delta(
-                    json!({"type": "input_json_delta", "partial_json": piece}),
-                ));
+                events.push(delta(json!({"type": "input_json_delta", "partial_json": piece})));
             }
         }
     }
@@ -169,11 +154,9 @@ pub(crate) fn message_body(turn: &Turn, ctx: &ReplyContext) -> Value {
             Block::Thinking { text, signature } => {
                 json!({"type": "thinking", "thinking": text, "signature": signature.as_deref().unwrap_or("")})
             }
-            Block::ToolCall {
-                id,
-                name,
-                arguments,
-            } => json!({"type": "tool_use", "id": id, "name": name, "input": arguments}),
+            Block::ToolCall { id, name, arguments } => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": arguments})
+            }
         })
         .collect();
     json!({

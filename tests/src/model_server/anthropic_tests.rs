@@ -20,16 +20,9 @@ fn names(events: &[super::test_support::SseEvent]) -> Vec<&str> {
 async fn text_turn_streams_the_full_event_sequence() {
     let server = server().await;
     server.push(Turn::reply("Hello there, world").usage(10, 5, 2, 3));
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/event-stream; charset=utf-8"
-    );
+    assert_eq!(response.headers()["content-type"], "text/event-stream; charset=utf-8");
     assert!(response.headers().contains_key("request-id"));
     let events = parse_sse(&response.text().await.unwrap());
     assert_eq!(
@@ -53,10 +46,7 @@ async fn text_turn_streams_the_full_event_sequence() {
         json!({"input_tokens": 10, "cache_creation_input_tokens": 3,
                "cache_read_input_tokens": 2, "output_tokens": 1})
     );
-    assert_eq!(
-        events[2].json()["content_block"],
-        json!({"type": "text", "text": ""})
-    );
+    assert_eq!(events[2].json()["content_block"], json!({"type": "text", "text": ""}));
     let text: String = events[3..6]
         .iter()
         .map(|event| event.json()["delta"]["text"].as_str().unwrap().to_owned())
@@ -87,11 +77,7 @@ async fn thinking_and_tool_call_arguments_reassemble() {
             .text("Running.")
             .tool_call("call_1", "bash", arguments.clone()),
     );
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "go"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "go"}]))).await;
     let events = parse_sse(&response.text().await.unwrap());
     let starts: Vec<Value> = events
         .iter()
@@ -118,10 +104,7 @@ async fn thinking_and_tool_call_arguments_reassemble() {
             .map(|delta| delta["delta"][field].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(
-        of_type("thinking_delta", "thinking").concat(),
-        "I should run it"
-    );
+    assert_eq!(of_type("thinking_delta", "thinking").concat(), "I should run it");
     assert_eq!(of_type("signature_delta", "signature"), ["sig-1"]);
     let pieces = of_type("input_json_delta", "partial_json");
     assert!(
@@ -130,9 +113,7 @@ async fn thinking_and_tool_call_arguments_reassemble() {
     );
     let reassembled: Value = serde_json::from_str(&pieces.concat()).unwrap();
     assert_eq!(reassembled, arguments);
-    let stop = events
-        .iter()
-        .find(|e| e.name.as_deref() == Some("message_delta"));
+    let stop = events.iter().find(|e| e.name.as_deref() == Some("message_delta"));
     assert_eq!(stop.unwrap().json()["delta"]["stop_reason"], "tool_use");
 }
 
@@ -173,21 +154,14 @@ async fn unpaired_tool_use_gets_400_and_keeps_the_turn() {
     assert_eq!(recorded[0].turn_index, None);
     assert_eq!(recorded[0].rejection.as_ref().unwrap().message, message);
     assert_eq!(recorded[1].turn_index, Some(0));
-    assert_eq!(
-        recorded[1].tool_outputs(),
-        [("toolu_1".to_owned(), "a.txt".to_owned())]
-    );
+    assert_eq!(recorded[1].tool_outputs(), [("toolu_1".to_owned(), "a.txt".to_owned())]);
 }
 
 #[tokio::test]
 async fn rate_limited_turn_carries_retry_after() {
     let server = server().await;
     server.push(Turn::rate_limited(7));
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "7");
     let body: Value = response.json().await.unwrap();
@@ -198,11 +172,7 @@ async fn rate_limited_turn_carries_retry_after() {
 async fn error_529_is_an_overloaded_error() {
     let server = server().await;
     server.push(Turn::error(529, "Overloaded"));
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status().as_u16(), 529);
     let body: Value = response.json().await.unwrap();
     assert_eq!(
@@ -215,22 +185,13 @@ async fn error_529_is_an_overloaded_error() {
 async fn drop_after_closes_without_message_stop() {
     let server = server().await;
     server.push(Turn::reply("a long enough answer").drop_after(4));
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 200);
     let (text, failed) = read_until_end(response).await;
     assert!(failed, "the connection is aborted mid-body");
     assert_eq!(
         names(&parse_sse(&text)),
-        [
-            "message_start",
-            "ping",
-            "content_block_start",
-            "content_block_delta"
-        ]
+        ["message_start", "ping", "content_block_start", "content_block_delta"]
     );
 }
 
@@ -238,11 +199,7 @@ async fn drop_after_closes_without_message_stop() {
 async fn end_after_ends_the_body_cleanly_without_message_stop() {
     let server = server().await;
     server.push(Turn::reply("answer").end_after(3));
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     let (text, failed) = read_until_end(response).await;
     assert!(!failed);
     assert_eq!(
@@ -255,11 +212,7 @@ async fn end_after_ends_the_body_cleanly_without_message_stop() {
 async fn fail_after_sends_an_error_event() {
     let server = server().await;
     server.push(Turn::reply("answer").fail_after(2, "Overloaded"));
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     let events = parse_sse(&response.text().await.unwrap());
     assert_eq!(names(&events), ["message_start", "ping", "error"]);
     assert_eq!(
@@ -334,12 +287,7 @@ async fn thinking_signatures_must_be_ones_the_server_issued() {
     };
     let forged = post_anthropic(&server, &history("sig-from-elsewhere")).await;
     assert_eq!(forged.status(), 400);
-    assert_eq!(
-        post_anthropic(&server, &history("sig-issued"))
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(post_anthropic(&server, &history("sig-issued")).await.status(), 200);
 }
 
 #[tokio::test]
@@ -368,11 +316,7 @@ async fn delay_holds_back_the_response_headers() {
     let server = server().await;
     server.push(Turn::reply("late").delay(Duration::from_millis(200)));
     let started = std::time::Instant::now();
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 200);
     assert!(started.elapsed() >= Duration::from_millis(200));
 }

@@ -25,9 +25,7 @@ fn tool_result(id: &str) -> Value {
 /// `None` when accepted, else the start of the rejection message.
 fn anthropic_verdict(body: &Value) -> Option<String> {
     let issued: HashSet<String> = ["sig-ok".to_owned()].into();
-    check_anthropic(body, Some(&issued))
-        .err()
-        .map(|r| r.message)
+    check_anthropic(body, Some(&issued)).err().map(|r| r.message)
 }
 
 #[test]
@@ -62,9 +60,7 @@ fn anthropic_checks() {
                 user(json!("go")),
                 assistant(json!([tool_use("t1"), tool_use("t2")]))
             ])),
-            Some(
-                "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: t1, t2.",
-            ),
+            Some("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: t1, t2."),
         ),
         (
             "one of two results missing",
@@ -73,9 +69,7 @@ fn anthropic_checks() {
                 assistant(json!([tool_use("t1"), tool_use("t2")])),
                 user(json!([tool_result("t2")]))
             ])),
-            Some(
-                "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: t1.",
-            ),
+            Some("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: t1."),
         ),
         (
             "orphan result",
@@ -84,9 +78,7 @@ fn anthropic_checks() {
                 assistant(json!([text("hi")])),
                 user(json!([tool_result("t9")]))
             ])),
-            Some(
-                "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: t9.",
-            ),
+            Some("messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: t9."),
         ),
         (
             "result for a call two turns back",
@@ -135,9 +127,7 @@ fn anthropic_checks() {
                 assistant(json!([tool_use("call.1")])),
                 user(json!([tool_result("call.1")]))
             ])),
-            Some(
-                "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
-            ),
+            Some("messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"),
         ),
         (
             "first message from the assistant",
@@ -177,9 +167,7 @@ fn anthropic_checks() {
             "thinking with an issued signature",
             anthropic(json!([
                 user(json!("hi")),
-                assistant(
-                    json!([{"type": "thinking", "thinking": "x", "signature": "sig-ok"}, text("a")])
-                ),
+                assistant(json!([{"type": "thinking", "thinking": "x", "signature": "sig-ok"}, text("a")])),
                 user(json!("b"))
             ])),
             None,
@@ -254,13 +242,7 @@ fn openai_checks() {
         ("plain", openai(json!([user])), None),
         (
             "answered calls",
-            openai(json!([
-                user,
-                calls(&["a", "b"]),
-                tool("b"),
-                tool("a"),
-                user
-            ])),
+            openai(json!([user, calls(&["a", "b"]), tool("b"), tool("a"), user])),
             None,
         ),
         (
@@ -285,9 +267,7 @@ fn openai_checks() {
         (
             "tool message for an unknown id",
             openai(json!([user, calls(&["a"]), tool("a"), tool("z")])),
-            Some(
-                "Invalid parameter: 'tool_call_id' of 'z' not found in 'tool_calls' of previous message.",
-            ),
+            Some("Invalid parameter: 'tool_call_id' of 'z' not found in 'tool_calls' of previous message."),
         ),
         (
             "arguments sent as an object",

@@ -212,11 +212,7 @@ impl ModelServer {
 
     /// Waits until at least `n` requests were recorded (rejected ones count), then returns all
     /// of them; gives up after `timeout` with the ones seen so far.
-    pub async fn wait_for_requests(
-        &self,
-        n: usize,
-        timeout: Duration,
-    ) -> Result<Vec<RecordedRequest>, WaitTimeout> {
+    pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> Result<Vec<RecordedRequest>, WaitTimeout> {
         let mut recorded = self.shared.recorded.subscribe();
         // The watch guard must be gone before `requests()` locks the state, which handlers
         // hold while they update the watch.

@@ -102,11 +102,7 @@ pub(crate) fn stream_events(turn: &Turn, ctx: &ReplyContext) -> Vec<Bytes> {
                     events.push(delta_chunk(ctx, json!({"content": piece}), None));
                 }
             }
-            Block::ToolCall {
-                id,
-                name,
-                arguments,
-            } => {
+            Block::ToolCall { id, name, arguments } => {
                 events.push(delta_chunk(
                     ctx,
                     json!({"tool_calls": [{
@@ -129,11 +125,7 @@ pub(crate) fn stream_events(turn: &Turn, ctx: &ReplyContext) -> Vec<Bytes> {
             }
         }
     }
-    events.push(delta_chunk(
-        ctx,
-        json!({}),
-        Some(turn.effective_stop_reason().openai()),
-    ));
+    events.push(delta_chunk(ctx, json!({}), Some(turn.effective_stop_reason().openai())));
     if ctx.include_usage {
         events.push(chunk(ctx, json!([]), usage_json(ctx)));
     }
@@ -158,11 +150,7 @@ pub(crate) fn completion_body(turn: &Turn, ctx: &ReplyContext) -> Value {
         match block {
             Block::Thinking { text: thought, .. } => reasoning.push_str(thought),
             Block::Text(piece) => text.push_str(piece),
-            Block::ToolCall {
-                id,
-                name,
-                arguments,
-            } => calls.push(json!({
+            Block::ToolCall { id, name, arguments } => calls.push(json!({
                 "id": id,
                 "type": "function",
                 "function": {"name": name, "arguments": arguments.to_string()},

@@ -19,30 +19,17 @@ fn chunks_until_done(events: &[SseEvent]) -> Vec<Value> {
 async fn text_turn_streams_chunks_usage_and_done() {
     let server = server().await;
     server.push(Turn::reply("Hello there, world").usage(10, 5, 2, 0));
-    let response = post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().contains_key("x-request-id"));
     let chunks = chunks_until_done(&parse_sse(&response.text().await.unwrap()));
     assert_eq!(chunks.len(), 6, "{chunks:#?}");
-    assert!(
-        chunks
-            .iter()
-            .all(|c| c["object"] == "chat.completion.chunk")
-    );
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
     assert!(chunks.iter().all(|c| c["model"] == "gpt-test"));
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     let text: String = chunks[1..4]
         .iter()
-        .map(|c| {
-            c["choices"][0]["delta"]["content"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
+        .map(|c| c["choices"][0]["delta"]["content"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(text, "Hello there, world");
     assert_eq!(chunks[4]["choices"][0]["finish_reason"], "stop");
@@ -64,10 +51,7 @@ async fn without_include_usage_there_is_no_usage_chunk() {
     let response = post_openai(&server, &body).await;
     let chunks = chunks_until_done(&parse_sse(&response.text().await.unwrap()));
     assert!(chunks.iter().all(|c| c.get("usage").is_none()));
-    assert_eq!(
-        chunks.last().unwrap()["choices"][0]["finish_reason"],
-        "stop"
-    );
+    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "stop");
 }
 
 #[tokio::test]
@@ -81,20 +65,13 @@ async fn reasoning_and_tool_call_arguments_reassemble() {
             .tool_call("call_1", "bash", first.clone())
             .tool_call("call_2", "read", second.clone()),
     );
-    let response = post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "go"}])),
-    )
-    .await;
+    let response = post_openai(&server, &openai_body(json!([{"role": "user", "content": "go"}]))).await;
     let chunks = chunks_until_done(&parse_sse(&response.text().await.unwrap()));
     let deltas: Vec<&Value> = chunks
         .iter()
         .filter_map(|c| c["choices"].get(0).map(|choice| &choice["delta"]))
         .collect();
-    let reasoning: String = deltas
-        .iter()
-        .filter_map(|d| d["reasoning_content"].as_str())
-        .collect();
+    let reasoning: String = deltas.iter().filter_map(|d| d["reasoning_content"].as_str()).collect();
     assert_eq!(reasoning, "let me think");
     let mut calls: Vec<(String, String, String, usize)> = Vec::new();
     for delta in &deltas {
@@ -115,23 +92,12 @@ async fn reasoning_and_tool_call_arguments_reassemble() {
         }
     }
     assert_eq!(calls.len(), 2);
-    assert_eq!(
-        (calls[0].0.as_str(), calls[0].1.as_str()),
-        ("call_1", "bash")
-    );
-    assert_eq!(
-        (calls[1].0.as_str(), calls[1].1.as_str()),
-        ("call_2", "read")
-    );
+    assert_eq!((calls[0].0.as_str(), calls[0].1.as_str()), ("call_1", "bash"));
+    assert_eq!((calls[1].0.as_str(), calls[1].1.as_str()), ("call_2", "read"));
     assert_eq!(serde_json::from_str::<Value>(&calls[0].2).unwrap(), first);
     assert_eq!(serde_json::from_str::<Value>(&calls[1].2).unwrap(), second);
-    assert!(
-        calls.iter().all(|call| call.3 >= 2),
-        "arguments split: {calls:?}"
-    );
-    let finish = chunks
-        .iter()
-        .find_map(|c| c["choices"][0]["finish_reason"].as_str());
+    assert!(calls.iter().all(|call| call.3 >= 2), "arguments split: {calls:?}");
+    let finish = chunks.iter().find_map(|c| c["choices"][0]["finish_reason"].as_str());
     assert_eq!(finish, Some("tool_calls"));
 }
 
@@ -165,21 +131,14 @@ async fn unanswered_tool_call_gets_400_and_keeps_the_turn() {
     let recorded = server.requests();
     assert!(recorded[0].is_rejected());
     assert_eq!(recorded[1].turn_index, Some(0));
-    assert_eq!(
-        recorded[1].tool_outputs(),
-        [("call_1".to_owned(), "done".to_owned())]
-    );
+    assert_eq!(recorded[1].tool_outputs(), [("call_1".to_owned(), "done".to_owned())]);
 }
 
 #[tokio::test]
 async fn rate_limited_turn_carries_retry_after() {
     let server = server().await;
     server.push(Turn::rate_limited(3));
-    let response = post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "3");
     let body: Value = response.json().await.unwrap();
@@ -190,11 +149,7 @@ async fn rate_limited_turn_carries_retry_after() {
 async fn drop_after_closes_without_done() {
     let server = server().await;
     server.push(Turn::reply("a long enough answer").drop_after(2));
-    let response = post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     let (text, failed) = read_until_end(response).await;
     assert!(failed, "the connection is aborted mid-body");
     let events = parse_sse(&text);

@@ -23,12 +23,7 @@ pub struct Rejection {
 
 impl Rejection {
     /// A rejection with every field given.
-    pub fn new(
-        status: u16,
-        kind: impl Into<String>,
-        code: Option<&str>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(status: u16, kind: impl Into<String>, code: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             status,
             kind: kind.into(),
@@ -76,9 +71,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The value of a header, by case-insensitive name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
+        self.headers.get(&name.to_ascii_lowercase()).map(String::as_str)
     }
 
     /// The server refused it (no turn was used).

@@ -59,23 +59,13 @@ pub(crate) struct Served {
 
 /// Waits the turn's delay, then answers with its error, its stream (cut as scripted) or its
 /// non-streaming body. `extra` headers (the request id) go on every answer.
-pub(crate) async fn respond(
-    api: WireApi,
-    served: Served,
-    extra: &[(&'static str, String)],
-) -> Response {
-    let Served {
-        turn,
-        ctx,
-        streaming,
-    } = served;
+pub(crate) async fn respond(api: WireApi, served: Served, extra: &[(&'static str, String)]) -> Response {
+    let Served { turn, ctx, streaming } = served;
     if !turn.delay.is_zero() {
         tokio::time::sleep(turn.delay).await;
     }
     match &turn.outcome {
-        Outcome::Error { status, message } => {
-            error_response(api, &Rejection::for_status(api, *status, message), extra)
-        }
+        Outcome::Error { status, message } => error_response(api, &Rejection::for_status(api, *status, message), extra),
         Outcome::RateLimited { retry_after_secs } => {
             let rejection = Rejection::for_status(
                 api,
@@ -124,12 +114,7 @@ fn abort_stream() -> ByteStream {
     .boxed()
 }
 
-fn stream_response(
-    api: WireApi,
-    turn: &Turn,
-    ctx: &ReplyContext,
-    extra: &[(&'static str, String)],
-) -> Response {
+fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'static str, String)]) -> Response {
     let mut events = match api {
         WireApi::Anthropic => anthropic::stream_events(turn, ctx),
         WireApi::OpenAi => openai::stream_events(turn, ctx),
@@ -162,32 +147,18 @@ fn stream_response(
 }
 
 /// The rejection in the format's own error body, with its status.
-pub(crate) fn error_response(
-    api: WireApi,
-    rejection: &Rejection,
-    extra: &[(&'static str, String)],
-) -> Response {
+pub(crate) fn error_response(api: WireApi, rejection: &Rejection, extra: &[(&'static str, String)]) -> Response {
     let body = match api {
         WireApi::Anthropic => anthropic::error_body(rejection),
         WireApi::OpenAi => openai::error_body(rejection),
     };
-    let status =
-        StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     json_response(status, &body, extra)
 }
 
 /// A JSON body with this status.
-pub(crate) fn json_response(
-    status: StatusCode,
-    body: &Value,
-    extra: &[(&'static str, String)],
-) -> Response {
-    body_response(
-        status,
-        "application/json",
-        Body::from(body.to_string()),
-        extra,
-    )
+pub(crate) fn json_response(status: StatusCode, body: &Value, extra: &[(&'static str, String)]) -> Response {
+    body_response(status, "application/json", Body::from(body.to_string()), extra)
 }
 
 fn body_response(

@@ -221,12 +221,7 @@ impl Turn {
     }
 
     /// Appends a tool call with the given id, tool name and JSON arguments.
-    pub fn tool_call(
-        mut self,
-        id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: Value,
-    ) -> Self {
+    pub fn tool_call(mut self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
         self.blocks.push(Block::ToolCall {
             id: id.into(),
             name: name.into(),
@@ -304,10 +299,7 @@ impl Turn {
         if let Some(reason) = self.stop_reason {
             return reason;
         }
-        let has_calls = self
-            .blocks
-            .iter()
-            .any(|block| matches!(block, Block::ToolCall { .. }));
+        let has_calls = self.blocks.iter().any(|block| matches!(block, Block::ToolCall { .. }));
         if has_calls {
             StopReason::ToolUse
         } else {
@@ -330,9 +322,7 @@ impl Turn {
             .iter()
             .map(|block| match block {
                 Block::Thinking { text, .. } | Block::Text(text) => text.chars().count(),
-                Block::ToolCall {
-                    name, arguments, ..
-                } => name.chars().count() + arguments.to_string().chars().count(),
+                Block::ToolCall { name, arguments, .. } => name.chars().count() + arguments.to_string().chars().count(),
             })
             .sum();
         Usage {
@@ -350,11 +340,7 @@ impl Turn {
                 signature: Some(signature),
                 ..
             } => Some(signature.as_str()),
-            Block::Thinking {
-                signature: None, ..
-            }
-            | Block::Text(_)
-            | Block::ToolCall { .. } => None,
+            Block::Thinking { signature: None, .. } | Block::Text(_) | Block::ToolCall { .. } => None,
         })
     }
 }

@@ -67,9 +67,7 @@ impl Shared {
 
     /// Locks the state; a panic in another holder does not make the state unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, ServerState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Records a request and updates the waiters.
@@ -90,21 +88,11 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn anthropic_route(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn anthropic_route(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     handle(&shared, WireApi::Anthropic, &uri, &headers, &body).await
 }
 
-async fn openai_route(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn openai_route(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     handle(&shared, WireApi::OpenAi, &uri, &headers, &body).await
 }
 
@@ -164,13 +152,7 @@ fn lossy(raw: &[u8]) -> Value {
     Value::String(String::from_utf8_lossy(raw).into_owned())
 }
 
-async fn handle(
-    shared: &Shared,
-    api: WireApi,
-    uri: &Uri,
-    headers: &HeaderMap,
-    raw: &[u8],
-) -> Response {
+async fn handle(shared: &Shared, api: WireApi, uri: &Uri, headers: &HeaderMap, raw: &[u8]) -> Response {
     let (request_id, verdict) = admit_and_record(shared, api, uri, headers, raw);
     let extra = [(request_id_header(api), request_id)];
     match verdict {
@@ -230,16 +212,10 @@ fn admit(
     match api {
         WireApi::Anthropic => {
             if state.require_api_key && !present("x-api-key") {
-                return Err(Rejection::for_status(
-                    api,
-                    401,
-                    "x-api-key header is required",
-                ));
+                return Err(Rejection::for_status(api, 401, "x-api-key header is required"));
             }
             if !present("anthropic-version") {
-                return Err(Rejection::invalid_request(
-                    "anthropic-version: header is required",
-                ));
+                return Err(Rejection::invalid_request("anthropic-version: header is required"));
             }
         }
         WireApi::OpenAi => {
@@ -258,9 +234,8 @@ fn admit(
             }
         }
     }
-    let body = body.map_err(|error| {
-        Rejection::invalid_request(format!("There was an error parsing the body: {error}"))
-    })?;
+    let body =
+        body.map_err(|error| Rejection::invalid_request(format!("There was an error parsing the body: {error}")))?;
     match api {
         WireApi::Anthropic => {
             check_anthropic(body, state.verify_signatures.then_some(&state.signatures))?;
@@ -284,23 +259,14 @@ fn admit(
             ),
         ));
     };
-    state
-        .signatures
-        .extend(turn.signatures().map(str::to_owned));
-    let include_usage = body
-        .pointer("/stream_options/include_usage")
-        .and_then(Value::as_bool)
-        == Some(true);
+    state.signatures.extend(turn.signatures().map(str::to_owned));
+    let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_secs())
         .unwrap_or(0);
     let ctx = ReplyContext {
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
+        model: body.get("model").and_then(Value::as_str).unwrap_or("").to_owned(),
         seq: index,
         usage: turn.effective_usage(tokens),
         include_usage: api == WireApi::OpenAi && include_usage,
@@ -315,9 +281,9 @@ fn admit(
 
 fn context_rejection(api: WireApi, tokens: u64, window: u64) -> Rejection {
     match api {
-        WireApi::Anthropic => Rejection::invalid_request(format!(
-            "prompt is too long: {tokens} tokens > {window} maximum"
-        )),
+        WireApi::Anthropic => {
+            Rejection::invalid_request(format!("prompt is too long: {tokens} tokens > {window} maximum"))
+        }
         WireApi::OpenAi => Rejection::new(
             400,
             "invalid_request_error",

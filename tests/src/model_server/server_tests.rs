@@ -6,9 +6,7 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::test_support::{
-    anthropic_body, client, openai_body, parse_sse, post_anthropic, post_openai, server,
-};
+use super::test_support::{anthropic_body, client, openai_body, parse_sse, post_anthropic, post_openai, server};
 use super::{ModelServer, RecordedRequest, Turn, WaitTimeout, WireApi};
 
 #[test]
@@ -49,21 +47,14 @@ async fn turns_are_taken_in_push_order_across_formats() {
         .collect();
     assert_eq!(
         apis,
-        [
-            (Some(WireApi::OpenAi), Some(0)),
-            (Some(WireApi::Anthropic), Some(1))
-        ]
+        [(Some(WireApi::OpenAi), Some(0)), (Some(WireApi::Anthropic), Some(1))]
     );
 }
 
 #[tokio::test]
 async fn no_turn_left_is_an_obvious_500() {
     let server = server().await;
-    let response = post_anthropic(
-        &server,
-        &anthropic_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_anthropic(&server, &anthropic_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 500);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["type"], "api_error");
@@ -72,11 +63,7 @@ async fn no_turn_left_is_an_obvious_500() {
         message.starts_with("volcanic-testkit: no scripted turn left"),
         "{message}"
     );
-    let response = post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     assert_eq!(response.status(), 500);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["type"], "server_error");
@@ -90,11 +77,7 @@ async fn wait_for_requests_returns_once_enough_arrived() {
         let server = server.clone();
         tokio::spawn(async move { server.wait_for_requests(1, Duration::from_secs(5)).await })
     };
-    post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     let requests = waiter.await.unwrap().unwrap();
     assert_eq!(requests.len(), 1);
 }
@@ -102,10 +85,7 @@ async fn wait_for_requests_returns_once_enough_arrived() {
 #[tokio::test(start_paused = true)]
 async fn wait_for_requests_times_out_with_what_arrived() {
     let server = server().await;
-    let error = server
-        .wait_for_requests(1, Duration::from_secs(30))
-        .await
-        .unwrap_err();
+    let error = server.wait_for_requests(1, Duration::from_secs(30)).await.unwrap_err();
     assert_eq!(error.wanted, 1);
     assert!(error.received.is_empty());
     assert_eq!(
@@ -153,22 +133,11 @@ async fn invalid_json_body_is_a_400_and_recorded_as_text() {
 async fn stall_after_keeps_the_stream_open() {
     let server = server().await;
     server.push(Turn::reply("answer").stall_after(1));
-    let response = post_openai(
-        &server,
-        &openai_body(json!([{"role": "user", "content": "hi"}])),
-    )
-    .await;
+    let response = post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     let mut stream = futures::StreamExt::boxed(response.bytes_stream());
-    let first = futures::StreamExt::next(&mut stream)
-        .await
-        .unwrap()
-        .unwrap();
+    let first = futures::StreamExt::next(&mut stream).await.unwrap().unwrap();
     assert!(first.starts_with(b"data: {"));
-    let next = tokio::time::timeout(
-        Duration::from_millis(300),
-        futures::StreamExt::next(&mut stream),
-    )
-    .await;
+    let next = tokio::time::timeout(Duration::from_millis(300), futures::StreamExt::next(&mut stream)).await;
     assert!(next.is_err(), "nothing more arrives: {next:?}");
 }
 
@@ -184,13 +153,6 @@ async fn system_prompt_is_read_from_either_format() {
         {"role": "user", "content": "hi"},
     ]));
     post_openai(&server, &openai).await;
-    let prompts: Vec<Option<String>> = server
-        .requests()
-        .iter()
-        .map(RecordedRequest::system_prompt)
-        .collect();
-    assert_eq!(
-        prompts,
-        [Some("Be brief.".to_owned()), Some("Be brief.".to_owned())]
-    );
+    let prompts: Vec<Option<String>> = server.requests().iter().map(RecordedRequest::system_prompt).collect();
+    assert_eq!(prompts, [Some("Be brief.".to_owned()), Some("Be brief.".to_owned())]);
 }

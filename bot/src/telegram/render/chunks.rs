@@ -52,9 +52,7 @@ pub(super) fn described_chunks(md: &str, limit: usize) -> Vec<(Chunk, bool)> {
     let tokens = tokenize(html);
     let map = SourceMap::new(md, &rendered.marks);
     let source_limit = limit.saturating_sub(FENCE_ROOM).max(limit / 2);
-    let mut accept = |start: usize, end: usize| {
-        map.units_at(end).saturating_sub(map.units_at(start)) <= source_limit
-    };
+    let mut accept = |start: usize, end: usize| map.units_at(end).saturating_sub(map.units_at(start)) <= source_limit;
     let cuts = cut(html, &tokens, limit, limit / 8, &mut accept);
     let kept: Vec<Piece> = pieces(html, &tokens, &cuts)
         .into_iter()
@@ -64,14 +62,8 @@ pub(super) fn described_chunks(md: &str, limit: usize) -> Vec<(Chunk, bool)> {
     let mut chunks = Vec::with_capacity(count);
     for (index, piece) in kept.iter().enumerate() {
         let next = kept.get(index + 1);
-        let from = if index == 0 {
-            0
-        } else {
-            map.offset_at(piece.start)
-        };
-        let to = next
-            .map_or(md.len(), |next| map.offset_at(next.start))
-            .max(from);
+        let from = if index == 0 { 0 } else { map.offset_at(piece.start) };
+        let to = next.map_or(md.len(), |next| map.offset_at(next.start)).max(from);
         let mut source = String::new();
         if index > 0
             && let Some(language) = &piece.code_at_start
@@ -123,9 +115,7 @@ impl<'a> SourceMap<'a> {
     }
 
     fn index_at(&self, html: usize) -> Option<usize> {
-        self.marks
-            .partition_point(|mark| mark.html <= html)
-            .checked_sub(1)
+        self.marks.partition_point(|mark| mark.html <= html).checked_sub(1)
     }
 
     /// Source byte offset rendered by `html[..html]`.

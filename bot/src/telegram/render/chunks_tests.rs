@@ -9,9 +9,7 @@ use proptest::prelude::*;
 /// A reply of well over 10,000 characters: headings, paragraphs with links, emoji and CJK,
 /// lists, quotes, tables, and one code block longer than a message.
 pub(super) fn long_reply() -> String {
-    let mut md = String::from(
-        "# Report\n\nHere is the analysis, with <think> tags, a<b comparisons & more.\n\n",
-    );
+    let mut md = String::from("# Report\n\nHere is the analysis, with <think> tags, a<b comparisons & more.\n\n");
     let filler = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(3);
     for section in 1..=6 {
         md.push_str(&format!("## Section {section}\n\n"));
@@ -22,9 +20,7 @@ pub(super) fn long_reply() -> String {
                  {filler}\n\n"
             ));
         }
-        md.push_str(
-            "- first item\n- second with `x < y`\n  - nested item\n  - another\n- third\n\n",
-        );
+        md.push_str("- first item\n- second with `x < y`\n  - nested item\n  - another\n- third\n\n");
         md.push_str("1. one\n2. two\n3. three\n\n");
         if section == 3 {
             md.push_str("```rust\n");
@@ -42,10 +38,7 @@ pub(super) fn long_reply() -> String {
 }
 
 fn sources(chunks: &[(Chunk, bool)]) -> String {
-    chunks
-        .iter()
-        .map(|(chunk, _)| chunk.source.as_str())
-        .collect()
+    chunks.iter().map(|(chunk, _)| chunk.source.as_str()).collect()
 }
 
 fn htmls(chunks: &[(Chunk, bool)]) -> Vec<String> {
@@ -55,21 +48,14 @@ fn htmls(chunks: &[(Chunk, bool)]) -> Vec<String> {
 #[test]
 fn long_reply_fits_and_keeps_everything() {
     let md = long_reply();
-    assert!(
-        md.chars().count() > 10_000,
-        "{} characters",
-        md.chars().count()
-    );
+    assert!(md.chars().count() > 10_000, "{} characters", md.chars().count());
     let chunks = described_chunks(&md, CHUNK_LIMIT);
     assert!(chunks.len() >= 3, "{} chunks", chunks.len());
     let joined = check_chunks(&htmls(&chunks), CHUNK_LIMIT);
     assert_eq!(joined, visible_text(&markdown_to_html(&md)));
     for (index, (chunk, exact)) in chunks.iter().enumerate() {
         assert!(*exact, "chunk {index} fell back to its visible text");
-        assert!(
-            units(&chunk.source) <= CHUNK_LIMIT,
-            "chunk {index} source too long"
-        );
+        assert!(units(&chunk.source) <= CHUNK_LIMIT, "chunk {index} source too long");
     }
     assert!(is_subsequence(&md, &sources(&chunks)));
 }
@@ -80,10 +66,7 @@ fn long_code_block_continues_in_the_next_chunk() {
     let chunks = described_chunks(&md, CHUNK_LIMIT);
     let open = "<pre><code class=\"language-rust\">";
     let continued: Vec<usize> = (1..chunks.len())
-        .filter(|&index| {
-            chunks[index].0.html.starts_with(open)
-                && chunks[index - 1].0.html.ends_with("</code></pre>")
-        })
+        .filter(|&index| chunks[index].0.html.starts_with(open) && chunks[index - 1].0.html.ends_with("</code></pre>"))
         .collect();
     assert!(!continued.is_empty(), "the code block was not split");
     for index in continued {

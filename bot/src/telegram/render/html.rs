@@ -43,8 +43,7 @@ pub fn markdown_to_html(md: &str) -> String {
 
 /// Renders `md` and records the marks [`super::markdown_chunks`] maps chunks back with.
 pub(super) fn render(md: &str) -> Rendered {
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut renderer = Renderer::new(md);
     for (event, range) in Parser::new_ext(md, options).into_offset_iter() {
         renderer.event(event, range);
@@ -206,9 +205,7 @@ impl<'a> Renderer<'a> {
             Tag::Strikethrough => self.open_style(Style::Strike),
             Tag::Superscript | Tag::Subscript => {}
             Tag::Link {
-                link_type,
-                dest_url,
-                ..
+                link_type, dest_url, ..
             } => {
                 let href = match link_type {
                     LinkType::Email => format!("mailto:{dest_url}"),
@@ -217,11 +214,7 @@ impl<'a> Renderer<'a> {
                 self.open_link(href, dest_url.to_string());
             }
             Tag::Image { dest_url, .. } => {
-                let shown = if dest_url
-                    .trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("data:")
-                {
+                let shown = if dest_url.trim_start().to_ascii_lowercase().starts_with("data:") {
                     "image".to_owned()
                 } else {
                     dest_url.to_string()
@@ -259,11 +252,8 @@ impl<'a> Renderer<'a> {
             }
             TagEnd::List(_) => {
                 self.lists.pop();
-                self.out.request(if self.lists.is_empty() {
-                    Gap::Blank
-                } else {
-                    Gap::Line
-                });
+                self.out
+                    .request(if self.lists.is_empty() { Gap::Blank } else { Gap::Line });
             }
             TagEnd::Item => {
                 self.out.end_item();
@@ -370,8 +360,7 @@ impl<'a> Renderer<'a> {
         }
         if let Some(code) = &mut self.code {
             if let Some(start) = source {
-                code.marks
-                    .push((code.text.len(), line_start(self.src, start)));
+                code.marks.push((code.text.len(), line_start(self.src, start)));
                 for (i, c) in text.char_indices() {
                     let after = i + c.len_utf8();
                     code.marks.push((code.text.len() + after, start + after));
@@ -448,9 +437,7 @@ impl<'a> Renderer<'a> {
     }
 
     fn open_link(&mut self, href: String, fallback: String) {
-        let tag = self.table.is_none()
-            && !self.links.iter().any(|link| link.tag)
-            && is_allowed_link(&href);
+        let tag = self.table.is_none() && !self.links.iter().any(|link| link.tag) && is_allowed_link(&href);
         if tag {
             let mut html = String::from("<a href=\"");
             escape_into(&mut html, href.trim(), true);

@@ -16,28 +16,16 @@ const CASES: &[(&str, &str, &str)] = &[
         "**bold *both* bold** *it **both***",
         "<b>bold <i>both</i> bold</b> <i>it <b>both</b></i>",
     ),
-    (
-        "bold inside bold is not doubled",
-        "**a __b__ c**",
-        "<b>a b c</b>",
-    ),
+    ("bold inside bold is not doubled", "**a __b__ c**", "<b>a b c</b>"),
     ("bold italic", "***x***", "<i><b>x</b></i>"),
     ("strike around code", "~~`x`~~", "<s><code>x</code></s>"),
     // Escaping.
     ("think tag", "<think>", "&lt;think&gt;"),
     ("less than", "a<b", "a&lt;b"),
-    (
-        "ampersand",
-        "Tom & Jerry &amp; co",
-        "Tom &amp; Jerry &amp; co",
-    ),
+    ("ampersand", "Tom & Jerry &amp; co", "Tom &amp; Jerry &amp; co"),
     ("quotes stay in text", "say \"hi\"", "say \"hi\""),
     ("backslash escapes", "\\*not italic\\*", "*not italic*"),
-    (
-        "inline html is text",
-        "x <b>bold</b> y",
-        "x &lt;b&gt;bold&lt;/b&gt; y",
-    ),
+    ("inline html is text", "x <b>bold</b> y", "x &lt;b&gt;bold&lt;/b&gt; y"),
     (
         "html block is text",
         "<div>\n*raw*\n</div>",
@@ -59,11 +47,7 @@ const CASES: &[(&str, &str, &str)] = &[
         "[q](<https://x.org/\"a\">)",
         "<a href=\"https://x.org/&quot;a&quot;\">q</a>",
     ),
-    (
-        "tg link",
-        "[me](tg://user?id=1)",
-        "<a href=\"tg://user?id=1\">me</a>",
-    ),
+    ("tg link", "[me](tg://user?id=1)", "<a href=\"tg://user?id=1\">me</a>"),
     (
         "mailto link",
         "[mail](mailto:a@b.org)",
@@ -74,11 +58,7 @@ const CASES: &[(&str, &str, &str)] = &[
         "<https://a.org>",
         "<a href=\"https://a.org\">https://a.org</a>",
     ),
-    (
-        "email autolink",
-        "<a@b.org>",
-        "<a href=\"mailto:a@b.org\">a@b.org</a>",
-    ),
+    ("email autolink", "<a@b.org>", "<a href=\"mailto:a@b.org\">a@b.org</a>"),
     ("javascript link is text", "[x](javascript:alert(1))", "x"),
     ("relative link is text", "[notes](./notes.md)", "notes"),
     (
@@ -107,11 +87,7 @@ const CASES: &[(&str, &str, &str)] = &[
         "<a href=\"https://c.org/c.png\">https://c.org/c.png</a>",
     ),
     ("local image", "![chart](out/chart.png)", "chart"),
-    (
-        "local image without alt",
-        "![](out/chart.png)",
-        "out/chart.png",
-    ),
+    ("local image without alt", "![](out/chart.png)", "out/chart.png"),
     (
         "image in a link",
         "[![logo](https://i.org/l.png)](https://a.org)",
@@ -150,11 +126,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     ("empty code block", "```\n```\n\ntext", "text"),
     // Block quotes.
-    (
-        "quote",
-        "> wise\n> words",
-        "<blockquote>wise\nwords</blockquote>",
-    ),
+    ("quote", "> wise\n> words", "<blockquote>wise\nwords</blockquote>"),
     (
         "quote with paragraphs",
         "> one\n>\n> two",
@@ -188,11 +160,7 @@ const CASES: &[(&str, &str, &str)] = &[
     ("loose list", "- a\n\n- b", "• a\n\n• b"),
     ("task list", "- [ ] todo\n- [x] done", "• ☐ todo\n• ☑ done"),
     ("empty item", "- \n- b", "•\n• b"),
-    (
-        "list then paragraph",
-        "- a\n- b\n\nafter",
-        "• a\n• b\n\nafter",
-    ),
+    ("list then paragraph", "- a\n- b\n\nafter", "• a\n• b\n\nafter"),
     (
         "code in a list",
         "- run:\n\n  ```sh\n  ls\n  ```\n- done",

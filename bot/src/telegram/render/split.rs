@@ -97,11 +97,7 @@ pub(super) fn tokenize(html: &str) -> Vec<Token> {
             _ => None,
         };
         let (end, kind) = parsed.unwrap_or((at + c.len_utf8(), Kind::Char(c)));
-        tokens.push(Token {
-            kind,
-            start: at,
-            end,
-        });
+        tokens.push(Token { kind, start: at, end });
         at = end;
     }
     tokens
@@ -114,10 +110,7 @@ fn parse_tag(bytes: &[u8], at: usize) -> Option<(usize, Kind)> {
         i += 1;
     }
     let name_start = i;
-    while bytes
-        .get(i)
-        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'-')
-    {
+    while bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'-') {
         i += 1;
     }
     if i == name_start {
@@ -379,8 +372,7 @@ pub(super) fn pieces(html: &str, tokens: &[Token], cuts: &[usize]) -> Vec<Piece>
         let mut visible = String::new();
         for index in start..end {
             if let Some(Token {
-                kind: Kind::Char(c),
-                ..
+                kind: Kind::Char(c), ..
             }) = tokens.get(index)
             {
                 visible.push(*c);

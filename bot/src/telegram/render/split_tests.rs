@@ -13,19 +13,9 @@ const CASES: &[(&str, &str, usize, &[&str])] = &[
     ("only tags", "<b></b>", 10, &[]),
     ("fits", "<b>hello</b> world", 11, &["<b>hello</b> world"]),
     ("exactly the limit", "abcd", 4, &["abcd"]),
-    (
-        "anywhere when no break",
-        "abcdefghij",
-        4,
-        &["abcd", "efgh", "ij"],
-    ),
+    ("anywhere when no break", "abcdefghij", 4, &["abcd", "efgh", "ij"]),
     ("space", "aaa bbb ccc", 9, &["aaa bbb ", "ccc"]),
-    (
-        "line break over space",
-        "aa bb\ncc dd",
-        10,
-        &["aa bb\n", "cc dd"],
-    ),
+    ("line break over space", "aa bb\ncc dd", 10, &["aa bb\n", "cc dd"]),
     (
         "paragraph break over line break",
         "aa\n\nbb\ncc dd",
@@ -45,19 +35,9 @@ const CASES: &[(&str, &str, usize, &[&str])] = &[
         &["&lt;&lt;", "&lt;&lt;", "&amp;"],
     ),
     ("numeric entities", "&#65;&#x42;C", 2, &["&#65;&#x42;", "C"]),
-    (
-        "surrogate pairs stay whole",
-        "😀😀😀",
-        3,
-        &["😀", "😀", "😀"],
-    ),
+    ("surrogate pairs stay whole", "😀😀😀", 3, &["😀", "😀", "😀"]),
     ("surrogate pair at the limit", "ab😀c", 3, &["ab", "😀c"]),
-    (
-        "emoji sequence kept together",
-        "ab👍🏽cd",
-        5,
-        &["ab", "👍🏽c", "d"],
-    ),
+    ("emoji sequence kept together", "ab👍🏽cd", 5, &["ab", "👍🏽c", "d"]),
     ("flag kept together", "a🇫🇷b", 4, &["a", "🇫🇷", "b"]),
     (
         "open tags closed and re-opened",
@@ -113,12 +93,7 @@ const CASES: &[(&str, &str, usize, &[&str])] = &[
         2,
         &["<pre><code>a\n</code></pre>", "<pre><code>\nb</code></pre>"],
     ),
-    (
-        "stray characters are text",
-        "a < b & c > d",
-        8,
-        &["a < b & ", "c > d"],
-    ),
+    ("stray characters are text", "a < b & c > d", 8, &["a < b & ", "c > d"]),
     ("tiny limit still makes progress", "😀a", 1, &["😀", "a"]),
 ];
 

@@ -58,10 +58,7 @@ impl Table {
     pub(super) fn push(&mut self, text: &str) {
         self.pushed += text.len();
         if let Some(cell) = self.rows.last_mut().and_then(|row| row.cells.last_mut()) {
-            cell.extend(
-                text.chars()
-                    .map(|c| if c.is_whitespace() { ' ' } else { c }),
-            );
+            cell.extend(text.chars().map(|c| if c.is_whitespace() { ' ' } else { c }));
         }
     }
 
@@ -102,18 +99,11 @@ impl Table {
                 .zip(&widths)
                 .enumerate()
                 .map(|(column, (cell, width))| {
-                    let alignment = self
-                        .alignments
-                        .get(column)
-                        .copied()
-                        .unwrap_or(Alignment::None);
+                    let alignment = self.alignments.get(column).copied().unwrap_or(Alignment::None);
                     pad(cell, *width, alignment)
                 })
                 .collect();
-            lines.push((
-                padded.join(" | ").trim_end().to_owned(),
-                Some(source.source),
-            ));
+            lines.push((padded.join(" | ").trim_end().to_owned(), Some(source.source)));
             if index == 0 {
                 let rule: Vec<String> = widths.iter().map(|width| "-".repeat(*width)).collect();
                 lines.push((rule.join("-+-"), None));

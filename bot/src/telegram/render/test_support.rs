@@ -30,9 +30,7 @@ pub(super) fn check_html(html: &str) -> Result<String, String> {
     while let Some(c) = rest.chars().next() {
         match c {
             '<' => {
-                let end = rest
-                    .find('>')
-                    .ok_or_else(|| format!("unclosed tag in {rest:?}"))?;
+                let end = rest.find('>').ok_or_else(|| format!("unclosed tag in {rest:?}"))?;
                 let tag = &rest[1..end];
                 rest = &rest[end + 1..];
                 if let Some(name) = tag.strip_prefix('/') {
@@ -56,9 +54,7 @@ pub(super) fn check_html(html: &str) -> Result<String, String> {
                 stack.push(name.to_owned());
             }
             '&' => {
-                let end = rest
-                    .find(';')
-                    .ok_or_else(|| format!("bare & in {rest:?}"))?;
+                let end = rest.find(';').ok_or_else(|| format!("bare & in {rest:?}"))?;
                 let decoded = match &rest[1..end] {
                     "lt" => '<',
                     "gt" => '>',
@@ -125,10 +121,7 @@ pub(super) fn check_chunks(chunks: &[String], limit: usize) -> String {
             "chunk {index} has {} units (limit {limit}): {chunk:?}",
             units(&visible)
         );
-        assert!(
-            !visible.trim().is_empty(),
-            "chunk {index} is blank: {chunk:?}"
-        );
+        assert!(!visible.trim().is_empty(), "chunk {index} is blank: {chunk:?}");
         joined.push_str(&visible);
     }
     joined

@@ -23,9 +23,7 @@
 pub mod context;
 pub mod events;
 
-pub use context::{
-    ContextUsage, ExtensionCommandContext, ExtensionContext, ModelCatalog, SessionView,
-};
+pub use context::{ContextUsage, ExtensionCommandContext, ExtensionContext, ModelCatalog, SessionView};
 use events::ExtensionEvent;
 
 use crate::messages::{CustomMessage, ImageContent};
@@ -208,9 +206,19 @@ pub trait ExtensionApi: Send + Sync {
     /// Removes a provider registered by this extension.
     fn unregister_provider(&self, name: &str);
     /// Injects a custom message (the model sees it as a user message).
-    fn send_message(&self, message: CustomMessage, delivery: Delivery, trigger_turn: bool) -> Result<(), ExtensionError>;
+    fn send_message(
+        &self,
+        message: CustomMessage,
+        delivery: Delivery,
+        trigger_turn: bool,
+    ) -> Result<(), ExtensionError>;
     /// Injects a user message; always triggers a turn.
-    fn send_user_message(&self, text: String, images: Vec<ImageContent>, delivery: Delivery) -> Result<(), ExtensionError>;
+    fn send_user_message(
+        &self,
+        text: String,
+        images: Vec<ImageContent>,
+        delivery: Delivery,
+    ) -> Result<(), ExtensionError>;
     /// Persists extension state on the branch (a `custom` entry); never enters the model context.
     fn append_entry(&self, custom_type: &str, data: Value) -> Result<(), ExtensionError>;
     /// Switches the session's model (`provider`, `id`); `Ok(false)` when unknown or without a key.

@@ -68,9 +68,7 @@ impl EntryTag {
             EntryKind::CustomMessage { .. } => EntryTag::CustomMessage,
             EntryKind::Label { .. } => EntryTag::Label,
             EntryKind::SessionInfo { .. } => EntryTag::SessionInfo,
-            EntryKind::Unknown { entry_type, .. } => {
-                EntryTag::from_type_name(entry_type.as_bytes())
-            }
+            EntryKind::Unknown { entry_type, .. } => EntryTag::from_type_name(entry_type.as_bytes()),
         }
     }
 }
@@ -186,13 +184,7 @@ impl SessionIndex {
 
     /// Adds the next entry and returns its position. A `parent_id` not (yet) in the index is
     /// remembered for [`SessionIndex::finish`].
-    pub fn push(
-        &mut self,
-        id: &str,
-        parent_id: Option<&str>,
-        tag: EntryTag,
-        role: Option<RoleTag>,
-    ) -> EntryPos {
+    pub fn push(&mut self, id: &str, parent_id: Option<&str>, tag: EntryTag, role: Option<RoleTag>) -> EntryPos {
         let pos = self.metas.len() as EntryPos;
         let parent = match parent_id {
             None => NO_PARENT,
@@ -320,9 +312,7 @@ impl SessionIndex {
 }
 
 fn short_key(id: &str) -> Option<u64> {
-    <[u8; 8]>::try_from(id.as_bytes())
-        .ok()
-        .map(u64::from_le_bytes)
+    <[u8; 8]>::try_from(id.as_bytes()).ok().map(u64::from_le_bytes)
 }
 
 /// Hasher for 8-byte id keys: a 64-bit finaliser (murmur3's fmix64), so every bit of the id

@@ -22,12 +22,7 @@ fn ids_parents_and_paths() {
         EntryTag::Label,
         None,
     );
-    index.push(
-        "x",
-        Some("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"),
-        EntryTag::Other,
-        None,
-    );
+    index.push("x", Some("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), EntryTag::Other, None);
     index.finish();
 
     assert_eq!(index.len(), 5);
@@ -51,10 +46,7 @@ fn ids_parents_and_paths() {
     assert_eq!(index.path_to(4), vec![0, 3, 4]);
     assert_eq!(index.path_to(99), Vec::<EntryPos>::new());
     assert_eq!(index.children(0).collect::<Vec<_>>(), vec![1, 3]);
-    assert_eq!(
-        index.positions_of(EntryTag::Label).collect::<Vec<_>>(),
-        vec![3]
-    );
+    assert_eq!(index.positions_of(EntryTag::Label).collect::<Vec<_>>(), vec![3]);
 }
 
 #[test]
@@ -113,8 +105,5 @@ fn tags_from_names_and_entries() {
     };
     assert_eq!(EntryTag::of(&unknown), EntryTag::Message);
     assert_eq!(RoleTag::of_entry(&unknown), Some(RoleTag::Other));
-    assert_eq!(
-        RoleTag::of_entry(&EntryKind::SessionInfo { name: None }),
-        None
-    );
+    assert_eq!(RoleTag::of_entry(&EntryKind::SessionInfo { name: None }), None);
 }

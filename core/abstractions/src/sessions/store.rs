@@ -138,11 +138,7 @@ pub enum SessionStoreError {
 pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Creates a session in `scope` whose first record is `header` and opens it. The header is
     /// durable when this returns.
-    fn create(
-        &self,
-        scope: &str,
-        header: &SessionHeader,
-    ) -> Result<Box<dyn SessionLog>, SessionStoreError>;
+    fn create(&self, scope: &str, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError>;
 
     /// Creates a session at an explicit location (e.g. the console's `--session FILE` when the
     /// file does not exist yet). Fails if something is already there.
@@ -200,12 +196,7 @@ pub trait SessionLog: Send + Sync + fmt::Debug {
         convert: fn(SessionEntry) -> Option<Message>,
         out: &mut Vec<Message>,
     ) -> Result<(), SessionStoreError> {
-        out.extend(
-            self.read(positions)?
-                .into_iter()
-                .flatten()
-                .filter_map(convert),
-        );
+        out.extend(self.read(positions)?.into_iter().flatten().filter_map(convert));
         Ok(())
     }
 

@@ -9,8 +9,8 @@
 
 use super::{CompactionEntry, EntryKind, SessionEntry};
 use crate::messages::{
-    AssistantMessage, BashExecutionMessage, CustomMessage, Message, SummaryMessage,
-    ToolResultMessage, UserBody, UserMessage,
+    AssistantMessage, BashExecutionMessage, CustomMessage, Message, SummaryMessage, ToolResultMessage, UserBody,
+    UserMessage,
 };
 use crate::model::ThinkingLevel;
 use serde::de::value::MapAccessDeserializer;
@@ -51,11 +51,7 @@ impl SessionEntry {
 
     /// Converts a parsed line. `None` when it is not an object with a string `id`.
     pub fn from_value(value: Value) -> Option<SessionEntry> {
-        let entry_type = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let entry_type = value.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
         value.get("id").and_then(Value::as_str)?;
         if let Ok(Typed(entry)) = typed_from_value(&entry_type, &value) {
             return Some(entry);
@@ -65,10 +61,7 @@ impl SessionEntry {
             id: field("id").unwrap_or_default(),
             parent_id: field("parentId"),
             timestamp: field("timestamp").unwrap_or_default(),
-            kind: EntryKind::Unknown {
-                entry_type,
-                raw: value,
-            },
+            kind: EntryKind::Unknown { entry_type, raw: value },
         })
     }
 
@@ -91,9 +84,7 @@ fn typed_from_value(entry_type: &str, value: &Value) -> Result<Typed, serde_json
         "custom_message" => CustomMessageWire::deserialize(d).map(Into::into),
         "label" => LabelWire::deserialize(d).map(Into::into),
         "session_info" => SessionInfoWire::deserialize(d).map(Into::into),
-        other => Err(de::Error::custom(format_args!(
-            "unknown entry type `{other}`"
-        ))),
+        other => Err(de::Error::custom(format_args!("unknown entry type `{other}`"))),
     }
 }
 
@@ -215,8 +206,7 @@ impl<'de> Deserialize<'de> for SessionEntry {
     /// Generic path (any deserializer): buffers the object as a [`Value`] first.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        SessionEntry::from_value(value)
-            .ok_or_else(|| de::Error::custom("session entry without a string `id`"))
+        SessionEntry::from_value(value).ok_or_else(|| de::Error::custom("session entry without a string `id`"))
     }
 }
 
@@ -255,9 +245,7 @@ impl<'de> Visitor<'de> for TypedVisitor {
             "custom_message" => CustomMessageWire::deserialize(rest).map(Into::into),
             "label" => LabelWire::deserialize(rest).map(Into::into),
             "session_info" => SessionInfoWire::deserialize(rest).map(Into::into),
-            other => Err(de::Error::custom(format_args!(
-                "unknown entry type `{other}`"
-            ))),
+            other => Err(de::Error::custom(format_args!("unknown entry type `{other}`"))),
         }
     }
 }
@@ -341,12 +329,7 @@ wire!(SessionInfoWire {
 
 impl From<MessageWire> for Typed {
     fn from(w: MessageWire) -> Self {
-        typed(
-            w.id,
-            w.parent_id,
-            w.timestamp,
-            EntryKind::Message(w.message),
-        )
+        typed(w.id, w.parent_id, w.timestamp, EntryKind::Message(w.message))
     }
 }
 impl From<ModelChangeWire> for Typed {
@@ -420,12 +403,7 @@ impl From<LabelWire> for Typed {
 }
 impl From<SessionInfoWire> for Typed {
     fn from(w: SessionInfoWire) -> Self {
-        typed(
-            w.id,
-            w.parent_id,
-            w.timestamp,
-            EntryKind::SessionInfo { name: w.name },
-        )
+        typed(w.id, w.parent_id, w.timestamp, EntryKind::SessionInfo { name: w.name })
     }
 }
 
@@ -456,16 +434,10 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 "assistant" => AssistantMessage::deserialize(rest).map(Message::Assistant),
                 "toolResult" => ToolResultMessage::deserialize(rest).map(Message::ToolResult),
                 "custom" | "hookMessage" => CustomMessage::deserialize(rest).map(Message::Custom),
-                "bashExecution" => {
-                    BashExecutionMessage::deserialize(rest).map(Message::BashExecution)
-                }
+                "bashExecution" => BashExecutionMessage::deserialize(rest).map(Message::BashExecution),
                 "branchSummary" => SummaryMessage::deserialize(rest).map(Message::BranchSummary),
-                "compactionSummary" => {
-                    SummaryMessage::deserialize(rest).map(Message::CompactionSummary)
-                }
-                other => Err(de::Error::custom(format_args!(
-                    "unknown message role `{other}`"
-                ))),
+                "compactionSummary" => SummaryMessage::deserialize(rest).map(Message::CompactionSummary),
+                other => Err(de::Error::custom(format_args!("unknown message role `{other}`"))),
             };
         }
         let mut obj = Map::new();

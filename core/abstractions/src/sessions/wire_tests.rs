@@ -112,10 +112,7 @@ fn unknown_types_and_payloads_are_kept_not_dropped() {
         assert_eq!(raw, &serde_json::from_str::<Value>(line).unwrap());
         assert_eq!(entry.kind.type_name(), ty);
         // Written back with every key (serde_json orders object keys).
-        assert_eq!(
-            serde_json::from_str::<Value>(&entry.to_json().unwrap()).unwrap(),
-            *raw
-        );
+        assert_eq!(serde_json::from_str::<Value>(&entry.to_json().unwrap()).unwrap(), *raw);
     }
     let system = SessionEntry::from_json(cases[1].0.as_bytes()).unwrap();
     assert_eq!(system.parent_id.as_deref(), Some("p"));
@@ -132,15 +129,9 @@ fn version_2_hook_messages_read_as_custom() {
         details: None,
         timestamp: 3,
     }));
-    assert_eq!(
-        SessionEntry::from_json(line.as_bytes()).unwrap().kind,
-        expected
-    );
+    assert_eq!(SessionEntry::from_json(line.as_bytes()).unwrap().kind, expected);
     let reordered = r#"{"type":"message","id":"h1","parentId":null,"timestamp":"t","message":{"customType":"x","role":"hookMessage","content":"c","display":true,"timestamp":3}}"#;
-    assert_eq!(
-        SessionEntry::from_json(reordered.as_bytes()).unwrap().kind,
-        expected
-    );
+    assert_eq!(SessionEntry::from_json(reordered.as_bytes()).unwrap().kind, expected);
 }
 
 #[test]
@@ -168,8 +159,7 @@ fn header_is_written_as_pi_writes_it() {
     let h: SessionHeader = serde_json::from_str(forked).unwrap();
     assert_eq!(h.parent_session.as_deref(), Some("/a.jsonl"));
     assert_eq!(serde_json::to_string(&h).unwrap(), forked);
-    let v1: SessionHeader =
-        serde_json::from_str(r#"{"type":"session","id":"x","timestamp":"t","cwd":"/"}"#).unwrap();
+    let v1: SessionHeader = serde_json::from_str(r#"{"type":"session","id":"x","timestamp":"t","cwd":"/"}"#).unwrap();
     assert_eq!(v1.version, None);
     assert_eq!(
         serde_json::to_value(&v1).unwrap(),

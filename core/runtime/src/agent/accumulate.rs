@@ -50,7 +50,11 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessa
                 t.thinking_signature.clone_from(signature);
             }
         }
-        AssistantMessageEvent::ToolCallStart { content_index, id, name } => {
+        AssistantMessageEvent::ToolCallStart {
+            content_index,
+            id,
+            name,
+        } => {
             ensure(partial, *content_index, || {
                 AssistantContent::ToolCall(ToolCall {
                     id: id.clone(),
@@ -61,7 +65,10 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessa
             });
         }
         AssistantMessageEvent::ToolCallDelta { .. } => {}
-        AssistantMessageEvent::ToolCallEnd { content_index, tool_call } => {
+        AssistantMessageEvent::ToolCallEnd {
+            content_index,
+            tool_call,
+        } => {
             if let Some(slot) = partial.content.get_mut(*content_index) {
                 *slot = AssistantContent::ToolCall(tool_call.clone());
             }

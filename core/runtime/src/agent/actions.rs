@@ -7,10 +7,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+use volcanic_abstractions::extensions::events::SessionInfoChangedEvent;
 use volcanic_abstractions::extensions::{
     CommandDefinition, CommandInfo, Delivery, ExecOptions, ExecResult, ExtensionError, ToolInfo,
 };
-use volcanic_abstractions::extensions::events::SessionInfoChangedEvent;
 use volcanic_abstractions::messages::{CustomMessage, ImageContent, Message};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::processes::{ProcessPurpose, ProcessSpawnRequest};
@@ -41,7 +41,11 @@ impl Inner {
             st.next_turn.push(message);
             return Ok(());
         }
-        let queue = if delivery == Delivery::Steer { QueueMode::Steer } else { QueueMode::FollowUp };
+        let queue = if delivery == Delivery::Steer {
+            QueueMode::Steer
+        } else {
+            QueueMode::FollowUp
+        };
         drop(st);
         // Idle: start a run in the background (the caller is usually a handler on the loop).
         tokio::spawn(async move {
@@ -75,11 +79,21 @@ impl Inner {
 
 #[async_trait]
 impl SessionActions for Inner {
-    fn send_message(&self, message: CustomMessage, delivery: Delivery, trigger_turn: bool) -> Result<(), ExtensionError> {
+    fn send_message(
+        &self,
+        message: CustomMessage,
+        delivery: Delivery,
+        trigger_turn: bool,
+    ) -> Result<(), ExtensionError> {
         self.deliver(Message::Custom(message), delivery, trigger_turn)
     }
 
-    fn send_user_message(&self, text: String, images: Vec<ImageContent>, delivery: Delivery) -> Result<(), ExtensionError> {
+    fn send_user_message(
+        &self,
+        text: String,
+        images: Vec<ImageContent>,
+        delivery: Delivery,
+    ) -> Result<(), ExtensionError> {
         self.deliver(user_message(text, images), delivery, true)
     }
 
@@ -99,7 +113,9 @@ impl SessionActions for Inner {
                 _ => return Ok(false),
             }
         };
-        apply_model(&me, model).await.map_err(|e| ExtensionError::Failed(e.to_string()))?;
+        apply_model(&me, model)
+            .await
+            .map_err(|e| ExtensionError::Failed(e.to_string()))?;
         Ok(true)
     }
 
@@ -165,7 +181,13 @@ impl SessionActions for Inner {
         Ok(())
     }
 
-    async fn exec(&self, origin: &str, command: &str, args: &[String], options: ExecOptions) -> Result<ExecResult, ExtensionError> {
+    async fn exec(
+        &self,
+        origin: &str,
+        command: &str,
+        args: &[String],
+        options: ExecOptions,
+    ) -> Result<ExecResult, ExtensionError> {
         let me = self.me()?;
         let mut request = ProcessSpawnRequest::new(
             ProcessPurpose::ExtensionExec,
@@ -211,12 +233,11 @@ impl SessionActions for Inner {
     }
 
     fn register_command(&self, extension: &str, name: &str, definition: CommandDefinition) {
-        if let Err(e) = self
-            .commands
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .register(name, definition, Some(extension.to_owned()))
-        {
+        if let Err(e) = self.commands.write().unwrap_or_else(|e| e.into_inner()).register(
+            name,
+            definition,
+            Some(extension.to_owned()),
+        ) {
             tracing::warn!(extension, "{e}");
         }
     }
@@ -229,6 +250,9 @@ impl SessionActions for Inner {
     }
 
     fn unregister_provider(&self, name: &str) {
-        self.models.write().unwrap_or_else(|e| e.into_inner()).unregister_provider(name);
+        self.models
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .unregister_provider(name);
     }
 }

@@ -69,7 +69,9 @@ impl ExtensionContext for SessionCtx {
 
     fn session(&self) -> Result<Arc<dyn SessionView>, ExtensionError> {
         let inner = self.live()?;
-        Ok(Arc::new(View { inner: Arc::downgrade(&inner) }))
+        Ok(Arc::new(View {
+            inner: Arc::downgrade(&inner),
+        }))
     }
 
     fn models(&self) -> Arc<dyn ModelCatalog> {
@@ -86,7 +88,10 @@ impl ExtensionContext for SessionCtx {
     }
 
     fn thinking_level(&self) -> ThinkingLevel {
-        self.inner.upgrade().map(|i| i.lock_state().thinking).unwrap_or_default()
+        self.inner
+            .upgrade()
+            .map(|i| i.lock_state().thinking)
+            .unwrap_or_default()
     }
 
     fn signal(&self) -> CancellationToken {
@@ -140,7 +145,10 @@ impl ExtensionContext for SessionCtx {
         ))
     }
 
-    async fn prepare_process(&self, mut request: ProcessSpawnRequest) -> Result<ProcessSpawnContext, ProcessSpawnError> {
+    async fn prepare_process(
+        &self,
+        mut request: ProcessSpawnRequest,
+    ) -> Result<ProcessSpawnContext, ProcessSpawnError> {
         let inner = self.live().map_err(|e| ProcessSpawnError(e.to_string()))?;
         request.scope.get_or_insert_with(|| inner.scope.clone());
         request
@@ -149,7 +157,8 @@ impl ExtensionContext for SessionCtx {
         if request.time_zone.is_none() {
             request.time_zone = inner.lock_state().time_zone.map(|t| t.name().to_owned());
         }
-        let context = volcanic_abstractions::processes::ProcessSpawnPolicy::prepare(&*inner.config.processes, &request)?;
+        let context =
+            volcanic_abstractions::processes::ProcessSpawnPolicy::prepare(&*inner.config.processes, &request)?;
         let mut ev = ProcessSpawnEvent {
             request,
             context,

@@ -92,7 +92,9 @@ pub struct AgentSessionFactory {
 impl AgentSessionFactory {
     /// A factory with host-wide settings.
     pub fn new(config: FactoryConfig) -> Self {
-        AgentSessionFactory { config: Arc::new(config) }
+        AgentSessionFactory {
+            config: Arc::new(config),
+        }
     }
 
     /// The host-wide settings.
@@ -105,11 +107,17 @@ impl AgentSessionFactory {
     /// (5) emit `session_start`.
     pub async fn create(&self, options: AgentSessionOptions) -> Result<AgentSession, SessionError> {
         let cfg = self.config.clone();
-        let scope = options.scope.clone().unwrap_or_else(|| crate::sessions::cwd_scope(&options.cwd));
+        let scope = options
+            .scope
+            .clone()
+            .unwrap_or_else(|| crate::sessions::cwd_scope(&options.cwd));
         // 1.
         let store_err = |e: crate::sessions::SessionError| SessionError::Store(e.to_string());
         let (manager, resumed) = match &options.session {
-            SessionSelect::New => (SessionManager::create(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?, false),
+            SessionSelect::New => (
+                SessionManager::create(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?,
+                false,
+            ),
             SessionSelect::ContinueRecent => {
                 let m = SessionManager::continue_recent(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?;
                 let resumed = m.leaf_id().is_some();
@@ -120,8 +128,12 @@ impl AgentSessionFactory {
                 true,
             ),
             SessionSelect::InMemory => (
-                SessionManager::create(Arc::new(crate::sessions::InMemorySessionStore::new()), &scope, &options.cwd)
-                    .map_err(store_err)?,
+                SessionManager::create(
+                    Arc::new(crate::sessions::InMemorySessionStore::new()),
+                    &scope,
+                    &options.cwd,
+                )
+                .map_err(store_err)?,
                 false,
             ),
         };
@@ -228,9 +240,16 @@ impl AgentSessionFactory {
             }
         }
         // 5.
-        let reason = if resumed { SessionStartReason::Resume } else { SessionStartReason::Startup };
+        let reason = if resumed {
+            SessionStartReason::Resume
+        } else {
+            SessionStartReason::Startup
+        };
         let mut start = SessionStartEvent { reason };
-        inner.runner.emit(&mut start, &inner.ctx(), &CancellationToken::new()).await;
+        inner
+            .runner
+            .emit(&mut start, &inner.ctx(), &CancellationToken::new())
+            .await;
         Ok(AgentSession { inner })
     }
 }

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::extensions::events::{
-    AgentEndEvent, AgentSettledEvent, AgentStartEvent, BeforeAgentStartEvent, BeforeProviderRequestEvent,
-    ContextEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, TurnEndEvent, TurnStartEvent,
+    AgentEndEvent, AgentSettledEvent, AgentStartEvent, BeforeAgentStartEvent, BeforeProviderRequestEvent, ContextEvent,
+    MessageEndEvent, MessageStartEvent, MessageUpdateEvent, TurnEndEvent, TurnStartEvent,
 };
 use volcanic_abstractions::messages::{AssistantMessage, Message, StopReason, ToolResultMessage};
 use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions};
@@ -54,7 +54,10 @@ pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), 
     let _ = inner.idle.send(true);
     inner.emit(AgentSessionEvent::AgentSettled);
     let mut settled = AgentSettledEvent::default();
-    inner.runner.emit(&mut settled, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut settled, &inner.ctx(), &CancellationToken::new())
+        .await;
     result
 }
 
@@ -72,10 +75,11 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
     };
     inner.runner.emit(&mut before, &ctx, &cancel).await;
     let tz = inner.lock_state().time_zone;
-    let system_prompt = before
-        .system_prompt_override
-        .clone()
-        .unwrap_or_else(|| inner.prompt_builder.render(&before.system_prompt_options, Utc::now(), tz));
+    let system_prompt = before.system_prompt_override.clone().unwrap_or_else(|| {
+        inner
+            .prompt_builder
+            .render(&before.system_prompt_options, Utc::now(), tz)
+    });
     inner.lock_state().system_prompt = system_prompt.clone();
 
     inner.emit(AgentSessionEvent::AgentStart);
@@ -87,7 +91,10 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
     let mut turn_index = 0usize;
     let outcome: Result<(), SessionError> = loop {
         inner.emit(AgentSessionEvent::TurnStart);
-        inner.runner.emit(&mut TurnStartEvent { turn_index }, &ctx, &cancel).await;
+        inner
+            .runner
+            .emit(&mut TurnStartEvent { turn_index }, &ctx, &cancel)
+            .await;
         for m in pending.drain(..) {
             match add_message(inner, m).await {
                 Ok(m) => added.push(m),
@@ -154,12 +161,19 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
     finish(inner, added, outcome).await
 }
 
-async fn finish(inner: &Arc<Inner>, added: Vec<Message>, outcome: Result<(), SessionError>) -> Result<(), SessionError> {
+async fn finish(
+    inner: &Arc<Inner>,
+    added: Vec<Message>,
+    outcome: Result<(), SessionError>,
+) -> Result<(), SessionError> {
     inner.emit(AgentSessionEvent::AgentEnd {
         messages: added.clone(),
     });
     let mut end = AgentEndEvent { messages: added };
-    inner.runner.emit(&mut end, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut end, &inner.ctx(), &CancellationToken::new())
+        .await;
     outcome
 }
 
@@ -181,7 +195,13 @@ pub(crate) async fn add_message(inner: &Arc<Inner>, message: Message) -> Result<
     });
     inner
         .runner
-        .emit(&mut MessageStartEvent { message: message.clone() }, &ctx, &cancel)
+        .emit(
+            &mut MessageStartEvent {
+                message: message.clone(),
+            },
+            &ctx,
+            &cancel,
+        )
         .await;
     end_message(inner, message).await
 }
@@ -190,7 +210,10 @@ async fn end_message(inner: &Arc<Inner>, message: Message) -> Result<Message, Se
     let mut ev = MessageEndEvent {
         message: message.clone(),
     };
-    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
+        .await;
     let message = if ev.message.role() == message.role() {
         ev.message
     } else {
@@ -209,7 +232,11 @@ async fn end_message(inner: &Arc<Inner>, message: Message) -> Result<Message, Se
 }
 
 /// One model call: context event, payload hook, streaming events, the persisted final message.
-async fn stream_turn(inner: &Arc<Inner>, system_prompt: &str, cancel: &CancellationToken) -> Result<AssistantMessage, SessionError> {
+async fn stream_turn(
+    inner: &Arc<Inner>,
+    system_prompt: &str,
+    cancel: &CancellationToken,
+) -> Result<AssistantMessage, SessionError> {
     let ctx = inner.ctx();
     let (model, thinking, messages) = {
         let st = inner.lock_state();
@@ -237,12 +264,19 @@ async fn stream_turn(inner: &Arc<Inner>, system_prompt: &str, cancel: &Cancellat
             Box::pin(async move {
                 let Some(inner) = weak.upgrade() else { return payload };
                 let mut ev = BeforeProviderRequestEvent { payload };
-                inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+                inner
+                    .runner
+                    .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
+                    .await;
                 ev.payload
             })
         }));
     }
-    let mut stream = inner.models.read().unwrap_or_else(|e| e.into_inner()).stream(&model, provider_ctx, options);
+    let mut stream = inner
+        .models
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .stream(&model, provider_ctx, options);
     let mut partial = AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, now_ms());
     let mut started = false;
     let final_message = loop {
@@ -267,7 +301,10 @@ async fn stream_turn(inner: &Arc<Inner>, system_prompt: &str, cancel: &Cancellat
             started = true;
             let start = Message::Assistant(partial.clone());
             inner.emit(AgentSessionEvent::MessageStart { message: start.clone() });
-            inner.runner.emit(&mut MessageStartEvent { message: start }, &ctx, cancel).await;
+            inner
+                .runner
+                .emit(&mut MessageStartEvent { message: start }, &ctx, cancel)
+                .await;
             if matches!(ev, AssistantMessageEvent::Start { .. }) {
                 continue;
             }
@@ -300,7 +337,10 @@ async fn stream_turn(inner: &Arc<Inner>, system_prompt: &str, cancel: &Cancellat
     if !started {
         let start = Message::Assistant(final_message.clone());
         inner.emit(AgentSessionEvent::MessageStart { message: start.clone() });
-        inner.runner.emit(&mut MessageStartEvent { message: start }, &ctx, cancel).await;
+        inner
+            .runner
+            .emit(&mut MessageStartEvent { message: start }, &ctx, cancel)
+            .await;
     }
     match end_message(inner, Message::Assistant(final_message)).await? {
         Message::Assistant(a) => Ok(a),

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::extensions::ExtensionContext;
 use volcanic_abstractions::extensions::events::{
     InputEvent, ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartEvent,
     SessionStartReason, ThinkingLevelSelectEvent,
 };
-use volcanic_abstractions::extensions::ExtensionContext;
 use volcanic_abstractions::messages::{
     AssistantContent, ImageContent, Message, StopReason, TextContent, UserBody, UserContent, UserMessage,
 };
@@ -301,9 +301,18 @@ impl AgentSession {
     /// during a run, is queued as `input.queue` says.
     pub async fn prompt(&self, input: PromptInput) -> Result<(), SessionError> {
         if let Some((name, args)) = CommandRegistry::parse(input.text.trim()) {
-            let cmd = self.inner.commands.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned();
+            let cmd = self
+                .inner
+                .commands
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .cloned();
             if let Some(cmd) = cmd {
-                let ctx = Arc::new(super::context::SessionCtx::new(self.inner.me.clone(), self.inner.runner.binding()));
+                let ctx = Arc::new(super::context::SessionCtx::new(
+                    self.inner.me.clone(),
+                    self.inner.runner.binding(),
+                ));
                 let cancel = CancellationToken::new();
                 return (cmd.definition.handler)(args.to_owned(), ctx, cancel)
                     .await
@@ -377,8 +386,17 @@ impl AgentSession {
 
     /// Switches the model (`provider/id`): persisted as a `model_change` entry.
     pub async fn set_model(&self, key: &str) -> Result<Model, SessionError> {
-        let model = self.inner.models.read().unwrap_or_else(|e| e.into_inner()).require(key)?;
-        self.inner.models.read().unwrap_or_else(|e| e.into_inner()).api_key(&model.provider)?;
+        let model = self
+            .inner
+            .models
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .require(key)?;
+        self.inner
+            .models
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .api_key(&model.provider)?;
         apply_model(&self.inner, model.clone()).await?;
         Ok(model)
     }
@@ -423,7 +441,10 @@ impl AgentSession {
     pub async fn dispose(&self) {
         self.abort();
         let mut ev = SessionShutdownEvent::default();
-        self.inner.runner.emit(&mut ev, &self.inner.ctx(), &CancellationToken::new()).await;
+        self.inner
+            .runner
+            .emit(&mut ev, &self.inner.ctx(), &CancellationToken::new())
+            .await;
         self.inner.runner.invalidate();
     }
 }
@@ -449,7 +470,10 @@ pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), 
         .map_err(|e| SessionError::Store(e.to_string()))?;
     inner.lock_state().model = Some(model.clone());
     let mut ev = ModelSelectEvent { model, previous };
-    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
+        .await;
     Ok(())
 }
 
@@ -461,7 +485,10 @@ pub(crate) async fn apply_thinking(inner: &Arc<Inner>, level: ThinkingLevel) -> 
         .map_err(|e| SessionError::Store(e.to_string()))?;
     inner.lock_state().thinking = level;
     let mut ev = ThinkingLevelSelectEvent { level, previous };
-    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
+        .await;
     Ok(())
 }
 
@@ -471,7 +498,10 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         target: target.as_ref().map(|p| p.display().to_string()),
         cancelled: false,
     };
-    inner.runner.emit(&mut ev, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
+        .await;
     if ev.cancelled {
         return Err(SessionError::Cancelled);
     }
@@ -485,7 +515,10 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
     let mut idle = inner.idle.subscribe();
     let _ = idle.wait_for(|i| *i).await;
     let mut shutdown = SessionShutdownEvent::default();
-    inner.runner.emit(&mut shutdown, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut shutdown, &inner.ctx(), &CancellationToken::new())
+        .await;
     let store = inner.config.store.clone();
     let manager = match &target {
         None => SessionManager::create(store, &inner.scope, &inner.cwd),
@@ -498,9 +531,19 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         let model = ctx
             .model
             .as_ref()
-            .and_then(|(p, id)| inner.models.read().unwrap_or_else(|e| e.into_inner()).find(&format!("{p}/{id}")))
+            .and_then(|(p, id)| {
+                inner
+                    .models
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .find(&format!("{p}/{id}"))
+            })
             .or_else(|| st.model.clone());
-        let thinking = if target.is_some() { ctx.thinking_level } else { st.thinking };
+        let thinking = if target.is_some() {
+            ctx.thinking_level
+        } else {
+            st.thinking
+        };
         (model, thinking)
     };
     *inner.lock_manager() = manager;
@@ -514,7 +557,8 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         // A new file starts like pi's: the model and level it runs with.
         let mut mgr = inner.lock_manager();
         if let Some(m) = &model {
-            mgr.append_model_change(&m.provider, &m.id).map_err(|e| SessionError::Store(e.to_string()))?;
+            mgr.append_model_change(&m.provider, &m.id)
+                .map_err(|e| SessionError::Store(e.to_string()))?;
         }
         mgr.append_thinking_level_change(thinking)
             .map_err(|e| SessionError::Store(e.to_string()))?;
@@ -522,12 +566,25 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
     // One guard: two `lock_manager()` temporaries in one statement would deadlock.
     let (session_id, session_file) = {
         let mgr = inner.lock_manager();
-        (mgr.session_id().to_owned(), mgr.session_file().map(|p| p.display().to_string()))
+        (
+            mgr.session_id().to_owned(),
+            mgr.session_file().map(|p| p.display().to_string()),
+        )
     };
-    inner.emit(AgentSessionEvent::SessionChanged { session_id, session_file });
-    let reason = if target.is_some() { SessionStartReason::Switch } else { SessionStartReason::New };
+    inner.emit(AgentSessionEvent::SessionChanged {
+        session_id,
+        session_file,
+    });
+    let reason = if target.is_some() {
+        SessionStartReason::Switch
+    } else {
+        SessionStartReason::New
+    };
     let mut start = SessionStartEvent { reason };
-    inner.runner.emit(&mut start, &inner.ctx(), &CancellationToken::new()).await;
+    inner
+        .runner
+        .emit(&mut start, &inner.ctx(), &CancellationToken::new())
+        .await;
     Ok(())
 }
 

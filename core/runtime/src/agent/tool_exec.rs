@@ -14,7 +14,9 @@ use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::extensions::events::{
     ToolCallEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, ToolResultEvent,
 };
-use volcanic_abstractions::messages::{AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserContent};
+use volcanic_abstractions::messages::{
+    AssistantMessage, StopReason, TextContent, ToolCall, ToolResultMessage, UserContent,
+};
 use volcanic_abstractions::tools::{ExecutionMode, Tool, ToolError, ToolInvocation, ToolResult};
 
 /// Results of one batch.
@@ -33,7 +35,11 @@ enum Prepared {
     Done(ToolResult),
 }
 
-pub(crate) async fn execute_batch(inner: &Arc<Inner>, message: &AssistantMessage, cancel: &CancellationToken) -> BatchOutcome {
+pub(crate) async fn execute_batch(
+    inner: &Arc<Inner>,
+    message: &AssistantMessage,
+    cancel: &CancellationToken,
+) -> BatchOutcome {
     let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
     if message.stop_reason == StopReason::Length {
         let results = calls
@@ -53,7 +59,9 @@ pub(crate) async fn execute_batch(inner: &Arc<Inner>, message: &AssistantMessage
         prepared.push((call, p));
     }
     let sequential = inner.config.sequential_tools
-        || prepared.iter().any(|(_, p)| matches!(p, Prepared::Run { tool, .. } if tool.execution_mode() == ExecutionMode::Sequential));
+        || prepared.iter().any(
+            |(_, p)| matches!(p, Prepared::Run { tool, .. } if tool.execution_mode() == ExecutionMode::Sequential),
+        );
     for (call, p) in &prepared {
         let args = match p {
             Prepared::Run { args, .. } => args.clone(),
@@ -97,7 +105,12 @@ pub(crate) async fn execute_batch(inner: &Arc<Inner>, message: &AssistantMessage
     BatchOutcome { results, all_terminate }
 }
 
-async fn prepare(inner: &Arc<Inner>, call: &ToolCall, ctx: &Arc<dyn volcanic_abstractions::extensions::ExtensionContext>, cancel: &CancellationToken) -> Prepared {
+async fn prepare(
+    inner: &Arc<Inner>,
+    call: &ToolCall,
+    ctx: &Arc<dyn volcanic_abstractions::extensions::ExtensionContext>,
+    cancel: &CancellationToken,
+) -> Prepared {
     let tool = {
         let reg = inner.tools.read().unwrap_or_else(|e| e.into_inner());
         let active = reg.active_names().iter().any(|n| n == &call.name);
@@ -114,7 +127,13 @@ async fn prepare(inner: &Arc<Inner>, call: &ToolCall, ctx: &Arc<dyn volcanic_abs
         Ok(t) => t,
         Err(e) => return Prepared::Done(error_result(&e)),
     };
-    let validate = |args: &Value| inner.tools.read().unwrap_or_else(|e| e.into_inner()).validate(&call.name, args);
+    let validate = |args: &Value| {
+        inner
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .validate(&call.name, args)
+    };
     if let Err(e) = validate(&call.arguments) {
         return Prepared::Done(error_result(&e));
     }
@@ -159,7 +178,10 @@ async fn run_one(inner: &Arc<Inner>, call: &ToolCall, prepared: &Prepared, cance
                     };
                     let inner2 = inner.clone();
                     tokio::spawn(async move {
-                        inner2.runner.emit(&mut ev, &inner2.ctx(), &CancellationToken::new()).await;
+                        inner2
+                            .runner
+                            .emit(&mut ev, &inner2.ctx(), &CancellationToken::new())
+                            .await;
                     });
                 }
             });

@@ -36,7 +36,9 @@ pub struct CommandRegistry {
 pub fn is_valid_command_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 32
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 impl CommandRegistry {

@@ -21,9 +21,19 @@ use volcanic_abstractions::tools::Tool;
 #[async_trait]
 pub trait SessionActions: Send + Sync {
     /// See `ExtensionApi::send_message`.
-    fn send_message(&self, message: CustomMessage, delivery: Delivery, trigger_turn: bool) -> Result<(), ExtensionError>;
+    fn send_message(
+        &self,
+        message: CustomMessage,
+        delivery: Delivery,
+        trigger_turn: bool,
+    ) -> Result<(), ExtensionError>;
     /// See `ExtensionApi::send_user_message`.
-    fn send_user_message(&self, text: String, images: Vec<ImageContent>, delivery: Delivery) -> Result<(), ExtensionError>;
+    fn send_user_message(
+        &self,
+        text: String,
+        images: Vec<ImageContent>,
+        delivery: Delivery,
+    ) -> Result<(), ExtensionError>;
     /// See `ExtensionApi::append_entry`.
     fn append_entry(&self, custom_type: &str, data: Value) -> Result<(), ExtensionError>;
     /// See `ExtensionApi::set_model`.
@@ -45,7 +55,13 @@ pub trait SessionActions: Send + Sync {
     /// Sets the display name.
     fn set_session_name(&self, name: &str) -> Result<(), ExtensionError>;
     /// Runs a process through the policy (`ExtensionExec`, origin = extension).
-    async fn exec(&self, origin: &str, command: &str, args: &[String], options: ExecOptions) -> Result<ExecResult, ExtensionError>;
+    async fn exec(
+        &self,
+        origin: &str,
+        command: &str,
+        args: &[String],
+        options: ExecOptions,
+    ) -> Result<ExecResult, ExtensionError>;
     /// Registers a tool after activation.
     fn register_tool(&self, extension: &str, tool: Arc<dyn Tool>);
     /// Registers a command after activation.
@@ -138,7 +154,9 @@ impl ExtensionApi for ExtensionApiImpl {
     fn on_erased(&self, event: TypeId, name: &'static str, handler: Box<dyn Any + Send + Sync>) -> Subscription {
         // Handlers registered during activation are held back until it succeeds.
         let pending = self.staged.lock().unwrap_or_else(|e| e.into_inner()).is_some();
-        let id = self.handlers.add(event, name, self.index, &self.name, Arc::from(handler), pending);
+        let id = self
+            .handlers
+            .add(event, name, self.index, &self.name, Arc::from(handler), pending);
         let table = self.handlers.clone();
         Subscription::new(move || table.remove(id))
     }
@@ -185,11 +203,21 @@ impl ExtensionApi for ExtensionApiImpl {
         }
     }
 
-    fn send_message(&self, message: CustomMessage, delivery: Delivery, trigger_turn: bool) -> Result<(), ExtensionError> {
+    fn send_message(
+        &self,
+        message: CustomMessage,
+        delivery: Delivery,
+        trigger_turn: bool,
+    ) -> Result<(), ExtensionError> {
         self.act("send_message")?.send_message(message, delivery, trigger_turn)
     }
 
-    fn send_user_message(&self, text: String, images: Vec<ImageContent>, delivery: Delivery) -> Result<(), ExtensionError> {
+    fn send_user_message(
+        &self,
+        text: String,
+        images: Vec<ImageContent>,
+        delivery: Delivery,
+    ) -> Result<(), ExtensionError> {
         self.act("send_user_message")?.send_user_message(text, images, delivery)
     }
 

@@ -2,9 +2,9 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// One registered handler (`handler` is a `Handler<E>` for the slot's event type).
 #[derive(Clone)]

@@ -63,7 +63,10 @@ pub struct ExtensionRunner {
 impl std::fmt::Debug for ExtensionRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExtensionRunner")
-            .field("extensions", &self.apis.iter().map(|a| a.name.clone()).collect::<Vec<_>>())
+            .field(
+                "extensions",
+                &self.apis.iter().map(|a| a.name.clone()).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -87,7 +90,11 @@ impl ExtensionRunner {
     /// `registries` only if its activation succeeds, otherwise they are discarded and the failure
     /// is recorded ([`activation_failures`](Self::activation_failures)); the others still load.
     pub async fn activate(&mut self, extensions: Vec<Box<dyn Extension>>, registries: Registries<'_>) {
-        let Registries { tools, commands, models } = registries;
+        let Registries {
+            tools,
+            commands,
+            models,
+        } = registries;
         for ext in extensions {
             let index = self.apis.len();
             let name = ext.name().to_owned();
@@ -102,7 +109,12 @@ impl ExtensionRunner {
                 span: tracing::info_span!("extension", name = %name),
             });
             let result = AssertUnwindSafe(ext.activate(api.clone())).catch_unwind().await;
-            let staged = api.staged.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+            let staged = api
+                .staged
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .unwrap_or_default();
             let error = match result {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.to_string()),

@@ -9,6 +9,4 @@ mod normalize;
 mod registry;
 
 pub use normalize::{MISSING_RESULT, normalize_transcript};
-pub use registry::{
-    CustomModelConfig, CustomProviderConfig, ModelError, ModelRegistry, error_stream, now_ms,
-};
+pub use registry::{CustomModelConfig, CustomProviderConfig, ModelError, ModelRegistry, error_stream, now_ms};

@@ -36,8 +36,7 @@ pub fn normalize_transcript(messages: &[Message], target: &Model) -> Vec<Message
                 let mut a = a.clone();
                 let same_model = a.provider == target.provider && a.api == target.api.as_str() && a.model == target.id;
                 a.content = convert_blocks(a.content, same_model, &mut ids);
-                let calls: Vec<(String, String)> =
-                    a.tool_calls().map(|c| (c.id.clone(), c.name.clone())).collect();
+                let calls: Vec<(String, String)> = a.tool_calls().map(|c| (c.id.clone(), c.name.clone())).collect();
                 if a.content.is_empty() {
                     continue;
                 }
@@ -89,11 +88,7 @@ pub fn normalize_transcript(messages: &[Message], target: &Model) -> Vec<Message
     out
 }
 
-fn convert_blocks(
-    blocks: Vec<AssistantContent>,
-    same_model: bool,
-    ids: &mut IdMapper,
-) -> Vec<AssistantContent> {
+fn convert_blocks(blocks: Vec<AssistantContent>, same_model: bool, ids: &mut IdMapper) -> Vec<AssistantContent> {
     let mut out = Vec::with_capacity(blocks.len());
     for b in blocks {
         match b {
@@ -161,12 +156,22 @@ impl IdMapper {
         } else {
             let clean: String = id
                 .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect();
             let hash = format!("{:016x}", fnv1a(id.as_bytes()));
             let keep = self.max_len.saturating_sub(hash.len() + 1);
             let prefix: String = clean.chars().take(keep).collect();
-            if prefix.is_empty() { format!("t_{hash}") } else { format!("{prefix}_{hash}") }
+            if prefix.is_empty() {
+                format!("t_{hash}")
+            } else {
+                format!("{prefix}_{hash}")
+            }
         };
         // Another id already maps here: add a counter, keeping within the length limit.
         let base = mapped.clone();

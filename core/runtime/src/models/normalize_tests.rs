@@ -47,14 +47,20 @@ fn call(id: &str) -> AssistantContent {
 }
 
 fn text(t: &str) -> AssistantContent {
-    AssistantContent::Text(TextContent { text: t.into(), text_signature: None })
+    AssistantContent::Text(TextContent {
+        text: t.into(),
+        text_signature: None,
+    })
 }
 
 fn result(id: &str) -> Message {
     Message::ToolResult(ToolResultMessage {
         tool_call_id: id.into(),
         tool_name: "bash".into(),
-        content: vec![UserContent::Text(TextContent { text: "ok".into(), text_signature: None })],
+        content: vec![UserContent::Text(TextContent {
+            text: "ok".into(),
+            text_signature: None,
+        })],
         details: None,
         is_error: false,
         timestamp: 0,
@@ -78,12 +84,22 @@ fn errored_and_aborted_assistants_are_dropped() {
 
 #[test]
 fn missing_result_becomes_error_result() {
-    let t = vec![user("a"), assistant(vec![call("c1"), call("c2")], StopReason::ToolUse), result("c2")];
+    let t = vec![
+        user("a"),
+        assistant(vec![call("c1"), call("c2")], StopReason::ToolUse),
+        result("c2"),
+    ];
     let out = normalize_transcript(&t, &anthropic());
     assert_eq!(roles(&out), vec!["user", "assistant", "toolResult", "toolResult"]);
     let Message::ToolResult(r) = &out[2] else { panic!() };
     assert_eq!((r.tool_call_id.as_str(), r.is_error), ("c1", true));
-    assert_eq!(r.content, vec![UserContent::Text(TextContent { text: MISSING_RESULT.into(), text_signature: None })]);
+    assert_eq!(
+        r.content,
+        vec![UserContent::Text(TextContent {
+            text: MISSING_RESULT.into(),
+            text_signature: None
+        })]
+    );
     let Message::ToolResult(r) = &out[3] else { panic!() };
     assert_eq!((r.tool_call_id.as_str(), r.is_error), ("c2", false));
 }
@@ -114,7 +130,10 @@ fn user_message_inside_a_tool_span_moves_after_the_results() {
         result("c2"),
     ];
     let out = normalize_transcript(&t, &anthropic());
-    assert_eq!(roles(&out), vec!["user", "assistant", "toolResult", "toolResult", "user"]);
+    assert_eq!(
+        roles(&out),
+        vec!["user", "assistant", "toolResult", "toolResult", "user"]
+    );
 }
 
 #[test]
@@ -127,7 +146,10 @@ fn ids_are_mapped_consistently_for_anthropic() {
     let out = normalize_transcript(&t, &anthropic());
     let Message::Assistant(a) = &out[1] else { panic!() };
     let id = a.tool_calls().next().unwrap().id.clone();
-    assert!(id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'), "{id}");
+    assert!(
+        id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        "{id}"
+    );
     let Message::ToolResult(r) = &out[2] else { panic!() };
     assert_eq!(r.tool_call_id, id);
 }
@@ -135,7 +157,11 @@ fn ids_are_mapped_consistently_for_anthropic() {
 #[test]
 fn long_ids_fit_openai_limit() {
     let long = "toolu_01".to_owned() + &"x".repeat(60);
-    let t = vec![user("a"), assistant(vec![call(&long)], StopReason::ToolUse), result(&long)];
+    let t = vec![
+        user("a"),
+        assistant(vec![call(&long)], StopReason::ToolUse),
+        result(&long),
+    ];
     let out = normalize_transcript(&t, &model(Api::OpenAiCompletions, "openai", "gpt"));
     let Message::ToolResult(r) = &out[2] else { panic!() };
     assert!(r.tool_call_id.len() <= 40);
@@ -148,7 +174,10 @@ fn thinking_from_another_model_becomes_text() {
         thinking_signature: Some("sig".into()),
         redacted: None,
     });
-    let t = vec![user("a"), assistant(vec![thinking.clone(), text("answer")], StopReason::Stop)];
+    let t = vec![
+        user("a"),
+        assistant(vec![thinking.clone(), text("answer")], StopReason::Stop),
+    ];
     // Same model: kept with its signature.
     let same = normalize_transcript(&t, &anthropic());
     let Message::Assistant(a) = &same[1] else { panic!() };
@@ -162,7 +191,14 @@ fn thinking_from_another_model_becomes_text() {
 fn arb_message() -> impl Strategy<Value = Message> {
     prop_oneof![
         Just(user("u")),
-        (0..4usize, prop_oneof![Just(StopReason::ToolUse), Just(StopReason::Stop), Just(StopReason::Error)])
+        (
+            0..4usize,
+            prop_oneof![
+                Just(StopReason::ToolUse),
+                Just(StopReason::Stop),
+                Just(StopReason::Error)
+            ]
+        )
             .prop_map(|(n, s)| assistant((0..n).map(|i| call(&format!("c{i}"))).collect(), s)),
         (0..4usize).prop_map(|i| result(&format!("c{i}"))),
     ]

@@ -129,10 +129,14 @@ impl ModelRegistry {
 
     /// Adds a provider from the config file; its API must be registered.
     pub fn add_custom_provider(&mut self, cfg: &CustomProviderConfig) -> Result<(), ModelError> {
-        let provider = self.apis.get(cfg.api.as_str()).cloned().ok_or_else(|| ModelError::UnknownApi {
-            provider: cfg.name.clone(),
-            api: cfg.api.as_str().to_owned(),
-        })?;
+        let provider = self
+            .apis
+            .get(cfg.api.as_str())
+            .cloned()
+            .ok_or_else(|| ModelError::UnknownApi {
+                provider: cfg.name.clone(),
+                api: cfg.api.as_str().to_owned(),
+            })?;
         // A section for a built-in provider overrides its key and base URL; listed models are added.
         let mut models: Vec<Model> = self
             .providers

@@ -54,10 +54,7 @@ impl std::fmt::Debug for ProcessEnvironmentOptions {
             .field("inherit", &self.inherit)
             .field("deny", &self.deny)
             .field("allow", &self.allow)
-            .field(
-                "secret_values",
-                &format_args!("[{} hidden]", self.secret_values.len()),
-            )
+            .field("secret_values", &format_args!("[{} hidden]", self.secret_values.len()))
             .field("hooks", &self.hooks.len())
             .finish()
     }
@@ -74,11 +71,7 @@ impl NamePattern {
     /// Compiles a pattern such as `*_API_KEY` or `TELEGRAM_BOT_TOKEN`.
     pub fn new(pattern: &str) -> Self {
         NamePattern {
-            parts: pattern
-                .to_lowercase()
-                .split('*')
-                .map(str::to_owned)
-                .collect(),
+            parts: pattern.to_lowercase().split('*').map(str::to_owned).collect(),
         }
     }
 

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use volcanic_abstractions::processes::{
-    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy as SpawnPolicy, ProcessSpawnRequest,
-    SecretRedactor,
+    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy as SpawnPolicy, ProcessSpawnRequest, SecretRedactor,
 };
 
 /// Where the inherited environment comes from: `(name, value)` pairs, read at every spawn.
@@ -49,20 +48,14 @@ impl ProcessSpawnPolicy {
         let redactor = Arc::new(Redactor::with_secrets(&options.secret_values));
         let seeded = env_source()
             .into_iter()
-            .filter(|(name, value)| {
-                any_matches(&deny, name) && value.chars().count() >= MIN_SEEDED_SECRET_CHARS
-            })
+            .filter(|(name, value)| any_matches(&deny, name) && value.chars().count() >= MIN_SEEDED_SECRET_CHARS)
             .map(|(_, value)| value);
         redactor.add_all(seeded);
         ProcessSpawnPolicy {
             inherit: options.inherit,
             deny,
             allow,
-            secret_values: options
-                .secret_values
-                .into_iter()
-                .filter(|v| !v.is_empty())
-                .collect(),
+            secret_values: options.secret_values.into_iter().filter(|v| !v.is_empty()).collect(),
             hooks: options.hooks,
             env_source,
             redactor,
@@ -84,11 +77,8 @@ impl ProcessSpawnPolicy {
         {
             return false;
         }
-        let holds_secret = self
-            .secret_values
-            .iter()
-            .any(|s| value.contains(s.as_str()))
-            || self.redactor.contains_secret(value);
+        let holds_secret =
+            self.secret_values.iter().any(|s| value.contains(s.as_str())) || self.redactor.contains_secret(value);
         !holds_secret
     }
 
@@ -105,10 +95,7 @@ impl ProcessSpawnPolicy {
 }
 
 impl SpawnPolicy for ProcessSpawnPolicy {
-    fn prepare(
-        &self,
-        request: &ProcessSpawnRequest,
-    ) -> Result<ProcessSpawnContext, ProcessSpawnError> {
+    fn prepare(&self, request: &ProcessSpawnRequest) -> Result<ProcessSpawnContext, ProcessSpawnError> {
         let mut env = self.base_environment();
         for (name, value) in &request.env {
             match value {
@@ -131,10 +118,7 @@ impl SpawnPolicy for ProcessSpawnPolicy {
                 Ok(Ok(())) => {}
                 Ok(Err(message)) => return Err(ProcessSpawnError(message)),
                 Err(_) => {
-                    return Err(ProcessSpawnError(format!(
-                        "host hook #{} panicked",
-                        index + 1
-                    )));
+                    return Err(ProcessSpawnError(format!("host hook #{} panicked", index + 1)));
                 }
             }
         }

@@ -7,10 +7,7 @@ use volcanic_abstractions::processes::{
 };
 
 fn source(vars: &[(&str, &str)]) -> EnvSource {
-    let vars: Vec<(String, String)> = vars
-        .iter()
-        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
-        .collect();
+    let vars: Vec<(String, String)> = vars.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect();
     Arc::new(move || vars.clone())
 }
 
@@ -80,12 +77,7 @@ fn allow_list_keeps_only_matching_names() {
     };
     let env = prepared(
         options,
-        &[
-            ("PATH", "/bin"),
-            ("LC_ALL", "C"),
-            ("HOME", "/h"),
-            ("GH_TOKEN", "x"),
-        ],
+        &[("PATH", "/bin"), ("LC_ALL", "C"), ("HOME", "/h"), ("GH_TOKEN", "x")],
     );
     // The deny-list still applies to allowed names.
     assert_eq!(names(&env), vec!["LC_ALL", "PATH"]);
@@ -117,8 +109,7 @@ fn explicit_request_env_is_never_filtered_and_none_removes() {
         source(&[("PATH", "/bin"), ("HOME", "/h")]),
     );
     let mut req = request();
-    req.env
-        .insert("GH_TOKEN".into(), Some("ghp_explicit".into()));
+    req.env.insert("GH_TOKEN".into(), Some("ghp_explicit".into()));
     req.env.insert("HOME".into(), None);
     let context = match policy.prepare(&req) {
         Ok(c) => c,
@@ -140,10 +131,7 @@ fn inherit_false_starts_empty() {
 
 #[test]
 fn time_zone_becomes_tz_after_explicit_env() {
-    let policy = ProcessSpawnPolicy::with_env_source(
-        ProcessEnvironmentOptions::default(),
-        source(&[("TZ", "UTC")]),
-    );
+    let policy = ProcessSpawnPolicy::with_env_source(ProcessEnvironmentOptions::default(), source(&[("TZ", "UTC")]));
     let mut req = request();
     req.env.insert("TZ".into(), Some("America/New_York".into()));
     req.time_zone = Some("Europe/Berlin".into());
@@ -231,17 +219,11 @@ fn a_child_gets_exactly_the_prepared_environment() {
     let mut req = ProcessSpawnRequest::new(ProcessPurpose::Other, "env", std::env::temp_dir());
     req.time_zone = Some("Asia/Tokyo".into());
     let context = policy.prepare(&req).unwrap_or_else(|e| panic!("{e}"));
-    let output = context
-        .to_std_command()
-        .output()
-        .unwrap_or_else(|e| panic!("env: {e}"));
+    let output = context.to_std_command().output().unwrap_or_else(|e| panic!("env: {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let mut lines: Vec<&str> = stdout.lines().collect();
     lines.sort_unstable();
-    assert_eq!(
-        lines,
-        vec!["KEEP_ME=yes", "PATH=/usr/bin:/bin", "TZ=Asia/Tokyo"]
-    );
+    assert_eq!(lines, vec!["KEEP_ME=yes", "PATH=/usr/bin:/bin", "TZ=Asia/Tokyo"]);
 }
 
 #[test]

@@ -68,10 +68,7 @@ impl Redactor {
 
     /// Whether `text` contains any known secret.
     pub fn contains_secret(&self, text: &str) -> bool {
-        self.read()
-            .matcher
-            .as_ref()
-            .is_some_and(|m| m.is_match(text))
+        self.read().matcher.as_ref().is_some_and(|m| m.is_match(text))
     }
 
     /// How many secrets are known.
@@ -85,15 +82,11 @@ impl Redactor {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
-        self.inner
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
-        self.inner
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.write().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

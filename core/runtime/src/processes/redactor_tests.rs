@@ -28,10 +28,7 @@ fn short_values_are_ignored() {
 #[test]
 fn longer_secret_containing_a_shorter_one_is_redacted_whole() {
     let r = Redactor::with_secrets(["abcdef12", "abcdef1234567"]);
-    assert_eq!(
-        r.redact("x abcdef1234567 y abcdef12 z"),
-        "x [REDACTED] y [REDACTED] z"
-    );
+    assert_eq!(r.redact("x abcdef1234567 y abcdef12 z"), "x [REDACTED] y [REDACTED] z");
 }
 
 #[test]

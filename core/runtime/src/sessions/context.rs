@@ -4,8 +4,7 @@ use super::paths::iso_to_ms;
 use volcanic_abstractions::messages::{CustomMessage, Message, SummaryMessage};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{
-    CompactionEntry, EntryKind, EntryPos, EntryTag, RoleTag, SessionEntry, SessionIndex,
-    SessionLog, SessionStoreError,
+    CompactionEntry, EntryKind, EntryPos, EntryTag, RoleTag, SessionEntry, SessionIndex, SessionLog, SessionStoreError,
 };
 
 /// What the model sees of a session's current branch, and the settings the branch carries.
@@ -20,10 +19,7 @@ pub struct SessionContext {
 }
 
 /// Builds the context of the branch ending at `leaf` (empty for no leaf).
-pub(crate) fn build_context(
-    log: &dyn SessionLog,
-    leaf: Option<EntryPos>,
-) -> Result<SessionContext, SessionStoreError> {
+pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Result<SessionContext, SessionStoreError> {
     let Some(leaf) = leaf else {
         return Ok(SessionContext::default());
     };
@@ -74,10 +70,7 @@ pub(crate) fn build_context(
                 from_id: None,
                 timestamp: iso_to_ms(&entry.timestamp),
             }));
-            if let Some(first_kept) = path[..*at]
-                .iter()
-                .position(|&p| index.id(p) == c.first_kept_entry_id)
-            {
+            if let Some(first_kept) = path[..*at].iter().position(|&p| index.id(p) == c.first_kept_entry_id) {
                 take(&path[first_kept..*at]);
             }
             take(&path[at + 1..]);
@@ -131,14 +124,14 @@ fn into_message(entry: SessionEntry) -> Option<Message> {
             details,
             timestamp: iso_to_ms(&entry.timestamp),
         })),
-        EntryKind::BranchSummary {
-            from_id, summary, ..
-        } if !summary.is_empty() => Some(Message::BranchSummary(SummaryMessage {
-            summary,
-            tokens_before: None,
-            from_id: Some(from_id),
-            timestamp: iso_to_ms(&entry.timestamp),
-        })),
+        EntryKind::BranchSummary { from_id, summary, .. } if !summary.is_empty() => {
+            Some(Message::BranchSummary(SummaryMessage {
+                summary,
+                tokens_before: None,
+                from_id: Some(from_id),
+                timestamp: iso_to_ms(&entry.timestamp),
+            }))
+        }
         // A message with a role this version does not know is not sent (pi's convertToLlm drops it).
         EntryKind::BranchSummary { .. }
         | EntryKind::Unknown { .. }

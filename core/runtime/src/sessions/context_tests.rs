@@ -4,9 +4,7 @@ use super::{SessionContext, SessionManager};
 use chrono::{TimeZone, Utc};
 use pretty_assertions::assert_eq;
 use std::sync::Arc;
-use volcanic_abstractions::messages::{
-    AssistantMessage, CustomMessage, Message, SummaryMessage, UserBody,
-};
+use volcanic_abstractions::messages::{AssistantMessage, CustomMessage, Message, SummaryMessage, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{CompactionEntry, EntryKind, SessionEntry};
 
@@ -14,9 +12,7 @@ const T0_MS: i64 = 1_768_467_600_000; // 2026-01-15T09:00:00.000Z
 
 fn session() -> SessionManager {
     let mut s = SessionManager::in_memory("/w").unwrap();
-    s.set_clock(Arc::new(|| {
-        Utc.with_ymd_and_hms(2026, 1, 15, 9, 0, 0).unwrap()
-    }));
+    s.set_clock(Arc::new(|| Utc.with_ymd_and_hms(2026, 1, 15, 9, 0, 0).unwrap()));
     s
 }
 
@@ -25,12 +21,7 @@ fn user(text: &str) -> Message {
 }
 
 fn assistant(provider: &str, model: &str) -> Message {
-    Message::Assistant(AssistantMessage::empty(
-        "anthropic-messages",
-        provider,
-        model,
-        2,
-    ))
+    Message::Assistant(AssistantMessage::empty("anthropic-messages", provider, model, 2))
 }
 
 fn compaction(first_kept: &str) -> CompactionEntry {
@@ -66,8 +57,7 @@ fn messages_custom_messages_and_branch_summaries_enter_the_context() {
     s.append_custom_message("note", UserBody::Text("psst".into()), false, None)
         .unwrap();
     s.append_branch_summary(Some(&u), "", None, None).unwrap(); // empty: left out, as in pi
-    s.append_branch_summary(Some(&u), "went elsewhere", None, None)
-        .unwrap();
+    s.append_branch_summary(Some(&u), "went elsewhere", None, None).unwrap();
     s.append_message(user("two")).unwrap();
     let ctx = s.build_context();
     assert_eq!(
@@ -116,8 +106,7 @@ fn the_newest_compaction_gives_summary_kept_entries_and_the_rest() {
     s.append_compaction(compaction(&kept1)).unwrap();
     s.append_message(user("middle")).unwrap();
     let kept2 = s.append_message(user("kept by the second")).unwrap();
-    s.append_message(assistant("anthropic", "claude-opus-4-5"))
-        .unwrap();
+    s.append_message(assistant("anthropic", "claude-opus-4-5")).unwrap();
     s.append_compaction(compaction(&kept2)).unwrap();
     s.append_message(user("after")).unwrap();
     assert_eq!(
@@ -137,31 +126,20 @@ fn a_first_kept_entry_not_on_the_path_keeps_nothing_before_the_compaction() {
     s.append_message(user("old")).unwrap();
     s.append_compaction(compaction("elsewhere")).unwrap();
     s.append_message(user("after")).unwrap();
-    assert_eq!(
-        s.build_context().messages,
-        vec![summary_message(), user("after")]
-    );
+    assert_eq!(s.build_context().messages, vec![summary_message(), user("after")]);
 }
 
 #[test]
 fn model_and_thinking_level_come_from_the_branch() {
     let mut s = session();
     let root = s.append_model_change("openai", "gpt-5").unwrap();
-    s.append_thinking_level_change(ThinkingLevel::Medium)
-        .unwrap();
-    s.append_message(assistant("anthropic", "claude-sonnet-4-5"))
-        .unwrap();
+    s.append_thinking_level_change(ThinkingLevel::Medium).unwrap();
+    s.append_message(assistant("anthropic", "claude-sonnet-4-5")).unwrap();
     let ctx = s.build_context();
-    assert_eq!(
-        ctx.model,
-        Some(("anthropic".into(), "claude-sonnet-4-5".into()))
-    );
+    assert_eq!(ctx.model, Some(("anthropic".into(), "claude-sonnet-4-5".into())));
     assert_eq!(ctx.thinking_level, ThinkingLevel::Medium);
     s.append_model_change("openai", "gpt-5-mini").unwrap();
-    assert_eq!(
-        s.build_context().model,
-        Some(("openai".into(), "gpt-5-mini".into()))
-    );
+    assert_eq!(s.build_context().model, Some(("openai".into(), "gpt-5-mini".into())));
     s.branch(&root).unwrap();
     let ctx = s.build_context();
     assert_eq!(ctx.model, Some(("openai".into(), "gpt-5".into())));

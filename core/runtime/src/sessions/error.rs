@@ -15,9 +15,7 @@ pub enum SessionError {
         id: String,
     },
     /// `append_message` was given a summary message; those are stored as their own entry types.
-    #[error(
-        "a `{role}` message is not appended as a message: use append_compaction or append_branch_summary"
-    )]
+    #[error("a `{role}` message is not appended as a message: use append_compaction or append_branch_summary")]
     SummaryMessage {
         /// The message's role.
         role: &'static str,

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::sessions::{
-    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation,
-    SessionLog, SessionStore, SessionStoreError, SessionSummary,
+    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation, SessionLog, SessionStore,
+    SessionStoreError, SessionSummary,
 };
 
 /// Where one line is in the file (without its newline).
@@ -86,17 +86,10 @@ impl FileSessionStore {
 
     /// Creates a session file holding only `header`; fails if `path` exists. The header reaches
     /// the file through a temporary file and a hard link, so the file never exists half-written.
-    pub fn create_file(
-        path: &Path,
-        header: &SessionHeader,
-    ) -> Result<FileSessionLog, SessionStoreError> {
+    pub fn create_file(path: &Path, header: &SessionHeader) -> Result<FileSessionLog, SessionStoreError> {
         let io = |action, path: &Path| {
             let path = path.to_path_buf();
-            move |source| SessionStoreError::Io {
-                action,
-                path,
-                source,
-            }
+            move |source| SessionStoreError::Io { action, path, source }
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         create_dirs_durably(dir)?;
@@ -147,11 +140,7 @@ impl FileSessionStore {
 }
 
 impl SessionStore for FileSessionStore {
-    fn create(
-        &self,
-        scope: &str,
-        header: &SessionHeader,
-    ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
+    fn create(&self, scope: &str, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         let path = self.scope_dir(scope)?.join(session_file_name(header));
         Ok(Box::new(FileSessionStore::create_file(&path, header)?))
     }
@@ -162,9 +151,7 @@ impl SessionStore for FileSessionStore {
         header: &SessionHeader,
     ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         match location {
-            SessionLocation::File(path) => {
-                Ok(Box::new(FileSessionStore::create_file(path, header)?))
-            }
+            SessionLocation::File(path) => Ok(Box::new(FileSessionStore::create_file(path, header)?)),
             SessionLocation::Key(_) => Err(SessionStoreError::ForeignLocation {
                 location: location.clone(),
             }),
@@ -213,10 +200,7 @@ impl SessionStore for FileSessionStore {
 
 impl FileSessionStore {
     /// `*.jsonl` files of a scope, newest first.
-    fn candidates(
-        &self,
-        scope: &str,
-    ) -> Result<Vec<(PathBuf, SystemTime, u64)>, SessionStoreError> {
+    fn candidates(&self, scope: &str) -> Result<Vec<(PathBuf, SystemTime, u64)>, SessionStoreError> {
         let dir = self.scope_dir(scope)?;
         let io = |source| SessionStoreError::Io {
             action: "list",
@@ -259,20 +243,20 @@ fn read_header_only(path: &Path) -> Result<SessionHeader, SessionStoreError> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut n = 0;
     loop {
-        let read =
-            file.read_at(&mut buf[n..], n as u64)
-                .map_err(|source| SessionStoreError::Io {
-                    action: "read",
-                    path: path.to_path_buf(),
-                    source,
-                })?;
+        let read = file
+            .read_at(&mut buf[n..], n as u64)
+            .map_err(|source| SessionStoreError::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            })?;
         n += read;
         let start = buf[..n].iter().position(|b| !b.is_ascii_whitespace());
         if let Some(s) = start
             && let Some(nl) = memchr::memchr(b'\n', &buf[s..n])
         {
-            let header: SessionHeader = serde_json::from_slice(trim_end(&buf[s..s + nl]))
-                .map_err(|e| bad(e.to_string()))?;
+            let header: SessionHeader =
+                serde_json::from_slice(trim_end(&buf[s..s + nl])).map_err(|e| bad(e.to_string()))?;
             if header.entry_type != "session" {
                 return Err(bad(format!(
                     "the first line is a `{}` entry, not a session header",
@@ -347,11 +331,7 @@ impl FileSessionLog {
 
     fn io(&self, action: &'static str) -> impl FnOnce(io::Error) -> SessionStoreError + use<> {
         let path = self.path.clone();
-        move |source| SessionStoreError::Io {
-            action,
-            path,
-            source,
-        }
+        move |source| SessionStoreError::Io { action, path, source }
     }
 
     /// Copies the torn tail to `<file>.torn-<unix time>` (synced), then cuts it off.
@@ -360,9 +340,7 @@ impl FileSessionLog {
         writer
             .read_exact_at(&mut torn, from)
             .map_err(self.io("read the torn tail of"))?;
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let base = format!("{}.torn-{secs}", self.path.display());
         let mut aside = PathBuf::from(&base);
         let mut n = 1;
@@ -387,15 +365,11 @@ impl FileSessionLog {
             path: aside.clone(),
             source,
         };
-        f.write_all(&torn)
-            .and_then(|()| f.sync_all())
-            .map_err(aside_err)?;
+        f.write_all(&torn).and_then(|()| f.sync_all()).map_err(aside_err)?;
         if let Some(dir) = aside.parent() {
             sync_dir(dir)?;
         }
-        writer
-            .set_len(from)
-            .map_err(self.io("truncate the torn tail of"))?;
+        writer.set_len(from).map_err(self.io("truncate the torn tail of"))?;
         writer.sync_all().map_err(self.io("sync"))?;
         tracing::warn!(
             file = %self.path.display(),
@@ -425,14 +399,7 @@ impl SessionLog for FileSessionLog {
 
     fn read(&self, positions: &[EntryPos]) -> Result<Vec<Option<SessionEntry>>, SessionStoreError> {
         let mut out = Vec::new();
-        read_mapped(
-            &self.reader,
-            &self.path,
-            &self.spans,
-            positions,
-            &mut out,
-            Some,
-        )?;
+        read_mapped(&self.reader, &self.path, &self.spans, positions, &mut out, Some)?;
         Ok(out)
     }
 
@@ -502,9 +469,7 @@ impl FileSessionLog {
         }
         let written = (&*writer).write_all(line).and_then(|()| writer.sync_data());
         if let Err(source) = written {
-            let now = writer
-                .metadata()
-                .map_or(self.end + line.len() as u64, |m| m.len());
+            let now = writer.metadata().map_or(self.end + line.len() as u64, |m| m.len());
             if now > self.end {
                 self.file_len = now;
                 self.tail = Tail::Torn { from: self.end };

@@ -9,8 +9,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::sessions::{
-    EntryKind, SessionEntry, SessionHeader, SessionLocation, SessionLog, SessionStore,
-    SessionStoreError,
+    EntryKind, SessionEntry, SessionHeader, SessionLocation, SessionLog, SessionStore, SessionStoreError,
 };
 
 fn header(id: &str, timestamp: &str) -> SessionHeader {
@@ -28,10 +27,7 @@ fn entry(id: &str, parent: Option<&str>, text: &str) -> SessionEntry {
 
 #[test]
 fn names_and_scopes() {
-    assert_eq!(
-        cwd_scope(Path::new("/home/dev/project")),
-        "--home-dev-project--"
-    );
+    assert_eq!(cwd_scope(Path::new("/home/dev/project")), "--home-dev-project--");
     assert_eq!(cwd_scope(Path::new("/")), "----");
     assert_eq!(
         session_file_name(&header("019b-uuid", "2026-01-15T08:59:55.000Z")),
@@ -45,10 +41,7 @@ fn names_and_scopes() {
     assert_eq!(store.scope_dir("").unwrap(), Path::new("/state/sessions"));
     for bad in ["../x", "/abs", "a//b", "a/./b", "a/", "a\0b"] {
         assert!(
-            matches!(
-                store.scope_dir(bad),
-                Err(SessionStoreError::InvalidScope { .. })
-            ),
+            matches!(store.scope_dir(bad), Err(SessionStoreError::InvalidScope { .. })),
             "{bad}"
         );
     }
@@ -118,18 +111,13 @@ fn a_complete_last_line_without_newline_gets_one_before_the_next_append() {
     let text = fs::read_to_string(&path).unwrap();
     assert_eq!(
         text,
-        format!(
-            "{first}\n{}\n",
-            entry("a2", Some("a1"), "y").to_json().unwrap()
-        )
+        format!("{first}\n{}\n", entry("a2", Some("a1"), "y").to_json().unwrap())
     );
     assert_eq!(FileSessionStore::open_file(&path).unwrap().index().len(), 2);
     assert!(
-        fs::read_dir(dir.path()).unwrap().all(|e| !e
+        fs::read_dir(dir.path())
             .unwrap()
-            .file_name()
-            .to_string_lossy()
-            .contains("torn"))
+            .all(|e| !e.unwrap().file_name().to_string_lossy().contains("torn"))
     );
 }
 
@@ -147,10 +135,7 @@ fn another_writer_is_detected_before_appending() {
         .write_all(entry("b1", Some("a1"), "pi").to_json().unwrap().as_bytes())
         .unwrap();
     let err = log.append(&entry("a2", Some("a1"), "y")).unwrap_err();
-    assert!(
-        matches!(err, SessionStoreError::ChangedOnDisk { .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, SessionStoreError::ChangedOnDisk { .. }), "{err:?}");
 }
 
 #[test]
@@ -170,28 +155,16 @@ fn latest_is_the_most_recently_modified_readable_session() {
         .unwrap();
     let scope = dir.path().join("chat");
     fs::write(scope.join("notes.txt"), "not a session").unwrap();
-    fs::write(
-        scope.join("2026-01-03T00-00-00-000Z_broken.jsonl"),
-        "garbage\n",
-    )
-    .unwrap();
+    fs::write(scope.join("2026-01-03T00-00-00-000Z_broken.jsonl"), "garbage\n").unwrap();
     let set_mtime = |loc: &SessionLocation, secs: u64| {
-        let f = OpenOptions::new()
-            .append(true)
-            .open(loc.path().unwrap())
-            .unwrap();
+        let f = OpenOptions::new().append(true).open(loc.path().unwrap()).unwrap();
         f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
             .unwrap();
     };
     set_mtime(old.location(), 2_000_000_000);
     set_mtime(new.location(), 1_900_000_000);
     assert_eq!(store.latest("chat").unwrap().as_ref(), Some(old.location()));
-    let ids: Vec<String> = store
-        .list("chat")
-        .unwrap()
-        .into_iter()
-        .map(|s| s.header.id)
-        .collect();
+    let ids: Vec<String> = store.list("chat").unwrap().into_iter().map(|s| s.header.id).collect();
     assert_eq!(ids, ["old", "new"]);
     set_mtime(new.location(), 2_100_000_000);
     assert_eq!(store.latest("chat").unwrap().as_ref(), Some(new.location()));

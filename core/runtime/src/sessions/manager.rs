@@ -13,8 +13,8 @@ use std::sync::Arc;
 use volcanic_abstractions::messages::{Message, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{
-    CompactionEntry, EntryKind, EntryPos, EntryTag, SessionEntry, SessionHeader, SessionIndex,
-    SessionLocation, SessionLog, SessionStore,
+    CompactionEntry, EntryKind, EntryPos, EntryTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation,
+    SessionLog, SessionStore,
 };
 
 /// The time source for entry and header timestamps.
@@ -49,11 +49,7 @@ impl fmt::Debug for SessionManager {
 
 impl SessionManager {
     /// Creates a new session in `scope` (its header is on disk when this returns).
-    pub fn create(
-        store: Arc<dyn SessionStore>,
-        scope: &str,
-        cwd: impl AsRef<Path>,
-    ) -> Result<Self> {
+    pub fn create(store: Arc<dyn SessionStore>, scope: &str, cwd: impl AsRef<Path>) -> Result<Self> {
         let header = new_header(cwd.as_ref(), Utc::now());
         let log = store.create(scope, &header)?;
         SessionManager::from_log(store, log)
@@ -61,11 +57,7 @@ impl SessionManager {
 
     /// Creates a new session at an explicit location (e.g. `--session FILE` for a file that does
     /// not exist yet).
-    pub fn create_at(
-        store: Arc<dyn SessionStore>,
-        location: &SessionLocation,
-        cwd: impl AsRef<Path>,
-    ) -> Result<Self> {
+    pub fn create_at(store: Arc<dyn SessionStore>, location: &SessionLocation, cwd: impl AsRef<Path>) -> Result<Self> {
         let header = new_header(cwd.as_ref(), Utc::now());
         let log = store.create_at(location, &header)?;
         SessionManager::from_log(store, log)
@@ -78,11 +70,7 @@ impl SessionManager {
     }
 
     /// Opens the current (most recently modified) session of `scope`, or creates one.
-    pub fn continue_recent(
-        store: Arc<dyn SessionStore>,
-        scope: &str,
-        cwd: impl AsRef<Path>,
-    ) -> Result<Self> {
+    pub fn continue_recent(store: Arc<dyn SessionStore>, scope: &str, cwd: impl AsRef<Path>) -> Result<Self> {
         match store.open_latest(scope)? {
             Some(log) => SessionManager::from_log(store, log),
             None => SessionManager::create(store, scope, cwd),
@@ -114,9 +102,7 @@ impl SessionManager {
                 EntryKind::Label { target_id, .. } => {
                     labels.remove(&target_id);
                 }
-                EntryKind::SessionInfo { name: Some(n) } if !n.trim().is_empty() => {
-                    name = Some(n.trim().to_owned())
-                }
+                EntryKind::SessionInfo { name: Some(n) } if !n.trim().is_empty() => name = Some(n.trim().to_owned()),
                 EntryKind::SessionInfo { .. }
                 | EntryKind::Message(_)
                 | EntryKind::ModelChange { .. }
@@ -200,9 +186,7 @@ impl SessionManager {
     pub fn append_message(&mut self, message: Message) -> Result<String> {
         match &message {
             Message::BranchSummary(_) | Message::CompactionSummary(_) => {
-                return Err(SessionError::SummaryMessage {
-                    role: message.role(),
-                });
+                return Err(SessionError::SummaryMessage { role: message.role() });
             }
             Message::User(_)
             | Message::Assistant(_)
@@ -214,11 +198,7 @@ impl SessionManager {
     }
 
     /// Appends a `model_change`.
-    pub fn append_model_change(
-        &mut self,
-        provider: impl Into<String>,
-        model_id: impl Into<String>,
-    ) -> Result<String> {
+    pub fn append_model_change(&mut self, provider: impl Into<String>, model_id: impl Into<String>) -> Result<String> {
         self.append(EntryKind::ModelChange {
             provider: provider.into(),
             model_id: model_id.into(),
@@ -226,10 +206,7 @@ impl SessionManager {
     }
 
     /// Appends a `thinking_level_change`.
-    pub fn append_thinking_level_change(
-        &mut self,
-        thinking_level: ThinkingLevel,
-    ) -> Result<String> {
+    pub fn append_thinking_level_change(&mut self, thinking_level: ThinkingLevel) -> Result<String> {
         self.append(EntryKind::ThinkingLevelChange { thinking_level })
     }
 
@@ -259,11 +236,7 @@ impl SessionManager {
     }
 
     /// Appends a `custom` entry: extension state, never in the model context.
-    pub fn append_custom(
-        &mut self,
-        custom_type: impl Into<String>,
-        data: Option<Value>,
-    ) -> Result<String> {
+    pub fn append_custom(&mut self, custom_type: impl Into<String>, data: Option<Value>) -> Result<String> {
         self.append(EntryKind::Custom {
             custom_type: custom_type.into(),
             data,
@@ -336,10 +309,7 @@ impl SessionManager {
 
     /// The entries from the root to the leaf, or the store's read error.
     pub fn try_branch_entries(&self) -> Result<Vec<SessionEntry>> {
-        let path = self
-            .leaf
-            .map(|leaf| self.log.index().path_to(leaf))
-            .unwrap_or_default();
+        let path = self.leaf.map(|leaf| self.log.index().path_to(leaf)).unwrap_or_default();
         Ok(self.log.read(&path)?.into_iter().flatten().collect())
     }
 
@@ -403,9 +373,5 @@ impl SessionManager {
 }
 
 fn new_header(cwd: &Path, now: DateTime<Utc>) -> SessionHeader {
-    SessionHeader::new(
-        uuid::Uuid::now_v7().to_string(),
-        iso(now),
-        cwd.to_string_lossy(),
-    )
+    SessionHeader::new(uuid::Uuid::now_v7().to_string(), iso(now), cwd.to_string_lossy())
 }

@@ -27,28 +27,17 @@ fn appends_chain_from_the_leaf_with_fresh_ids_and_the_clock() {
     assert_eq!(s.leaf_id(), None);
     assert_eq!(s.session_file(), None);
     assert_eq!(s.header().version, Some(3));
-    s.set_clock(Arc::new(|| {
-        Utc.with_ymd_and_hms(2026, 1, 15, 9, 0, 0).unwrap()
-    }));
-    let a = s
-        .append_model_change("anthropic", "claude-sonnet-4-5")
-        .unwrap();
+    s.set_clock(Arc::new(|| Utc.with_ymd_and_hms(2026, 1, 15, 9, 0, 0).unwrap()));
+    let a = s.append_model_change("anthropic", "claude-sonnet-4-5").unwrap();
     let b = s.append_thinking_level_change(ThinkingLevel::High).unwrap();
     let c = s.append_custom("todo", Some(json!({"n": 1}))).unwrap();
     assert_eq!(s.leaf_id(), Some(c.as_str()));
     let entries = s.entries().unwrap();
-    assert_eq!(
-        entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
-        [&a, &b, &c]
-    );
+    assert_eq!(entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), [&a, &b, &c]);
     assert_eq!(entries[0].parent_id, None);
     assert_eq!(entries[1].parent_id.as_deref(), Some(a.as_str()));
     assert_eq!(entries[2].parent_id.as_deref(), Some(b.as_str()));
-    assert!(
-        entries
-            .iter()
-            .all(|e| e.timestamp == "2026-01-15T09:00:00.000Z")
-    );
+    assert!(entries.iter().all(|e| e.timestamp == "2026-01-15T09:00:00.000Z"));
     assert!(
         entries
             .iter()
@@ -98,9 +87,7 @@ fn branch_summary_moves_the_leaf_like_pis_branch_with_summary() {
     let mut s = SessionManager::in_memory("/w").unwrap();
     let u1 = s.append_message(Message::user_text("one", 1)).unwrap();
     s.append_message(Message::user_text("two", 2)).unwrap();
-    let bs = s
-        .append_branch_summary(Some(&u1), "tried two", None, None)
-        .unwrap();
+    let bs = s.append_branch_summary(Some(&u1), "tried two", None, None).unwrap();
     let e = s.entry(&bs).unwrap();
     assert_eq!(e.parent_id.as_deref(), Some(u1.as_str()));
     assert_eq!(
@@ -132,10 +119,7 @@ fn reset_leaf_makes_the_next_entry_a_new_root() {
     assert!(s.build_context().messages.is_empty());
     let r = s.append_message(Message::user_text("fresh", 2)).unwrap();
     assert_eq!(s.entry(&r).unwrap().parent_id, None);
-    assert_eq!(
-        s.build_context().messages,
-        vec![Message::user_text("fresh", 2)]
-    );
+    assert_eq!(s.build_context().messages, vec![Message::user_text("fresh", 2)]);
 }
 
 #[test]
@@ -147,9 +131,7 @@ fn summary_messages_are_not_appended_as_messages() {
         from_id: None,
         timestamp: 1,
     };
-    let err = s
-        .append_message(Message::CompactionSummary(summary))
-        .unwrap_err();
+    let err = s.append_message(Message::CompactionSummary(summary)).unwrap_err();
     assert!(matches!(
         err,
         SessionError::SummaryMessage {
@@ -192,12 +174,7 @@ fn continue_recent_opens_the_latest_session_of_the_scope_or_creates_one() {
 fn custom_messages_keep_their_shape() {
     let mut s = SessionManager::in_memory("/w").unwrap();
     let id = s
-        .append_custom_message(
-            "note",
-            UserBody::Text("psst".into()),
-            true,
-            Some(json!({"a": 1})),
-        )
+        .append_custom_message("note", UserBody::Text("psst".into()), true, Some(json!({"a": 1})))
         .unwrap();
     assert_eq!(
         s.entry(&id)

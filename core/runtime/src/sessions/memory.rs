@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 use volcanic_abstractions::sessions::{
-    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation,
-    SessionLog, SessionStore, SessionStoreError, SessionSummary,
+    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation, SessionLog, SessionStore,
+    SessionStoreError, SessionSummary,
 };
 
 /// Sessions in memory, addressed as [`SessionLocation::Key`] `"<scope>/<session id>"`. The
@@ -75,11 +75,7 @@ impl InMemorySessionStore {
 }
 
 impl SessionStore for InMemorySessionStore {
-    fn create(
-        &self,
-        scope: &str,
-        header: &SessionHeader,
-    ) -> Result<Box<dyn SessionLog>, SessionStoreError> {
+    fn create(&self, scope: &str, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError> {
         self.insert(format!("{scope}/{}", header.id), scope.to_owned(), header)
     }
 
@@ -105,13 +101,12 @@ impl SessionStore for InMemorySessionStore {
                 location: location.clone(),
             });
         };
-        let session =
-            lock(&self.sessions)
-                .get(key)
-                .cloned()
-                .ok_or_else(|| SessionStoreError::NotFound {
-                    location: location.clone(),
-                })?;
+        let session = lock(&self.sessions)
+            .get(key)
+            .cloned()
+            .ok_or_else(|| SessionStoreError::NotFound {
+                location: location.clone(),
+            })?;
         let mut index = SessionIndex::new();
         for e in &lock(&session.state).entries {
             index.push(
@@ -188,11 +183,7 @@ impl SessionLog for MemLog {
         let mut state = lock(&self.session.state);
         if state.entries.len() != self.index.len() {
             return Err(SessionStoreError::Backend(
-                format!(
-                    "session {} was appended to by another handle; reopen it",
-                    self.location
-                )
-                .into(),
+                format!("session {} was appended to by another handle; reopen it", self.location).into(),
             ));
         }
         state.entries.push(entry.clone());

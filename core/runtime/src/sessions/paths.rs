@@ -12,13 +12,7 @@ pub fn cwd_scope(cwd: &Path) -> String {
     let s = s.strip_prefix(['/', '\\']).unwrap_or(&s);
     let encoded: String = s
         .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\' | ':') {
-                '-'
-            } else {
-                c
-            }
-        })
+        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
         .collect();
     format!("--{encoded}--")
 }

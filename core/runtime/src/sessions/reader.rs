@@ -30,18 +30,13 @@ pub(crate) fn read_mapped<T: Send>(
     out: &mut Vec<T>,
     map: impl Fn(Option<SessionEntry>) -> Option<T> + Sync,
 ) -> Result<(), SessionStoreError> {
-    let wanted: Vec<Option<Span>> = positions
-        .iter()
-        .map(|&p| spans.get(p as usize).copied())
-        .collect();
+    let wanted: Vec<Option<Span>> = positions.iter().map(|&p| spans.get(p as usize).copied()).collect();
     let total: u64 = wanted.iter().flatten().map(|s| u64::from(s.len)).sum();
     out.reserve(wanted.len());
     let threads = if total < PARALLEL_MIN_BYTES {
         1
     } else {
-        thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8)
+        thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
     };
     if threads == 1 {
         return read_group(file, path, &wanted, &map, out);
@@ -64,10 +59,7 @@ pub(crate) fn read_mapped<T: Send>(
         let mine = read_group(file, path, &wanted[first.clone()], map, out);
         let others: Vec<_> = handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             .collect();
         mine.map(|()| others)
     })?;
@@ -112,10 +104,7 @@ fn read_group<T>(
         // Extend the run while the next line follows closely.
         let (run_start, mut run_end, mut j) = (first.offset, first.end(), i + 1);
         while let Some(Some(next)) = wanted.get(j) {
-            if next.offset < run_end
-                || next.offset - run_end > MAX_GAP
-                || next.end() - run_start > MAX_RUN
-            {
+            if next.offset < run_end || next.offset - run_end > MAX_GAP || next.end() - run_start > MAX_RUN {
                 break;
             }
             run_end = next.end();

@@ -132,9 +132,7 @@ struct Part {
 
 impl Part {
     fn str(&self, (start, end): (u32, u32)) -> &str {
-        self.arena
-            .get(start as usize..end as usize)
-            .unwrap_or_default()
+        self.arena.get(start as usize..end as usize).unwrap_or_default()
     }
 
     fn keep(&mut self, s: &str) -> (u32, u32) {
@@ -150,9 +148,7 @@ impl Part {
             return;
         }
         match index_line(line) {
-            Some(info) if info.tag_name == "session" => {
-                self.skipped.push((self.lines, offset, true))
-            }
+            Some(info) if info.tag_name == "session" => self.skipped.push((self.lines, offset, true)),
             Some(info) => {
                 let id = self.keep(&info.id);
                 let parent = info.parent_id.as_deref().map(|p| self.keep(p));
@@ -176,9 +172,7 @@ fn scan_parts(file: &File, from: u64, to: u64) -> std::io::Result<Vec<Part>> {
     let threads = if to - from < PARALLEL_MIN_BYTES {
         1
     } else {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8)
+        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
     };
     let mut bounds = vec![from];
     for i in 1..threads as u64 {
@@ -201,16 +195,10 @@ fn scan_parts(file: &File, from: u64, to: u64) -> std::io::Result<Vec<Part>> {
         let Some((first, rest)) = ranges.split_first() else {
             return Ok(Vec::new());
         };
-        let handles: Vec<_> = rest
-            .iter()
-            .map(|&r| scope.spawn(move || scan_one(r)))
-            .collect();
+        let handles: Vec<_> = rest.iter().map(|&r| scope.spawn(move || scan_one(r))).collect();
         let mut parts = vec![scan_one(*first)?];
         for h in handles {
-            parts.push(
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
-            );
+            parts.push(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
         }
         Ok(parts)
     })
@@ -221,9 +209,7 @@ fn next_line_start(file: &File, at: u64, to: u64) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut pos = at.saturating_sub(1); // a newline just before `at` makes `at` a line start
     while pos < to {
-        let n = usize::try_from(to - pos)
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
+        let n = usize::try_from(to - pos).unwrap_or(usize::MAX).min(buf.len());
         file.read_exact_at(&mut buf[..n], pos)?;
         if let Some(nl) = memchr(b'\n', &buf[..n]) {
             return Ok(pos + nl as u64 + 1);
@@ -235,11 +221,7 @@ fn next_line_start(file: &File, at: u64, to: u64) -> std::io::Result<u64> {
 
 /// Parses the first non-blank line as the header. Returns it and the offset after its newline
 /// (`len + 1` when the file ends without one).
-fn read_header(
-    file: &File,
-    path: &Path,
-    len: u64,
-) -> Result<(SessionHeader, u64), SessionStoreError> {
+fn read_header(file: &File, path: &Path, len: u64) -> Result<(SessionHeader, u64), SessionStoreError> {
     let bad = |reason: String| SessionStoreError::BadHeader {
         path: path.to_path_buf(),
         reason,
@@ -288,12 +270,7 @@ fn read_header(
 }
 
 /// Finds and validates the last line. Returns the tail state and where indexing stops.
-fn check_tail(
-    file: &File,
-    path: &Path,
-    from: u64,
-    len: u64,
-) -> Result<(Tail, u64), SessionStoreError> {
+fn check_tail(file: &File, path: &Path, from: u64, len: u64) -> Result<(Tail, u64), SessionStoreError> {
     let io = |source| SessionStoreError::Io {
         action: "read",
         path: path.to_path_buf(),
@@ -327,11 +304,7 @@ fn check_tail(
             Tail::Torn { from: at }
         }
     };
-    let scan_end = if let Tail::Torn { from } = tail {
-        from
-    } else {
-        len
-    };
+    let scan_end = if let Tail::Torn { from } = tail { from } else { len };
     Ok((tail, scan_end))
 }
 
@@ -365,12 +338,7 @@ fn last_line(buf: &[u8], starts_line: bool) -> Option<Option<(usize, usize)>> {
 
 /// Calls `f(offset, line)` for every line in `[from, to)` (without its newline; the last one
 /// may lack it), reading `CHUNK` bytes at a time into one buffer.
-pub(crate) fn for_each_line(
-    file: &File,
-    from: u64,
-    to: u64,
-    mut f: impl FnMut(u64, &[u8]),
-) -> std::io::Result<()> {
+pub(crate) fn for_each_line(file: &File, from: u64, to: u64, mut f: impl FnMut(u64, &[u8])) -> std::io::Result<()> {
     let mut buf = vec![0u8; CHUNK.min(usize::try_from(to - from).unwrap_or(CHUNK))];
     let mut base = from; // file offset of buf[0]
     let mut filled = 0;
@@ -494,9 +462,6 @@ fn probe(line: &[u8]) -> Option<LineInfo<'_>> {
 }
 
 pub(crate) fn trim_end(line: &[u8]) -> &[u8] {
-    let end = line
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(0, |p| p + 1);
+    let end = line.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |p| p + 1);
     &line[..end]
 }

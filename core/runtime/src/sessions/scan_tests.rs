@@ -8,8 +8,7 @@ use std::fs::{self, File};
 use std::path::Path;
 use volcanic_abstractions::sessions::{RoleTag, SessionStoreError};
 
-const HEADER: &str =
-    r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/w"}"#;
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-15T09:00:00.000Z","cwd":"/w"}"#;
 
 fn line(id: &str, parent: Option<&str>) -> String {
     let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
@@ -24,12 +23,7 @@ fn scan_str(dir: &Path, content: &str) -> Result<super::scan::Scanned, SessionSt
     scan(&File::open(&path).unwrap(), &path)
 }
 
-fn info<'a>(
-    tag: &'a str,
-    id: &'a str,
-    parent: Option<&'a str>,
-    role: Option<RoleTag>,
-) -> LineInfo<'a> {
+fn info<'a>(tag: &'a str, id: &'a str, parent: Option<&'a str>, role: Option<RoleTag>) -> LineInfo<'a> {
     LineInfo {
         tag_name: Cow::Borrowed(tag),
         id: Cow::Borrowed(id),
@@ -46,18 +40,14 @@ fn index_line_reads_pis_prefix_and_falls_back_for_other_orders() {
         Some(info("message", "a1", Some("a0"), Some(RoleTag::User)))
     );
     let custom = r#"{"type":"custom","customType":"x","data":{"id":"no"},"id":"c1","parentId":null,"timestamp":"t"}"#;
+    assert_eq!(index_line(custom.as_bytes()), Some(info("custom", "c1", None, None)));
+    let escaped = r#"{"type":"label","id":"q\"1","parentId":"a\u0031","timestamp":"t","targetId":"a1"}"#;
     assert_eq!(
-        index_line(custom.as_bytes()),
-        Some(info("custom", "c1", None, None))
-    );
-    let escaped =
-        r#"{"type":"label","id":"q\"1","parentId":"a\u0031","timestamp":"t","targetId":"a1"}"#;
-    assert_eq!(
-        index_line(escaped.as_bytes())
-            .map(|i| (i.id.into_owned(), i.parent_id.map(Cow::into_owned))),
+        index_line(escaped.as_bytes()).map(|i| (i.id.into_owned(), i.parent_id.map(Cow::into_owned))),
         Some(("q\"1".to_owned(), Some("a1".to_owned())))
     );
-    let role_later = r#"{"type":"message","id":"m1","parentId":"a1","timestamp":"t","message":{"content":"x","role":"assistant"}}"#;
+    let role_later =
+        r#"{"type":"message","id":"m1","parentId":"a1","timestamp":"t","message":{"content":"x","role":"assistant"}}"#;
     assert_eq!(
         index_line(role_later.as_bytes()),
         Some(info("message", "m1", Some("a1"), Some(RoleTag::Assistant)))
@@ -116,10 +106,7 @@ fn tail_states() {
     let cases: Vec<(String, Tail)> = vec![
         (body.clone(), Tail::Clean),
         (format!("{body}\n\n"), Tail::Clean),
-        (
-            format!("{body}{}", line("a2", Some("a1"))),
-            Tail::MissingNewline,
-        ),
+        (format!("{body}{}", line("a2", Some("a1"))), Tail::MissingNewline),
         (
             format!("{body}{{\"type\":\"message\",\"id\":\"a2\",\"parentId\":\"a1\",\"times"),
             Tail::Torn {
@@ -192,13 +179,7 @@ fn a_last_line_longer_than_the_tail_window_is_checked_whole() {
 #[test]
 fn headers_that_cannot_be_read() {
     let dir = tempfile::tempdir().unwrap();
-    for content in [
-        "",
-        "\n\n",
-        "{\"type\":\"session\"",
-        &line("a1", None),
-        "[]\n",
-    ] {
+    for content in ["", "\n\n", "{\"type\":\"session\"", &line("a1", None), "[]\n"] {
         let err = scan_str(dir.path(), content).unwrap_err();
         assert!(
             matches!(err, SessionStoreError::BadHeader { .. }),
@@ -212,11 +193,7 @@ fn headers_that_cannot_be_read() {
         Err(SessionStoreError::UnsupportedVersion { version: 1, .. })
     ));
     let s = scan_str(dir.path(), &format!("\n\n{HEADER}\n{}\n", line("a1", None))).unwrap();
-    assert_eq!(
-        s.index.len(),
-        1,
-        "blank lines before the header are skipped"
-    );
+    assert_eq!(s.index.len(), 1, "blank lines before the header are skipped");
 }
 
 #[test]
@@ -228,14 +205,10 @@ fn a_large_file_is_indexed_in_parts_exactly_as_line_by_line() {
     let pad = "y".repeat(400);
     for i in 0..15_000u32 {
         let id = format!("{i:08x}");
-        let p = parent
-            .as_deref()
-            .map_or("null".to_owned(), |p| format!("\"{p}\""));
+        let p = parent.as_deref().map_or("null".to_owned(), |p| format!("\"{p}\""));
         let offset = content.len() as u64;
         let l = if i % 97 == 0 {
-            format!(
-                r#"{{"type":"custom","customType":"c","data":"{pad}","id":"{id}","parentId":{p},"timestamp":"t"}}"#
-            )
+            format!(r#"{{"type":"custom","customType":"c","data":"{pad}","id":"{id}","parentId":{p},"timestamp":"t"}}"#)
         } else {
             format!(
                 r#"{{"type":"message","id":"{id}","parentId":{p},"timestamp":"t","message":{{"role":"assistant","content":"{pad}"}}}}"#
@@ -259,10 +232,7 @@ fn a_large_file_is_indexed_in_parts_exactly_as_line_by_line() {
     for (pos, (id, parent, span)) in expected.iter().enumerate() {
         let pos = pos as u32;
         assert_eq!(s.index.id(pos), id);
-        assert_eq!(
-            s.index.parent(pos).map(|p| s.index.id(p).to_owned()),
-            *parent
-        );
+        assert_eq!(s.index.parent(pos).map(|p| s.index.id(p).to_owned()), *parent);
         assert_eq!(s.spans[pos as usize], *span);
     }
 }

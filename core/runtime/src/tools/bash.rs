@@ -118,14 +118,9 @@ impl Tool for BashTool {
         let mut child = command.spawn().map_err(start_error)?;
         // Our copies of the pipe's write end must close, or the read side never sees EOF.
         drop(command);
-        let group = GroupKiller(
-            child
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .map(Pid::from_raw),
-        );
-        let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
-            .map_err(start_error)?;
+        let group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+        let mut receiver =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(start_error)?;
 
         let mut output = OutputAccumulator::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
         let mut buf = vec![0u8; 64 * 1024];

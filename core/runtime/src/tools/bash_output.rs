@@ -116,10 +116,7 @@ impl OutputAccumulator {
     }
 
     async fn open_file(&mut self) {
-        let path = std::env::temp_dir().join(format!(
-            "volcanic-bash-{}.log",
-            uuid::Uuid::new_v4().simple()
-        ));
+        let path = std::env::temp_dir().join(format!("volcanic-bash-{}.log", uuid::Uuid::new_v4().simple()));
         let mut options = tokio::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]

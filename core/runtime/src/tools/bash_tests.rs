@@ -58,12 +58,7 @@ async fn stdout_and_stderr_arrive_merged_in_order() {
 #[tokio::test]
 async fn a_non_zero_exit_is_an_error_result_ending_with_the_code() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        &BashTool,
-        ctx(dir.path()),
-        json!({"command": "echo partial; exit 3"}),
-    )
-    .await;
+    let out = run(&BashTool, ctx(dir.path()), json!({"command": "echo partial; exit 3"})).await;
     assert!(matches!(out, Err(ToolError::WithResult(_))));
     assert_eq!(text_of(&out), "partial\n\nCommand exited with code 3");
 }
@@ -84,10 +79,7 @@ async fn timeout_kills_the_whole_process_group() {
         started.elapsed()
     );
     let text = text_of(&out);
-    assert!(
-        text.ends_with("\n\nCommand timed out after 1 seconds"),
-        "{text}"
-    );
+    assert!(text.ends_with("\n\nCommand timed out after 1 seconds"), "{text}");
     let background: u32 = text.lines().next().unwrap().trim().parse().unwrap();
     assert!(
         wait_gone(background).await,
@@ -121,9 +113,7 @@ async fn abort_kills_the_command_and_keeps_partial_output() {
     assert!(wait_gone(background).await);
     let updates = updates.lock().unwrap();
     assert!(
-        updates
-            .iter()
-            .any(|u| u.text_content().starts_with("started")),
+        updates.iter().any(|u| u.text_content().starts_with("started")),
         "no progress update"
     );
 }
@@ -133,10 +123,7 @@ async fn the_child_environment_has_tz_and_lacks_denied_variables() {
     let dir = tempfile::tempdir().unwrap();
     let policy = TestContext::policy_with_env(
         ProcessEnvironmentOptions::default(),
-        &[
-            ("OPENAI_API_KEY", "sk-test-0123456789"),
-            ("VISIBLE_SETTING", "on"),
-        ],
+        &[("OPENAI_API_KEY", "sk-test-0123456789"), ("VISIBLE_SETTING", "on")],
     );
     let mut context = TestContext::with_policy(dir.path(), policy);
     context.time_zone = Some("Europe/Berlin".to_owned());
@@ -168,12 +155,7 @@ async fn a_failing_environment_hook_fails_the_call() {
 async fn big_output_is_tail_truncated_and_saved_in_full() {
     let dir = tempfile::tempdir().unwrap();
     // 100 000 lines, about 575 KiB: spills to the file while running.
-    let out = run(
-        &BashTool,
-        ctx(dir.path()),
-        json!({"command": "seq 1 100000"}),
-    )
-    .await;
+    let out = run(&BashTool, ctx(dir.path()), json!({"command": "seq 1 100000"})).await;
     let text = text_of(&out);
     let details = details_of(&out).unwrap();
     let path = details["fullOutputPath"].as_str().unwrap().to_owned();
@@ -193,17 +175,9 @@ async fn big_output_is_tail_truncated_and_saved_in_full() {
 
     // 3000 short lines stay in memory and are saved at the end.
     let out = run(&BashTool, ctx(dir.path()), json!({"command": "seq 1 3000"})).await;
-    let path = details_of(&out).unwrap()["fullOutputPath"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(text_of(&out).ends_with(&format!(
-        "[Showing last 2000 lines of 3000. Full output: {path}]"
-    )));
-    assert_eq!(
-        std::fs::read_to_string(&path).unwrap().lines().count(),
-        3000
-    );
+    let path = details_of(&out).unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
+    assert!(text_of(&out).ends_with(&format!("[Showing last 2000 lines of 3000. Full output: {path}]")));
+    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3000);
     std::fs::remove_file(&path).unwrap();
 }
 

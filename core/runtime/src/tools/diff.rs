@@ -24,13 +24,7 @@ pub fn line_diff(old: &str, new: &str) -> LineDiff {
     let diff = TextDiff::configure()
         .timeout(Duration::from_millis(DIFF_TIMEOUT_MS))
         .diff_lines(old, new);
-    let width = old
-        .lines()
-        .count()
-        .max(new.lines().count())
-        .max(1)
-        .to_string()
-        .len();
+    let width = old.lines().count().max(new.lines().count()).max(1).to_string().len();
     let mut out: Vec<String> = Vec::new();
     let mut first_changed_line = None;
     for (index, group) in diff.grouped_ops(CONTEXT_LINES).iter().enumerate() {

@@ -74,8 +74,7 @@ impl Tool for EditTool {
     fn prompt_guidelines(&self) -> Vec<String> {
         vec![
             "Use edit for precise changes; edits[].oldText must match the file exactly".to_owned(),
-            "To change several places in one file, send one edit call with several entries in edits[]"
-                .to_owned(),
+            "To change several places in one file, send one edit call with several entries in edits[]".to_owned(),
             "Every edits[].oldText is matched against the original file, not the result of earlier \
              edits; never send overlapping or nested edits, merge nearby changes into one"
                 .to_owned(),
@@ -111,14 +110,12 @@ impl Tool for EditTool {
             .await?
             .map_err(|e| io_error("write", &args.path, &e))?;
         let diff = line_diff(&file.body, &new_body);
-        Ok(ToolResult::text(format!(
-            "Successfully replaced {count} block(s) in {}.",
-            args.path
-        ))
-        .with_details(json!({
-            "diff": diff.diff,
-            "firstChangedLine": diff.first_changed_line,
-        })))
+        Ok(
+            ToolResult::text(format!("Successfully replaced {count} block(s) in {}.", args.path)).with_details(json!({
+                "diff": diff.diff,
+                "firstChangedLine": diff.first_changed_line,
+            })),
+        )
     }
 }
 
@@ -151,11 +148,7 @@ impl SourceText {
         } else {
             body.to_owned()
         };
-        if self.bom {
-            format!("\u{feff}{body}")
-        } else {
-            body
-        }
+        if self.bom { format!("\u{feff}{body}") } else { body }
     }
 }
 
@@ -178,11 +171,7 @@ fn normalize(text: &str) -> String {
 
 /// Applies `edits` to `body` (LF-normalised), or explains every edit that cannot apply.
 /// Returns the new body and the number of replaced blocks.
-fn apply_edits(
-    body: &str,
-    edits: &[Replacement],
-    path: &str,
-) -> Result<(String, usize), ToolError> {
+fn apply_edits(body: &str, edits: &[Replacement], path: &str) -> Result<(String, usize), ToolError> {
     let total = edits.len();
     let mut problems = Vec::new();
     let mut spans: Vec<(usize, usize, usize, String)> = Vec::new();

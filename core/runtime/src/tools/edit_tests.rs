@@ -6,8 +6,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use volcanic_abstractions::tools::ExecutionMode;
 
-const ORIGINAL: &str =
-    "fn main() {\n    let a = 1;\n    let b = 2;\n    println!(\"{}\", a + b);\n}\n";
+const ORIGINAL: &str = "fn main() {\n    let a = 1;\n    let b = 2;\n    println!(\"{}\", a + b);\n}\n";
 
 async fn edit(
     edits: Value,
@@ -34,10 +33,7 @@ async fn several_edits_apply_against_the_original_with_a_diff() {
         {"oldText": "let a = 1;", "newText": "let a = 10;"}
     ]))
     .await;
-    assert_eq!(
-        text_of(&out),
-        "Successfully replaced 2 block(s) in main.rs."
-    );
+    assert_eq!(text_of(&out), "Successfully replaced 2 block(s) in main.rs.");
     assert_eq!(
         after,
         ORIGINAL
@@ -65,10 +61,7 @@ async fn an_edit_matching_nothing_names_its_index_and_writes_nothing() {
         message.starts_with("Edit 2 of 2: oldText matched 0 times in main.rs."),
         "{message}"
     );
-    assert!(
-        message.ends_with("Nothing was changed in main.rs."),
-        "{message}"
-    );
+    assert!(message.ends_with("Nothing was changed in main.rs."), "{message}");
     assert_eq!(after, ORIGINAL);
 }
 
@@ -91,10 +84,7 @@ async fn overlapping_edits_are_refused() {
     ]))
     .await;
     let message = out.unwrap_err().to_string();
-    assert!(
-        message.starts_with("Edits 1 and 2 overlap in main.rs"),
-        "{message}"
-    );
+    assert!(message.starts_with("Edits 1 and 2 overlap in main.rs"), "{message}");
     assert_eq!(after, ORIGINAL);
 }
 
@@ -134,8 +124,7 @@ fn diff_shows_context_and_skips_far_lines() {
     let diff = line_diff(&old, &new);
     assert_eq!(diff.first_changed_line, Some(10));
     let expected = [
-        "  6 l6", "  7 l7", "  8 l8", "  9 l9", "-10 l10", "+10 ten", " 11 l11", " 12 l12",
-        " 13 l13", " 14 l14",
+        "  6 l6", "  7 l7", "  8 l8", "  9 l9", "-10 l10", "+10 ten", " 11 l11", " 12 l12", " 13 l13", " 14 l14",
     ]
     .join("\n");
     assert_eq!(diff.diff, expected);

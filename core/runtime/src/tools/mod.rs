@@ -41,8 +41,7 @@ pub use read::{MAX_IMAGE_BYTES, ReadTool};
 pub use registry::{ToolRegistry, ToolRegistryError, ToolSource};
 pub use send::SendTool;
 pub use truncate::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size, truncate_head,
-    truncate_tail,
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size, truncate_head, truncate_tail,
 };
 pub use write::WriteTool;
 
@@ -70,15 +69,11 @@ pub fn builtin_tools(has_channel: bool) -> Vec<Arc<dyn Tool>> {
 
 /// Parses validated arguments into the tool's argument struct.
 fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::msg(format!("invalid arguments for {tool}: {e}")))
+    serde_json::from_value(args).map_err(|e| ToolError::msg(format!("invalid arguments for {tool}: {e}")))
 }
 
 /// Runs `future` unless `cancel` fires first (then [`ToolError::Aborted`]).
-async fn until_cancelled<F: Future>(
-    cancel: &CancellationToken,
-    future: F,
-) -> Result<F::Output, ToolError> {
+async fn until_cancelled<F: Future>(cancel: &CancellationToken, future: F) -> Result<F::Output, ToolError> {
     tokio::select! {
         biased;
         () = cancel.cancelled() => Err(ToolError::Aborted),

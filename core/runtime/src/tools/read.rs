@@ -2,9 +2,7 @@
 //! image content.
 
 use super::paths::{image_mime_type, resolve_path};
-use super::truncate::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head,
-};
+use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head};
 use super::{io_error, parse_args, until_cancelled};
 use async_trait::async_trait;
 use base64::Engine;

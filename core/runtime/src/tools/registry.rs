@@ -79,11 +79,7 @@ impl ToolRegistry {
     }
 
     /// Registers `tool`; see the type docs for which registration wins.
-    pub fn register(
-        &self,
-        tool: Arc<dyn Tool>,
-        source: ToolSource,
-    ) -> Result<(), ToolRegistryError> {
+    pub fn register(&self, tool: Arc<dyn Tool>, source: ToolSource) -> Result<(), ToolRegistryError> {
         let name = tool.name().to_owned();
         if !valid_name(&name) {
             return Err(ToolRegistryError::InvalidName(name));
@@ -99,13 +95,11 @@ impl ToolRegistry {
                     *existing = Entry::new(tool, source, existing.active);
                     Ok(())
                 }
-                (ToolSource::Builtin | ToolSource::Extension(_), _) => {
-                    Err(ToolRegistryError::Duplicate {
-                        name,
-                        owner: existing.source.clone(),
-                        refused: source,
-                    })
-                }
+                (ToolSource::Builtin | ToolSource::Extension(_), _) => Err(ToolRegistryError::Duplicate {
+                    name,
+                    owner: existing.source.clone(),
+                    refused: source,
+                }),
             },
         }
     }
@@ -151,9 +145,7 @@ impl ToolRegistry {
 
     /// Whether `name` is known and active.
     pub fn is_active(&self, name: &str) -> bool {
-        self.read()
-            .iter()
-            .any(|e| e.active && e.tool.name() == name)
+        self.read().iter().any(|e| e.active && e.tool.name() == name)
     }
 
     /// Makes exactly the named tools active (unknown names are ignored).
@@ -194,10 +186,12 @@ impl ToolRegistry {
             entry
                 .validator
                 .get_or_init(|| {
-                    validation::compile(&entry.tool.parameters()).map(Arc::new).map_err(|e| {
-                        tracing::error!(tool = name, error = %e, "tool parameter schema does not compile");
-                        format!("tool {name} has an invalid parameter schema: {e}")
-                    })
+                    validation::compile(&entry.tool.parameters())
+                        .map(Arc::new)
+                        .map_err(|e| {
+                            tracing::error!(tool = name, error = %e, "tool parameter schema does not compile");
+                            format!("tool {name} has an invalid parameter schema: {e}")
+                        })
                 })
                 .clone()?
         };
@@ -205,15 +199,11 @@ impl ToolRegistry {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<Entry>> {
-        self.entries
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.entries.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Vec<Entry>> {
-        self.entries
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.entries.write().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

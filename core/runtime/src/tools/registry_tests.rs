@@ -20,12 +20,7 @@ impl Tool for Named {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
     }
-    async fn execute(
-        &self,
-        _a: Value,
-        _i: ToolInvocation,
-        _c: CancellationToken,
-    ) -> Result<ToolResult, ToolError> {
+    async fn execute(&self, _a: Value, _i: ToolInvocation, _c: CancellationToken) -> Result<ToolResult, ToolError> {
         Ok(ToolResult::text(self.1))
     }
 }
@@ -45,10 +40,7 @@ fn registry_with_builtins() -> ToolRegistry {
 #[test]
 fn builtins_register_in_order_and_are_active() {
     let registry = registry_with_builtins();
-    assert_eq!(
-        registry.active_names(),
-        vec!["read", "bash", "edit", "write"]
-    );
+    assert_eq!(registry.active_names(), vec!["read", "bash", "edit", "write"]);
     let names: Vec<String> = registry.specs().into_iter().map(|s| s.name).collect();
     assert_eq!(names, vec!["read", "bash", "edit", "write"]);
     assert!(builtin_tools(true).iter().any(|t| t.name() == "send"));
@@ -62,27 +54,17 @@ fn extension_tool_replaces_a_builtin_in_place_and_first_extension_wins() {
         .unwrap();
     assert_eq!(registry.get("bash").unwrap().description(), "ext bash");
     assert_eq!(registry.source("bash"), Some(ext("guard")));
-    assert_eq!(
-        registry.active_names(),
-        vec!["read", "bash", "edit", "write"]
-    );
+    assert_eq!(registry.active_names(), vec!["read", "bash", "edit", "write"]);
 
     let refused = registry.register(Arc::new(Named("bash", "other")), ext("late"));
     assert_eq!(
         refused.map_err(|e| e.to_string()),
-        Err("tool `bash` from extension `late` was not registered: extension `guard` registered it first"
-            .to_owned())
+        Err("tool `bash` from extension `late` was not registered: extension `guard` registered it first".to_owned())
     );
     assert_eq!(registry.get("bash").unwrap().description(), "ext bash");
 
-    registry
-        .register(Arc::new(Named("hello", "a")), ext("one"))
-        .unwrap();
-    assert!(
-        registry
-            .register(Arc::new(Named("hello", "b")), ext("two"))
-            .is_err()
-    );
+    registry.register(Arc::new(Named("hello", "a")), ext("one")).unwrap();
+    assert!(registry.register(Arc::new(Named("hello", "b")), ext("two")).is_err());
     assert!(
         registry
             .register(Arc::new(Named("hello", "c")), ToolSource::Builtin)
@@ -132,24 +114,18 @@ fn validation_names_a_wrong_type_and_a_missing_top_level_field() {
         registry.validate("write", &json!({"path": "a"})),
         Err("invalid arguments for write: content: is a required property".to_owned())
     );
-    assert_eq!(
-        registry.validate("read", &json!({"path": "a", "offset": 2})),
-        Ok(())
-    );
+    assert_eq!(registry.validate("read", &json!({"path": "a", "offset": 2})), Ok(()));
 }
 
 #[test]
 fn validation_explains_arguments_that_are_not_an_object() {
     let registry = registry_with_builtins();
-    let raw =
-        Value::String("{\"command\": \"ls -la /tmp && echo done with a long tail\"".to_owned());
+    let raw = Value::String("{\"command\": \"ls -la /tmp && echo done with a long tail\"".to_owned());
     assert_eq!(
         registry.validate("bash", &raw),
-        Err(
-            "invalid arguments for bash: expected a JSON object, got string \
+        Err("invalid arguments for bash: expected a JSON object, got string \
              \"{\"command\": \"ls -la /tmp && echo done wi...\" (malformed JSON from the model?)"
-                .to_owned()
-        )
+            .to_owned())
     );
     assert_eq!(
         registry.validate("bash", &json!([1, 2])),

@@ -50,10 +50,7 @@ impl Tool for SendTool {
     }
 
     fn prompt_guidelines(&self) -> Vec<String> {
-        vec![
-            "Use send to deliver files you created to the user; mentioning a path is not enough"
-                .to_owned(),
-        ]
+        vec!["Use send to deliver files you created to the user; mentioning a path is not enough".to_owned()]
     }
 
     async fn execute(
@@ -63,25 +60,21 @@ impl Tool for SendTool {
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
         let args: SendArgs = parse_args(self.name(), args)?;
-        let channel = invocation.ctx.channel().ok_or_else(|| {
-            ToolError::msg("send is not available: this session has no chat to send to")
-        })?;
+        let channel = invocation
+            .ctx
+            .channel()
+            .ok_or_else(|| ToolError::msg("send is not available: this session has no chat to send to"))?;
         match (args.path, args.text) {
             (Some(path), None) => {
                 let absolute = resolve_path(&invocation.ctx.cwd(), &path);
-                let is_file = tokio::fs::metadata(&absolute)
-                    .await
-                    .is_ok_and(|m| m.is_file());
+                let is_file = tokio::fs::metadata(&absolute).await.is_ok_and(|m| m.is_file());
                 if !is_file {
                     return Err(ToolError::msg(format!("File not found: {path}")));
                 }
                 let as_photo = has_image_extension(&absolute);
-                until_cancelled(
-                    &cancel,
-                    channel.send_file(&absolute, args.caption.as_deref(), as_photo),
-                )
-                .await?
-                .map_err(|e| ToolError::msg(format!("Could not send {path}: {e}")))?;
+                until_cancelled(&cancel, channel.send_file(&absolute, args.caption.as_deref(), as_photo))
+                    .await?
+                    .map_err(|e| ToolError::msg(format!("Could not send {path}: {e}")))?;
                 let kind = if as_photo { "photo" } else { "file" };
                 Ok(ToolResult::text(format!("Sent {kind} {path}"))
                     .with_details(json!({ "path": absolute, "asPhoto": as_photo })))

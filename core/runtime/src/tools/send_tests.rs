@@ -19,12 +19,7 @@ async fn images_go_as_photos_and_other_files_as_documents() {
     std::fs::write(dir.path().join("chart.PNG"), b"png").unwrap();
     std::fs::write(dir.path().join("report.pdf"), b"pdf").unwrap();
     let (ctx, channel) = ctx_with_channel(dir.path());
-    let out = run(
-        &SendTool,
-        ctx,
-        json!({"path": "chart.PNG", "caption": "Sales"}),
-    )
-    .await;
+    let out = run(&SendTool, ctx, json!({"path": "chart.PNG", "caption": "Sales"})).await;
     assert_eq!(text_of(&out), "Sent photo chart.PNG");
     let (ctx, _) = ctx_with_channel(dir.path());
     let ctx = TestContext {
@@ -80,11 +75,6 @@ async fn exactly_one_of_path_or_text_and_the_file_must_exist() {
 #[tokio::test]
 async fn without_a_channel_send_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(
-        &SendTool,
-        TestContext::new(dir.path()),
-        json!({"text": "hi"}),
-    )
-    .await;
+    let out = run(&SendTool, TestContext::new(dir.path()), json!({"text": "hi"})).await;
     assert!(out.is_err());
 }

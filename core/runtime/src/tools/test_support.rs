@@ -8,9 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::extensions::{
-    ContextUsage, ExtensionContext, ExtensionError, ModelCatalog, SessionView,
-};
+use volcanic_abstractions::extensions::{ContextUsage, ExtensionContext, ExtensionError, ModelCatalog, SessionView};
 use volcanic_abstractions::messages::{AssistantMessage, StopReason};
 use volcanic_abstractions::model::{Model, ThinkingLevel};
 use volcanic_abstractions::processes::{
@@ -44,12 +42,7 @@ impl ChatChannel for RecordingChannel {
         Ok(())
     }
 
-    async fn send_file(
-        &self,
-        path: &Path,
-        caption: Option<&str>,
-        as_photo: bool,
-    ) -> Result<(), ChannelError> {
+    async fn send_file(&self, path: &Path, caption: Option<&str>, as_photo: bool) -> Result<(), ChannelError> {
         self.sent.lock().unwrap().push(Sent::File {
             path: path.to_owned(),
             caption: caption.map(str::to_owned),
@@ -69,12 +62,7 @@ impl ModelCatalog for NoModels {
     fn find(&self, _key: &str) -> Option<Model> {
         None
     }
-    async fn complete(
-        &self,
-        model: &Model,
-        _c: ProviderContext,
-        _o: StreamOptions,
-    ) -> AssistantMessage {
+    async fn complete(&self, model: &Model, _c: ProviderContext, _o: StreamOptions) -> AssistantMessage {
         let mut message = AssistantMessage::empty("test", &model.provider, &model.id, 0);
         message.stop_reason = StopReason::Error;
         message.error_message = Some("no models in tests".to_owned());
@@ -93,10 +81,7 @@ pub(crate) struct TestContext {
 impl TestContext {
     /// A context in `cwd` over the real host environment with default options.
     pub(crate) fn new(cwd: &Path) -> Self {
-        TestContext::with_policy(
-            cwd,
-            ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default()),
-        )
+        TestContext::with_policy(cwd, ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default()))
     }
 
     /// A context in `cwd` with the given policy.
@@ -110,18 +95,9 @@ impl TestContext {
     }
 
     /// A policy over the host's `PATH` and `HOME` plus `extra` variables.
-    pub(crate) fn policy_with_env(
-        options: ProcessEnvironmentOptions,
-        extra: &[(&str, &str)],
-    ) -> ProcessSpawnPolicy {
-        let mut vars: Vec<(String, String)> = std::env::vars()
-            .filter(|(n, _)| n == "PATH" || n == "HOME")
-            .collect();
-        vars.extend(
-            extra
-                .iter()
-                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
-        );
+    pub(crate) fn policy_with_env(options: ProcessEnvironmentOptions, extra: &[(&str, &str)]) -> ProcessSpawnPolicy {
+        let mut vars: Vec<(String, String)> = std::env::vars().filter(|(n, _)| n == "PATH" || n == "HOME").collect();
+        vars.extend(extra.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())));
         let source: EnvSource = Arc::new(move || vars.clone());
         ProcessSpawnPolicy::with_env_source(options, source)
     }
@@ -145,9 +121,7 @@ impl ExtensionContext for TestContext {
         self.channel.clone().map(|c| c as Arc<dyn ChatChannel>)
     }
     fn session(&self) -> Result<Arc<dyn SessionView>, ExtensionError> {
-        Err(ExtensionError::Failed(
-            "no session in tool tests".to_owned(),
-        ))
+        Err(ExtensionError::Failed("no session in tool tests".to_owned()))
     }
     fn models(&self) -> Arc<dyn ModelCatalog> {
         Arc::new(NoModels)
@@ -208,14 +182,9 @@ pub(crate) fn invocation(ctx: TestContext) -> (ToolInvocation, Updates) {
 }
 
 /// Runs `tool` with `args` in `ctx` (no cancellation).
-pub(crate) async fn run(
-    tool: &dyn Tool,
-    ctx: TestContext,
-    args: Value,
-) -> Result<ToolResult, ToolError> {
+pub(crate) async fn run(tool: &dyn Tool, ctx: TestContext, args: Value) -> Result<ToolResult, ToolError> {
     let (invocation, _) = invocation(ctx);
-    tool.execute(args, invocation, CancellationToken::new())
-        .await
+    tool.execute(args, invocation, CancellationToken::new()).await
 }
 
 /// The text of an `Ok` or `Err` outcome.

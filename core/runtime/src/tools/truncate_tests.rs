@@ -3,20 +3,14 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 fn numbered(n: usize) -> String {
-    (1..=n)
-        .map(|i| format!("line {i}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    (1..=n).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n")
 }
 
 #[test]
 fn short_text_is_untouched() {
     let t = truncate_head("a\nb", 10, 100);
     assert!(!t.truncated);
-    assert_eq!(
-        (t.content.as_str(), t.total_lines, t.output_bytes),
-        ("a\nb", 2, 3)
-    );
+    assert_eq!((t.content.as_str(), t.total_lines, t.output_bytes), ("a\nb", 2, 3));
     assert_eq!(t.truncated_by, None);
 }
 

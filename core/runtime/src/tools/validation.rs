@@ -22,10 +22,7 @@ pub(crate) fn check(tool: &str, validator: &Validator, args: &Value) -> Result<(
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "invalid arguments for {tool}: {}",
-            problems.join("; ")
-        ))
+        Err(format!("invalid arguments for {tool}: {}", problems.join("; ")))
     }
 }
 
@@ -35,11 +32,7 @@ pub(crate) fn not_an_object(tool: &str, args: &Value) -> String {
     match args {
         Value::String(raw) => {
             let preview: String = raw.chars().take(PREVIEW_CHARS).collect();
-            let ellipsis = if raw.chars().count() > PREVIEW_CHARS {
-                "..."
-            } else {
-                ""
-            };
+            let ellipsis = if raw.chars().count() > PREVIEW_CHARS { "..." } else { "" };
             format!(
                 "invalid arguments for {tool}: expected a JSON object, got string \
                  \"{preview}{ellipsis}\" (malformed JSON from the model?)"
@@ -66,9 +59,7 @@ fn describe(error: &ValidationError<'_>) -> String {
     let mut field = field_name(error.instance_path().as_str());
     let message = match error.kind() {
         ValidationErrorKind::Required { property } => {
-            let name = property
-                .as_str()
-                .map_or_else(|| property.to_string(), str::to_owned);
+            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
             field = if field.is_empty() {
                 name
             } else {
@@ -79,11 +70,7 @@ fn describe(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::Type { kind } => {
             let expected = match kind {
                 TypeKind::Single(t) => t.to_string(),
-                TypeKind::Multiple(set) => set
-                    .into_iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" or "),
+                TypeKind::Multiple(set) => set.into_iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
             };
             format!("expected {expected}, got {}", json_type(error.instance()))
         }

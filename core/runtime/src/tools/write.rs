@@ -46,10 +46,7 @@ impl Tool for WriteTool {
     }
 
     fn prompt_guidelines(&self) -> Vec<String> {
-        vec![
-            "Use write only for new files or complete rewrites; use edit to change part of a file"
-                .to_owned(),
-        ]
+        vec!["Use write only for new files or complete rewrites; use edit to change part of a file".to_owned()]
     }
 
     fn execution_mode(&self) -> ExecutionMode {

@@ -45,7 +45,10 @@ fn command(f: impl Fn(String) -> Result<(), BoxError> + Send + Sync + 'static) -
     CommandDefinition {
         description: "test command".into(),
         handler: Arc::new(
-            move |args: String, _: Arc<dyn ExtensionCommandContext>, _: CancellationToken| -> BoxFuture<'static, Result<(), BoxError>> {
+            move |args: String,
+                  _: Arc<dyn ExtensionCommandContext>,
+                  _: CancellationToken|
+                  -> BoxFuture<'static, Result<(), BoxError>> {
                 let r = f(args);
                 Box::pin(async move { r })
             },
@@ -59,9 +62,11 @@ fn extension_errors(h: &Harness) -> Vec<(String, String, String)> {
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            AgentSessionEvent::ExtensionError { extension, event, error } => {
-                Some((extension.clone(), event.clone(), error.clone()))
-            }
+            AgentSessionEvent::ExtensionError {
+                extension,
+                event,
+                error,
+            } => Some((extension.clone(), event.clone(), error.clone())),
             _ => None,
         })
         .collect()
@@ -115,9 +120,15 @@ async fn failing_handlers_are_reported_and_later_handlers_still_run() {
     h.session.prompt(PromptInput::text("go")).await.unwrap();
     assert_eq!(logged(&log), vec!["good saw turn 0"]);
     let err = |e: &str| ("bad".to_owned(), "turn_start".to_owned(), e.to_owned());
-    assert_eq!(extension_errors(&h), vec![err("boom"), err("panicked: async boom"), err("panicked: sync boom")]);
+    assert_eq!(
+        extension_errors(&h),
+        vec![err("boom"), err("panicked: async boom"), err("panicked: sync boom")]
+    );
     // The run itself went on.
-    assert_eq!(transcript(&h.session.messages()), vec![("user", "go".into()), ("assistant", "ok".into())]);
+    assert_eq!(
+        transcript(&h.session.messages()),
+        vec![("user", "go".into()), ("assistant", "ok".into())]
+    );
 }
 
 #[tokio::test]
@@ -176,7 +187,10 @@ async fn cancel_block_and_mark_handled_stop_later_handlers() {
     let results = tool_results_of(&h.session.messages());
     assert_eq!(
         results,
-        vec![("c1".to_owned(), true, "stopped by stopper".to_owned()), ("c2".to_owned(), false, "(no output)".to_owned())]
+        vec![
+            ("c1".to_owned(), true, "stopped by stopper".to_owned()),
+            ("c2".to_owned(), false, "(no output)".to_owned())
+        ]
     );
 }
 
@@ -191,20 +205,35 @@ async fn failed_activation_discards_every_registration_and_others_still_load() {
     let log = new_log();
     let l = log.clone();
     let probe = ext("probe", move |api| {
-        push(&l, format!("send_message {:?}", api.send_message(custom("x", "early"), Delivery::FollowUp, true)));
+        push(
+            &l,
+            format!(
+                "send_message {:?}",
+                api.send_message(custom("x", "early"), Delivery::FollowUp, true)
+            ),
+        );
         push(&l, format!("append_entry {:?}", api.append_entry("x", json!(1))));
         api.register_tool(Arc::new(NamedTool("probe_tool")));
         let (l, api2) = (l.clone(), api.clone());
         on_sync::<SessionStartEvent>(&*api, move |_, _| {
             let names: Vec<String> = api2.get_all_tools()?.into_iter().map(|t| t.name).collect();
-            push(&l, format!("broken_tool listed: {}", names.iter().any(|n| n == "broken_tool")));
-            push(&l, format!("probe_tool listed: {}", names.iter().any(|n| n == "probe_tool")));
+            push(
+                &l,
+                format!("broken_tool listed: {}", names.iter().any(|n| n == "broken_tool")),
+            );
+            push(
+                &l,
+                format!("probe_tool listed: {}", names.iter().any(|n| n == "probe_tool")),
+            );
             Ok(())
         });
         Ok(())
     });
     let h = harness(vec![FauxTurn::text("ok")], vec![broken, probe]).await;
-    assert_eq!(h.session.extension_errors(), vec![("broken".to_owned(), "activation failed on purpose".to_owned())]);
+    assert_eq!(
+        h.session.extension_errors(),
+        vec![("broken".to_owned(), "activation failed on purpose".to_owned())]
+    );
     assert_eq!(
         logged(&log),
         vec![
@@ -215,11 +244,20 @@ async fn failed_activation_discards_every_registration_and_others_still_load() {
         ]
     );
     assert!(h.session.commands().iter().all(|c| c.name != "broken_cmd"));
-    assert!(matches!(h.session.prompt(PromptInput::text("/broken_cmd")).await, Ok(())));
+    assert!(matches!(
+        h.session.prompt(PromptInput::text("/broken_cmd")).await,
+        Ok(())
+    ));
     // Not a command: it went to the model as text, with no broken tool on offer.
     let tools: Vec<String> = h.faux.context(0).tools.into_iter().map(|t| t.name).collect();
-    assert!(tools.contains(&"probe_tool".to_owned()) && !tools.contains(&"broken_tool".to_owned()), "{tools:?}");
-    assert_eq!(transcript(&h.faux.context(0).messages), vec![("user", "/broken_cmd".into())]);
+    assert!(
+        tools.contains(&"probe_tool".to_owned()) && !tools.contains(&"broken_tool".to_owned()),
+        "{tools:?}"
+    );
+    assert_eq!(
+        transcript(&h.faux.context(0).messages),
+        vec![("user", "/broken_cmd".into())]
+    );
     assert_eq!(extension_errors(&h), vec![]);
 }
 
@@ -234,13 +272,20 @@ fn greeter(name: &'static str, log: Log) -> ExtensionFactory {
 #[tokio::test]
 async fn duplicate_commands_are_suffixed_and_run_without_a_model_call() {
     let log = new_log();
-    let h = harness(vec![], vec![greeter("greeter", log.clone()), greeter("greeter2", log.clone())]).await;
+    let h = harness(
+        vec![],
+        vec![greeter("greeter", log.clone()), greeter("greeter2", log.clone())],
+    )
+    .await;
     let info = |name: &str, source: &str| CommandInfo {
         name: name.into(),
         description: "test command".into(),
         source: Some(source.into()),
     };
-    assert_eq!(h.session.commands(), vec![info("hello", "greeter"), info("hello_2", "greeter2")]);
+    assert_eq!(
+        h.session.commands(),
+        vec![info("hello", "greeter"), info("hello_2", "greeter2")]
+    );
     h.session.prompt(PromptInput::text("/hello world")).await.unwrap();
     h.session.prompt(PromptInput::text("/hello_2 again")).await.unwrap();
     assert_eq!(logged(&log), vec!["greeter: world", "greeter2: again"]);
@@ -254,16 +299,24 @@ async fn follow_up_with_trigger_from_a_command_starts_a_run_when_idle() {
         let api2 = api.clone();
         api.register_command(
             "notify",
-            command(move |args| Ok(api2.send_message(custom("note", &format!("note: {args}")), Delivery::FollowUp, true)?)),
+            command(move |args| {
+                Ok(api2.send_message(custom("note", &format!("note: {args}")), Delivery::FollowUp, true)?)
+            }),
         );
         Ok(())
     });
     let h = harness(vec![FauxTurn::text("noted")], vec![notifier]).await;
-    h.session.prompt(PromptInput::text("/notify build finished")).await.unwrap();
+    h.session
+        .prompt(PromptInput::text("/notify build finished"))
+        .await
+        .unwrap();
     eventually(|| h.event_names().contains(&"agent_settled")).await;
     assert_eq!(h.faux.calls(), 1);
     // A custom message in the provider context: providers send it with the user role.
-    assert_eq!(transcript(&h.faux.context(0).messages), vec![("custom", "note: build finished".into())]);
+    assert_eq!(
+        transcript(&h.faux.context(0).messages),
+        vec![("custom", "note: build finished".into())]
+    );
     assert_eq!(
         transcript(&h.session.messages()),
         vec![("custom", "note: build finished".into()), ("assistant", "noted".into())]

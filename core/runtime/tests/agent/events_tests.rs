@@ -27,7 +27,10 @@ async fn session_start_reports_startup_then_resume_and_state_survives_reopen() {
                 .branch()
                 .into_iter()
                 .filter_map(|en| match en.kind {
-                    EntryKind::Custom { custom_type, data: Some(d) } if custom_type == "counter" => d["n"].as_i64(),
+                    EntryKind::Custom {
+                        custom_type,
+                        data: Some(d),
+                    } if custom_type == "counter" => d["n"].as_i64(),
                     _ => None,
                 })
                 .collect();
@@ -111,7 +114,13 @@ async fn session_before_switch_cancel_keeps_the_file_otherwise_a_new_session_sta
     assert_eq!(std::fs::read(&file).unwrap(), before);
     assert_eq!(
         logged(&log),
-        vec!["start Startup", "before_switch None", "before_switch None", "shutdown", "start New"]
+        vec![
+            "start Startup",
+            "before_switch None",
+            "before_switch None",
+            "shutdown",
+            "start New"
+        ]
     );
 }
 
@@ -146,7 +155,10 @@ async fn input_rewrite_reaches_the_provider_and_mark_handled_consumes_it() {
     });
     let h = harness(vec![FauxTurn::text("ok")], vec![rewriter]).await;
     h.session.prompt(PromptInput::text("hello")).await.unwrap();
-    assert_eq!(transcript(&h.faux.context(0).messages), vec![("user", "HELLO".to_owned())]);
+    assert_eq!(
+        transcript(&h.faux.context(0).messages),
+        vec![("user", "HELLO".to_owned())]
+    );
     h.session.prompt(PromptInput::text("secret plans")).await.unwrap();
     assert_eq!(h.faux.calls(), 1);
     let stored = vec![("user", "HELLO".to_owned()), ("assistant", "ok".to_owned())];
@@ -172,7 +184,9 @@ async fn before_agent_start_override_is_the_system_prompt() {
 async fn before_agent_start_guidelines_and_injected_messages_reach_the_provider() {
     let shaper = ext("shaper", |api| {
         on_sync::<BeforeAgentStartEvent>(&*api, |e, _| {
-            e.system_prompt_options.guidelines.push("Always answer in haiku.".into());
+            e.system_prompt_options
+                .guidelines
+                .push("Always answer in haiku.".into());
             e.injected_messages.push(custom("note", "injected note"));
             Ok(())
         });
@@ -181,8 +195,15 @@ async fn before_agent_start_guidelines_and_injected_messages_reach_the_provider(
     let h = harness(vec![FauxTurn::text("ok")], vec![shaper]).await;
     h.session.prompt(PromptInput::text("hi")).await.unwrap();
     let ctx = h.faux.context(0);
-    assert!(ctx.system_prompt.contains("Always answer in haiku."), "{}", ctx.system_prompt);
-    assert_eq!(transcript(&ctx.messages), vec![("user", "hi".to_owned()), ("custom", "injected note".to_owned())]);
+    assert!(
+        ctx.system_prompt.contains("Always answer in haiku."),
+        "{}",
+        ctx.system_prompt
+    );
+    assert_eq!(
+        transcript(&ctx.messages),
+        vec![("user", "hi".to_owned()), ("custom", "injected note".to_owned())]
+    );
 }
 
 /// Records run and turn boundaries into `log`; `continue_once` requests one extra model call.
@@ -194,7 +215,10 @@ fn lifecycle_ext(log: Log, continue_once: bool) -> volcanic_abstractions::extens
         on_sync::<TurnStartEvent>(&*api, move |e, _| note(&l, format!("turn_start {}", e.turn_index)));
         let (l, asked) = (log.clone(), AtomicBool::new(!continue_once));
         on_sync::<TurnEndEvent>(&*api, move |e, _| {
-            push(&l, format!("turn_end {} results={}", e.turn_index, e.tool_results.len()));
+            push(
+                &l,
+                format!("turn_end {} results={}", e.turn_index, e.tool_results.len()),
+            );
             if !asked.swap(true, Ordering::SeqCst) && e.tool_results.is_empty() {
                 e.continue_requested = true;
             }
@@ -214,7 +238,10 @@ fn lifecycle_ext(log: Log, continue_once: bool) -> volcanic_abstractions::extens
 #[tokio::test]
 async fn run_and_turn_events_fire_in_order_for_a_run_with_one_tool_call() {
     let log = new_log();
-    let turns = vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo hi"}))]), FauxTurn::text("done")];
+    let turns = vec![
+        FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo hi"}))]),
+        FauxTurn::text("done"),
+    ];
     let h = harness(turns, vec![lifecycle_ext(log.clone(), false)]).await;
     h.session.prompt(PromptInput::text("go")).await.unwrap();
     assert_eq!(
@@ -234,7 +261,11 @@ async fn run_and_turn_events_fire_in_order_for_a_run_with_one_tool_call() {
 #[tokio::test]
 async fn turn_end_continue_requested_forces_one_more_model_call() {
     let log = new_log();
-    let h = harness(vec![FauxTurn::text("first"), FauxTurn::text("second")], vec![lifecycle_ext(log.clone(), true)]).await;
+    let h = harness(
+        vec![FauxTurn::text("first"), FauxTurn::text("second")],
+        vec![lifecycle_ext(log.clone(), true)],
+    )
+    .await;
     h.session.prompt(PromptInput::text("go")).await.unwrap();
     assert_eq!(h.faux.calls(), 2);
     assert_eq!(
@@ -255,7 +286,8 @@ async fn turn_end_continue_requested_forces_one_more_model_call() {
 async fn context_edits_change_what_the_provider_gets_but_not_the_session() {
     let editor = ext("editor", |api| {
         on_sync::<ContextEvent>(&*api, |e, _| {
-            e.messages.retain(|m| !matches!(m, Message::User(u) if u.content.text() == "first"));
+            e.messages
+                .retain(|m| !matches!(m, Message::User(u) if u.content.text() == "first"));
             e.messages.push(Message::Custom(custom("ctx", "added")));
             Ok(())
         });
@@ -266,9 +298,18 @@ async fn context_edits_change_what_the_provider_gets_but_not_the_session() {
     h.session.prompt(PromptInput::text("second")).await.unwrap();
     assert_eq!(
         transcript(&h.faux.context(1).messages),
-        vec![("assistant", "ok1".into()), ("user", "second".into()), ("custom", "added".into())]
+        vec![
+            ("assistant", "ok1".into()),
+            ("user", "second".into()),
+            ("custom", "added".into())
+        ]
     );
-    let stored = vec![("user", "first".into()), ("assistant", "ok1".into()), ("user", "second".into()), ("assistant", "ok2".into())];
+    let stored = vec![
+        ("user", "first".into()),
+        ("assistant", "ok1".into()),
+        ("user", "second".into()),
+        ("assistant", "ok2".into()),
+    ];
     assert_eq!(transcript(&h.session.messages()), stored);
     assert_eq!(transcript(&reopen(&h).await.messages()), stored);
 }
@@ -287,7 +328,10 @@ async fn before_provider_request_payload_replacement_is_what_gets_sent() {
     h.session.prompt(PromptInput::text("hi")).await.unwrap();
     let system = h.faux.context(0).system_prompt;
     let payloads = h.faux.payloads.lock().unwrap().clone();
-    assert_eq!(payloads, vec![json!({"system": system, "messages": 42, "extra": "from extension"})]);
+    assert_eq!(
+        payloads,
+        vec![json!({"system": system, "messages": 42, "extra": "from extension"})]
+    );
 }
 
 #[tokio::test]
@@ -304,7 +348,10 @@ async fn message_events_fire_in_order_and_a_same_role_replacement_is_persisted()
             push(&l3, format!("end {}", e.message.role()));
             match &mut e.message {
                 Message::Assistant(a) => {
-                    a.content = vec![AssistantContent::Text(TextContent { text: "rewritten".into(), text_signature: None })];
+                    a.content = vec![AssistantContent::Text(TextContent {
+                        text: "rewritten".into(),
+                        text_signature: None,
+                    })];
                 }
                 // A different role: ignored by the runtime.
                 Message::User(_) => e.message = Message::Custom(custom("swap", "not a user message")),
@@ -318,7 +365,15 @@ async fn message_events_fire_in_order_and_a_same_role_replacement_is_persisted()
     h.session.prompt(PromptInput::text("hi")).await.unwrap();
     assert_eq!(
         logged(&log),
-        vec!["start user", "end user", "start assistant", "update ", "update original", "update original", "end assistant"]
+        vec![
+            "start user",
+            "end user",
+            "start assistant",
+            "update ",
+            "update original",
+            "update original",
+            "end assistant"
+        ]
     );
     let expected = vec![("user", "hi".to_owned()), ("assistant", "rewritten".to_owned())];
     assert_eq!(transcript(&h.session.messages()), expected);
@@ -364,7 +419,11 @@ async fn tool_call_block_patch_and_failing_handler() {
         vec![
             ("c1".to_owned(), true, "no markers today".to_owned()),
             ("c2".to_owned(), false, "(no output)".to_owned()),
-            ("c3".to_owned(), true, "Tool call blocked: extension `guard` failed: nope".to_owned()),
+            (
+                "c3".to_owned(),
+                true,
+                "Tool call blocked: extension `guard` failed: nope".to_owned()
+            ),
         ]
     );
 }
@@ -373,14 +432,20 @@ async fn tool_call_block_patch_and_failing_handler() {
 async fn tool_result_edits_are_what_the_model_sees() {
     let editor = ext("editor", |api| {
         on_sync::<ToolResultEvent>(&*api, |e, _| {
-            e.content = vec![UserContent::Text(TextContent { text: "edited by extension".into(), text_signature: None })];
+            e.content = vec![UserContent::Text(TextContent {
+                text: "edited by extension".into(),
+                text_signature: None,
+            })];
             e.is_error = true;
             e.details = Some(json!({"edited": true}));
             Ok(())
         });
         Ok(())
     });
-    let turns = vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo original"}))]), FauxTurn::text("ok")];
+    let turns = vec![
+        FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo original"}))]),
+        FauxTurn::text("ok"),
+    ];
     let h = harness(turns, vec![editor]).await;
     h.session.prompt(PromptInput::text("go")).await.unwrap();
     assert_eq!(
@@ -405,17 +470,34 @@ async fn tool_execution_events_carry_the_call_id_and_updates_fire_for_slow_outpu
     let l = log.clone();
     let watcher = ext("watcher", move |api| {
         let l1 = l.clone();
-        on_sync::<ToolExecutionStartEvent>(&*api, move |e, _| note(&l1, format!("start {} {}", e.tool_call_id, e.args["command"])));
+        on_sync::<ToolExecutionStartEvent>(&*api, move |e, _| {
+            note(&l1, format!("start {} {}", e.tool_call_id, e.args["command"]))
+        });
         let l2 = l.clone();
         on_sync::<ToolExecutionUpdateEvent>(&*api, move |e, _| note(&l2, format!("update {}", e.tool_call_id)));
         let l3 = l.clone();
         on_sync::<ToolExecutionEndEvent>(&*api, move |e, _| {
-            note(&l3, format!("end {} error={} {:?}", e.tool_call_id, e.is_error, e.result.text_content()))
+            note(
+                &l3,
+                format!(
+                    "end {} error={} {:?}",
+                    e.tool_call_id,
+                    e.is_error,
+                    e.result.text_content()
+                ),
+            )
         });
         Ok(())
     });
     let cmd = "for i in 1 2 3; do echo $i; sleep 0.15; done";
-    let h = harness(vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": cmd}))]), FauxTurn::text("ok")], vec![watcher]).await;
+    let h = harness(
+        vec![
+            FauxTurn::calls(vec![("c1", "bash", json!({"command": cmd}))]),
+            FauxTurn::text("ok"),
+        ],
+        vec![watcher],
+    )
+    .await;
     h.session.prompt(PromptInput::text("go")).await.unwrap();
     // Update handlers are dispatched in the background.
     eventually(|| logged(&log).iter().any(|s| s == "update c1")).await;
@@ -423,7 +505,12 @@ async fn tool_execution_events_carry_the_call_id_and_updates_fire_for_slow_outpu
     assert_eq!(entries.first().unwrap(), &format!("start c1 {}", json!(cmd)));
     let ends: Vec<&String> = entries.iter().filter(|s| s.starts_with("end")).collect();
     assert_eq!(ends, vec!["end c1 error=false \"1\\n2\\n3\""]);
-    assert!(entries.iter().all(|s| s.starts_with("start c1") || s == "update c1" || s.starts_with("end c1")), "{entries:?}");
+    assert!(
+        entries
+            .iter()
+            .all(|s| s.starts_with("start c1") || s == "update c1" || s.starts_with("end c1")),
+        "{entries:?}"
+    );
 }
 
 #[tokio::test]
@@ -435,10 +522,16 @@ async fn process_spawn_env_change_reaches_bash() {
         });
         Ok(())
     });
-    let turns = vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo FOO=$FOO"}))]), FauxTurn::text("ok")];
+    let turns = vec![
+        FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo FOO=$FOO"}))]),
+        FauxTurn::text("ok"),
+    ];
     let h = harness(turns, vec![env]).await;
     h.session.prompt(PromptInput::text("go")).await.unwrap();
-    assert_eq!(tool_results_of(&h.session.messages()), vec![("c1".to_owned(), false, "FOO=bar".to_owned())]);
+    assert_eq!(
+        tool_results_of(&h.session.messages()),
+        vec![("c1".to_owned(), false, "FOO=bar".to_owned())]
+    );
 }
 
 #[tokio::test]
@@ -447,14 +540,21 @@ async fn process_spawn_failing_handler_fails_the_spawn() {
         on_sync::<ProcessSpawnEvent>(&*api, |_, _| Err("vault is locked".into()));
         Ok(())
     });
-    let turns = vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": "touch spawned"}))]), FauxTurn::text("ok")];
+    let turns = vec![
+        FauxTurn::calls(vec![("c1", "bash", json!({"command": "touch spawned"}))]),
+        FauxTurn::text("ok"),
+    ];
     let h = harness(turns, vec![env]).await;
     h.session.prompt(PromptInput::text("go")).await.unwrap();
     assert!(!h.workspace().join("spawned").exists());
     let r = tool_results_of(&h.session.messages());
     assert_eq!(r.len(), 1);
     assert!(r[0].1, "{r:?}");
-    assert!(r[0].2.contains("process environment hook failed") && r[0].2.contains("vault is locked"), "{}", r[0].2);
+    assert!(
+        r[0].2.contains("process environment hook failed") && r[0].2.contains("vault is locked"),
+        "{}",
+        r[0].2
+    );
 }
 
 #[tokio::test]
@@ -464,10 +564,19 @@ async fn model_and_thinking_level_select_fire_on_changes() {
     let watcher = ext("watcher", move |api| {
         let l1 = l.clone();
         on_sync::<ModelSelectEvent>(&*api, move |e, _| {
-            note(&l1, format!("model {} previous {:?}", e.model.key(), e.previous.as_ref().map(|m| m.key())))
+            note(
+                &l1,
+                format!(
+                    "model {} previous {:?}",
+                    e.model.key(),
+                    e.previous.as_ref().map(|m| m.key())
+                ),
+            )
         });
         let l2 = l.clone();
-        on_sync::<ThinkingLevelSelectEvent>(&*api, move |e, _| note(&l2, format!("thinking {:?} previous {:?}", e.level, e.previous)));
+        on_sync::<ThinkingLevelSelectEvent>(&*api, move |e, _| {
+            note(&l2, format!("thinking {:?} previous {:?}", e.level, e.previous))
+        });
         Ok(())
     });
     let h = harness(vec![], vec![watcher]).await;

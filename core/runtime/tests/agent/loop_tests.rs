@@ -9,7 +9,9 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason, UserContent, join_text};
-use volcanic_core::agent::{AgentSessionOptions, LENGTH_STOP_ERROR, PromptInput, QueueMode, SessionError, SessionSelect};
+use volcanic_core::agent::{
+    AgentSessionOptions, LENGTH_STOP_ERROR, PromptInput, QueueMode, SessionError, SessionSelect,
+};
 
 fn tool_results(msgs: &[Message]) -> Vec<(String, bool, String)> {
     msgs.iter()
@@ -24,7 +26,11 @@ fn tool_results(msgs: &[Message]) -> Vec<(String, bool, String)> {
 async fn bash_tool_call_then_answer_in_spec_order() {
     let h = harness(
         vec![
-            FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo hi > made.txt && echo done"}))]),
+            FauxTurn::calls(vec![(
+                "c1",
+                "bash",
+                json!({"command": "echo hi > made.txt && echo done"}),
+            )]),
             FauxTurn::text("file written"),
         ],
         vec![],
@@ -63,7 +69,11 @@ async fn bash_tool_call_then_answer_in_spec_order() {
     let file = h.session.session_file().unwrap();
     let reopened = h
         .factory
-        .create(AgentSessionOptions { cwd: h.workspace(), session: SessionSelect::Open(file), ..Default::default() })
+        .create(AgentSessionOptions {
+            cwd: h.workspace(),
+            session: SessionSelect::Open(file),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(reopened.messages(), h.session.messages());
@@ -117,7 +127,11 @@ async fn unknown_tool_and_malformed_arguments_become_error_results() {
     let r = tool_results(&h.session.messages());
     assert_eq!(r.len(), 3);
     assert!(r.iter().all(|x| x.1), "all errors: {r:?}");
-    assert!(r[0].2.contains("teleport") && r[0].2.contains("not found"), "{}", r[0].2);
+    assert!(
+        r[0].2.contains("teleport") && r[0].2.contains("not found"),
+        "{}",
+        r[0].2
+    );
     assert!(r[1].2.contains("object"), "{}", r[1].2);
     assert!(r[2].2.contains("command"), "{}", r[2].2);
     // The session stays usable.
@@ -130,7 +144,10 @@ async fn unknown_tool_and_malformed_arguments_become_error_results() {
 async fn length_stop_never_runs_its_tool_calls() {
     let h = harness(
         vec![
-            FauxTurn::Reply(vec![call("c1", "bash", json!({"command": "touch should-not-exist"}))], StopReason::Length),
+            FauxTurn::Reply(
+                vec![call("c1", "bash", json!({"command": "touch should-not-exist"}))],
+                StopReason::Length,
+            ),
             FauxTurn::text("re-issued later"),
         ],
         vec![],
@@ -145,9 +162,18 @@ async fn length_stop_never_runs_its_tool_calls() {
 
 #[tokio::test]
 async fn provider_error_ends_the_run_and_session_stays_usable() {
-    let h = harness(vec![FauxTurn::Error("500 api_error: internal".into()), FauxTurn::text("fine now")], vec![]).await;
+    let h = harness(
+        vec![
+            FauxTurn::Error("500 api_error: internal".into()),
+            FauxTurn::text("fine now"),
+        ],
+        vec![],
+    )
+    .await;
     h.session.prompt(PromptInput::text("one")).await.unwrap();
-    let Some(Message::Assistant(a)) = h.session.messages().last().cloned() else { panic!() };
+    let Some(Message::Assistant(a)) = h.session.messages().last().cloned() else {
+        panic!()
+    };
     assert_eq!(a.stop_reason, StopReason::Error);
     assert_eq!(a.error_message.as_deref(), Some("500 api_error: internal"));
     h.session.prompt(PromptInput::text("two")).await.unwrap();
@@ -168,7 +194,9 @@ async fn abort_stops_a_streaming_run() {
     h.session.abort();
     run.await.unwrap().unwrap();
     assert!(h.session.is_idle());
-    let Some(Message::Assistant(a)) = h.session.messages().last().cloned() else { panic!() };
+    let Some(Message::Assistant(a)) = h.session.messages().last().cloned() else {
+        panic!()
+    };
     assert_eq!(a.stop_reason, StopReason::Aborted);
 }
 
@@ -176,16 +204,27 @@ async fn abort_stops_a_streaming_run() {
 async fn busy_session_queues_follow_up_and_steer() {
     let gate = Arc::new(Notify::new());
     let h = harness(
-        vec![FauxTurn::Hang(gate.clone()), FauxTurn::text("answer to steer"), FauxTurn::text("answer to follow-up")],
+        vec![
+            FauxTurn::Hang(gate.clone()),
+            FauxTurn::text("answer to steer"),
+            FauxTurn::text("answer to follow-up"),
+        ],
         vec![],
     )
     .await;
     let s = h.session.clone();
     let run = tokio::spawn(async move { s.prompt(PromptInput::text("first")).await });
     eventually(|| h.faux.calls() == 1).await;
-    assert!(matches!(h.session.prompt(PromptInput::text("unqueued")).await, Err(SessionError::Busy)));
+    assert!(matches!(
+        h.session.prompt(PromptInput::text("unqueued")).await,
+        Err(SessionError::Busy)
+    ));
     h.session
-        .prompt(PromptInput { text: "later".into(), queue: Some(QueueMode::FollowUp), ..Default::default() })
+        .prompt(PromptInput {
+            text: "later".into(),
+            queue: Some(QueueMode::FollowUp),
+            ..Default::default()
+        })
         .await
         .unwrap();
     h.session.steer("now").await.unwrap();
@@ -211,13 +250,24 @@ async fn busy_session_queues_follow_up_and_steer() {
 #[tokio::test]
 async fn secrets_are_redacted_from_tool_output() {
     let h = harness(
-        vec![FauxTurn::calls(vec![("c1", "bash", json!({"command": "echo token=sk-test-ABCDEFGH12345678"}))]), FauxTurn::text("ok")],
+        vec![
+            FauxTurn::calls(vec![(
+                "c1",
+                "bash",
+                json!({"command": "echo token=sk-test-ABCDEFGH12345678"}),
+            )]),
+            FauxTurn::text("ok"),
+        ],
         vec![],
     )
     .await;
     h.session.prompt(PromptInput::text("show")).await.unwrap();
     let r = tool_results(&h.session.messages());
-    assert!(r[0].2.contains("[REDACTED]") && !r[0].2.contains("ABCDEFGH"), "{}", r[0].2);
+    assert!(
+        r[0].2.contains("[REDACTED]") && !r[0].2.contains("ABCDEFGH"),
+        "{}",
+        r[0].2
+    );
     let ctx = h.faux.context(1);
     let sent = tool_results(&ctx.messages);
     assert!(!sent[0].2.contains("ABCDEFGH"));
@@ -229,7 +279,10 @@ async fn images_reach_the_provider() {
     h.session
         .prompt(PromptInput {
             text: "what is it".into(),
-            images: vec![volcanic_abstractions::messages::ImageContent { data: "aGVsbG8=".into(), mime_type: "image/png".into() }],
+            images: vec![volcanic_abstractions::messages::ImageContent {
+                data: "aGVsbG8=".into(),
+                mime_type: "image/png".into(),
+            }],
             queue: None,
         })
         .await

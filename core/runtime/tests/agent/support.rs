@@ -37,16 +37,27 @@ impl FauxTurn {
         FauxTurn::Reply(vec![text(t)], StopReason::Stop)
     }
     pub fn calls(calls: Vec<(&str, &str, Value)>) -> Self {
-        FauxTurn::Reply(calls.into_iter().map(|(id, n, a)| call(id, n, a)).collect(), StopReason::ToolUse)
+        FauxTurn::Reply(
+            calls.into_iter().map(|(id, n, a)| call(id, n, a)).collect(),
+            StopReason::ToolUse,
+        )
     }
 }
 
 pub fn text(t: &str) -> AssistantContent {
-    AssistantContent::Text(TextContent { text: t.into(), text_signature: None })
+    AssistantContent::Text(TextContent {
+        text: t.into(),
+        text_signature: None,
+    })
 }
 
 pub fn call(id: &str, name: &str, args: Value) -> AssistantContent {
-    AssistantContent::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: args, thought_signature: None })
+    AssistantContent::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args,
+        thought_signature: None,
+    })
 }
 
 /// A provider answering from a queue of scripted turns, recording every call.
@@ -59,7 +70,10 @@ pub struct Faux {
 
 impl Faux {
     pub fn new(turns: Vec<FauxTurn>) -> Arc<Self> {
-        Arc::new(Faux { turns: Mutex::new(turns.into()), ..Default::default() })
+        Arc::new(Faux {
+            turns: Mutex::new(turns.into()),
+            ..Default::default()
+        })
     }
     pub fn push(&self, t: FauxTurn) {
         self.turns.lock().unwrap().push_back(t);
@@ -81,7 +95,12 @@ pub fn faux_model() -> Model {
         base_url: String::new(),
         reasoning: false,
         input: vec![InputKind::Text, InputKind::Image],
-        cost: ModelCost { input: 1.0, output: 2.0, cache_read: 0.0, cache_write: 0.0 },
+        cost: ModelCost {
+            input: 1.0,
+            output: 2.0,
+            cache_read: 0.0,
+            cache_write: 0.0,
+        },
         context_window: 100_000,
         max_tokens: 4096,
     }
@@ -110,7 +129,10 @@ impl Provider for Faux {
             let fail = |m: &mut AssistantMessage, reason: StopReason, msg: &str| {
                 m.stop_reason = reason;
                 m.error_message = Some(msg.into());
-                AssistantMessageEvent::Error { reason, error: m.clone() }
+                AssistantMessageEvent::Error {
+                    reason,
+                    error: m.clone(),
+                }
             };
             match turn {
                 None => {
@@ -121,7 +143,10 @@ impl Provider for Faux {
                 }
                 Some(FauxTurn::Hang(gate)) => {
                     let _ = tx.unbounded_send(AssistantMessageEvent::TextStart { content_index: 0 });
-                    let _ = tx.unbounded_send(AssistantMessageEvent::TextDelta { content_index: 0, delta: "partial".into() });
+                    let _ = tx.unbounded_send(AssistantMessageEvent::TextDelta {
+                        content_index: 0,
+                        delta: "partial".into(),
+                    });
                     m.content.push(text("partial"));
                     tokio::select! {
                         () = options.cancel.cancelled() => {
@@ -138,24 +163,52 @@ impl Provider for Faux {
                         match b {
                             AssistantContent::Text(t) => {
                                 let _ = tx.unbounded_send(AssistantMessageEvent::TextStart { content_index: i });
-                                let _ = tx.unbounded_send(AssistantMessageEvent::TextDelta { content_index: i, delta: t.text.clone() });
-                                let _ = tx.unbounded_send(AssistantMessageEvent::TextEnd { content_index: i, content: t.text.clone() });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::TextDelta {
+                                    content_index: i,
+                                    delta: t.text.clone(),
+                                });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::TextEnd {
+                                    content_index: i,
+                                    content: t.text.clone(),
+                                });
                             }
                             AssistantContent::Thinking(t) => {
                                 let _ = tx.unbounded_send(AssistantMessageEvent::ThinkingStart { content_index: i });
-                                let _ = tx.unbounded_send(AssistantMessageEvent::ThinkingEnd { content_index: i, content: t.thinking.clone(), signature: None });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ThinkingEnd {
+                                    content_index: i,
+                                    content: t.thinking.clone(),
+                                    signature: None,
+                                });
                             }
                             AssistantContent::ToolCall(c) => {
-                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallStart { content_index: i, id: c.id.clone(), name: c.name.clone() });
-                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallDelta { content_index: i, delta: c.arguments.to_string() });
-                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallEnd { content_index: i, tool_call: c.clone() });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallStart {
+                                    content_index: i,
+                                    id: c.id.clone(),
+                                    name: c.name.clone(),
+                                });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallDelta {
+                                    content_index: i,
+                                    delta: c.arguments.to_string(),
+                                });
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ToolCallEnd {
+                                    content_index: i,
+                                    tool_call: c.clone(),
+                                });
                             }
                         }
                     }
                     m.content = blocks;
                     m.stop_reason = stop;
-                    m.usage = Usage { input: 100, output: 10, total_tokens: 110, ..Default::default() };
-                    let _ = tx.unbounded_send(AssistantMessageEvent::Done { reason: stop, message: m });
+                    m.usage = Usage {
+                        input: 100,
+                        output: 10,
+                        total_tokens: 110,
+                        ..Default::default()
+                    };
+                    let _ = tx.unbounded_send(AssistantMessageEvent::Done {
+                        reason: stop,
+                        message: m,
+                    });
                 }
             }
         });
@@ -176,7 +229,13 @@ pub struct Harness {
 
 impl Harness {
     pub fn event_names(&self) -> Vec<&'static str> {
-        self.events.lock().unwrap().iter().map(|e| e.name()).filter(|n| *n != "message_update" && *n != "tool_execution_update").collect()
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.name())
+            .filter(|n| *n != "message_update" && *n != "tool_execution_update")
+            .collect()
     }
     pub fn workspace(&self) -> std::path::PathBuf {
         self.dir.path().join("ws")
@@ -215,13 +274,23 @@ pub async fn harness(turns: Vec<FauxTurn>, extensions: Vec<ExtensionFactory>) ->
     let faux = Faux::new(turns);
     let factory = factory(faux.clone(), extensions, dir.path());
     let session = factory
-        .create(AgentSessionOptions { cwd: dir.path().join("ws"), session: SessionSelect::New, ..Default::default() })
+        .create(AgentSessionOptions {
+            cwd: dir.path().join("ws"),
+            session: SessionSelect::New,
+            ..Default::default()
+        })
         .await
         .unwrap();
     let events = Arc::new(Mutex::new(Vec::new()));
     let ev = events.clone();
     session.subscribe(move |e| ev.lock().unwrap().push(e.clone()));
-    Harness { session, faux, dir, events, factory }
+    Harness {
+        session,
+        faux,
+        dir,
+        events,
+        factory,
+    }
 }
 
 /// Waits (bounded) until `f` holds.
@@ -238,7 +307,9 @@ pub async fn eventually(mut f: impl FnMut() -> bool) {
 // ---- Test extensions (events_tests, dispatch_tests) ----
 
 use volcanic_abstractions::extensions::events::ExtensionEvent;
-use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, ExtensionApiExt, ExtensionContext, Subscription};
+use volcanic_abstractions::extensions::{
+    BoxError, Extension, ExtensionApi, ExtensionApiExt, ExtensionContext, Subscription,
+};
 use volcanic_abstractions::messages::{CustomMessage, Message, UserBody, join_text};
 
 /// What a [`TestExt`] does in `activate`.
@@ -267,7 +338,12 @@ pub fn ext(
 ) -> ExtensionFactory {
     let name = name.to_owned();
     let activate: Activate = Arc::new(activate);
-    Arc::new(move || Box::new(TestExt { name: name.clone(), activate: activate.clone() }) as Box<dyn Extension>)
+    Arc::new(move || {
+        Box::new(TestExt {
+            name: name.clone(),
+            activate: activate.clone(),
+        }) as Box<dyn Extension>
+    })
 }
 
 /// Subscribes a handler that does its work synchronously (a panic in it happens while the
@@ -338,7 +414,11 @@ pub fn tool_results_of(msgs: &[Message]) -> Vec<(String, bool, String)> {
 pub async fn reopen(h: &Harness) -> AgentSession {
     let file = h.session.session_file().unwrap();
     h.factory
-        .create(AgentSessionOptions { cwd: h.workspace(), session: SessionSelect::Open(file), ..Default::default() })
+        .create(AgentSessionOptions {
+            cwd: h.workspace(),
+            session: SessionSelect::Open(file),
+            ..Default::default()
+        })
         .await
         .unwrap()
 }

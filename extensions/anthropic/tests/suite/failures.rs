@@ -10,9 +10,7 @@ use volcanic_abstractions::provider::is_context_overflow;
 use volcanic_abstractions::{AssistantMessageEvent, Provider, StopReason};
 use volcanic_testkit::model_server::Turn;
 
-use super::support::{
-    ask, collect, done, failed, fast_config, model, options, provider, provider_with, server,
-};
+use super::support::{ask, collect, done, failed, fast_config, model, options, provider, provider_with, server};
 
 #[tokio::test]
 async fn server_error_then_success_is_retried() {
@@ -20,9 +18,7 @@ async fn server_error_then_success_is_retried() {
     server.push(Turn::error(500, "Internal server error"));
     server.push(Turn::error(529, "Overloaded"));
     server.push(Turn::reply("third time lucky"));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     assert_eq!(done(&events).text(), "third time lucky");
     assert_eq!(server.requests().len(), 3);
 }
@@ -33,9 +29,7 @@ async fn rate_limit_waits_for_retry_after() {
     server.push(Turn::rate_limited(1));
     server.push(Turn::reply("after the wait"));
     let started = Instant::now();
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     let elapsed = started.elapsed();
     assert_eq!(done(&events).text(), "after the wait");
     assert_eq!(server.requests().len(), 2);
@@ -47,9 +41,7 @@ async fn rate_limit_waits_for_retry_after() {
 async fn a_retry_after_beyond_the_cap_is_left_to_the_caller() {
     let server = server().await;
     server.push(Turn::rate_limited(60));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     let message = failed(&events, StopReason::Error);
     assert!(message.starts_with("429 rate_limit_error: "), "{message}");
     assert_eq!(server.requests().len(), 1);
@@ -65,8 +57,7 @@ async fn retries_give_up_with_the_last_status_and_message() {
         max_retries: 2,
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "503 api_error: Service unavailable (gave up after 3 attempts)"
@@ -79,9 +70,7 @@ async fn unauthorized_is_not_retried() {
     let server = server().await;
     server.push(Turn::error(401, "invalid x-api-key"));
     server.push(Turn::reply("never"));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "401 authentication_error: invalid x-api-key"
@@ -96,8 +85,7 @@ async fn a_missing_key_gets_the_servers_own_message() {
         api_key: None,
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "401 authentication_error: x-api-key header is required"
@@ -110,14 +98,9 @@ async fn a_dropped_stream_after_content_is_an_error_keeping_the_partial_text() {
     // message_start, ping, content_block_start, two text deltas, then the connection drops.
     server.push(Turn::reply("one two three four five six").drop_after(5));
     server.push(Turn::reply("never"));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     let message = failed(&events, StopReason::Error);
-    assert!(
-        message.starts_with("the response stream broke off"),
-        "{message}"
-    );
+    assert!(message.starts_with("the response stream broke off"), "{message}");
     let (_, partial) = super::support::finish(&events);
     assert!(!partial.text().is_empty(), "partial text is kept");
     assert_eq!(server.requests().len(), 1, "content was streamed: no retry");
@@ -127,13 +110,8 @@ async fn a_dropped_stream_after_content_is_an_error_keeping_the_partial_text() {
 async fn a_stream_closed_before_message_stop_is_an_error() {
     let server = server().await;
     server.push(Turn::reply("cut short").end_after(5));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
-    assert_eq!(
-        failed(&events, StopReason::Error),
-        "stream ended before message_stop"
-    );
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
+    assert_eq!(failed(&events, StopReason::Error), "stream ended before message_stop");
 }
 
 #[tokio::test]
@@ -141,9 +119,7 @@ async fn a_drop_before_any_content_is_retried() {
     let server = server().await;
     server.push(Turn::reply("x").drop_after(2));
     server.push(Turn::reply("second attempt"));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     assert_eq!(done(&events).text(), "second attempt");
     assert_eq!(server.requests().len(), 2);
 }
@@ -160,10 +136,7 @@ async fn in_stream_overloaded_error_before_content_is_retried_and_after_content_
 
     server.push(Turn::reply("some text first").fail_after(4, "Overloaded"));
     let events = collect(provider.stream(&model, ask("hi"), options())).await;
-    assert_eq!(
-        failed(&events, StopReason::Error),
-        "overloaded_error: Overloaded"
-    );
+    assert_eq!(failed(&events, StopReason::Error), "overloaded_error: Overloaded");
     assert_eq!(server.requests().len(), 3);
 }
 
@@ -175,12 +148,8 @@ async fn silence_beyond_the_idle_timeout_is_an_error() {
         idle_timeout: Duration::from_millis(300),
         ..fast_config()
     };
-    let events = collect(provider_with(config).stream(
-        &model(&server.anthropic_base_url()),
-        ask("hi"),
-        options(),
-    ))
-    .await;
+    let events =
+        collect(provider_with(config).stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "no data from the provider for 0.3 s (idle timeout)"
@@ -200,8 +169,7 @@ async fn cancel_mid_stream_ends_promptly_as_aborted() {
         idle_timeout: Duration::from_secs(30),
         ..fast_config()
     };
-    let mut stream =
-        provider_with(config).stream(&model(&server.anthropic_base_url()), ask("hi"), options);
+    let mut stream = provider_with(config).stream(&model(&server.anthropic_base_url()), ask("hi"), options);
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         let first_delta = matches!(event, AssistantMessageEvent::TextDelta { .. });
@@ -232,8 +200,7 @@ async fn cancel_during_a_retry_wait_ends_as_aborted() {
         trigger.cancel();
     });
     let started = Instant::now();
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(failed(&events, StopReason::Aborted), "Request was aborted");
 }
@@ -275,9 +242,7 @@ async fn a_refused_connection_is_retried_then_reported() {
     .await;
     let message = failed(&events, StopReason::Error);
     assert!(
-        message.starts_with(&format!(
-            "request to http://127.0.0.1:{port}/v1/messages failed"
-        )),
+        message.starts_with(&format!("request to http://127.0.0.1:{port}/v1/messages failed")),
         "{message}"
     );
     assert!(message.ends_with("(gave up after 2 attempts)"), "{message}");

@@ -8,8 +8,7 @@ use futures::FutureExt;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, ThinkingLevel,
-    ToolCall, Usage,
+    AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, ThinkingLevel, ToolCall, Usage,
 };
 use volcanic_testkit::model_server::Turn;
 
@@ -19,9 +18,7 @@ use super::support::{ask, collect, done, model, options, provider, result_for, s
 async fn text_reply_streams_and_ends_with_done() {
     let server = server().await;
     server.push(Turn::reply("Hello from the scripted model."));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     let message = done(&events);
     assert_eq!(message.text(), "Hello from the scripted model.");
     assert_eq!(message.stop_reason, StopReason::Stop);
@@ -42,10 +39,7 @@ async fn text_reply_streams_and_ends_with_done() {
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
     assert!(request.is_streaming());
     assert_eq!(request.system_prompt().as_deref(), Some("You are a test."));
-    assert_eq!(
-        request.body["system"][0]["cache_control"],
-        json!({"type": "ephemeral"})
-    );
+    assert_eq!(request.body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(
         request.body["tools"][0],
         json!({
@@ -113,11 +107,11 @@ async fn thinking_is_streamed_and_its_signature_accepted_on_the_next_call() {
 async fn tool_call_arguments_split_across_deltas_are_joined_and_the_result_goes_back() {
     let server = server().await;
     let arguments = json!({"command": "printf 'naïve 🌋' | wc -c", "timeout": 30});
-    server.push(Turn::new().text("Running it.").tool_call(
-        "toolu_01ABC",
-        "bash",
-        arguments.clone(),
-    ));
+    server.push(
+        Turn::new()
+            .text("Running it.")
+            .tool_call("toolu_01ABC", "bash", arguments.clone()),
+    );
     server.push(Turn::reply("It printed 12."));
     let provider = provider();
     let model = model(&server.anthropic_base_url());
@@ -151,15 +145,9 @@ async fn tool_call_arguments_split_across_deltas_are_joined_and_the_result_goes_
     assert_eq!(done(&events).text(), "It printed 12.");
     let second = &server.requests()[1];
     assert!(!second.is_rejected(), "{:?}", second.rejection);
-    assert_eq!(
-        second.tool_outputs(),
-        vec![("toolu_01ABC".to_owned(), "12".to_owned())]
-    );
+    assert_eq!(second.tool_outputs(), vec![("toolu_01ABC".to_owned(), "12".to_owned())]);
     let last = second.messages().last().cloned().unwrap_or_default();
-    assert_eq!(
-        last["content"][0]["cache_control"],
-        json!({"type": "ephemeral"})
-    );
+    assert_eq!(last["content"][0]["cache_control"], json!({"type": "ephemeral"}));
 }
 
 #[tokio::test]
@@ -172,32 +160,25 @@ async fn ids_the_api_rejects_are_mapped_alike_for_call_and_result() {
         arguments: json!({"command": "ls"}),
         thought_signature: None,
     };
-    let mut assistant =
-        volcanic_abstractions::AssistantMessage::empty("openai-responses", "openai", "gpt-5", 2);
+    let mut assistant = volcanic_abstractions::AssistantMessage::empty("openai-responses", "openai", "gpt-5", 2);
     assistant.content = vec![AssistantContent::ToolCall(call.clone())];
     assistant.stop_reason = StopReason::ToolUse;
     let mut context = ask("list");
     context.messages.push(Message::Assistant(assistant));
     context.messages.push(result_for(&call, "a.rs"));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), context, options())).await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), context, options())).await;
     assert_eq!(done(&events).text(), "ok");
     let request = &server.requests()[0];
     assert!(!request.is_rejected(), "{:?}", request.rejection);
     let sent_id = request.messages()[1]["content"][0]["id"].clone();
-    assert_eq!(
-        request.tool_outputs()[0].0,
-        sent_id.as_str().unwrap_or_default()
-    );
+    assert_eq!(request.tool_outputs()[0].0, sent_id.as_str().unwrap_or_default());
 }
 
 #[tokio::test]
 async fn usage_and_cost_come_from_the_stream() {
     let server = server().await;
     server.push(Turn::reply("cheap").usage(100, 50, 1000, 10));
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options()))
-            .await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options())).await;
     let usage = done(&events).usage;
     let cost = Cost {
         input: 100.0 * 3.0 / 1e6,
@@ -235,8 +216,7 @@ async fn on_payload_replaces_the_body_sent() {
         on_payload: Some(hook),
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.anthropic_base_url()), ask("hi"), options)).await;
     done(&events);
     let body = &server.requests()[0].body;
     assert_eq!(body["max_tokens"], json!(321));
@@ -265,8 +245,9 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
             details: None,
             timestamp: 4,
         }));
-    context.messages.push(Message::BashExecution(
-        volcanic_abstractions::BashExecutionMessage {
+    context
+        .messages
+        .push(Message::BashExecution(volcanic_abstractions::BashExecutionMessage {
             command: "pwd".into(),
             output: "/work".into(),
             exit_code: Some(0),
@@ -275,16 +256,15 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
             full_output_path: None,
             timestamp: 5,
             exclude_from_context: None,
-        },
-    ));
-    context.messages.push(Message::BranchSummary(
-        volcanic_abstractions::SummaryMessage {
+        }));
+    context
+        .messages
+        .push(Message::BranchSummary(volcanic_abstractions::SummaryMessage {
             summary: "tried another way".into(),
             tokens_before: None,
             from_id: Some("e1".into()),
             timestamp: 6,
-        },
-    ));
+        }));
     let events = collect(provider.stream(&model, context, options())).await;
     assert_eq!(done(&events).text(), "done");
     let request = &server.requests()[1];

@@ -4,9 +4,7 @@
 
 use volcanic_abstractions::{Api, InputKind, Model, ModelCost, StreamOptions};
 use volcanic_anthropic::{AnthropicProvider, ProviderConfig};
-pub use volcanic_provider_support::testing::{
-    ask, collect, done, failed, fast_config, finish, result_for,
-};
+pub use volcanic_provider_support::testing::{ask, collect, done, failed, fast_config, finish, result_for};
 use volcanic_testkit::model_server::ModelServer;
 
 /// A provider with [`fast_config`].

@@ -13,6 +13,5 @@ async fn aimock_text_answer() {
 
 #[tokio::test]
 async fn aimock_two_step_tool_call() {
-    testing::aimock_two_step_tool_call(&provider(), |url| model(&format!("{url}/v1")), options())
-        .await;
+    testing::aimock_two_step_tool_call(&provider(), |url| model(&format!("{url}/v1")), options()).await;
 }

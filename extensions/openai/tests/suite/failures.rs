@@ -11,8 +11,7 @@ use volcanic_abstractions::{AssistantMessageEvent, Provider, StopReason, StreamO
 use volcanic_testkit::model_server::Turn;
 
 use super::support::{
-    ask, collect, done, failed, fast_config, finish, model, options, provider, provider_with,
-    server,
+    ask, collect, done, failed, fast_config, finish, model, options, provider, provider_with, server,
 };
 
 #[tokio::test]
@@ -21,8 +20,7 @@ async fn server_error_then_success_is_retried() {
     server.push(Turn::error(500, "The server had an error"));
     server.push(Turn::error(502, "Bad gateway"));
     server.push(Turn::reply("third time lucky"));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     assert_eq!(done(&events).text(), "third time lucky");
     assert_eq!(server.requests().len(), 3);
 }
@@ -33,8 +31,7 @@ async fn rate_limit_waits_for_retry_after() {
     server.push(Turn::rate_limited(1));
     server.push(Turn::reply("after the wait"));
     let started = Instant::now();
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     let elapsed = started.elapsed();
     assert_eq!(done(&events).text(), "after the wait");
     assert_eq!(server.requests().len(), 2);
@@ -52,8 +49,7 @@ async fn retries_give_up_with_the_last_status_and_message() {
         max_retries: 2,
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "503 server_error: Service unavailable (gave up after 3 attempts)"
@@ -66,8 +62,7 @@ async fn unauthorized_is_not_retried() {
     let server = server().await;
     server.push(Turn::error(401, "Incorrect API key provided"));
     server.push(Turn::reply("never"));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "401 invalid_api_key: Incorrect API key provided"
@@ -82,8 +77,7 @@ async fn a_missing_key_gets_the_servers_own_message() {
         api_key: None,
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
     let message = failed(&events, StopReason::Error);
     assert!(
         message.starts_with("401 invalid_request_error: You didn't provide an API key."),
@@ -97,13 +91,9 @@ async fn a_dropped_stream_after_content_is_an_error_keeping_the_partial_text() {
     // The role chunk, two text pieces, then the connection drops.
     server.push(Turn::reply("one two three four five six").drop_after(3));
     server.push(Turn::reply("never"));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     let message = failed(&events, StopReason::Error);
-    assert!(
-        message.starts_with("the response stream broke off"),
-        "{message}"
-    );
+    assert!(message.starts_with("the response stream broke off"), "{message}");
     let (_, partial) = finish(&events);
     assert!(!partial.text().is_empty(), "partial text is kept");
     assert_eq!(server.requests().len(), 1, "content was streamed: no retry");
@@ -113,12 +103,8 @@ async fn a_dropped_stream_after_content_is_an_error_keeping_the_partial_text() {
 async fn a_stream_closed_before_done_is_an_error() {
     let server = server().await;
     server.push(Turn::reply("cut short").end_after(3));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
-    assert_eq!(
-        failed(&events, StopReason::Error),
-        "stream ended before [DONE]"
-    );
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    assert_eq!(failed(&events, StopReason::Error), "stream ended before [DONE]");
 }
 
 #[tokio::test]
@@ -126,8 +112,7 @@ async fn a_drop_before_any_content_is_retried() {
     let server = server().await;
     server.push(Turn::reply("x").drop_after(1));
     server.push(Turn::reply("second attempt"));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     assert_eq!(done(&events).text(), "second attempt");
     assert_eq!(server.requests().len(), 2);
 }
@@ -159,12 +144,7 @@ async fn silence_beyond_the_idle_timeout_is_an_error() {
         idle_timeout: Duration::from_millis(300),
         ..fast_config()
     };
-    let events = collect(provider_with(config).stream(
-        &model(&server.openai_base_url()),
-        ask("hi"),
-        options(),
-    ))
-    .await;
+    let events = collect(provider_with(config).stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     assert_eq!(
         failed(&events, StopReason::Error),
         "no data from the provider for 0.3 s (idle timeout)"
@@ -184,8 +164,7 @@ async fn cancel_mid_stream_ends_promptly_as_aborted() {
         idle_timeout: Duration::from_secs(30),
         ..fast_config()
     };
-    let mut stream =
-        provider_with(config).stream(&model(&server.openai_base_url()), ask("hi"), options);
+    let mut stream = provider_with(config).stream(&model(&server.openai_base_url()), ask("hi"), options);
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         let first_delta = matches!(event, AssistantMessageEvent::TextDelta { .. });
@@ -216,8 +195,7 @@ async fn cancel_during_a_retry_wait_ends_as_aborted() {
         trigger.cancel();
     });
     let started = Instant::now();
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(failed(&events, StopReason::Aborted), "Request was aborted");
 }

@@ -8,8 +8,8 @@ use futures::FutureExt;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, StreamOptions,
-    TextContent, ThinkingLevel, ToolCall, ToolResultMessage, Usage, UserContent,
+    AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, StreamOptions, TextContent,
+    ThinkingLevel, ToolCall, ToolResultMessage, Usage, UserContent,
 };
 use volcanic_testkit::model_server::Turn;
 
@@ -19,8 +19,7 @@ use super::support::{ask, collect, done, model, options, provider, result_for, s
 async fn text_reply_streams_and_ends_with_done() {
     let server = server().await;
     server.push(Turn::reply("Hello from the scripted model."));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     let message = done(&events);
     assert_eq!(message.text(), "Hello from the scripted model.");
     assert_eq!(message.stop_reason, StopReason::Stop);
@@ -39,10 +38,7 @@ async fn text_reply_streams_and_ends_with_done() {
     assert_eq!(request.path, "/v1/chat/completions");
     assert_eq!(request.header("authorization"), Some("Bearer sk-test"));
     assert!(request.is_streaming());
-    assert_eq!(
-        request.body["stream_options"],
-        json!({"include_usage": true})
-    );
+    assert_eq!(request.body["stream_options"], json!({"include_usage": true}));
     assert_eq!(request.system_prompt().as_deref(), Some("You are a test."));
     assert_eq!(
         request.body["tools"][0],
@@ -67,8 +63,7 @@ async fn a_local_server_without_a_key_gets_no_authorization_header() {
         api_key: None,
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
     assert_eq!(done(&events).text(), "local answer");
     assert_eq!(server.requests()[0].header("authorization"), None);
 }
@@ -76,17 +71,12 @@ async fn a_local_server_without_a_key_gets_no_authorization_header() {
 #[tokio::test]
 async fn reasoning_content_becomes_thinking_and_effort_is_sent() {
     let server = server().await;
-    server.push(
-        Turn::new()
-            .thinking("Let me think about this.", None)
-            .text("Four."),
-    );
+    server.push(Turn::new().thinking("Let me think about this.", None).text("Four."));
     let options = StreamOptions {
         thinking_level: ThinkingLevel::Low,
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("2+2?"), options)).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("2+2?"), options)).await;
     let message = done(&events);
     assert_eq!(
         message.content,
@@ -147,10 +137,7 @@ async fn tool_call_arguments_split_across_deltas_are_joined_and_the_result_goes_
     assert_eq!(done(&events).text(), "It printed 12.");
     let second = &server.requests()[1];
     assert!(!second.is_rejected(), "{:?}", second.rejection);
-    assert_eq!(
-        second.tool_outputs(),
-        vec![("call_abc".to_owned(), "12".to_owned())]
-    );
+    assert_eq!(second.tool_outputs(), vec![("call_abc".to_owned(), "12".to_owned())]);
     let sent_call = &second.messages()[2]["tool_calls"][0];
     assert_eq!(
         sent_call["function"]["arguments"]
@@ -170,19 +157,13 @@ async fn ids_longer_than_forty_chars_are_mapped_alike_for_call_and_result() {
         arguments: json!({"command": "ls"}),
         thought_signature: None,
     };
-    let mut assistant = volcanic_abstractions::AssistantMessage::empty(
-        "anthropic-messages",
-        "anthropic",
-        "claude",
-        2,
-    );
+    let mut assistant = volcanic_abstractions::AssistantMessage::empty("anthropic-messages", "anthropic", "claude", 2);
     assistant.content = vec![AssistantContent::ToolCall(call.clone())];
     assistant.stop_reason = StopReason::ToolUse;
     let mut context = ask("list");
     context.messages.push(Message::Assistant(assistant));
     context.messages.push(result_for(&call, "a.rs"));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), context, options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), context, options())).await;
     assert_eq!(done(&events).text(), "ok");
     let request = &server.requests()[0];
     assert!(!request.is_rejected(), "{:?}", request.rejection);
@@ -199,8 +180,7 @@ async fn usage_and_cost_come_from_the_usage_chunk() {
     let server = server().await;
     // Reported as prompt_tokens 1110 (100 + 1000 cached + 10), cached_tokens 1000.
     server.push(Turn::reply("cheap").usage(100, 50, 1000, 10));
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options())).await;
     let usage = done(&events).usage;
     let cost = Cost {
         input: 110.0 * 1.25 / 1e6,
@@ -238,8 +218,7 @@ async fn on_payload_replaces_the_body_sent() {
         on_payload: Some(hook),
         ..options()
     };
-    let events =
-        collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
+    let events = collect(provider().stream(&model(&server.openai_base_url()), ask("hi"), options)).await;
     done(&events);
     let body = &server.requests()[0].body;
     assert_eq!(body["user"], json!("chat-42"));
@@ -264,19 +243,17 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
     let mut context = ask("list files");
     context.messages.push(Message::Assistant(first));
     context.messages.push(result_for(&calls[0], "a.rs"));
-    context
-        .messages
-        .push(Message::ToolResult(ToolResultMessage {
-            tool_call_id: calls[1].id.clone(),
-            tool_name: calls[1].name.clone(),
-            content: vec![UserContent::Image(volcanic_abstractions::ImageContent {
-                data: "iVBORw0=".into(),
-                mime_type: "image/png".into(),
-            })],
-            details: None,
-            is_error: false,
-            timestamp: 3,
-        }));
+    context.messages.push(Message::ToolResult(ToolResultMessage {
+        tool_call_id: calls[1].id.clone(),
+        tool_name: calls[1].name.clone(),
+        content: vec![UserContent::Image(volcanic_abstractions::ImageContent {
+            data: "iVBORw0=".into(),
+            mime_type: "image/png".into(),
+        })],
+        details: None,
+        is_error: false,
+        timestamp: 3,
+    }));
     context
         .messages
         .push(Message::Custom(volcanic_abstractions::CustomMessage {
@@ -286,8 +263,9 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
             details: None,
             timestamp: 4,
         }));
-    context.messages.push(Message::BashExecution(
-        volcanic_abstractions::BashExecutionMessage {
+    context
+        .messages
+        .push(Message::BashExecution(volcanic_abstractions::BashExecutionMessage {
             command: "pwd".into(),
             output: "/work".into(),
             exit_code: Some(0),
@@ -296,16 +274,15 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
             full_output_path: None,
             timestamp: 5,
             exclude_from_context: None,
-        },
-    ));
-    context.messages.push(Message::CompactionSummary(
-        volcanic_abstractions::SummaryMessage {
+        }));
+    context
+        .messages
+        .push(Message::CompactionSummary(volcanic_abstractions::SummaryMessage {
             summary: "earlier".into(),
             tokens_before: Some(100),
             from_id: None,
             timestamp: 6,
-        },
-    ));
+        }));
     let events = collect(provider.stream(&model, context, options())).await;
     assert_eq!(done(&events).text(), "done");
     let request = &server.requests()[1];

@@ -52,10 +52,7 @@ const ANTHROPIC_BLOCK_TYPES: &[&str] = &[
 /// Checks an Anthropic Messages request body. `signatures`, when given, is the set of thinking
 /// signatures this server issued; a thinking block carrying any other is rejected as the real
 /// API rejects a signature it did not make.
-pub(crate) fn check_anthropic(
-    body: &Value,
-    signatures: Option<&HashSet<String>>,
-) -> Result<(), Rejection> {
+pub(crate) fn check_anthropic(body: &Value, signatures: Option<&HashSet<String>>) -> Result<(), Rejection> {
     let Some(object) = body.as_object() else {
         return Err(invalid("body: Input should be a valid dictionary"));
     };
@@ -99,9 +96,7 @@ pub(crate) fn check_anthropic(
             }
         }
         if index == 0 && role != "user" {
-            return Err(invalid(
-                "messages: first message must use the \"user\" role",
-            ));
+            return Err(invalid("messages: first message must use the \"user\" role"));
         }
         let final_assistant = index + 1 == messages.len() && role == "assistant";
         let items = message_items(index, message, role, final_assistant, signatures)?;
@@ -221,9 +216,7 @@ fn check_block<'a>(
                 )));
             }
             let Some(id) = field("tool_use_id") else {
-                return Err(invalid(format!(
-                    "{at}.tool_result.tool_use_id: Field required"
-                )));
+                return Err(invalid(format!("{at}.tool_result.tool_use_id: Field required")));
             };
             id_pattern("tool_result.tool_use_id", id)?;
             match value.get("content") {
@@ -250,9 +243,7 @@ fn check_block<'a>(
         }
         "redacted_thinking" => match field("data") {
             Some(_) => Ok(Kind::Other),
-            None => Err(invalid(format!(
-                "{at}.redacted_thinking.data: Field required"
-            ))),
+            None => Err(invalid(format!("{at}.redacted_thinking.data: Field required"))),
         },
         _ => Ok(Kind::Other),
     }
@@ -293,11 +284,8 @@ fn check_anthropic_pairing(groups: &[Group<'_>]) -> Result<(), Rejection> {
                         .collect()
                 })
                 .unwrap_or_default();
-            let missing: Vec<(&Item<'_>, &str)> = uses
-                .iter()
-                .filter(|(_, id)| !answered.contains(id))
-                .copied()
-                .collect();
+            let missing: Vec<(&Item<'_>, &str)> =
+                uses.iter().filter(|(_, id)| !answered.contains(id)).copied().collect();
             if let Some((first, _)) = missing.first() {
                 let ids: Vec<&str> = missing.iter().map(|(_, id)| *id).collect();
                 return Err(invalid(format!(
@@ -408,9 +396,7 @@ fn check_anthropic_tools(tools: Option<&Value>) -> Result<(), Rejection> {
             )));
         }
         let Some(schema) = tool.get("input_schema") else {
-            return Err(invalid(format!(
-                "tools.{index}.custom.input_schema: Field required"
-            )));
+            return Err(invalid(format!("tools.{index}.custom.input_schema: Field required")));
         };
         if schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(invalid(format!(

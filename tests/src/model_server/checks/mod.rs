@@ -38,9 +38,5 @@ fn invalid(message: impl Into<String>) -> Rejection {
 /// `^[a-zA-Z0-9_-]+$` with a length limit, the rule both APIs apply to tool names and Anthropic
 /// applies to tool ids.
 fn is_id_like(text: &str, max_len: usize) -> bool {
-    !text.is_empty()
-        && text.len() <= max_len
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !text.is_empty() && text.len() <= max_len && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }

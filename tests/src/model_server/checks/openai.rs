@@ -8,14 +8,7 @@ use super::{invalid, is_id_like};
 use crate::model_server::Rejection;
 
 /// Roles the Chat Completions API accepts.
-const ROLES: &[&str] = &[
-    "system",
-    "developer",
-    "user",
-    "assistant",
-    "tool",
-    "function",
-];
+const ROLES: &[&str] = &["system", "developer", "user", "assistant", "tool", "function"];
 
 /// Checks an OpenAI Chat Completions request body.
 pub(crate) fn check_openai(body: &Value) -> Result<(), Rejection> {
@@ -113,19 +106,13 @@ fn check_tool_calls(index: usize, calls: &Value) -> Result<(), Rejection> {
             return Err(invalid(format!("Missing required parameter: '{at}.id'.")));
         }
         if call.get("type").and_then(Value::as_str) != Some("function") {
-            return Err(invalid(format!(
-                "Invalid value for '{at}.type': expected 'function'."
-            )));
+            return Err(invalid(format!("Invalid value for '{at}.type': expected 'function'.")));
         }
         let Some(function) = call.get("function") else {
-            return Err(invalid(format!(
-                "Missing required parameter: '{at}.function'."
-            )));
+            return Err(invalid(format!("Missing required parameter: '{at}.function'.")));
         };
         if !function.get("name").is_some_and(Value::is_string) {
-            return Err(invalid(format!(
-                "Missing required parameter: '{at}.function.name'."
-            )));
+            return Err(invalid(format!("Missing required parameter: '{at}.function.name'.")));
         }
         match function.get("arguments") {
             Some(Value::String(_)) => {}
@@ -177,10 +164,7 @@ fn check_pairing(messages: &[Value]) -> Result<(), Rejection> {
     for (index, message) in messages.iter().enumerate() {
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
         if role == "tool" {
-            let id = message
-                .get("tool_call_id")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let id = message.get("tool_call_id").and_then(Value::as_str).unwrap_or("");
             if calls.is_empty() {
                 return Err(invalid(format!(
                     "Invalid parameter: messages with role 'tool' must be a response to a \
@@ -228,9 +212,7 @@ fn check_tools(tools: Option<&Value>) -> Result<(), Rejection> {
     for (index, tool) in tools.iter().enumerate() {
         match tool.get("type").and_then(Value::as_str) {
             None => {
-                return Err(invalid(format!(
-                    "Missing required parameter: 'tools[{index}].type'."
-                )));
+                return Err(invalid(format!("Missing required parameter: 'tools[{index}].type'.")));
             }
             Some("function") => {}
             Some(_) => continue,
