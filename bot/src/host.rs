@@ -24,6 +24,16 @@ pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
     Ok(models)
 }
 
+/// Extensions every session gets: the guard that asks before `bash` runs `rm -rf` (buttons on
+/// Telegram, a prompt in the console; blocked where there is no UI).
+pub fn default_extensions() -> Vec<volcanic_abstractions::extensions::ExtensionFactory> {
+    volcanic_examples::factories()
+        .into_iter()
+        .filter(|(name, _)| *name == "confirm-dangerous")
+        .map(|(_, f)| f)
+        .collect()
+}
+
 /// The session factory for a host.
 pub fn factory(
     config: &Config,
@@ -34,7 +44,7 @@ pub fn factory(
     let processes = Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default()));
     Ok(AgentSessionFactory::new(FactoryConfig {
         models: model_registry(config)?,
-        extensions: Vec::new(),
+        extensions: default_extensions(),
         processes,
         store,
         default_model: Some(config.model.clone()),

@@ -19,6 +19,23 @@ pub struct Target {
     pub thread: Option<i32>,
 }
 
+/// Why [`Tg::download`] brought no file.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// `getFile` failed.
+    #[error("Telegram did not hand out the file ({0})")]
+    Api(RequestError),
+    /// The download itself failed.
+    #[error("the download failed ({0})")]
+    Download(String),
+    /// The file is larger than the limit asked for (its size, when known).
+    #[error("the file is too large")]
+    TooLarge {
+        /// Size in bytes, when Telegram said.
+        size: Option<u64>,
+    },
+}
+
 /// The bot's outgoing side.
 #[derive(Debug)]
 pub struct Tg {
@@ -178,6 +195,42 @@ impl Tg {
         }
     }
 
+    /// Fetches a file a user sent: `getFile` (under flood control), then its bytes from the
+    /// file URL. More than `limit` bytes (by `getFile`'s size, by Telegram's "file is too big",
+    /// or while downloading) is [`FetchError::TooLarge`], and the download stops there.
+    pub async fn download(&self, chat: i64, file_id: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
+        use futures::StreamExt;
+        use teloxide::net::Download;
+        let file = self
+            .with_flood_control(chat, || {
+                self.bot
+                    .get_file(teloxide::types::FileId(file_id.to_owned()))
+                    .into_future()
+            })
+            .await
+            .map_err(|e| match e {
+                RequestError::Api(ref api) if api.to_string().contains("file is too big") => {
+                    FetchError::TooLarge { size: None }
+                }
+                other => FetchError::Api(other),
+            })?;
+        // `size` is `u32::MAX` when Telegram left it out.
+        let size = u64::from(file.meta.size);
+        if size > limit && file.meta.size != u32::MAX {
+            return Err(FetchError::TooLarge { size: Some(size) });
+        }
+        let mut bytes = Vec::new();
+        let mut stream = self.bot.download_file_stream(&file.path);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| FetchError::Download(e.to_string()))?;
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > limit {
+                return Err(FetchError::TooLarge { size: None });
+            }
+        }
+        Ok(bytes)
+    }
+
     /// Shows "typing…" (best effort; skipped under flood control).
     pub async fn typing(&self, to: Target) {
         if self.is_limited(to.chat_id) {
@@ -198,5 +251,44 @@ impl Tg {
             .answer_callback_query(teloxide::types::CallbackQueryId(id.to_owned()))
             .await
             .map(|_| ())
+    }
+
+    /// Uploads a file as a document, or as a photo when `as_photo`.
+    pub async fn send_file(
+        &self,
+        to: Target,
+        path: &std::path::Path,
+        caption: Option<&str>,
+        as_photo: bool,
+    ) -> Result<(), RequestError> {
+        use teloxide::types::InputFile;
+        self.with_flood_control(to.chat_id, || {
+            let file = InputFile::file(path.to_path_buf());
+            let thread = to.thread.map(|t| ThreadId(MessageId(t)));
+            let caption = caption.map(str::to_owned);
+            let bot = self.bot.clone();
+            async move {
+                if as_photo {
+                    let mut req = bot.send_photo(ChatId(to.chat_id), file);
+                    if let Some(t) = thread {
+                        req = req.message_thread_id(t);
+                    }
+                    if let Some(c) = caption {
+                        req = req.caption(c);
+                    }
+                    req.await.map(|_| ())
+                } else {
+                    let mut req = bot.send_document(ChatId(to.chat_id), file);
+                    if let Some(t) = thread {
+                        req = req.message_thread_id(t);
+                    }
+                    if let Some(c) = caption {
+                        req = req.caption(c);
+                    }
+                    req.await.map(|_| ())
+                }
+            }
+        })
+        .await
     }
 }

@@ -5,7 +5,9 @@
 use super::api::{Target, Tg};
 use super::journal::{Journal, Progress};
 use super::output::Output;
+use super::channel::TelegramChannel;
 use super::settings::SettingsStore;
+use super::ui::{Pending, TelegramUi};
 use crate::config::Config;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -61,6 +63,7 @@ pub struct Chats {
     settings: Arc<SettingsStore>,
     tg: Arc<Tg>,
     journal: Arc<Journal>,
+    pending: Arc<Pending>,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
 }
 
@@ -78,6 +81,7 @@ impl Chats {
         settings: Arc<SettingsStore>,
         tg: Arc<Tg>,
         journal: Arc<Journal>,
+        pending: Arc<Pending>,
     ) -> Self {
         Chats {
             factory,
@@ -85,6 +89,7 @@ impl Chats {
             settings,
             tg,
             journal,
+            pending,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -143,6 +148,15 @@ impl Chats {
                 time_zone: Some(tz),
                 model: settings.model.clone(),
                 thinking: settings.thinking,
+                ui: Some(Arc::new(TelegramUi {
+                    tg: self.tg.clone(),
+                    target,
+                    pending: self.pending.clone(),
+                })),
+                channel: Some(Arc::new(TelegramChannel {
+                    tg: self.tg.clone(),
+                    target,
+                })),
                 ..Default::default()
             })
             .await?;

@@ -8,6 +8,7 @@
 
 mod access;
 mod api;
+mod channel;
 mod chats;
 mod commands;
 mod inbound;
@@ -19,6 +20,7 @@ mod router;
 mod settings;
 mod store_file;
 mod texts;
+mod ui;
 
 use crate::config::Config;
 use crate::host;
@@ -81,13 +83,22 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
     let factory = host::factory(&config, store, Some(config.state_dir.clone()), workspaces_root)?;
-    let chats = chats::Chats::new(factory, config.clone(), Arc::new(settings), tg.clone(), journal.clone());
+    let pending = Arc::new(ui::Pending::default());
+    let chats = chats::Chats::new(
+        factory,
+        config.clone(),
+        Arc::new(settings),
+        tg.clone(),
+        journal.clone(),
+        pending.clone(),
+    );
     let host = Arc::new(router::Host {
         config: config.clone(),
         access,
         chats,
         tg: tg.clone(),
         journal: journal.clone(),
+        pending,
         bot_id: i64::try_from(me.id.0).unwrap_or_default(),
         bot_username: me.username.clone().unwrap_or_default(),
     });

@@ -7,6 +7,7 @@ use super::api::{Target, Tg};
 use super::chats::{Chats, chat_key};
 use super::inbound::{self, InCallback, InMessage, Inbound};
 use super::journal::{Journal, Progress};
+use super::ui::Pending;
 use super::{commands, texts};
 use crate::config::{Config, QueueMode};
 use serde_json::Value;
@@ -26,6 +27,8 @@ pub struct Host {
     pub tg: Arc<Tg>,
     /// Inbound journal.
     pub journal: Arc<Journal>,
+    /// Questions waiting for a button or the next message.
+    pub pending: Arc<Pending>,
     /// The bot's user id.
     pub bot_id: i64,
     /// The bot's username (without `@`).
@@ -100,6 +103,11 @@ impl Host {
             return;
         }
         let text = self.strip_mention(&m.text);
+        // A tool or extension asked for input: this message is the answer, not a prompt.
+        if !text.starts_with('/') && self.pending.answer_input(Self::target(&m), &text) {
+            self.journal.mark(update_id, Progress::Done);
+            return;
+        }
         if text.starts_with('/') {
             let host = self.clone();
             tokio::spawn(async move {
@@ -158,7 +166,14 @@ impl Host {
         if !self.access.is_allowed_user(c.from_id) {
             return;
         }
-        tracing::debug!(chat = c.chat_id, data = %c.data, "button pressed");
+        let target = Target {
+            chat_id: c.chat_id,
+            thread: c.thread,
+        };
+        match self.pending.press(target, &c.data) {
+            Some(choice) => tracing::debug!(chat = c.chat_id, %choice, "question answered"),
+            None => tracing::debug!(chat = c.chat_id, data = %c.data, "button without a waiting question"),
+        }
     }
 
     /// A group became a supergroup: its workspace, settings and sessions move to the new key.

@@ -1,0 +1,123 @@
+//! Example extensions, written against `volcanic-abstractions` only (spec: extensions.md,
+//! "Writing extensions"):
+//!
+//! - [`HelloExtension`]: a typed `hello` tool and a `/hello` command that asks the model to use it;
+//! - [`ConfirmDangerousCommands`]: before `bash` runs a command containing `rm -rf`, asks the user
+//!   "Run `…`?" with the choices Allow / Block (buttons on Telegram); without a UI the command is
+//!   blocked.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::extensions::events::ToolCallEvent;
+use volcanic_abstractions::extensions::{
+    BoxError, CommandDefinition, Delivery, Extension, ExtensionApi, ExtensionApiExt, ExtensionFactory,
+};
+use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool, typed};
+
+/// Arguments of the `hello` tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct HelloArgs {
+    /// Name to greet.
+    pub name: String,
+}
+
+/// Greets someone.
+#[derive(Debug)]
+pub struct HelloTool;
+
+#[async_trait]
+impl TypedTool for HelloTool {
+    type Args = HelloArgs;
+    fn name(&self) -> &str {
+        "hello"
+    }
+    fn description(&self) -> &str {
+        "Greets someone"
+    }
+    fn prompt_snippet(&self) -> Option<String> {
+        Some("greet a person by name".into())
+    }
+    async fn run(&self, args: HelloArgs, _inv: ToolInvocation, _cancel: CancellationToken) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::text(format!("Hello, {}!", args.name)).with_details(serde_json::json!({"greeted": args.name})))
+    }
+}
+
+/// The `hello` tool and `/hello NAME`.
+#[derive(Debug, Default)]
+pub struct HelloExtension;
+
+#[async_trait]
+impl Extension for HelloExtension {
+    fn name(&self) -> &str {
+        "hello"
+    }
+
+    async fn activate(&self, api: Arc<dyn ExtensionApi>) -> Result<(), BoxError> {
+        api.register_tool(typed(HelloTool));
+        let me = api.clone();
+        api.register_command(
+            "hello",
+            CommandDefinition {
+                description: "Say hello through the model".into(),
+                handler: Arc::new(move |args, _ctx, _cancel| {
+                    let api = me.clone();
+                    Box::pin(async move {
+                        api.send_user_message(format!("Please greet {args} using the hello tool."), Vec::new(), Delivery::FollowUp)?;
+                        Ok(())
+                    })
+                }),
+            },
+        );
+        Ok(())
+    }
+}
+
+/// The text that makes a `bash` command dangerous.
+pub const DANGEROUS: &str = "rm -rf";
+
+/// Asks before `bash` runs `rm -rf …`: Allow / Block.
+#[derive(Debug, Default)]
+pub struct ConfirmDangerousCommands;
+
+#[async_trait]
+impl Extension for ConfirmDangerousCommands {
+    fn name(&self) -> &str {
+        "confirm-dangerous"
+    }
+
+    async fn activate(&self, api: Arc<dyn ExtensionApi>) -> Result<(), BoxError> {
+        api.on::<ToolCallEvent, _>(|e, ctx, cancel| {
+            Box::pin(async move {
+                if e.tool_name != "bash" {
+                    return Ok(());
+                }
+                let command = e.input["command"].as_str().unwrap_or_default().to_owned();
+                if !command.contains(DANGEROUS) {
+                    return Ok(());
+                }
+                let Some(ui) = ctx.ui() else {
+                    e.block("Dangerous command blocked (no UI to confirm)");
+                    return Ok(());
+                };
+                let options = ["Allow".to_owned(), "Block".to_owned()];
+                let choice = ui.select(&format!("Run `{command}`?"), &options, cancel).await;
+                if choice.as_deref() != Some("Allow") {
+                    e.block("Blocked by user");
+                }
+                Ok(())
+            })
+        });
+        Ok(())
+    }
+}
+
+/// Factories by name, for hosts: `hello`, `confirm-dangerous`.
+pub fn factories() -> Vec<(&'static str, ExtensionFactory)> {
+    vec![
+        ("hello", Arc::new(|| Box::new(HelloExtension) as Box<dyn Extension>)),
+        ("confirm-dangerous", Arc::new(|| Box::new(ConfirmDangerousCommands) as Box<dyn Extension>)),
+    ]
+}
