@@ -1,7 +1,8 @@
 //! Access control, deny by default (DESIGN.md "Trust model"): a sender must be in
 //! `allowed_users` (config, plus `/allow` at run time, minus `/deny`); in a group the chat must
-//! also be in `allowed_chats`. Owners change the run-time list, kept in `<state_dir>/access.json`.
-//! A stranger gets at most one short reply per hour; nothing else happens.
+//! also be in `allowed_chats` (or be the supergroup a listed group became). Owners change the
+//! run-time list, kept in `<state_dir>/access.json` with those supergroups. A stranger gets at
+//! most one short reply per hour; nothing else happens.
 
 use super::store_file::{Loaded, load_json, save_json};
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,9 @@ struct AccessFile {
     allowed: BTreeSet<i64>,
     #[serde(default)]
     denied: BTreeSet<i64>,
+    /// Supergroups that an allowed group became (`migrate_to_chat_id`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    chats: BTreeSet<i64>,
 }
 
 /// Who may talk to the bot.
@@ -64,6 +68,22 @@ impl Access {
     /// Whether the bot works in group `chat`.
     pub fn is_allowed_chat(&self, chat: i64) -> bool {
         self.allowed_chats.contains(&chat)
+            || self
+                .runtime
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .chats
+                .contains(&chat)
+    }
+
+    /// Group `old` became supergroup `new`: if `old` was allowed, `new` is (persisted).
+    pub fn migrate_chat(&self, old: i64, new: i64) -> std::io::Result<()> {
+        if !self.is_allowed_chat(old) || self.is_allowed_chat(new) {
+            return Ok(());
+        }
+        let mut rt = self.runtime.lock().unwrap_or_else(|e| e.into_inner());
+        rt.chats.insert(new);
+        save_json(&self.path, &*rt)
     }
 
     /// Whether `user` may `/allow` and `/deny`.
@@ -123,6 +143,15 @@ mod tests {
         let b = Access::load(dir.path(), &[1, 3], &[], &[1]).unwrap();
         assert!(b.is_allowed_user(2));
         assert!(!b.is_allowed_user(3), "a run-time deny beats the config list");
+        b.migrate_chat(-5, -1005).unwrap();
+        assert!(!b.is_allowed_chat(-1005), "an unlisted group stays unlisted");
+        let c = Access::load(dir.path(), &[1], &[-100], &[1]).unwrap();
+        c.migrate_chat(-100, -1000100).unwrap();
+        let d = Access::load(dir.path(), &[1], &[-100], &[1]).unwrap();
+        assert!(
+            d.is_allowed_chat(-1000100),
+            "the supergroup stays allowed after a restart"
+        );
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! main>/`, loaded lazily and evicted from memory when idle.
 
 use super::api::{Target, Tg};
+use super::channel::TelegramChannel;
 use super::journal::{Journal, Progress};
 use super::output::Output;
-use super::channel::TelegramChannel;
 use super::settings::SettingsStore;
 use super::ui::{Pending, TelegramUi};
 use crate::config::Config;
@@ -36,6 +36,8 @@ pub struct Slot {
     last_active: Mutex<Instant>,
     /// Updates taking part in the current run (journal progress).
     run_updates: Arc<Mutex<Vec<i64>>>,
+    /// Albums and long pastes being gathered, and the order prompts reach the session in.
+    pub intake: super::merge::Intake,
 }
 
 impl std::fmt::Debug for Slot {
@@ -111,6 +113,7 @@ impl Chats {
                     output: Output::spawn(self.tg.clone(), target),
                     last_active: Mutex::new(Instant::now()),
                     run_updates: Arc::new(Mutex::new(Vec::new())),
+                    intake: super::merge::Intake::default(),
                 })
             })
             .clone()
@@ -227,6 +230,12 @@ impl Chats {
                 tracing::debug!(chat = slot.target.chat_id, "session evicted from memory");
             }
         }
+    }
+
+    /// The output of every chat in memory (for shutdown).
+    pub fn outputs(&self) -> Vec<Output> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.values().map(|s| s.output.clone()).collect()
     }
 
     /// Every loaded session (for shutdown).

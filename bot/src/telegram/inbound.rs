@@ -1,6 +1,7 @@
 //! Reading the raw Bot API `Update` JSON (as journaled) into what the router needs. Field names
 //! are the Bot API's (`message`, `chat.id`, `from.id`, `message_thread_id`, `is_topic_message`,
-//! `reply_to_message`, `entities`, `caption`, `migrate_to_chat_id`, `callback_query`).
+//! `reply_to_message`, `entities`, `caption`, `migrate_to_chat_id`, `media_group_id`, `photo`,
+//! `document`, `voice`, `audio`, `video`, `video_note`, `callback_query`).
 
 use serde_json::Value;
 
@@ -31,6 +32,40 @@ pub struct InMessage {
     pub migrate_to: Option<i64>,
     /// `media_group_id` (albums).
     pub media_group_id: Option<String>,
+    /// The file the message carries, if any (its caption is [`text`](Self::text)).
+    pub media: Option<Box<InMedia>>,
+}
+
+/// What kind of file a message carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaKind {
+    /// `photo`: the largest of its sizes.
+    Photo,
+    /// `document` (any file sent as a file).
+    Document,
+    /// `voice`: a voice note (OGG/Opus).
+    Voice,
+    /// `audio`: a music file.
+    Audio,
+    /// `video` or `video_note`.
+    Video,
+}
+
+/// A file attached to a message, as the update describes it (nothing downloaded yet).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InMedia {
+    /// Which field it came from.
+    pub kind: MediaKind,
+    /// `file_id`, for `getFile`.
+    pub file_id: String,
+    /// `file_size` in bytes, when Telegram gave it.
+    pub file_size: Option<u64>,
+    /// `file_name` as the sender's client gave it (documents, audio, video).
+    pub file_name: Option<String>,
+    /// `mime_type`, when given.
+    pub mime_type: Option<String>,
+    /// `duration` in seconds (voice, audio, video).
+    pub duration: Option<u64>,
 }
 
 impl InMessage {
@@ -146,7 +181,40 @@ fn parse_message(m: &Value) -> InMessage {
         reply_to,
         migrate_to: m["migrate_to_chat_id"].as_i64(),
         media_group_id: m["media_group_id"].as_str().map(str::to_owned),
+        media: parse_media(m),
     }
+}
+
+/// The file of a message: the largest photo size, or the first of the other file fields.
+fn parse_media(m: &Value) -> Option<Box<InMedia>> {
+    if let Some(sizes) = m["photo"].as_array() {
+        let area = |s: &Value| s["width"].as_u64().unwrap_or(0) * s["height"].as_u64().unwrap_or(0);
+        let largest = sizes
+            .iter()
+            .max_by_key(|s| (area(s), s["file_size"].as_u64().unwrap_or(0)))?;
+        return media_of(MediaKind::Photo, largest);
+    }
+    [
+        ("document", MediaKind::Document),
+        ("voice", MediaKind::Voice),
+        ("audio", MediaKind::Audio),
+        ("video", MediaKind::Video),
+        ("video_note", MediaKind::Video),
+    ]
+    .into_iter()
+    .find_map(|(key, kind)| m.get(key).and_then(|f| media_of(kind, f)))
+}
+
+fn media_of(kind: MediaKind, f: &Value) -> Option<Box<InMedia>> {
+    let text = |key: &str| f[key].as_str().map(str::to_owned);
+    Some(Box::new(InMedia {
+        kind,
+        file_id: text("file_id")?,
+        file_size: f["file_size"].as_u64(),
+        file_name: text("file_name"),
+        mime_type: text("mime_type"),
+        duration: f["duration"].as_u64(),
+    }))
 }
 
 #[cfg(test)]
@@ -169,5 +237,55 @@ mod tests {
         assert!(m.is_group());
         assert_eq!(m.entity_text(0, 13), "@volcanic_bot");
         assert_eq!(m.reply_to, Some((99, "earlier".into())));
+        assert_eq!(m.media, None);
+    }
+
+    #[test]
+    fn a_photo_is_its_largest_size_and_the_caption_is_the_text() {
+        let u = json!({"update_id": 6, "message": {
+            "message_id": 10, "date": 1700000000, "chat": {"id": 7, "type": "private"}, "from": {"id": 7},
+            "media_group_id": "album1", "caption": "look",
+            "photo": [
+                {"file_id": "small", "width": 90, "height": 60, "file_size": 1000},
+                {"file_id": "big", "width": 1280, "height": 960, "file_size": 90000},
+                {"file_id": "mid", "width": 320, "height": 240, "file_size": 9000}]}});
+        let Inbound::Message(m) = parse(&u) else {
+            panic!("not a message")
+        };
+        assert_eq!(m.text, "look");
+        assert_eq!(m.media_group_id.as_deref(), Some("album1"));
+        let media = m.media.unwrap_or_else(|| panic!("no media"));
+        assert_eq!((media.kind, media.file_id.as_str()), (MediaKind::Photo, "big"));
+        assert_eq!(media.file_size, Some(90000));
+    }
+
+    #[test]
+    fn documents_and_voice_notes_keep_their_details() {
+        let doc = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7},
+            "document": {"file_id": "d1", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 12}}});
+        let Inbound::Message(m) = parse(&doc) else {
+            panic!("not a message")
+        };
+        assert_eq!(
+            m.media.as_deref(),
+            Some(&InMedia {
+                kind: MediaKind::Document,
+                file_id: "d1".into(),
+                file_size: Some(12),
+                file_name: Some("report.pdf".into()),
+                mime_type: Some("application/pdf".into()),
+                duration: None,
+            })
+        );
+        let voice = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7},
+            "voice": {"file_id": "v1", "duration": 7, "mime_type": "audio/ogg"}}});
+        let Inbound::Message(m) = parse(&voice) else {
+            panic!("not a message")
+        };
+        let media = m.media.unwrap_or_else(|| panic!("no media"));
+        assert_eq!(
+            (media.kind, media.duration, media.file_size),
+            (MediaKind::Voice, Some(7), None)
+        );
     }
 }

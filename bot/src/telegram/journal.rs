@@ -138,9 +138,11 @@ impl Journal {
     /// `update_id` are ignored). Only after this returns may the offset move past them.
     pub fn accept(&self, batch: Vec<(i64, Value)>) -> std::io::Result<Vec<(i64, Value)>> {
         let mut last = self.last_id.lock().unwrap_or_else(|e| e.into_inner());
+        // A repeat inside one batch counts as a repeat too.
+        let mut in_batch = std::collections::HashSet::new();
         let fresh: Vec<(i64, Value)> = batch
             .into_iter()
-            .filter(|(id, _)| last.is_none_or(|l| *id > l))
+            .filter(|(id, _)| last.is_none_or(|l| *id > l) && in_batch.insert(*id))
             .collect();
         if fresh.is_empty() {
             return Ok(fresh);
@@ -215,5 +217,15 @@ mod tests {
         let (j, unfinished) = Journal::open(dir.path()).unwrap();
         assert!(unfinished.is_empty());
         assert_eq!(j.last_id(), Some(2));
+    }
+
+    #[test]
+    fn a_repeat_inside_one_batch_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open(dir.path()).unwrap();
+        let fresh = j
+            .accept(vec![(4, json!({"update_id": 4})), (4, json!({"update_id": 4}))])
+            .unwrap();
+        assert_eq!(fresh.len(), 1);
     }
 }

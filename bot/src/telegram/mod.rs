@@ -13,6 +13,8 @@ mod chats;
 mod commands;
 mod inbound;
 mod journal;
+mod media;
+mod merge;
 mod output;
 mod poller;
 pub mod render;
@@ -157,6 +159,16 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     }
     for s in &sessions {
         s.dispose().await;
+    }
+    // The answers of runs that finished may still be queued for Telegram: deliver them (bounded).
+    let outputs = host.chats.outputs();
+    let flushed = async {
+        for o in &outputs {
+            o.flush().await;
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(5), flushed).await.is_err() {
+        tracing::warn!("some output was not delivered before exit");
     }
     Ok(0)
 }

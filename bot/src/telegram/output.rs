@@ -23,6 +23,8 @@ enum Out {
     Answer(String),
     Error(String),
     RunEnd,
+    /// Answered once everything queued before it was delivered.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Delivery of one chat's (or topic's) output.
@@ -63,6 +65,14 @@ impl Output {
         };
         if let Some(o) = out {
             let _ = self.tx.send(o);
+        }
+    }
+
+    /// Waits until everything queued so far was delivered (shutdown).
+    pub async fn flush(&self) {
+        let (done, delivered) = tokio::sync::oneshot::channel();
+        if self.tx.send(Out::Flush(done)).is_ok() {
+            let _ = delivered.await;
         }
     }
 
@@ -119,6 +129,9 @@ async fn deliver(tg: Arc<Tg>, to: Target, mut rx: mpsc::UnboundedReceiver<Out>) 
                         if let Some(id) = progress.take() {
                             tg.delete(to, id).await;
                         }
+                    }
+                    Out::Flush(done) => {
+                        let _ = done.send(());
                     }
                 }
             }

@@ -7,13 +7,13 @@ use super::api::{Target, Tg};
 use super::chats::{Chats, chat_key};
 use super::inbound::{self, InCallback, InMessage, Inbound};
 use super::journal::{Journal, Progress};
+use super::merge;
 use super::ui::Pending;
 use super::{commands, texts};
-use crate::config::{Config, QueueMode};
+use crate::config::Config;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
-use volcanic_core::agent::{PromptInput, QueueMode as SessionQueue};
 
 /// The Telegram host's shared state.
 pub struct Host {
@@ -119,35 +119,11 @@ impl Host {
         self.prompt(update_id, m, text);
     }
 
-    /// Hands a prompt to the chat's session in its own task.
+    /// Hands a prompt to the chat's session without waiting for it: the parts of an album or of
+    /// a split long paste are gathered into one prompt first ([`merge`]), media are downloaded
+    /// in the prompt's own task ([`media`](super::media)).
     pub fn prompt(self: &Arc<Self>, update_id: i64, m: InMessage, text: String) {
-        let host = self.clone();
-        tokio::spawn(async move {
-            let slot = host.chats.slot(Self::target(&m));
-            slot.track(update_id);
-            let session = match host.chats.session(&slot).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(chat = m.chat_id, "cannot open the chat's session: {e:#}");
-                    slot.output.notice(format!("⚠️ {e}"));
-                    host.journal.mark(update_id, Progress::Done);
-                    return;
-                }
-            };
-            let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
-            let input = PromptInput {
-                text: texts::envelope(&m, &text, tz),
-                images: Vec::new(),
-                queue: Some(match host.config.queue_mode {
-                    QueueMode::FollowUp => SessionQueue::FollowUp,
-                    QueueMode::Steer => SessionQueue::Steer,
-                }),
-            };
-            if let Err(e) = session.prompt(input).await {
-                slot.output.notice(format!("⚠️ {e}"));
-                host.journal.mark(update_id, Progress::Done);
-            }
-        });
+        merge::offer(self, update_id, m, text);
     }
 
     fn strip_mention(&self, text: &str) -> String {
@@ -199,6 +175,9 @@ impl Host {
         }
         if let Err(e) = self.chats.settings().rename(&old, &new) {
             tracing::error!("migration of chat settings failed: {e}");
+        }
+        if let Err(e) = self.access.migrate_chat(old_id, new_id) {
+            tracing::error!("migration of the allowed chat failed: {e}");
         }
         tracing::info!(old_id, new_id, "group migrated to a supergroup");
     }

@@ -66,6 +66,68 @@ pub fn envelope(m: &InMessage, text: &str, tz: chrono_tz::Tz) -> String {
     format!("{head}\n{out}{text}")
 }
 
+/// A byte count for people: `512 B`, `12.3 KB`, `4.0 MB` (binary units).
+pub fn human_size(bytes: u64) -> String {
+    const KB: f64 = 1024.0;
+    // Precision loss is irrelevant for a display size.
+    #[allow(clippy::cast_precision_loss)]
+    let b = bytes as f64;
+    if b < KB {
+        format!("{bytes} B")
+    } else if b < KB * KB {
+        format!("{:.1} KB", b / KB)
+    } else {
+        format!("{:.1} MB", b / (KB * KB))
+    }
+}
+
+/// A file over the Bot API's download limit: nothing was downloaded.
+pub fn file_too_large(name: &str, size: Option<u64>, limit: u64) -> String {
+    let size = size.map(|s| format!(" ({})", human_size(s))).unwrap_or_default();
+    format!(
+        "⚠️ `{name}`{size} is too large: bots can download files of at most {} from Telegram, so I did not receive it. \
+         Send a smaller file, or put it somewhere I can fetch it.",
+        human_size(limit)
+    )
+}
+
+/// Photos the current model cannot see were saved instead (`paths` relative to the workspace).
+pub fn cannot_see_images(paths: &[String]) -> String {
+    match paths {
+        [one] => format!("This model can't see images; the photo was saved to `{one}`."),
+        many => {
+            let list: Vec<String> = many.iter().map(|p| format!("`{p}`")).collect();
+            format!(
+                "This model can't see images; the photos were saved to {}.",
+                list.join(", ")
+            )
+        }
+    }
+}
+
+/// A photo too large to show the model was saved instead.
+pub fn image_too_large(path: &str, size: u64, limit: u64) -> String {
+    format!(
+        "The photo is {}, more than the {} the model accepts, so it was saved to `{path}` instead of being shown.",
+        human_size(size),
+        human_size(limit)
+    )
+}
+
+/// A file could not be fetched from Telegram (or saved).
+pub fn file_not_received(name: &str, error: &str) -> String {
+    format!("⚠️ I could not receive `{name}`: {error}")
+}
+
+/// For the model: a file the user sent, saved in the workspace (`what` is "file", "photo",
+/// "voice note", ...; `detail` is e.g. the duration).
+pub fn saved_note(what: &str, path: &str, size: u64, detail: Option<&str>) -> String {
+    match detail {
+        Some(d) => format!("[{what} saved: {path} ({}, {d})]", human_size(size)),
+        None => format!("[{what} saved: {path} ({})]", human_size(size)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +149,28 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(envelope(&private, "hi", chrono_tz::UTC), "[Thu 2026-01-01 00:00]\nhi");
+    }
+
+    #[test]
+    fn sizes_and_media_notices_read_well() {
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(12_595), "12.3 KB");
+        assert_eq!(human_size(20 * 1024 * 1024), "20.0 MB");
+        assert_eq!(
+            saved_note("file", "inbox/report.pdf", 12_595, None),
+            "[file saved: inbox/report.pdf (12.3 KB)]"
+        );
+        assert_eq!(
+            saved_note("voice note", "inbox/v.ogg", 2048, Some("0:07")),
+            "[voice note saved: inbox/v.ogg (2.0 KB, 0:07)]"
+        );
+        assert_eq!(
+            cannot_see_images(&["inbox/a.jpg".into()]),
+            "This model can't see images; the photo was saved to `inbox/a.jpg`."
+        );
+        assert!(
+            file_too_large("big.zip", Some(25 * 1024 * 1024), 20 * 1024 * 1024)
+                .starts_with("⚠️ `big.zip` (25.0 MB) is too large: bots can download files of at most 20.0 MB")
+        );
     }
 }

@@ -17,11 +17,14 @@ use volcanic_abstractions::ui::{NotifyLevel, UserInterface};
 /// Prefix of the callback data of UI buttons: `ui:<request>:<option index>`.
 pub const UI_PREFIX: &str = "ui:";
 
+/// A question with buttons: where it was asked, its options, who waits for the answer.
+type Question = (Target, Vec<String>, oneshot::Sender<String>);
+
 /// Questions waiting for a button press or the next message.
 #[derive(Debug, Default)]
 pub struct Pending {
     next: AtomicU64,
-    buttons: Mutex<HashMap<u64, (Target, Vec<String>, oneshot::Sender<String>)>>,
+    buttons: Mutex<HashMap<u64, Question>>,
     inputs: Mutex<HashMap<Target, oneshot::Sender<String>>>,
 }
 
@@ -75,7 +78,12 @@ impl UserInterface for TelegramUi {
         let rows: Vec<Vec<InlineKeyboardButton>> = options
             .iter()
             .enumerate()
-            .map(|(i, o)| vec![InlineKeyboardButton::callback(o.clone(), format!("{UI_PREFIX}{req}:{i}"))])
+            .map(|(i, o)| {
+                vec![InlineKeyboardButton::callback(
+                    o.clone(),
+                    format!("{UI_PREFIX}{req}:{i}"),
+                )]
+            })
             .collect();
         let sent = self
             .tg
@@ -85,7 +93,11 @@ impl UserInterface for TelegramUi {
             Ok(m) => m.id.0,
             Err(e) => {
                 tracing::warn!(chat = self.target.chat_id, "cannot ask with buttons: {e}");
-                self.pending.buttons.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+                self.pending
+                    .buttons
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&req);
                 return None;
             }
         };
@@ -93,7 +105,11 @@ impl UserInterface for TelegramUi {
             c = rx => c.ok(),
             () = cancel.cancelled() => None,
         };
-        self.pending.buttons.lock().unwrap_or_else(|e| e.into_inner()).remove(&req);
+        self.pending
+            .buttons
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&req);
         // Show what was chosen in place of the buttons.
         let shown = match &choice {
             Some(c) => format!("{title}\n→ {c}"),
@@ -104,14 +120,22 @@ impl UserInterface for TelegramUi {
     }
 
     async fn confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Option<bool> {
-        let text = if message.is_empty() { title.to_owned() } else { format!("{title}\n{message}") };
+        let text = if message.is_empty() {
+            title.to_owned()
+        } else {
+            format!("{title}\n{message}")
+        };
         let yes_no = ["Yes".to_owned(), "No".to_owned()];
         self.select(&text, &yes_no, cancel).await.map(|c| c == "Yes")
     }
 
     async fn input(&self, title: &str, placeholder: Option<&str>, cancel: CancellationToken) -> Option<String> {
         let (tx, rx) = oneshot::channel();
-        self.pending.inputs.lock().unwrap_or_else(|e| e.into_inner()).insert(self.target, tx);
+        self.pending
+            .inputs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(self.target, tx);
         let text = match placeholder {
             Some(p) => format!("{title}\n(reply with a message, e.g. {p})"),
             None => format!("{title}\n(reply with a message)"),
@@ -123,7 +147,11 @@ impl UserInterface for TelegramUi {
             a = rx => a.ok(),
             () = cancel.cancelled() => None,
         };
-        self.pending.inputs.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.target);
+        self.pending
+            .inputs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.target);
         answer
     }
 
@@ -133,7 +161,11 @@ impl UserInterface for TelegramUi {
             NotifyLevel::Warning => "⚠️",
             NotifyLevel::Error => "❌",
         };
-        if let Err(e) = self.tg.send_plain(self.target, &format!("{prefix} {message}"), None).await {
+        if let Err(e) = self
+            .tg
+            .send_plain(self.target, &format!("{prefix} {message}"), None)
+            .await
+        {
             tracing::warn!(chat = self.target.chat_id, "cannot notify: {e}");
         }
     }
@@ -153,12 +185,24 @@ mod tests {
     fn a_press_answers_only_its_own_chat() {
         let p = Pending::default();
         let (tx, mut rx) = oneshot::channel();
-        let here = Target { chat_id: 1, thread: None };
+        let here = Target {
+            chat_id: 1,
+            thread: None,
+        };
         p.buttons
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(7, (here, vec!["Allow".into(), "Block".into()], tx));
-        assert_eq!(p.press(Target { chat_id: 2, thread: None }, "ui:7:0"), None);
+        assert_eq!(
+            p.press(
+                Target {
+                    chat_id: 2,
+                    thread: None
+                },
+                "ui:7:0"
+            ),
+            None
+        );
         assert_eq!(p.press(here, "ui:7:9"), None);
         assert_eq!(p.press(here, "ui:7:1").as_deref(), Some("Block"));
         assert_eq!(rx.try_recv().ok().as_deref(), Some("Block"));

@@ -3,3 +3,6 @@
 mod console;
 mod support;
 mod telegram;
+mod telegram_media;
+mod telegram_more;
+mod telegram_ui;

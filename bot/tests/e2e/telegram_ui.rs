@@ -14,7 +14,10 @@ const OWNER: i64 = 1001;
 const T: Duration = Duration::from_secs(20);
 
 fn config(tg: &BotApiServer) -> String {
-    format!("[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}]\nowners = [{OWNER}]\n", tg.url())
+    format!(
+        "[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}]\nowners = [{OWNER}]\n",
+        tg.url()
+    )
 }
 
 /// Runs the dangerous command, presses `choice` on the question, returns what the model got back.
@@ -31,7 +34,11 @@ async fn dangerous_command(choice: &str) -> (Env, String) {
     tg.wait_for(|s| s.messages(OWNER).iter().any(|m| m.reply_markup.is_some()), T)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
-    let question = tg.messages(OWNER).into_iter().find(|m| m.reply_markup.is_some()).unwrap();
+    let question = tg
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| m.reply_markup.is_some())
+        .unwrap();
     assert_eq!(question.visible_text.as_deref(), Some("Run `rm -rf build`?"));
     let markup = question.reply_markup.clone().unwrap();
     let buttons: Vec<(String, String)> = markup["inline_keyboard"]
@@ -39,16 +46,35 @@ async fn dangerous_command(choice: &str) -> (Env, String) {
         .unwrap()
         .iter()
         .flat_map(|row| row.as_array().unwrap().iter())
-        .map(|b| (b["text"].as_str().unwrap().to_owned(), b["callback_data"].as_str().unwrap().to_owned()))
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap().to_owned(),
+                b["callback_data"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(buttons.iter().map(|b| b.0.as_str()).collect::<Vec<_>>(), vec!["Allow", "Block"]);
+    assert_eq!(
+        buttons.iter().map(|b| b.0.as_str()).collect::<Vec<_>>(),
+        vec!["Allow", "Block"]
+    );
     let data = &buttons.iter().find(|b| b.0 == choice).unwrap().1;
     tg.push_update(updates::callback_query(OWNER, question.message_id, OWNER, data));
-    tg.wait_for(|s| s.messages(OWNER).iter().any(|m| m.visible_text.as_deref() == Some("finished")), T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    tg.wait_for(
+        |s| {
+            s.messages(OWNER)
+                .iter()
+                .any(|m| m.visible_text.as_deref() == Some("finished"))
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
     // The question now shows the answer, without buttons; the press was answered.
-    let q = tg.messages(OWNER).into_iter().find(|m| m.message_id == question.message_id).unwrap();
+    let q = tg
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| m.message_id == question.message_id)
+        .unwrap();
     assert!(q.visible_text.unwrap_or_default().ends_with(&format!("→ {choice}")));
     assert!(q.reply_markup.is_none());
     assert_eq!(tg.calls("answerCallbackQuery").len(), 1);
@@ -61,14 +87,28 @@ async fn dangerous_command(choice: &str) -> (Env, String) {
 async fn block_button_stops_the_dangerous_command() {
     let (env, output) = dangerous_command("Block").await;
     assert!(output.contains("Blocked by user"), "{output}");
-    assert!(env.dir.path().join("workspaces").join(OWNER.to_string()).join("build").is_dir());
+    assert!(
+        env.dir
+            .path()
+            .join("workspaces")
+            .join(OWNER.to_string())
+            .join("build")
+            .is_dir()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_button_runs_the_dangerous_command() {
     let (env, output) = dangerous_command("Allow").await;
     assert!(!output.contains("Blocked"), "{output}");
-    assert!(!env.dir.path().join("workspaces").join(OWNER.to_string()).join("build").exists());
+    assert!(
+        !env.dir
+            .path()
+            .join("workspaces")
+            .join(OWNER.to_string())
+            .join("build")
+            .exists()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,21 +120,39 @@ async fn send_tool_delivers_a_file_and_a_photo() {
         json!({"command": "printf 'quarterly numbers' > report.txt && printf '\\x89PNG\\r\\n\\x1a\\n' > dot.png"}),
     ));
     model.push(
-        Turn::call("toolu_02", "send", json!({"path": "report.txt", "caption": "the report"}))
-            .tool_call("toolu_03", "send", json!({"path": "dot.png"})),
+        Turn::call(
+            "toolu_02",
+            "send",
+            json!({"path": "report.txt", "caption": "the report"}),
+        )
+        .tool_call("toolu_03", "send", json!({"path": "dot.png"})),
     );
     model.push(Turn::reply("sent both"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let env = Env::new(&model.url(), &config(&tg));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "send me the report"));
-    tg.wait_for(|s| s.messages(OWNER).iter().any(|m| m.visible_text.as_deref() == Some("sent both")), T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    tg.wait_for(
+        |s| {
+            s.messages(OWNER)
+                .iter()
+                .any(|m| m.visible_text.as_deref() == Some("sent both"))
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
     let uploads = tg.uploads();
-    let doc = uploads.iter().find(|u| u.file_name.as_deref() == Some("report.txt")).unwrap();
+    let doc = uploads
+        .iter()
+        .find(|u| u.file_name.as_deref() == Some("report.txt"))
+        .unwrap();
     assert_eq!(&doc.bytes[..], b"quarterly numbers");
-    assert!(tg.calls("sendDocument").iter().any(|c| c.param("caption") == Some(&json!("the report"))));
+    assert!(
+        tg.calls("sendDocument")
+            .iter()
+            .any(|c| c.param("caption") == Some(&json!("the report")))
+    );
     // The PNG went as a photo (the double checks the signature; a bad image is refused).
     let photos = tg.calls("sendPhoto");
     assert!(!photos.is_empty());
@@ -103,5 +161,9 @@ async fn send_tool_delivers_a_file_and_a_photo() {
     assert_eq!(results[1].1, "Sent file report.txt");
     // Whatever Telegram said about the photo, the model was told.
     let photo_result = &results[2].1;
-    assert_eq!(photos[0].is_ok(), photo_result == "Sent photo dot.png", "{photo_result}");
+    assert_eq!(
+        photos[0].is_ok(),
+        photo_result == "Sent photo dot.png",
+        "{photo_result}"
+    );
 }

@@ -40,7 +40,12 @@ impl TypedTool for HelloTool {
     fn prompt_snippet(&self) -> Option<String> {
         Some("greet a person by name".into())
     }
-    async fn run(&self, args: HelloArgs, _inv: ToolInvocation, _cancel: CancellationToken) -> Result<ToolResult, ToolError> {
+    async fn run(
+        &self,
+        args: HelloArgs,
+        _inv: ToolInvocation,
+        _cancel: CancellationToken,
+    ) -> Result<ToolResult, ToolError> {
         Ok(ToolResult::text(format!("Hello, {}!", args.name)).with_details(serde_json::json!({"greeted": args.name})))
     }
 }
@@ -65,7 +70,11 @@ impl Extension for HelloExtension {
                 handler: Arc::new(move |args, _ctx, _cancel| {
                     let api = me.clone();
                     Box::pin(async move {
-                        api.send_user_message(format!("Please greet {args} using the hello tool."), Vec::new(), Delivery::FollowUp)?;
+                        api.send_user_message(
+                            format!("Please greet {args} using the hello tool."),
+                            Vec::new(),
+                            Delivery::FollowUp,
+                        )?;
                         Ok(())
                     })
                 }),
@@ -118,6 +127,9 @@ impl Extension for ConfirmDangerousCommands {
 pub fn factories() -> Vec<(&'static str, ExtensionFactory)> {
     vec![
         ("hello", Arc::new(|| Box::new(HelloExtension) as Box<dyn Extension>)),
-        ("confirm-dangerous", Arc::new(|| Box::new(ConfirmDangerousCommands) as Box<dyn Extension>)),
+        (
+            "confirm-dangerous",
+            Arc::new(|| Box::new(ConfirmDangerousCommands) as Box<dyn Extension>),
+        ),
     ]
 }

@@ -65,7 +65,7 @@ impl Inner {
                 }
             };
             if started {
-                let _ = session.inner.idle.send(false);
+                session.inner.idle.send_replace(false);
                 let mut initial = vec![message];
                 initial.append(&mut session.inner.lock_state().next_turn);
                 if let Err(e) = super::run_loop::run(session.inner.clone(), initial).await {

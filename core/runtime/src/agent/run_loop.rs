@@ -51,7 +51,7 @@ pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), 
             tracing::warn!("follow-up run failed: {e}");
         }
     }
-    let _ = inner.idle.send(true);
+    inner.idle.send_replace(true);
     inner.emit(AgentSessionEvent::AgentSettled);
     let mut settled = AgentSettledEvent::default();
     inner

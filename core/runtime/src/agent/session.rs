@@ -134,6 +134,8 @@ pub(crate) struct Inner {
     pub ui: Option<Arc<dyn UserInterface>>,
     pub channel: Option<Arc<dyn ChatChannel>>,
     pub prompt_builder: SystemPromptBuilder,
+    /// Whether no run is in progress. Set with `send_replace`: `send` does nothing while no one
+    /// is subscribed, which would leave it `true` during a run.
     pub idle: watch::Sender<bool>,
     pub me: Weak<Inner>,
 }
@@ -360,7 +362,7 @@ impl AgentSession {
         let mut initial = vec![message];
         initial.append(&mut st.next_turn);
         drop(st);
-        let _ = self.inner.idle.send(false);
+        self.inner.idle.send_replace(false);
         Ok(Some(initial))
     }
 

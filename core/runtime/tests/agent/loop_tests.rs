@@ -201,6 +201,22 @@ async fn abort_stops_a_streaming_run() {
 }
 
 #[tokio::test]
+async fn wait_for_idle_waits_for_a_run_nobody_watched_start() {
+    let gate = Arc::new(Notify::new());
+    let h = harness(vec![FauxTurn::Hang(gate)], vec![]).await;
+    let s = h.session.clone();
+    let run = tokio::spawn(async move { s.prompt(PromptInput::text("long")).await });
+    eventually(|| h.faux.calls() == 1).await;
+    let during = tokio::time::timeout(std::time::Duration::from_millis(200), h.session.wait_for_idle()).await;
+    assert!(during.is_err(), "wait_for_idle returned while the run was going");
+    h.session.abort();
+    tokio::time::timeout(std::time::Duration::from_secs(5), h.session.wait_for_idle())
+        .await
+        .unwrap();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
 async fn busy_session_queues_follow_up_and_steer() {
     let gate = Arc::new(Notify::new());
     let h = harness(

@@ -1,0 +1,439 @@
+//! Turning accepted messages into one prompt for the chat's session, with their media.
+//!
+//! A photo (its largest size) becomes image content when the session's model takes images;
+//! otherwise, or when it is over [`IMAGE_LIMIT`], it is saved under the workspace's `inbox/`
+//! and the user is told. Documents, voice notes, audio and video are saved under `inbox/` (the
+//! sender's file name, sanitised and made unique; a voice note as `voice-<date>.ogg`) and named in
+//! the prompt, e.g. `[file saved: inbox/report.pdf (12.3 KB)]`. Nothing over the Bot API's
+//! [`DOWNLOAD_LIMIT`] is downloaded: the user is told instead. A caption is the prompt text.
+//!
+//! Every part's `update_id` is tracked by the slot (journal progress). Prompts of one slot reach
+//! the session in arrival order even though their downloads run in parallel (see
+//! [`merge`](super::merge)). A prompt left with nothing to say (every file refused, no text) is
+//! not sent; its updates are done.
+
+use super::api::{FetchError, Target};
+use super::inbound::{InMedia, InMessage, MediaKind};
+use super::journal::Progress;
+use super::merge::Part;
+use super::router::Host;
+use super::texts;
+use crate::config::QueueMode;
+use base64::Engine;
+use chrono::TimeZone;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::task::Poll;
+use tokio::io::AsyncWriteExt;
+use volcanic_abstractions::messages::ImageContent;
+use volcanic_core::agent::{PromptInput, QueueMode as SessionQueue};
+
+/// Largest file a bot may download from the Bot API (20 MB).
+pub const DOWNLOAD_LIMIT: u64 = 20 * 1024 * 1024;
+
+/// Largest image given to the model as image content (the `read` tool's limit, 5 MB).
+pub const IMAGE_LIMIT: u64 = volcanic_core::tools::MAX_IMAGE_BYTES as u64;
+
+/// Longest file name kept in `inbox/` (bytes).
+const MAX_NAME_BYTES: usize = 200;
+
+/// Hands one prompt made of `parts` (one message, an album, or a split paste; the first part
+/// gives the envelope) to their slot's session, in its own task.
+pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
+    let Some(first) = parts.first() else { return };
+    let slot = host.chats.slot(Target {
+        chat_id: first.message.chat_id,
+        thread: first.message.thread,
+    });
+    // Taken here, in arrival order; the task may finish its downloads before earlier ones.
+    let mut turn = slot.intake.order.ticket();
+    let host = host.clone();
+    tokio::spawn(async move {
+        let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
+        let done = |host: &Host| ids.iter().for_each(|id| host.journal.mark(*id, Progress::Done));
+        let session = match host.chats.session(&slot).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
+                turn.wait().await;
+                slot.output.notice(format!("⚠️ {e}"));
+                done(&host);
+                return;
+            }
+        };
+        let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
+        let takes_images = session.model().is_some_and(|m| m.takes_images());
+        let ctx = Ctx {
+            host: &host,
+            takes_images,
+            tz,
+        };
+        let prepared = ctx.prepare(&parts).await;
+        turn.wait().await;
+        if !prepared.notices.is_empty() {
+            slot.output.notice(prepared.notices.join("\n\n"));
+        }
+        let Some(first) = parts.first().filter(|_| !prepared.is_empty()) else {
+            done(&host);
+            return;
+        };
+        for id in &ids {
+            slot.track(*id);
+        }
+        let input = PromptInput {
+            text: texts::envelope(&first.message, &prepared.text, tz),
+            images: prepared.images,
+            queue: Some(match host.config.queue_mode {
+                QueueMode::FollowUp => SessionQueue::FollowUp,
+                QueueMode::Steer => SessionQueue::Steer,
+            }),
+        };
+        // The first poll hands the message to the session (a run starts, or it is queued); only
+        // then may the next prompt go, so the session sees them in order.
+        let mut run = std::pin::pin!(session.prompt(input));
+        let first_poll = futures::poll!(run.as_mut());
+        drop(turn);
+        let result = match first_poll {
+            Poll::Ready(r) => r,
+            Poll::Pending => run.await,
+        };
+        if let Err(e) = result {
+            slot.output.notice(format!("⚠️ {e}"));
+            done(&host);
+        }
+    });
+}
+
+/// A prompt made ready: its text (file notes, then the parts' texts), images, and what to tell
+/// the user first.
+#[derive(Debug, Default)]
+struct Prepared {
+    text: String,
+    images: Vec<ImageContent>,
+    notices: Vec<String>,
+}
+
+impl Prepared {
+    fn is_empty(&self) -> bool {
+        self.text.trim().is_empty() && self.images.is_empty()
+    }
+}
+
+/// What receiving files needs.
+struct Ctx<'a> {
+    host: &'a Host,
+    takes_images: bool,
+    tz: chrono_tz::Tz,
+}
+
+/// What one file became.
+#[derive(Debug)]
+enum Received {
+    /// Image content for the model.
+    Image(ImageContent),
+    /// Saved in the workspace, `inbox/<name>`.
+    Saved { path: String, size: u64 },
+    /// Not received; the user is told this.
+    Refused(String),
+}
+
+impl Ctx<'_> {
+    async fn prepare(&self, parts: &[Part]) -> Prepared {
+        let mut out = Prepared::default();
+        let mut notes = Vec::new();
+        let mut unseen = Vec::new();
+        for part in parts {
+            let Some(media) = &part.message.media else { continue };
+            match self.receive(&part.message, media).await {
+                Received::Image(image) => out.images.push(image),
+                Received::Refused(notice) => out.notices.push(notice),
+                Received::Saved { path, size } => {
+                    let detail = match media.kind {
+                        MediaKind::Photo if !self.takes_images => {
+                            unseen.push(path.clone());
+                            Some("not shown: this model can't see images".to_owned())
+                        }
+                        MediaKind::Photo if size > IMAGE_LIMIT => {
+                            out.notices.push(texts::image_too_large(&path, size, IMAGE_LIMIT));
+                            Some("not shown: too large".to_owned())
+                        }
+                        MediaKind::Photo => Some("not shown: not an image format the model reads".to_owned()),
+                        MediaKind::Voice | MediaKind::Audio | MediaKind::Video => media.duration.map(duration),
+                        MediaKind::Document => None,
+                    };
+                    notes.push(texts::saved_note(noun(media.kind), &path, size, detail.as_deref()));
+                }
+            }
+        }
+        if !unseen.is_empty() {
+            out.notices.push(texts::cannot_see_images(&unseen));
+        }
+        let texts = parts.iter().map(|p| p.text.as_str()).filter(|t| !t.trim().is_empty());
+        out.text = notes
+            .iter()
+            .map(String::as_str)
+            .chain(texts)
+            .collect::<Vec<_>>()
+            .join("\n");
+        out
+    }
+
+    /// Downloads one file and makes it image content or saves it.
+    async fn receive(&self, m: &InMessage, media: &InMedia) -> Received {
+        let label = media.file_name.clone().unwrap_or_else(|| noun(media.kind).to_owned());
+        if let Some(size) = media.file_size
+            && size > DOWNLOAD_LIMIT
+        {
+            return Received::Refused(texts::file_too_large(&label, Some(size), DOWNLOAD_LIMIT));
+        }
+        let bytes = match self.host.tg.download(m.chat_id, &media.file_id, DOWNLOAD_LIMIT).await {
+            Ok(b) => b,
+            Err(FetchError::TooLarge { size }) => {
+                return Received::Refused(texts::file_too_large(&label, size, DOWNLOAD_LIMIT));
+            }
+            Err(e) => {
+                tracing::warn!(chat = m.chat_id, file = %label, "cannot download an inbound file: {e}");
+                return Received::Refused(texts::file_not_received(&label, &e.to_string()));
+            }
+        };
+        let size = bytes.len() as u64;
+        let image_type = volcanic_core::tools::image_mime_type(&bytes);
+        if media.kind == MediaKind::Photo
+            && self.takes_images
+            && size <= IMAGE_LIMIT
+            && let Some(mime) = image_type
+        {
+            return Received::Image(ImageContent {
+                data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                mime_type: mime.to_owned(),
+            });
+        }
+        let name = file_name(media, m.date, self.tz, image_type);
+        let saved = async {
+            let inbox = self.host.chats.workspace(m.chat_id)?.join("inbox");
+            tokio::fs::create_dir_all(&inbox).await?;
+            save_unique(&inbox, &name, &bytes).await
+        };
+        match saved.await {
+            Ok(file) => {
+                tracing::info!(chat = m.chat_id, file = %file.display(), size, "saved an inbound file");
+                let name = file
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or(name);
+                Received::Saved {
+                    path: format!("inbox/{name}"),
+                    size,
+                }
+            }
+            Err(e) => {
+                tracing::error!(chat = m.chat_id, file = %name, "cannot save an inbound file: {e}");
+                Received::Refused(texts::file_not_received(
+                    &label,
+                    &format!("it could not be saved in the workspace ({e})"),
+                ))
+            }
+        }
+    }
+}
+
+/// What the prompt calls a file of this kind.
+fn noun(kind: MediaKind) -> &'static str {
+    match kind {
+        MediaKind::Photo => "photo",
+        MediaKind::Document => "file",
+        MediaKind::Voice => "voice note",
+        MediaKind::Audio => "audio file",
+        MediaKind::Video => "video",
+    }
+}
+
+/// `m:ss`.
+fn duration(secs: u64) -> String {
+    format!("{}:{:02}", secs / 60, secs % 60)
+}
+
+/// The name a received file gets in `inbox/` (before making it unique): the sender's file name,
+/// sanitised, or `<kind>-<local date and time>.<ext>`; a voice note is always `voice-<date>.ogg`.
+fn file_name(media: &InMedia, date: i64, tz: chrono_tz::Tz, image_type: Option<&str>) -> String {
+    let given = match media.kind {
+        MediaKind::Photo | MediaKind::Voice => None,
+        MediaKind::Document | MediaKind::Audio | MediaKind::Video => media.file_name.as_deref().and_then(sanitize),
+    };
+    if let Some(name) = given {
+        return name;
+    }
+    let stamp = tz
+        .timestamp_opt(date, 0)
+        .single()
+        .map_or_else(|| date.to_string(), |t| t.format("%Y-%m-%d-%H%M%S").to_string());
+    let mime = image_type.or(media.mime_type.as_deref());
+    let (prefix, ext) = match media.kind {
+        MediaKind::Photo => ("photo", extension(mime).unwrap_or("jpg")),
+        MediaKind::Voice => ("voice", "ogg"),
+        MediaKind::Audio => ("audio", extension(mime).unwrap_or("mp3")),
+        MediaKind::Video => ("video", extension(mime).unwrap_or("mp4")),
+        MediaKind::Document => ("file", extension(mime).unwrap_or("bin")),
+    };
+    format!("{prefix}-{stamp}.{ext}")
+}
+
+/// The usual extension of a MIME type, for the common ones.
+fn extension(mime: Option<&str>) -> Option<&'static str> {
+    Some(match mime? {
+        "image/jpeg" => "jpg",
+        "image/png" => "png",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "audio/ogg" => "ogg",
+        "audio/mpeg" => "mp3",
+        "audio/mp4" | "audio/x-m4a" => "m4a",
+        "video/mp4" => "mp4",
+        "video/quicktime" => "mov",
+        "application/pdf" => "pdf",
+        "application/zip" => "zip",
+        "text/plain" => "txt",
+        _ => return None,
+    })
+}
+
+/// A file name safe to create in `inbox/`: no `/` or `\` or control characters (each becomes
+/// `_`), no leading dots, dashes or spaces, at most [`MAX_NAME_BYTES`] (the extension kept).
+/// `None` when nothing is left.
+pub fn sanitize(name: &str) -> Option<String> {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\') || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_start_matches(['.', '-', ' ']).trim_end();
+    if cleaned.is_empty() {
+        return None;
+    }
+    if cleaned.len() <= MAX_NAME_BYTES {
+        return Some(cleaned.to_owned());
+    }
+    let (stem, ext) = match cleaned.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && ext.len() <= 16 => (stem, format!(".{ext}")),
+        _ => (cleaned, String::new()),
+    };
+    let mut keep = MAX_NAME_BYTES - ext.len();
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    Some(format!("{}{ext}", &stem[..keep]))
+}
+
+/// `name` with `-n` before its extension: `report.pdf` → `report-2.pdf`.
+fn numbered(name: &str, n: u32) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => format!("{stem}-{n}.{ext}"),
+        _ => format!("{name}-{n}"),
+    }
+}
+
+/// Writes `bytes` to a new file in `dir` named `name`, or `name` numbered when that exists;
+/// never replaces a file. Returns its path.
+async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    for n in 1..=1000 {
+        let candidate = if n == 1 { name.to_owned() } else { numbered(name, n) };
+        let path = dir.join(&candidate);
+        let opened = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await;
+        match opened {
+            Ok(mut f) => {
+                f.write_all(bytes).await?;
+                f.flush().await?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!("too many files named like {name}")))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn media(kind: MediaKind, name: Option<&str>, mime: Option<&str>) -> InMedia {
+        InMedia {
+            kind,
+            file_id: "f".into(),
+            file_size: None,
+            file_name: name.map(str::to_owned),
+            mime_type: mime.map(str::to_owned),
+            duration: None,
+        }
+    }
+
+    #[test]
+    fn names_are_sanitised() {
+        let cases = [
+            ("report.pdf", Some("report.pdf")),
+            ("../../etc/passwd", Some("_.._etc_passwd")),
+            (".bashrc", Some("bashrc")),
+            ("-rf", Some("rf")),
+            ("a\\b/c\nd.txt", Some("a_b_c_d.txt")),
+            ("...", None),
+            ("  ", None),
+            ("Отчёт 2026.docx", Some("Отчёт 2026.docx")),
+        ];
+        for (input, want) in cases {
+            assert_eq!(sanitize(input).as_deref(), want, "{input:?}");
+        }
+        let long = format!("{}.pdf", "é".repeat(150));
+        let short = sanitize(&long).unwrap();
+        assert!(short.len() <= MAX_NAME_BYTES && short.ends_with(".pdf"), "{short}");
+    }
+
+    #[test]
+    fn generated_names_carry_the_local_date() {
+        let date = 1_767_225_600; // 2026-01-01 00:00 UTC
+        let berlin = chrono_tz::Europe::Berlin;
+        let voice = media(MediaKind::Voice, None, Some("audio/ogg"));
+        assert_eq!(file_name(&voice, date, berlin, None), "voice-2026-01-01-010000.ogg");
+        let photo = media(MediaKind::Photo, None, None);
+        assert_eq!(
+            file_name(&photo, date, chrono_tz::UTC, Some("image/png")),
+            "photo-2026-01-01-000000.png"
+        );
+        let doc = media(MediaKind::Document, Some("notes.txt"), Some("text/plain"));
+        assert_eq!(file_name(&doc, date, berlin, None), "notes.txt");
+        let nameless = media(MediaKind::Document, None, Some("application/pdf"));
+        assert_eq!(file_name(&nameless, date, berlin, None), "file-2026-01-01-010000.pdf");
+    }
+
+    #[tokio::test]
+    async fn saving_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = save_unique(dir.path(), "report.pdf", b"one").await.unwrap();
+        let b = save_unique(dir.path(), "report.pdf", b"two").await.unwrap();
+        let c = save_unique(dir.path(), "README", b"three").await.unwrap();
+        let d = save_unique(dir.path(), "README", b"four").await.unwrap();
+        let names: Vec<String> = [&a, &b, &c, &d]
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["report.pdf", "report-2.pdf", "README", "README-2"]);
+        assert_eq!(std::fs::read(&a).unwrap(), b"one");
+        assert_eq!(std::fs::read(&b).unwrap(), b"two");
+    }
+
+    #[test]
+    fn durations_read_as_minutes_and_seconds() {
+        assert_eq!(duration(7), "0:07");
+        assert_eq!(duration(125), "2:05");
+    }
+}
