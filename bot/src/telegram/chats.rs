@@ -209,13 +209,7 @@ impl Chats {
     /// Drops from memory the sessions idle for longer than the configured minutes.
     pub async fn evict_idle(&self) {
         let idle = Duration::from_secs(self.config.session_idle_minutes * 60);
-        let slots: Vec<Arc<Slot>> = self
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let slots = self.all_slots();
         for slot in slots {
             let last = *slot.last_active.lock().unwrap_or_else(|e| e.into_inner());
             if last.elapsed() < idle {
@@ -238,15 +232,18 @@ impl Chats {
         slots.values().map(|s| s.output.clone()).collect()
     }
 
-    /// Every loaded session (for shutdown).
-    pub async fn all_loaded(&self) -> Vec<AgentSession> {
-        let slots: Vec<Arc<Slot>> = self
-            .slots
+    fn all_slots(&self) -> Vec<Arc<Slot>> {
+        self.slots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// Every loaded session (for shutdown).
+    pub async fn all_loaded(&self) -> Vec<AgentSession> {
+        let slots = self.all_slots();
         let mut out = Vec::new();
         for s in slots {
             if let Some(x) = s.session.lock().await.clone() {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::extensions::ExtensionFactory;
-use volcanic_abstractions::extensions::events::{SessionStartEvent, SessionStartReason};
+use volcanic_abstractions::extensions::events::SessionStartReason;
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{SessionLocation, SessionStore};
 use volcanic_abstractions::ui::{ChatChannel, UserInterface};
@@ -245,11 +245,7 @@ impl AgentSessionFactory {
         } else {
             SessionStartReason::Startup
         };
-        let mut start = SessionStartEvent { reason };
-        inner
-            .runner
-            .emit(&mut start, &inner.ctx(), &CancellationToken::new())
-            .await;
+        inner.session_start(reason).await;
         Ok(AgentSession { inner })
     }
 }

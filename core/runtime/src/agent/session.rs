@@ -171,6 +171,14 @@ impl Inner {
         volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*self.config.processes).redact(text)
     }
 
+    /// Emits `session_start` to extensions.
+    pub async fn session_start(&self, reason: SessionStartReason) {
+        let mut start = SessionStartEvent { reason };
+        self.runner
+            .emit(&mut start, &self.ctx(), &CancellationToken::new())
+            .await;
+    }
+
     /// Resets the context from the session file's current branch.
     pub fn reload_context(&self) {
         let ctx = self.lock_manager().build_context();
@@ -582,11 +590,7 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
     } else {
         SessionStartReason::New
     };
-    let mut start = SessionStartEvent { reason };
-    inner
-        .runner
-        .emit(&mut start, &inner.ctx(), &CancellationToken::new())
-        .await;
+    inner.session_start(reason).await;
     Ok(())
 }
 
