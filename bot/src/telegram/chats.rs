@@ -201,6 +201,21 @@ impl Chats {
         Ok(session)
     }
 
+    /// The commands a chat session gets from its extensions, from a throw-away in-memory session.
+    pub async fn probe_commands(&self) -> anyhow::Result<Vec<volcanic_abstractions::extensions::CommandInfo>> {
+        let session = self
+            .factory
+            .create(AgentSessionOptions {
+                cwd: self.config.state_dir.clone(),
+                session: SessionSelect::InMemory,
+                ..Default::default()
+            })
+            .await?;
+        let commands = session.commands();
+        session.dispose().await;
+        Ok(commands)
+    }
+
     /// The loaded session of `slot`, if any (no loading).
     pub async fn loaded(&self, slot: &Arc<Slot>) -> Option<AgentSession> {
         slot.session.lock().await.clone()

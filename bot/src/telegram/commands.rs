@@ -31,6 +31,29 @@ pub fn builtin() -> Vec<BotCommand> {
     .collect()
 }
 
+/// The built-in commands plus every command the host's extensions register (learned from a
+/// throw-away in-memory session); names outside Telegram's `[a-z0-9_]{1,32}` never get here
+/// (the command registry refuses them with a log line).
+pub async fn announced(host: &Host) -> Vec<BotCommand> {
+    let mut list = builtin();
+    match host.chats.probe_commands().await {
+        Ok(extra) => {
+            for c in extra {
+                if list.iter().any(|b| b.command == c.name) {
+                    continue;
+                }
+                let mut description: String = c.description.chars().take(256).collect();
+                if description.trim().is_empty() {
+                    description = format!("/{}", c.name);
+                }
+                list.push(BotCommand::new(c.name, description));
+            }
+        }
+        Err(e) => tracing::warn!("cannot list extension commands: {e:#}"),
+    }
+    list
+}
+
 /// Runs a command line (`/name args`, mention already stripped).
 pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str) {
     let target = Target {

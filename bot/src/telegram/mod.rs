@@ -118,8 +118,10 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     // After polling started: commands, crash recovery, idle eviction.
     {
         let bot = bot.clone();
+        let host = host.clone();
         tokio::spawn(async move {
-            if let Err(e) = bot.set_my_commands(commands::builtin()).await {
+            let list = commands::announced(&host).await;
+            if let Err(e) = bot.set_my_commands(list).await {
                 tracing::warn!("setMyCommands failed: {e}");
             }
         });
@@ -187,12 +189,7 @@ fn recover(host: &Arc<router::Host>, unfinished: Vec<journal::Unfinished>) {
                 }
                 journal::Progress::Retried | journal::Progress::Tool => {
                     if let inbound::Inbound::Message(m) = inbound::parse(&u.update) {
-                        let slot = host.chats.slot(api::Target {
-                            chat_id: m.chat_id,
-                            thread: m.thread,
-                        });
-                        let quoted: String = m.text.chars().take(200).collect();
-                        slot.output.notice(texts::interrupted(&quoted));
+                        host.offer_retry(u.id, &u.update, &m).await;
                     }
                     host.journal.mark(u.id, journal::Progress::Done);
                 }

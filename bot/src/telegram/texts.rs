@@ -28,9 +28,12 @@ read and write files, and answer questions. Just write to me.\n\n\
 pub fn interrupted(quoted: &str) -> String {
     format!(
         "⚠️ I was restarted while working on your message:\n> {quoted}\n\nTools had already run, so I did not \
-         start over on my own. Send it again if you want me to retry."
+         start over on my own. Press Retry to run it again."
     )
 }
+
+/// The Retry button of a message that was already retried (or whose copy is gone).
+pub const RETRY_GONE: &str = "That message was already retried (or is no longer kept).";
 
 /// Unknown command hint.
 pub fn unknown_command(name: &str) -> String {

@@ -79,6 +79,16 @@ async fn private_conversation_with_a_tool_call() {
             .unwrap()
             .contains("please make a file")
     );
+    // The commands were announced (Telegram accepted every name).
+    tg.wait_for(|s| !s.commands().is_empty(), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = tg.commands().into_iter().map(|c| c.command).collect();
+    for c in [
+        "start", "help", "new", "stop", "compact", "model", "thinking", "tz", "session", "allow", "deny",
+    ] {
+        assert!(names.iter().any(|n| n == c), "{c} missing from {names:?}");
+    }
     drop(bot);
 }
 
