@@ -89,6 +89,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     };
     let session = factory
         .create(AgentSessionOptions {
+            extra_extensions: host::workspace_extensions(&cwd),
             cwd: cwd.clone(),
             session: match (&args.session, args.continue_recent) {
                 (Some(f), _) => SessionSelect::Open(f.clone()),

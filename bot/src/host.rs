@@ -34,6 +34,40 @@ pub fn default_extensions() -> Vec<volcanic_abstractions::extensions::ExtensionF
         .collect()
 }
 
+/// Extensions a workspace asks for by name in `.volcanic/settings.json`
+/// (`{"extensions": ["hello", "ask"]}`), from the compiled-in examples. Unknown names are logged
+/// and skipped; a missing or unreadable file means none. (Loading foreign binaries from
+/// `.volcanic/extensions/` is not supported in Rust.)
+pub fn workspace_extensions(workspace: &std::path::Path) -> Vec<volcanic_abstractions::extensions::ExtensionFactory> {
+    let path = workspace.join(".volcanic").join("settings.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let names: Vec<String> = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => v["extensions"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(file = %path.display(), "ignoring unreadable workspace settings: {e}");
+            return Vec::new();
+        }
+    };
+    let available = volcanic_examples::factories();
+    let defaults: Vec<&str> = vec!["confirm-dangerous"];
+    names
+        .iter()
+        .filter(|n| !defaults.contains(&n.as_str()))
+        .filter_map(|n| match available.iter().find(|(name, _)| name == n) {
+            Some((_, f)) => Some(f.clone()),
+            None => {
+                tracing::warn!(file = %path.display(), extension = %n, "unknown extension name");
+                None
+            }
+        })
+        .collect()
+}
+
 /// The session factory for a host.
 pub fn factory(
     config: &Config,

@@ -142,10 +142,12 @@ impl Chats {
             .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
             .unwrap_or(self.config.default_time_zone);
         let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
+        let cwd = self.workspace(target.chat_id)?;
         let session = self
             .factory
             .create(AgentSessionOptions {
-                cwd: self.workspace(target.chat_id)?,
+                extra_extensions: crate::host::workspace_extensions(&cwd),
+                cwd,
                 scope: Some(format!("{key}/{topic}")),
                 session: SessionSelect::ContinueRecent,
                 time_zone: Some(tz),

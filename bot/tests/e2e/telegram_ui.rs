@@ -167,3 +167,91 @@ async fn send_tool_delivers_a_file_and_a_photo() {
         "{photo_result}"
     );
 }
+
+/// Presses the button labelled `label` on the newest message that has buttons.
+async fn press(tg: &BotApiServer, label: &str) {
+    tg.wait_for(
+        |s| {
+            s.messages(OWNER).iter().rev().any(|m| {
+                m.reply_markup
+                    .as_ref()
+                    .is_some_and(|k| k.to_string().contains(&format!("\"text\":\"{label}\"")))
+            })
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\nmessages: {:?}", tg.messages(OWNER)));
+    let m = tg
+        .messages(OWNER)
+        .into_iter()
+        .rev()
+        .find(|m| m.reply_markup.is_some())
+        .unwrap();
+    let data = m.reply_markup.as_ref().unwrap()["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter())
+        .find(|b| b["text"] == label)
+        .unwrap()["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tg.push_update(updates::callback_query(OWNER, m.message_id, OWNER, &data));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_ui_method_works_on_telegram() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg));
+    let ws = env
+        .dir
+        .path()
+        .join("workspaces")
+        .join(OWNER.to_string())
+        .join(".volcanic");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("settings.json"), r#"{"extensions": ["ask"]}"#).unwrap();
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "/ask"));
+    // confirm → buttons Yes / No
+    press(&tg, "Yes").await;
+    // select → one button per option
+    press(&tg, "green").await;
+    // input → the user's next message
+    tg.wait_for(
+        |s| {
+            s.messages(OWNER).iter().any(|m| {
+                m.visible_text
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("What is your name?")
+            })
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    tg.push_update(updates::text_message(OWNER, OWNER, "Ada Lovelace"));
+    // notify → a message; status → a chat action
+    tg.wait_for(
+        |s| {
+            s.messages(OWNER)
+                .iter()
+                .any(|m| m.visible_text.as_deref() == Some("ℹ️ Hello Ada Lovelace, you picked green."))
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    assert!(!tg.calls("sendChatAction").is_empty());
+    // The answers were UI answers, not prompts: the model was never called.
+    assert!(model.requests().is_empty());
+    let texts: Vec<String> = tg.messages(OWNER).into_iter().filter_map(|m| m.visible_text).collect();
+    assert!(
+        texts.iter().any(|t| t.ends_with("→ Yes")) && texts.iter().any(|t| t.ends_with("→ green")),
+        "{texts:?}"
+    );
+}

@@ -4,7 +4,8 @@
 //! - [`HelloExtension`]: a typed `hello` tool and a `/hello` command that asks the model to use it;
 //! - [`ConfirmDangerousCommands`]: before `bash` runs a command containing `rm -rf`, asks the user
 //!   "Run `…`?" with the choices Allow / Block (buttons on Telegram); without a UI the command is
-//!   blocked.
+//!   blocked;
+//! - [`AskExtension`]: `/ask` walks through every `UserInterface` method.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -16,6 +17,7 @@ use volcanic_abstractions::extensions::{
     BoxError, CommandDefinition, Delivery, Extension, ExtensionApi, ExtensionApiExt, ExtensionFactory,
 };
 use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool, typed};
+use volcanic_abstractions::ui::NotifyLevel;
 
 /// Arguments of the `hello` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -123,7 +125,50 @@ impl Extension for ConfirmDangerousCommands {
     }
 }
 
-/// Factories by name, for hosts: `hello`, `confirm-dangerous`.
+/// `/ask`: walks through every `UserInterface` method: `confirm`, `select`, `input`, `status`,
+/// then `notify` with what the user answered. Useful to try a host's UI.
+#[derive(Debug, Default)]
+pub struct AskExtension;
+
+#[async_trait]
+impl Extension for AskExtension {
+    fn name(&self) -> &str {
+        "ask"
+    }
+
+    async fn activate(&self, api: Arc<dyn ExtensionApi>) -> Result<(), BoxError> {
+        api.register_command(
+            "ask",
+            CommandDefinition {
+                description: "Try the chat's buttons and questions".into(),
+                handler: Arc::new(|_args, ctx, cancel| {
+                    Box::pin(async move {
+                        let Some(ui) = ctx.ui() else {
+                            return Err("this host has no UI".into());
+                        };
+                        let go = ui.confirm("Ask", "Shall we start?", cancel.clone()).await;
+                        if go != Some(true) {
+                            ui.notify("Maybe later.", NotifyLevel::Info).await;
+                            return Ok(());
+                        }
+                        let colours = ["red".to_owned(), "green".to_owned(), "blue".to_owned()];
+                        let colour = ui.select("Pick a colour", &colours, cancel.clone()).await;
+                        let name = ui.input("What is your name?", Some("Ada"), cancel).await;
+                        ui.status("ask", Some("thinking")).await;
+                        let name = name.unwrap_or_else(|| "stranger".into());
+                        let colour = colour.unwrap_or_else(|| "nothing".into());
+                        ui.notify(&format!("Hello {name}, you picked {colour}."), NotifyLevel::Info)
+                            .await;
+                        Ok(())
+                    })
+                }),
+            },
+        );
+        Ok(())
+    }
+}
+
+/// Factories by name, for hosts: `hello`, `confirm-dangerous`, `ask`.
 pub fn factories() -> Vec<(&'static str, ExtensionFactory)> {
     vec![
         ("hello", Arc::new(|| Box::new(HelloExtension) as Box<dyn Extension>)),
@@ -131,5 +176,6 @@ pub fn factories() -> Vec<(&'static str, ExtensionFactory)> {
             "confirm-dangerous",
             Arc::new(|| Box::new(ConfirmDangerousCommands) as Box<dyn Extension>),
         ),
+        ("ask", Arc::new(|| Box::new(AskExtension) as Box<dyn Extension>)),
     ]
 }
