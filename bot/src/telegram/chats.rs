@@ -210,7 +210,6 @@ impl Chats {
             .create(AgentSessionOptions {
                 cwd: self.config.state_dir.clone(),
                 session: SessionSelect::InMemory,
-                ..Default::default()
             })
             .await?;
         let commands = session.commands();
