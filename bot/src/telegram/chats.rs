@@ -162,7 +162,6 @@ impl Chats {
                     tg: self.tg.clone(),
                     target,
                 })),
-                ..Default::default()
             })
             .await?;
         let output = slot.output.clone();
@@ -210,6 +209,7 @@ impl Chats {
             .create(AgentSessionOptions {
                 cwd: self.config.state_dir.clone(),
                 session: SessionSelect::InMemory,
+                ..Default::default()
             })
             .await?;
         let commands = session.commands();
