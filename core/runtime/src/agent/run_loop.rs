@@ -51,8 +51,10 @@ pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), 
             tracing::warn!("follow-up run failed: {e}");
         }
     }
-    inner.idle.send_replace(true);
+    // Subscribers see `AgentSettled` before `wait_for_idle` returns (a host that waits for idle
+    // to shut down must not exit before they recorded the end of the run).
     inner.emit(AgentSessionEvent::AgentSettled);
+    inner.idle.send_replace(true);
     let mut settled = AgentSettledEvent::default();
     inner
         .runner

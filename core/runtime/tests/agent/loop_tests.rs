@@ -201,9 +201,16 @@ async fn abort_stops_a_streaming_run() {
 }
 
 #[tokio::test]
-async fn wait_for_idle_waits_for_a_run_nobody_watched_start() {
+async fn wait_for_idle_waits_for_the_run_and_its_settled_event() {
     let gate = Arc::new(Notify::new());
     let h = harness(vec![FauxTurn::Hang(gate)], vec![]).await;
+    let settled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = settled.clone();
+    h.session.subscribe(move |e| {
+        if matches!(e, AgentSessionEvent::AgentSettled) {
+            seen.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
     let s = h.session.clone();
     let run = tokio::spawn(async move { s.prompt(PromptInput::text("long")).await });
     eventually(|| h.faux.calls() == 1).await;
@@ -213,6 +220,8 @@ async fn wait_for_idle_waits_for_a_run_nobody_watched_start() {
     tokio::time::timeout(std::time::Duration::from_secs(5), h.session.wait_for_idle())
         .await
         .unwrap();
+    // Subscribers have seen the end of the run by then.
+    assert!(settled.load(std::sync::atomic::Ordering::SeqCst));
     run.await.unwrap().unwrap();
 }
 
