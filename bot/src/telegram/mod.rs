@@ -185,7 +185,11 @@ fn recover(host: &Arc<router::Host>, unfinished: Vec<journal::Unfinished>) {
                 journal::Progress::Accepted => host.handle(u.id, u.update).await,
                 journal::Progress::Started => {
                     host.journal.mark(u.id, journal::Progress::Retried);
-                    host.handle(u.id, u.update).await;
+                    // If the prompt reached the session file before the crash, continue from it
+                    // rather than sending it twice.
+                    if !host.continue_interrupted(u.id, &u.update).await {
+                        host.handle(u.id, u.update).await;
+                    }
                 }
                 journal::Progress::Retried | journal::Progress::Tool => {
                     if let inbound::Inbound::Message(m) = inbound::parse(&u.update) {

@@ -208,6 +208,35 @@ impl Host {
         }
     }
 
+    /// After a crash cut off a run before any tool started: when the chat's session ends with
+    /// this update's prompt (already persisted), runs the agent on it again and returns `true`.
+    pub async fn continue_interrupted(self: &Arc<Self>, update_id: i64, update: &Value) -> bool {
+        let Inbound::Message(m) = inbound::parse(update) else {
+            return false;
+        };
+        let slot = self.chats.slot(Self::target(&m));
+        let Ok(session) = self.chats.session(&slot).await else {
+            return false;
+        };
+        let text = self.strip_mention(&m.text);
+        let last_is_this = matches!(
+            session.messages().last(),
+            Some(volcanic_abstractions::messages::Message::User(u)) if !text.is_empty() && u.content.text().ends_with(&text)
+        );
+        if !last_is_this {
+            return false;
+        }
+        slot.track(update_id);
+        let host = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = session.continue_run().await {
+                slot.output.notice(format!("⚠️ {e}"));
+                host.journal.mark(update_id, Progress::Done);
+            }
+        });
+        true
+    }
+
     /// A group became a supergroup: its workspace, settings and sessions move to the new key.
     fn migrate(&self, old_id: i64, new_id: i64) {
         let (old, new) = (chat_key(old_id), chat_key(new_id));

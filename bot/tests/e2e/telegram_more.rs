@@ -469,9 +469,14 @@ async fn kill9_before_any_tool_retries_the_message_once() {
     let bot = BotProcess::start(&env, TOKEN);
     wait_text(&tg, OWNER, "answer after the restart", &bot).await;
     let requests = wait_requests(&model, 2, &bot).await;
-    // The retry asks the model again. (Known wart: the session already held the message from the
-    // killed run, so the retried request carries it twice; core has no "continue the run" call.)
-    assert!(conversation(&requests[1]).contains("please survive a crash"));
+    // The retry asks the model again, continuing from the prompt the killed run had persisted:
+    // the message is in the conversation exactly once.
+    assert_eq!(
+        conversation(&requests[1]).matches("please survive a crash").count(),
+        1,
+        "{}",
+        conversation(&requests[1])
+    );
     // Another restart must not answer it again.
     assert_eq!(bot.terminate(T), Some(0));
     let polls = tg.get_updates_calls().len();

@@ -384,6 +384,28 @@ impl AgentSession {
         .await
     }
 
+    /// Runs the agent on the transcript as it is, without a new message: for a run cut off by a
+    /// crash after its prompt was persisted (the prompt is already the last message). Returns
+    /// `Ok(false)` without running when the last message is not a user or custom message, or a
+    /// run is in progress.
+    pub async fn continue_run(&self) -> Result<bool, SessionError> {
+        {
+            let mut st = self.inner.lock_state();
+            let pending = matches!(st.messages.last(), Some(Message::User(_) | Message::Custom(_)));
+            if st.running || !pending {
+                return Ok(false);
+            }
+            if st.model.is_none() {
+                return Err(SessionError::NoModel);
+            }
+            st.running = true;
+            st.abort = CancellationToken::new();
+        }
+        self.inner.idle.send_replace(false);
+        super::run_loop::run(self.inner.clone(), Vec::new()).await?;
+        Ok(true)
+    }
+
     /// Queues a follow-up (taken when the run would end); starts a run when idle.
     pub async fn follow_up(&self, text: impl Into<String>) -> Result<(), SessionError> {
         self.prompt(PromptInput {
