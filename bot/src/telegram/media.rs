@@ -48,60 +48,65 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
     // Taken here, in arrival order; the task may finish its downloads before earlier ones.
     let mut turn = slot.intake.order.ticket();
     let host = host.clone();
-    tokio::spawn(async move {
-        let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
-        let done = |host: &Host| ids.iter().for_each(|id| host.journal.mark(*id, Progress::Done));
-        let session = match host.chats.session(&slot).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
-                turn.wait().await;
-                slot.output.notice(format!("⚠️ {e}"));
+    // Every log line of this prompt's handling and run carries the chat.
+    let span = tracing::info_span!("chat", id = first.message.chat_id, topic = first.message.thread);
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
+            let done = |host: &Host| ids.iter().for_each(|id| host.journal.mark(*id, Progress::Done));
+            let session = match host.chats.session(&slot).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
+                    turn.wait().await;
+                    slot.output.notice(format!("⚠️ {e}"));
+                    done(&host);
+                    return;
+                }
+            };
+            let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
+            let takes_images = session.model().is_some_and(|m| m.takes_images());
+            let ctx = Ctx {
+                host: &host,
+                takes_images,
+                tz,
+            };
+            let prepared = ctx.prepare(&parts).await;
+            turn.wait().await;
+            if !prepared.notices.is_empty() {
+                slot.output.notice(prepared.notices.join("\n\n"));
+            }
+            let Some(first) = parts.first().filter(|_| !prepared.is_empty()) else {
                 done(&host);
                 return;
+            };
+            for id in &ids {
+                slot.track(*id);
             }
-        };
-        let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
-        let takes_images = session.model().is_some_and(|m| m.takes_images());
-        let ctx = Ctx {
-            host: &host,
-            takes_images,
-            tz,
-        };
-        let prepared = ctx.prepare(&parts).await;
-        turn.wait().await;
-        if !prepared.notices.is_empty() {
-            slot.output.notice(prepared.notices.join("\n\n"));
-        }
-        let Some(first) = parts.first().filter(|_| !prepared.is_empty()) else {
-            done(&host);
-            return;
-        };
-        for id in &ids {
-            slot.track(*id);
-        }
-        let input = PromptInput {
-            text: texts::envelope(&first.message, &prepared.text, tz),
-            images: prepared.images,
-            queue: Some(match host.config.queue_mode {
-                QueueMode::FollowUp => SessionQueue::FollowUp,
-                QueueMode::Steer => SessionQueue::Steer,
-            }),
-        };
-        // The first poll hands the message to the session (a run starts, or it is queued); only
-        // then may the next prompt go, so the session sees them in order.
-        let mut run = std::pin::pin!(session.prompt(input));
-        let first_poll = futures::poll!(run.as_mut());
-        drop(turn);
-        let result = match first_poll {
-            Poll::Ready(r) => r,
-            Poll::Pending => run.await,
-        };
-        if let Err(e) = result {
-            slot.output.notice(format!("⚠️ {e}"));
-            done(&host);
-        }
-    });
+            let input = PromptInput {
+                text: texts::envelope(&first.message, &prepared.text, tz),
+                images: prepared.images,
+                queue: Some(match host.config.queue_mode {
+                    QueueMode::FollowUp => SessionQueue::FollowUp,
+                    QueueMode::Steer => SessionQueue::Steer,
+                }),
+            };
+            // The first poll hands the message to the session (a run starts, or it is queued); only
+            // then may the next prompt go, so the session sees them in order.
+            let mut run = std::pin::pin!(session.prompt(input));
+            let first_poll = futures::poll!(run.as_mut());
+            drop(turn);
+            let result = match first_poll {
+                Poll::Ready(r) => r,
+                Poll::Pending => run.await,
+            };
+            if let Err(e) = result {
+                slot.output.notice(format!("⚠️ {e}"));
+                done(&host);
+            }
+        },
+        span,
+    ));
 }
 
 /// A prompt made ready: its text (file notes, then the parts' texts), images, and what to tell

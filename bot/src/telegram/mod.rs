@@ -49,6 +49,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             "no Telegram bot token: set the environment variable TELEGRAM_BOT_TOKEN (or [telegram] token in the config); get one from @BotFather"
         ),
     };
+    if config.telegram.mode == "webhook" {
+        bail!("config key `telegram.mode`: webhook mode is not available yet; use \"polling\" (the default)");
+    }
     let models = host::model_registry(&config)?;
     let model = models.find(&config.model).with_context(|| {
         format!(
