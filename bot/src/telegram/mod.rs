@@ -104,6 +104,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         tg: tg.clone(),
         journal: journal.clone(),
         pending,
+        albums: Default::default(),
         bot_id: i64::try_from(me.id.0).unwrap_or_default(),
         bot_username: me.username.clone().unwrap_or_default(),
     });

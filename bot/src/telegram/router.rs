@@ -19,6 +19,17 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// How long album parts in a group wait for the part that addresses the bot.
+const ALBUM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Parts of a group album seen so far.
+#[derive(Debug)]
+pub struct Album {
+    since: Instant,
+    addressed: bool,
+    waiting: Vec<(i64, InMessage)>,
+}
+
 /// The Telegram host's shared state.
 pub struct Host {
     /// Resolved configuration.
@@ -33,6 +44,8 @@ pub struct Host {
     pub journal: Arc<Journal>,
     /// Questions waiting for a button or the next message.
     pub pending: Arc<Pending>,
+    /// Group albums waiting for an addressed part, by `chat:media_group_id`.
+    pub albums: std::sync::Mutex<std::collections::HashMap<String, Album>>,
     /// The bot's user id.
     pub bot_id: i64,
     /// The bot's username (without `@`).
@@ -102,10 +115,19 @@ impl Host {
             }
             return;
         }
-        if !addressed {
+        let m = if m.is_group() && m.media_group_id.is_some() {
+            // Only one part of an album carries the caption that mentions the bot: the others
+            // wait for it, then go to the merge buffer with it.
+            match self.album_gate(update_id, m, addressed) {
+                Some(m) => m,
+                None => return,
+            }
+        } else if !addressed {
             self.journal.mark(update_id, Progress::Done);
             return;
-        }
+        } else {
+            m
+        };
         let text = self.strip_mention(&m.text);
         // A tool or extension asked for input: this message is the answer, not a prompt.
         if !text.starts_with('/') && self.pending.answer_input(Self::target(&m), &text) {
@@ -121,6 +143,47 @@ impl Host {
             return;
         }
         self.prompt(update_id, m, text);
+    }
+
+    /// Album parts in a group: returns the part to handle now, after releasing the parts that
+    /// waited for an addressed sibling; `None` when this part waits (or its album was never
+    /// addressed). Albums not addressed within [`ALBUM_WAIT`] are dropped.
+    fn album_gate(self: &Arc<Self>, update_id: i64, m: InMessage, addressed: bool) -> Option<InMessage> {
+        let key = format!("{}:{}", m.chat_id, m.media_group_id.as_deref().unwrap_or_default());
+        let (released, stale) = {
+            let mut albums = self.albums.lock().unwrap_or_else(|e| e.into_inner());
+            let stale: Vec<i64> = albums
+                .iter()
+                .filter(|(_, a)| a.since.elapsed() > ALBUM_WAIT)
+                .flat_map(|(_, a)| a.waiting.iter().map(|(id, _)| *id).collect::<Vec<_>>())
+                .collect();
+            albums.retain(|_, a| a.since.elapsed() <= ALBUM_WAIT);
+            let album = albums.entry(key).or_insert_with(|| Album {
+                since: Instant::now(),
+                addressed: false,
+                waiting: Vec::new(),
+            });
+            if addressed {
+                album.addressed = true;
+                (std::mem::take(&mut album.waiting), stale)
+            } else if album.addressed {
+                (Vec::new(), stale)
+            } else {
+                album.waiting.push((update_id, m));
+                for id in stale {
+                    self.journal.mark(id, Progress::Done);
+                }
+                return None;
+            }
+        };
+        for id in stale {
+            self.journal.mark(id, Progress::Done);
+        }
+        for (id, part) in released {
+            let text = self.strip_mention(&part.text);
+            self.prompt(id, part, text);
+        }
+        Some(m)
     }
 
     /// Hands a prompt to the chat's session without waiting for it: the parts of an album or of

@@ -299,6 +299,41 @@ async fn an_album_is_one_prompt_with_every_photo_and_the_caption() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_album_addressed_by_its_caption_is_one_prompt() {
+    const GROUP: i64 = -100_777;
+    let s = Setup::start_with(|c, _| {
+        *c = c.replacen("[telegram]\n", &format!("[telegram]\nallowed_chats = [{GROUP}]\n"), 1)
+    })
+    .await;
+    s.model.push(Turn::reply("group album seen"));
+    let files: Vec<String> = (1..=3).map(|n| s.tg.add_file(png(n), &format!("g{n}.png"))).collect();
+    let mention = format!("@{} look", s.tg.bot_username());
+    for (i, file) in files.iter().enumerate() {
+        let mut part = updates::photo_message(GROUP, OWNER, file).media_group("album-g");
+        // The mention is on the last part: the first two must wait for it.
+        if i == 2 {
+            part = part.caption(&mention);
+        }
+        s.tg.push_update(part);
+    }
+    s.tg.wait_for(
+        |t| {
+            t.messages(GROUP)
+                .iter()
+                .any(|m| m.visible_text.as_deref() == Some("group album seen"))
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", s.bot.log()));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let requests = s.model.requests();
+    assert_eq!(requests.len(), 1, "one prompt for the album");
+    assert_eq!(images(&requests[0]).len(), 3);
+    assert!(user_text(&requests[0]).ends_with("look"), "{}", user_text(&requests[0]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_paste_split_by_telegram_is_one_prompt() {
     let s = Setup::start().await;
     s.model.push(Turn::reply("read the whole paste"));
