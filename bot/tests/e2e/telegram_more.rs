@@ -534,6 +534,31 @@ async fn kill9_after_a_tool_started_tells_the_chat_and_does_not_retry() {
     let second = conversation(&requests[1]);
     assert!(second.contains("are you there?"), "{second}");
     assert_eq!(second.matches("run the long job").count(), 1, "{second}");
+
+    // The notice carries a Retry button; pressing it runs the message again, once.
+    model.push(Turn::reply("retried the long job"));
+    let with_button = tg
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| {
+            m.visible_text
+                .as_deref()
+                .unwrap_or_default()
+                .contains("I was restarted")
+        })
+        .unwrap();
+    let data = with_button.reply_markup.as_ref().unwrap()["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(data.starts_with("retry:"), "{data}");
+    tg.push_update(updates::callback_query(OWNER, with_button.message_id, OWNER, &data));
+    wait_text(&tg, OWNER, "retried the long job", &bot).await;
+    // A second press finds nothing left to retry.
+    tg.push_update(updates::callback_query(OWNER, with_button.message_id, OWNER, &data));
+    wait_text(&tg, OWNER, "already retried", &bot).await;
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(count(&tg, OWNER, "retried the long job"), 1);
 }
 
 // 10.
