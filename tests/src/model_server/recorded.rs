@@ -66,6 +66,8 @@ pub struct RecordedRequest {
     pub turn_index: Option<usize>,
     /// Why the request got an error instead of a turn; `None` when a turn answered it.
     pub rejection: Option<Rejection>,
+    /// When the server received it (its body read, before any scripted delay).
+    pub at: tokio::time::Instant,
 }
 
 impl RecordedRequest {

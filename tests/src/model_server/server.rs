@@ -120,6 +120,7 @@ async fn unknown_route(
             body: parse_body(&body).unwrap_or_else(|_| lossy(&body)),
             turn_index: None,
             rejection: Some(rejection),
+            at: tokio::time::Instant::now(),
         },
     );
     drop(state);
@@ -189,6 +190,7 @@ fn admit_and_record(
             body,
             turn_index,
             rejection,
+            at: tokio::time::Instant::now(),
         },
     );
     (request_id, verdict)

@@ -1,0 +1,360 @@
+//! Host benchmarks: the real `volcanic-bot` release binary against the Bot API double and the
+//! scripted model server. Run with `cargo bench -p volcanic-bot --bench host`; without
+//! `--bench` (as `cargo test --all-targets` runs it) it does a tiny smoke version.
+
+// This is a measurement binary, not library code: it panics on setup failure and prints its
+// results.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::model_server::{ModelServer, Turn};
+
+const TOKEN: &str = "123456:BENCH-token";
+const BIN: &str = env!("CARGO_BIN_EXE_volcanic-bot");
+const FIRST_ID: i64 = 100_000;
+
+struct Sizes {
+    starts: usize,
+    chats: usize,
+    busy: usize,
+    rounds: usize,
+    idle_per_round: usize,
+    timeout: Duration,
+}
+
+/// A temporary home with a config for one bot process.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new(model_url: &str, tg_url: &str, users: &[i64]) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("workspaces")).unwrap();
+        let ids: Vec<String> = users.iter().map(i64::to_string).collect();
+        let config = format!(
+            "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n\
+             [telegram]\napi_url = \"{tg_url}\"\nallowed_users = [{ids}]\nowners = [{owner}]\n\
+             [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"BENCH_ANTHROPIC_KEY\"\n",
+            state = dir.path().join("data").display(),
+            ws = dir.path().join("workspaces").display(),
+            ids = ids.join(", "),
+            owner = users.first().copied().unwrap_or(FIRST_ID),
+        );
+        std::fs::write(dir.path().join("volcanic.toml"), config).unwrap();
+        Env { dir }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn workspaces(&self) -> PathBuf {
+        self.dir.path().join("workspaces")
+    }
+}
+
+/// The bot process; killed on drop.
+struct Bot {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Bot {
+    fn start(env: &Env) -> Bot {
+        let log = env.dir.path().join("bot.log");
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(BIN)
+            .arg("--config")
+            .arg(env.dir.path().join("volcanic.toml"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", env.dir.path().join("home"))
+            .env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .env("BENCH_ANTHROPIC_KEY", "test-key")
+            .env("VOLCANIC_LOG", "warn")
+            .current_dir(env.dir.path())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        Bot { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// VmRSS in MiB.
+    fn rss_mb(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/<pid>/status");
+        kb / 1024.0
+    }
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn first_get_updates(tg: &BotApiServer, bot: &Bot, timeout: Duration) -> Instant {
+    tg.wait_for(|s| !s.get_updates_calls().is_empty(), timeout)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+    tg.get_updates_calls()[0].at
+}
+
+fn answered(tg: &BotApiServer, chat: i64, marker: &str) -> bool {
+    tg.messages(chat)
+        .iter()
+        .any(|m| m.visible_text.as_deref().unwrap_or_default().contains(marker))
+}
+
+/// Polls until every chat has a visible message containing `marker`.
+async fn wait_all_answered(tg: &BotApiServer, bot: &Bot, chats: &[i64], marker: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let mut pending: Vec<i64> = chats.to_vec();
+    loop {
+        pending.retain(|&c| !answered(tg, c, marker));
+        if pending.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {} chats unanswered after {timeout:?}\nbot log:\n{}",
+            pending.len(),
+            chats.len(),
+            bot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// 1. Spawn to first getUpdates, one sample per start (ms).
+async fn start_latency(sizes: &Sizes) -> Vec<f64> {
+    let mut out = Vec::new();
+    for _ in 0..sizes.starts {
+        let model = ModelServer::start().await.unwrap();
+        let tg = BotApiServer::start(TOKEN).await.unwrap();
+        let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID]);
+        let t0 = Instant::now();
+        let bot = Bot::start(&env);
+        let first = first_get_updates(&tg, &bot, sizes.timeout).await;
+        out.push((first - t0).as_secs_f64() * 1e3);
+    }
+    out
+}
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files_under(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// One real conversation, to get a session file the binary wrote itself.
+async fn seed_session(sizes: &Sizes) -> Vec<(PathBuf, String)> {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID]);
+    let bot = Bot::start(&env);
+    model.push(Turn::reply("seed-answer"));
+    tg.push_update(updates::text_message(FIRST_ID, FIRST_ID, "hello"));
+    wait_all_answered(&tg, &bot, &[FIRST_ID], "seed-answer", sizes.timeout).await;
+    drop(bot);
+    let root = env.state().join("sessions").join(FIRST_ID.to_string());
+    let mut files = Vec::new();
+    files_under(&root, &mut files);
+    assert!(
+        !files.is_empty(),
+        "the seed run wrote no session under {}",
+        root.display()
+    );
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&root).unwrap().to_path_buf();
+            (rel, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// 2 and 3: idle RSS with `chats` sessions on disk, then RSS after each chat had a conversation.
+async fn rss(sizes: &Sizes) -> (f64, f64) {
+    let seed = seed_session(sizes).await;
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let chats: Vec<i64> = (0..sizes.chats as i64).map(|i| FIRST_ID + i).collect();
+    let env = Env::new(&model.url(), &tg.url(), &chats);
+    for &chat in &chats {
+        let id = chat.to_string();
+        let ws = env.workspaces().join(&id);
+        std::fs::create_dir_all(&ws).unwrap();
+        for (rel, text) in &seed {
+            let path = env.state().join("sessions").join(&id).join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text.replace(&FIRST_ID.to_string(), &id)).unwrap();
+        }
+    }
+    let bot = Bot::start(&env);
+    first_get_updates(&tg, &bot, sizes.timeout).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = bot.rss_mb();
+
+    model.push_all(chats.iter().map(|_| Turn::reply("bench-answer")));
+    for &chat in &chats {
+        tg.push_update(updates::text_message(chat, chat, "hi there"));
+    }
+    wait_all_answered(&tg, &bot, &chats, "bench-answer", sizes.timeout).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    (idle, bot.rss_mb())
+}
+
+/// Host overhead: model-server arrival minus the answer time of the getUpdates call that
+/// delivered the update, for messages to idle chats while busy chats wait on the model.
+async fn overhead(sizes: &Sizes) -> Vec<f64> {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let busy: Vec<i64> = (0..sizes.busy as i64).map(|i| FIRST_ID + i).collect();
+    let idle_n = sizes.rounds * sizes.idle_per_round;
+    let idle: Vec<i64> = (0..idle_n as i64).map(|i| FIRST_ID + 10_000 + i).collect();
+    let users: Vec<i64> = busy.iter().chain(&idle).copied().collect();
+    let env = Env::new(&model.url(), &tg.url(), &users);
+    let bot = Bot::start(&env);
+    first_get_updates(&tg, &bot, sizes.timeout).await;
+    let delay = Duration::from_millis(50);
+    let mut samples = Vec::new();
+    let mut sent = 0usize;
+    for round in 0..sizes.rounds {
+        let marker = format!("round-{round}-answer");
+        model.push_all((0..sizes.busy + sizes.idle_per_round).map(|_| Turn::reply(marker.clone()).delay(delay)));
+        for &chat in &busy {
+            tg.push_update(updates::text_message(chat, chat, &format!("busy {round}")));
+        }
+        sent += busy.len();
+        model
+            .wait_for_requests(sent, sizes.timeout)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+        // Every busy chat now has a request waiting 50 ms on the model.
+        let round_idle = &idle[round * sizes.idle_per_round..(round + 1) * sizes.idle_per_round];
+        let mut pushed = Vec::new();
+        for &chat in round_idle {
+            let marker = format!("idle-message-{chat}");
+            let update = tg.push_update(updates::text_message(chat, chat, &marker));
+            pushed.push((update["update_id"].as_i64().unwrap(), marker));
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        sent += round_idle.len();
+        let all: Vec<i64> = busy.iter().chain(round_idle).copied().collect();
+        wait_all_answered(&tg, &bot, &all, &marker, sizes.timeout).await;
+        let calls = tg.get_updates_calls();
+        let requests = model.requests();
+        for (update_id, marker) in pushed {
+            let delivered = calls
+                .iter()
+                .find(|c| matches!(&c.outcome, Some(Ok(ids)) if ids.contains(&update_id)))
+                .and_then(|c| c.answered_at)
+                .expect("the getUpdates call that delivered the update");
+            let arrived = requests
+                .iter()
+                .find(|r| r.body.to_string().contains(&marker))
+                .map(|r| r.at)
+                .expect("the model request for the idle chat");
+            samples.push(arrived.saturating_duration_since(delivered).as_secs_f64() * 1e3);
+        }
+    }
+    drop(bot);
+    samples
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+fn row(figure: &str, measured: f64, unit: &str, goal: f64) {
+    let met = if measured <= goal { "yes" } else { "NO" };
+    println!(
+        "| {figure:<52} | {:>12} | {:>10} | {met:<4} |",
+        format!("{measured:.2} {unit}"),
+        format!("<= {goal} {unit}")
+    );
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let sizes = if full {
+        Sizes {
+            starts: 5,
+            chats: 1000,
+            busy: 100,
+            rounds: 10,
+            idle_per_round: 10,
+            timeout: Duration::from_secs(300),
+        }
+    } else {
+        Sizes {
+            starts: 1,
+            chats: 3,
+            busy: 3,
+            rounds: 1,
+            idle_per_round: 3,
+            timeout: Duration::from_secs(60),
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let starts = start_latency(&sizes).await;
+        eprintln!("start to first getUpdates samples (ms): {starts:.2?}");
+        let (idle, busy) = rss(&sizes).await;
+        let over = overhead(&sizes).await;
+        eprintln!("host overhead samples: {}", over.len());
+        let n = sizes.chats;
+        println!(
+            "\nvolcanic-bot host bench ({}; binary {BIN})",
+            if full { "full" } else { "smoke" }
+        );
+        println!("| {:<52} | {:>12} | {:>10} | met? |", "figure", "measured", "goal");
+        println!("|{:-<54}|{:-<14}|{:-<12}|------|", "", "", "");
+        row(
+            &format!("start to first getUpdates, median of {}", starts.len()),
+            percentile(&starts, 50.0),
+            "ms",
+            50.0,
+        );
+        row(&format!("idle RSS, {n} chats' sessions on disk"), idle, "MB", 30.0);
+        row(&format!("RSS after {n} chats had a conversation"), busy, "MB", 100.0);
+        let label = format!("host overhead p50 ({} busy chats, 50 ms model)", sizes.busy);
+        row(&label, percentile(&over, 50.0), "ms", 1.0);
+        let label = format!("host overhead p99 ({} samples)", over.len());
+        row(&label, percentile(&over, 99.0), "ms", 5.0);
+    });
+}
