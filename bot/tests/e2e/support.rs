@@ -157,3 +157,29 @@ impl Drop for BotProcess {
         let _ = self.child.wait();
     }
 }
+
+/// The test bot's token (the Bot API double accepts only this one).
+pub const TOKEN: &str = "123456:TEST-token";
+/// An allowed user who is also an owner.
+pub const OWNER: i64 = 1001;
+/// Another allowed user.
+pub const FRIEND: i64 = 1002;
+/// How long "eventually" may take.
+pub const T: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A `[telegram]` section pointing the bot at the double, with `OWNER` and `FRIEND` allowed and
+/// `extra` lines added to the section.
+pub fn telegram_config(tg: &volcanic_testkit::bot_api::BotApiServer, extra: &str) -> String {
+    format!(
+        "[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}, {FRIEND}]\nowners = [{OWNER}]\n{extra}\n",
+        tg.url()
+    )
+}
+
+/// The bot's visible messages in a chat, in message id order.
+pub fn texts(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64) -> Vec<String> {
+    tg.messages(chat)
+        .into_iter()
+        .map(|m| m.visible_text.unwrap_or_default())
+        .collect()
+}

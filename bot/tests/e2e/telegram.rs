@@ -9,25 +9,6 @@ use std::time::Duration;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
-const TOKEN: &str = "123456:TEST-token";
-const OWNER: i64 = 1001;
-const T: Duration = Duration::from_secs(20);
-
-fn telegram_config(tg: &BotApiServer, extra: &str) -> String {
-    format!(
-        "[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}, 1002]\nowners = [{OWNER}]\n{extra}\n",
-        tg.url()
-    )
-}
-
-/// The bot's visible messages in a chat.
-fn texts(tg: &BotApiServer, chat: i64) -> Vec<String> {
-    tg.messages(chat)
-        .into_iter()
-        .map(|m| m.visible_text.unwrap_or_default())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_conversation_with_a_tool_call() {
     let model = ModelServer::start().await.unwrap();

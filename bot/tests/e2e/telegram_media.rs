@@ -13,10 +13,6 @@ use std::time::{Duration, Instant};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
-const TOKEN: &str = "123456:TEST-token";
-const OWNER: i64 = 1001;
-const T: Duration = Duration::from_secs(20);
-
 /// A 1×1 PNG.
 const PNG: &[u8] = &[
     0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
@@ -30,13 +26,6 @@ fn png(n: u8) -> Vec<u8> {
     let mut bytes = PNG.to_vec();
     bytes.push(n);
     bytes
-}
-
-fn telegram_config(tg: &BotApiServer) -> String {
-    format!(
-        "[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}]\nowners = [{OWNER}]\n",
-        tg.url()
-    )
 }
 
 /// The bot running against both doubles, with the chat's workspace at hand.
@@ -56,7 +45,7 @@ impl Setup {
     async fn start_with(edit: impl FnOnce(&mut String, &str)) -> Setup {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
-        let env = Env::new(&model.url(), &telegram_config(&tg));
+        let env = Env::new(&model.url(), &telegram_config(&tg, ""));
         let path = env.dir.path().join("volcanic.toml");
         let mut config = std::fs::read_to_string(&path).unwrap();
         edit(&mut config, &model.url());
@@ -102,7 +91,7 @@ impl Setup {
     /// Waits until the chat shows a message containing `needle`.
     async fn wait_for_text(&self, needle: &str) {
         self.tg
-            .wait_for(|s| texts_of(s).iter().any(|t| t.contains(needle)), T)
+            .wait_for(|s| texts(s, OWNER).iter().any(|t| t.contains(needle)), T)
             .await
             .unwrap_or_else(|e| panic!("{e}\nmessages: {:?}\nbot log:\n{}", self.texts(), self.bot.log()));
     }
@@ -113,13 +102,6 @@ impl Setup {
             .await
             .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", self.bot.log()))
     }
-}
-
-fn texts_of(tg: &BotApiServer) -> Vec<String> {
-    tg.messages(OWNER)
-        .into_iter()
-        .map(|m| m.visible_text.unwrap_or_default())
-        .collect()
 }
 
 /// The content blocks of the last user message of a request.

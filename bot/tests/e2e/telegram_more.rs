@@ -12,27 +12,6 @@ use std::time::{Duration, Instant};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
-const TOKEN: &str = "123456:TEST-token";
-const OWNER: i64 = 1001;
-const FRIEND: i64 = 1002;
-/// How long "eventually" may take.
-const T: Duration = Duration::from_secs(20);
-
-fn config(tg: &BotApiServer, extra: &str) -> String {
-    format!(
-        "[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}, {FRIEND}]\nowners = [{OWNER}]\n{extra}\n",
-        tg.url()
-    )
-}
-
-/// The bot's visible messages in a chat, in message id order.
-fn texts(tg: &BotApiServer, chat: i64) -> Vec<String> {
-    tg.messages(chat)
-        .into_iter()
-        .map(|m| m.visible_text.unwrap_or_default())
-        .collect()
-}
-
 /// How many of the bot's messages in `chat` contain `needle`.
 fn count(tg: &BotApiServer, chat: i64, needle: &str) -> usize {
     texts(tg, chat).iter().filter(|t| t.contains(needle)).count()
@@ -105,7 +84,7 @@ async fn two_chats_run_in_parallel() {
     model.push(Turn::reply("answer for A").delay(Duration::from_secs(3)));
     model.push(Turn::reply("answer for B"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     let (a, b) = (OWNER, FRIEND);
     tg.push_update(updates::text_message(a, a, "question from A"));
@@ -137,7 +116,10 @@ async fn each_forum_topic_has_its_own_session() {
     model.push(Turn::reply("answer in topic seven"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let group: i64 = -1_001_234_567_890;
-    let env = Env::new(&model.url(), &config(&tg, &format!("allowed_chats = [{group}]")));
+    let env = Env::new(
+        &model.url(),
+        &telegram_config(&tg, &format!("allowed_chats = [{group}]")),
+    );
     let bot = BotProcess::start(&env, TOKEN);
     let me = mention(&tg);
     tg.push_update(updates::topic_message(
@@ -196,7 +178,7 @@ async fn a_migrated_group_keeps_workspace_settings_and_session() {
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let (old, new): (i64, i64) = (-4242, -1_009_999);
     // Only the old id is listed: the config was written before the upgrade.
-    let env = Env::new(&model.url(), &config(&tg, &format!("allowed_chats = [{old}]")));
+    let env = Env::new(&model.url(), &telegram_config(&tg, &format!("allowed_chats = [{old}]")));
     let bot = BotProcess::start(&env, TOKEN);
     let me = mention(&tg);
     tg.push_update(updates::group_message(
@@ -297,7 +279,7 @@ async fn a_long_markdown_reply_is_chunked_within_telegram_limits() {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::reply(md.clone()));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "write a lot"));
     wait_text(&tg, OWNER, &last, &bot).await;
@@ -335,7 +317,7 @@ async fn a_429_storm_is_waited_out_without_early_retries() {
     model.push(Turn::reply("answer despite flood control"));
     model.push(Turn::reply("answer after the storm"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     // A warm session answers at once, so the answer is due inside the 2 s window.
     tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
@@ -379,7 +361,7 @@ async fn a_chunk_telegram_cannot_parse_goes_out_as_plain_text() {
     let reply = "Here is **bold** and `code` for you";
     model.push(Turn::reply(reply));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.fail_next(
         "sendMessage",
@@ -407,7 +389,7 @@ async fn stop_aborts_the_run_and_its_late_answer_is_never_sent() {
     model.push(Turn::reply("late answer that must not be sent").delay(delay));
     model.push(Turn::reply("still here"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "do something slow"));
     wait_requests(&model, 1, &bot).await;
@@ -434,7 +416,7 @@ async fn a_message_during_a_run_is_a_follow_up() {
     model.push(Turn::reply("first answer").delay(Duration::from_secs(2)));
     model.push(Turn::reply("second answer"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "first question"));
     wait_requests(&model, 1, &bot).await;
@@ -460,7 +442,7 @@ async fn kill9_before_any_tool_retries_the_message_once() {
     model.push(Turn::reply("slow answer from the killed process").delay(Duration::from_secs(3)));
     model.push(Turn::reply("answer after the restart"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "please survive a crash"));
     wait_requests(&model, 1, &bot).await;
@@ -501,7 +483,7 @@ async fn kill9_after_a_tool_started_tells_the_chat_and_does_not_retry() {
     ));
     model.push(Turn::reply("answer to the later message"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "run the long job"));
     let flag = env.dir.path().join("workspaces/1001/started.flag");
@@ -573,7 +555,7 @@ async fn sigterm_lets_runs_finish_then_aborts_and_exits_zero() {
     ));
     model.push(Turn::reply("after the second restart"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
 
     // A run that ends inside the grace period is finished and its answer delivered.
     let bot = BotProcess::start(&env, TOKEN);
@@ -645,7 +627,7 @@ async fn a_repeated_update_id_is_answered_once() {
     model.push(Turn::reply("only once"));
     model.push(Turn::reply("this must not be sent"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg, ""));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let mut update: Value = updates::text_message(OWNER, OWNER, "say it once").into();
     update["update_id"] = json!(77);
     // Both copies wait in the queue, so they come in one getUpdates batch.

@@ -5,20 +5,8 @@
 
 use crate::support::*;
 use serde_json::json;
-use std::time::Duration;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
-
-const TOKEN: &str = "123456:TEST-token";
-const OWNER: i64 = 1001;
-const T: Duration = Duration::from_secs(20);
-
-fn config(tg: &BotApiServer) -> String {
-    format!(
-        "[telegram]\napi_url = \"{}\"\nallowed_users = [{OWNER}]\nowners = [{OWNER}]\n",
-        tg.url()
-    )
-}
 
 /// Runs the dangerous command, presses `choice` on the question, returns what the model got back.
 async fn dangerous_command(choice: &str) -> (Env, String) {
@@ -26,7 +14,7 @@ async fn dangerous_command(choice: &str) -> (Env, String) {
     model.push(Turn::call("toolu_01", "bash", json!({"command": "rm -rf build"})));
     model.push(Turn::reply("finished"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let build = env.dir.path().join("workspaces").join(OWNER.to_string()).join("build");
     std::fs::create_dir_all(&build).unwrap();
     let bot = BotProcess::start(&env, TOKEN);
@@ -129,7 +117,7 @@ async fn send_tool_delivers_a_file_and_a_photo() {
     );
     model.push(Turn::reply("sent both"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "send me the report"));
     tg.wait_for(
@@ -205,7 +193,7 @@ async fn press(tg: &BotApiServer, label: &str) {
 async fn every_ui_method_works_on_telegram() {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let ws = env
         .dir
         .path()
