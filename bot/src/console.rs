@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -272,20 +272,15 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
 struct Printer {
     mode: Mode,
     interactive: bool,
-    out: Mutex<()>,
 }
 
 impl Printer {
     fn new(mode: Mode, interactive: bool) -> Self {
-        Printer {
-            mode,
-            interactive,
-            out: Mutex::new(()),
-        }
+        Printer { mode, interactive }
     }
 
     fn on_event(&self, e: &AgentSessionEvent) {
-        let _guard = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        // The stdout lock keeps one event's output together.
         let mut stdout = std::io::stdout().lock();
         match self.mode {
             Mode::Json => {

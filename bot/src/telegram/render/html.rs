@@ -28,6 +28,7 @@ pub(super) const MAX_LANGUAGE: usize = 32;
 /// What a horizontal rule becomes.
 const RULE: &str = "———";
 
+#[cfg(test)]
 /// Renders the model's Markdown (CommonMark, GFM tables, strikethrough and task lists) as
 /// Telegram's HTML subset ("HTML style" of the Bot API).
 ///

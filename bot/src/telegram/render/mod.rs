@@ -30,9 +30,6 @@
 //! links, list numbers, nesting and tables come out as in the whole reply, and one splitter
 //! serves both functions.
 
-// The host's output path is being wired up; until it calls these, parts are unused in the binary.
-#![allow(dead_code)]
-
 mod chunks;
 mod html;
 mod split;
@@ -48,12 +45,13 @@ mod split_tests;
 #[cfg(test)]
 mod test_support;
 
-// The module's API; the binary need not use every item of it.
-#[allow(unused_imports)]
-pub use chunks::{Chunk, markdown_chunks, markdown_chunks_with_limit};
-#[allow(unused_imports)]
+pub use chunks::markdown_chunks;
+// The pieces the chunker is built from, exercised directly by the tests.
+#[cfg(test)]
+pub use chunks::{Chunk, markdown_chunks_with_limit};
+#[cfg(test)]
 pub use html::markdown_to_html;
-#[allow(unused_imports)]
+#[cfg(test)]
 pub use split::{split_html, visible_text};
 
 /// Default chunk size in UTF-16 units of visible text: Telegram allows 4096 per message; the

@@ -45,15 +45,15 @@ pub(super) struct Piece {
     pub(super) html: String,
     /// The visible text.
     pub(super) visible: String,
-    /// Byte range of the slice in the whole HTML.
+    /// Byte offset of the slice in the whole HTML.
     pub(super) start: usize,
-    pub(super) end: usize,
     /// Language (possibly empty) of the code block open at the start, if any.
     pub(super) code_at_start: Option<String>,
     /// Language (possibly empty) of the code block still open at the end, if any.
     pub(super) code_at_end: Option<String>,
 }
 
+#[cfg(test)]
 /// Splits Telegram HTML into chunks of at most `limit` UTF-16 units of visible text each.
 ///
 /// A cut never falls inside a tag, an entity or a surrogate pair. It prefers a paragraph break,
@@ -73,6 +73,7 @@ pub fn split_html(html: &str, limit: usize) -> Vec<String> {
         .collect()
 }
 
+#[cfg(test)]
 /// The text Telegram shows for `html`: tags removed, entities decoded.
 pub fn visible_text(html: &str) -> String {
     tokenize(html)
@@ -391,7 +392,6 @@ pub(super) fn pieces(html: &str, tokens: &[Token], cuts: &[usize]) -> Vec<Piece>
             html: out,
             visible,
             start: start_byte,
-            end: end_byte,
             code_at_start,
             code_at_end,
         });
