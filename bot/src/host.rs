@@ -85,6 +85,7 @@ pub fn factory(
         default_thinking: config.thinking,
         default_time_zone: Some(config.default_time_zone),
         home_dir,
+        skill_hooks: config.skill_hooks,
         context_root,
         sequential_tools: false,
     }))

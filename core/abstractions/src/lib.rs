@@ -8,7 +8,8 @@
 //! - [`extensions`]: `Extension`, `ExtensionApi`, `ExtensionContext`, every extension event;
 //! - [`events`]: the `AgentSessionEvent` family hosts subscribe to;
 //! - [`ui`]: `UserInterface` and `ChatChannel`;
-//! - [`processes`]: `ProcessSpawnPolicy`, requests, hooks, `SecretRedactor`.
+//! - [`processes`]: `ProcessSpawnPolicy`, requests, hooks, `SecretRedactor`;
+//! - [`skills`]: `SKILL.md` parsing and discovery (`SkillFiles`), hooks and protected paths.
 
 pub mod events;
 pub mod extensions;
@@ -17,6 +18,7 @@ pub mod model;
 pub mod processes;
 pub mod provider;
 pub mod sessions;
+pub mod skills;
 pub mod tools;
 pub mod ui;
 

@@ -10,6 +10,7 @@
 //! | [`system_prompt`] | `SystemPromptBuilder` | base prompt, tools, guidelines, context files, date |
 //! | [`agent`] | `AgentSession`, `AgentSessionFactory` | the conversation facade and the loop |
 //! | [`processes`] | `ProcessSpawnPolicy` | child environments, hardening, secret redaction |
+//! | [`skill_hooks`] | `SkillHookRunner` | skills' `session-start`/`turn-end` hooks, `protected-paths` |
 //!
 //! Slices talk only through entry types and the contracts in `volcanic-abstractions`; a host
 //! touches only `AgentSession` and its factory.
@@ -20,5 +21,6 @@ pub mod extensions;
 pub mod models;
 pub mod processes;
 pub mod sessions;
+pub mod skill_hooks;
 pub mod system_prompt;
 pub mod tools;

@@ -122,8 +122,11 @@ pub struct SystemPromptOptions {
     pub guidelines: Vec<String>,
     /// Project context files `(path, content)` (AGENTS.md).
     pub context_files: Vec<(String, String)>,
-    /// Skills `(name, description, path)`.
+    /// Skills `(name, description, path of its SKILL.md)`.
     pub skills: Vec<(String, String, String)>,
+    /// Outputs of the skills' `session-start` hooks `(skill name, text)`, each rendered as a
+    /// `<skill_session_context name="...">` block.
+    pub skill_context: Vec<(String, String)>,
 }
 
 /// Before a run starts.

@@ -40,6 +40,9 @@ pub struct FactoryConfig {
     pub default_time_zone: Option<Tz>,
     /// Volcanic home (global `AGENTS.md`).
     pub home_dir: Option<PathBuf>,
+    /// Whether skills' `session-start`/`turn-end` hooks run (skills are listed and their
+    /// `protected-paths` guard either way).
+    pub skill_hooks: bool,
     /// Where the `AGENTS.md` search upward stops (the workspaces root for the bot).
     pub context_root: Option<PathBuf>,
     /// Run every tool batch sequentially.
@@ -104,7 +107,7 @@ impl AgentSessionFactory {
 
     /// Builds a session: (1) open or create its file, (2) create the registries, (3) activate the
     /// extensions (two-phase), (4) bind and restore model and thinking level from the branch,
-    /// (5) emit `session_start`.
+    /// (5) emit `session_start`, then start the skills' `session-start` hooks in the background.
     pub async fn create(&self, options: AgentSessionOptions) -> Result<AgentSession, SessionError> {
         let cfg = self.config.clone();
         let scope = options
@@ -186,6 +189,12 @@ impl AgentSessionFactory {
         };
         let (idle, _) = watch::channel(true);
         let prompt_builder = SystemPromptBuilder::new(&options.cwd, cfg.context_root.clone(), cfg.home_dir.clone());
+        let skill_hooks = crate::skill_hooks::SkillHookRunner::new(crate::skill_hooks::SkillHookConfig {
+            workspace: options.cwd.clone(),
+            skill_dirs: crate::skill_hooks::SkillHookConfig::skill_dirs(&options.cwd, cfg.home_dir.as_deref()),
+            hooks_enabled: cfg.skill_hooks,
+            redactor: volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*cfg.processes),
+        });
         let inner = Arc::new_cyclic(|me: &Weak<Inner>| Inner {
             config: cfg.clone(),
             cwd: options.cwd.clone(),
@@ -211,6 +220,7 @@ impl AgentSessionFactory {
             next_listener: AtomicU64::new(0),
             ui: options.ui,
             channel: options.channel,
+            skill_hooks,
             prompt_builder,
             idle,
             me: me.clone(),

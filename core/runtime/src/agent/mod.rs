@@ -12,6 +12,7 @@ mod context;
 mod factory;
 mod run_loop;
 mod session;
+mod skills;
 mod tool_exec;
 
 pub use factory::{AgentSessionFactory, AgentSessionOptions, FactoryConfig, SessionSelect};

@@ -68,6 +68,7 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
     let cancel = inner.lock_state().abort.clone();
     // Compaction check and skill-hook waits are seams filled by the "Long conversations" issue.
     let prompt_text = initial.first().map(prompt_text).unwrap_or_default();
+    let skills = super::skills::before_run(inner, &cancel).await;
     let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).active();
     let mut before = BeforeAgentStartEvent {
         prompt: prompt_text,
@@ -75,6 +76,7 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
         system_prompt_override: None,
         injected_messages: Vec::new(),
     };
+    skills.apply(&mut before.system_prompt_options);
     inner.runner.emit(&mut before, &ctx, &cancel).await;
     let tz = inner.lock_state().time_zone;
     let system_prompt = before.system_prompt_override.clone().unwrap_or_else(|| {
@@ -88,6 +90,7 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
     inner.runner.emit(&mut AgentStartEvent::default(), &ctx, &cancel).await;
 
     let mut pending = initial;
+    skills.add_notice(&mut pending);
     pending.extend(before.injected_messages.into_iter().map(Message::Custom));
     let mut added: Vec<Message> = Vec::new();
     let mut turn_index = 0usize;
@@ -176,6 +179,7 @@ async fn finish(
         .runner
         .emit(&mut end, &inner.ctx(), &CancellationToken::new())
         .await;
+    super::skills::after_run(inner);
     outcome
 }
 

@@ -133,6 +133,8 @@ pub(crate) struct Inner {
     pub next_listener: AtomicU64,
     pub ui: Option<Arc<dyn UserInterface>>,
     pub channel: Option<Arc<dyn ChatChannel>>,
+    /// The skills' hooks and `protected-paths` guard.
+    pub skill_hooks: crate::skill_hooks::SkillHookRunner,
     pub prompt_builder: SystemPromptBuilder,
     /// Whether no run is in progress. Set with `send_replace`: `send` does nothing while no one
     /// is subscribed, which would leave it `true` during a run.
@@ -171,12 +173,13 @@ impl Inner {
         volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*self.config.processes).redact(text)
     }
 
-    /// Emits `session_start` to extensions.
+    /// Emits `session_start` to extensions, then starts the skills' `session-start` hooks.
     pub async fn session_start(&self, reason: SessionStartReason) {
         let mut start = SessionStartEvent { reason };
         self.runner
             .emit(&mut start, &self.ctx(), &CancellationToken::new())
             .await;
+        self.restart_session_hooks();
     }
 
     /// Resets the context from the session file's current branch.

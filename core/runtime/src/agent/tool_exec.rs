@@ -151,6 +151,9 @@ async fn prepare(
     if let Err(e) = validate(&ev.input) {
         return Prepared::Done(error_result(&e));
     }
+    if let Some(refusal) = super::skills::protected_refusal(inner, &call.name, &ev.input) {
+        return Prepared::Done(error_result(&refusal));
+    }
     Prepared::Run { tool, args: ev.input }
 }
 

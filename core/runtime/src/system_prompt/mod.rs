@@ -98,6 +98,7 @@ impl SystemPromptBuilder {
             guidelines,
             context_files: self.context_files(),
             skills: Vec::new(),
+            skill_context: Vec::new(),
         }
     }
 
@@ -132,9 +133,20 @@ impl SystemPromptBuilder {
         if !options.skills.is_empty() {
             out.push_str("# Skills\n\nRead a skill's file when the task matches its description:\n");
             for (name, description, path) in &options.skills {
+                let description = description.split_whitespace().collect::<Vec<_>>().join(" ");
                 out.push_str(&format!("- {name}: {description} ({path})\n"));
             }
             out.push('\n');
+        }
+        if !options.skill_context.is_empty() {
+            out.push_str("# Skill Session Context\n\nWhat the skills' session-start hooks reported:\n\n");
+            for (name, text) in &options.skill_context {
+                out.push_str(&format!(
+                    "<skill_session_context name=\"{}\">\n{}\n</skill_session_context>\n\n",
+                    escape_attr(name),
+                    text.trim_end()
+                ));
+            }
         }
         let zone = tz.unwrap_or(chrono_tz::UTC);
         let local = now.with_timezone(&zone);
@@ -143,6 +155,14 @@ impl SystemPromptBuilder {
         out.push_str(&format!("Current working directory: {}", self.cwd.display()));
         out
     }
+}
+
+/// Escapes text for a double-quoted attribute.
+fn escape_attr(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn first_line(s: &str) -> String {
@@ -193,5 +213,45 @@ mod tests {
         let p = b.render(&o, Utc::now(), None);
         assert!(p.starts_with("BASE\n\nAvailable tools:\n- bash: run commands\n"));
         assert!(p.contains("Guidelines:\n- be careful\n"));
+    }
+
+    #[test]
+    fn skills_are_listed_and_hook_context_rendered_per_skill() {
+        let b = SystemPromptBuilder::new("/ws", None, None);
+        let o = SystemPromptOptions {
+            skills: vec![
+                (
+                    "calendar".into(),
+                    "Reads the\n  calendar.".into(),
+                    "/home/skills/calendar/SKILL.md".into(),
+                ),
+                (
+                    "notes".into(),
+                    "Keeps notes.".into(),
+                    "/ws/skills/notes/SKILL.md".into(),
+                ),
+            ],
+            skill_context: vec![
+                ("notes".into(), "3 notes, newest: a.md\n".into()),
+                ("q\"x".into(), "hi".into()),
+            ],
+            ..Default::default()
+        };
+        let p = b.render(&o, Utc::now(), None);
+        assert!(
+            p.contains(
+                "# Skills\n\nRead a skill's file when the task matches its description:\n\
+                 - calendar: Reads the calendar. (/home/skills/calendar/SKILL.md)\n\
+                 - notes: Keeps notes. (/ws/skills/notes/SKILL.md)\n\n"
+            ),
+            "{p}"
+        );
+        assert!(
+            p.contains("<skill_session_context name=\"notes\">\n3 notes, newest: a.md\n</skill_session_context>\n"),
+            "{p}"
+        );
+        assert!(p.contains("<skill_session_context name=\"q&quot;x\">\nhi\n"), "{p}");
+        let empty = b.render(&SystemPromptOptions::default(), Utc::now(), None);
+        assert!(!empty.contains("# Skills") && !empty.contains("skill_session_context"));
     }
 }

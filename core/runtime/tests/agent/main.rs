@@ -3,4 +3,5 @@
 mod dispatch_tests;
 mod events_tests;
 mod loop_tests;
+mod skills_tests;
 mod support;

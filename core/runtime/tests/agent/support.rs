@@ -243,6 +243,11 @@ impl Harness {
 }
 
 pub fn factory(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &Path) -> AgentSessionFactory {
+    AgentSessionFactory::new(factory_config(faux, extensions, dir))
+}
+
+/// The config [`factory`] builds its factory from (tests change fields before building).
+pub fn factory_config(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &Path) -> FactoryConfig {
     let mut models = ModelRegistry::new().with_env(|_| None);
     models.register_provider(ProviderRegistration {
         name: "faux".into(),
@@ -251,7 +256,7 @@ pub fn factory(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &Path) -
         api_key: None,
         api_key_env: None,
     });
-    AgentSessionFactory::new(FactoryConfig {
+    FactoryConfig {
         models,
         extensions,
         processes: Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions {
@@ -263,9 +268,10 @@ pub fn factory(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &Path) -
         default_thinking: Default::default(),
         default_time_zone: None,
         home_dir: None,
+        skill_hooks: true,
         context_root: Some(dir.to_path_buf()),
         sequential_tools: false,
-    })
+    }
 }
 
 pub async fn harness(turns: Vec<FauxTurn>, extensions: Vec<ExtensionFactory>) -> Harness {
