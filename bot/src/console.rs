@@ -1,7 +1,7 @@
 //! `volcanic-bot console`: one session in the terminal.
 //!
 //! - interactive: streamed answer text, tool calls shown, slash commands (`/new`, `/model`,
-//!   `/thinking`, `/session`, `/quit`), Ctrl-C aborts a run;
+//!   `/thinking`, `/compact [instructions]`, `/session`, `/quit`), Ctrl-C aborts a run;
 //! - `-p PROMPT`: runs one prompt, prints the final answer, exits 0 (1 with the error);
 //! - `--mode json`: the session's event stream as JSON lines with pi's event names;
 //! - `--session FILE`: continues that session file.
@@ -250,12 +250,24 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
             Err(_) if arg.is_empty() => println!("thinking: {}", session.thinking_level()),
             Err(e) => eprintln!("error: {e}"),
         },
+        "compact" => {
+            let instructions = (!arg.is_empty()).then(|| arg.to_owned());
+            let before = session.stats().context_tokens;
+            match session.compact(instructions).await {
+                Ok(_) => println!(
+                    "compacted: context {before} → about {} tokens",
+                    session.stats().context_tokens
+                ),
+                Err(e) => eprintln!("error: {e}"),
+            }
+        }
         "session" => {
             let s = session.stats();
             println!(
-                "model {} · {} messages · context {} / {} tokens · total {} tokens · ${:.4}\nfile {}",
+                "model {} · {} messages · context {}{} / {} tokens · total {} tokens · ${:.4}\nfile {}",
                 session.model().map(|m| m.key()).unwrap_or_default(),
                 s.messages,
+                if s.context_estimated { "~" } else { "" },
                 s.context_tokens,
                 s.context_window,
                 s.total_tokens,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use volcanic_abstractions::sessions::SessionStore;
 use volcanic_core::agent::{AgentSessionFactory, FactoryConfig};
+use volcanic_core::compaction::CompactionSettings;
 use volcanic_core::models::ModelRegistry;
 use volcanic_core::processes::{ProcessEnvironmentOptions, ProcessSpawnPolicy};
 
@@ -88,5 +89,10 @@ pub fn factory(
         skill_hooks: config.skill_hooks,
         context_root,
         sequential_tools: false,
+        compaction: CompactionSettings {
+            enabled: true,
+            reserve_tokens: config.reserve_tokens,
+            keep_recent_tokens: config.keep_recent_tokens,
+        },
     }))
 }

@@ -103,7 +103,20 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
                     Ok(()) => "New session started.".into(),
                     Err(e) => format!("⚠️ {e}"),
                 }),
-                "compact" => Some("Compaction is not available in this version yet.".into()),
+                "compact" => {
+                    let before = session.stats();
+                    let instructions = (!args.is_empty()).then(|| args.to_owned());
+                    Some(match session.compact(instructions).await {
+                        Ok(_) => {
+                            let after = session.stats();
+                            format!(
+                                "Compacted: context {} → about {} tokens (of {}).",
+                                before.context_tokens, after.context_tokens, after.context_window
+                            )
+                        }
+                        Err(e) => format!("⚠️ {e}"),
+                    })
+                }
                 "model" if args.is_empty() => {
                     let current = session.model().map(|m| m.key());
                     let list: Vec<String> = session
@@ -140,11 +153,13 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
                 "session" => {
                     let s = session.stats();
                     Some(format!(
-                        "Model: `{}`\nThinking: {}\nContext: {} / {} tokens\nTotal: {} tokens, ${:.4}\nMessages: {}\nSession file: `{}`",
+                        "Model: `{}`\nThinking: {}\nContext: {}{} / {} tokens{}\nTotal: {} tokens, ${:.4}\nMessages: {}\nSession file: `{}`",
                         session.model().map(|m| m.key()).unwrap_or_default(),
                         session.thinking_level(),
+                        if s.context_estimated { "~" } else { "" },
                         s.context_tokens,
                         s.context_window,
+                        if s.compacted { " (compacted)" } else { "" },
                         s.total_tokens,
                         s.cost,
                         s.messages,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use volcanic_abstractions::events::AgentSessionEvent;
-use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::messages::StopReason;
 
 /// Typing refresh period (Telegram shows the action for about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);
@@ -53,9 +53,8 @@ impl Output {
                 let text = message.text();
                 (!text.trim().is_empty()).then_some(Out::Answer(text))
             }
-            AgentSessionEvent::MessageEnd {
-                message: Message::Assistant(a),
-            } if a.stop_reason == StopReason::Error => Some(Out::Error(
+            // The turn's final message: a context overflow recovered by compaction is not shown.
+            AgentSessionEvent::TurnEnd { message: a, .. } if a.stop_reason == StopReason::Error => Some(Out::Error(
                 a.error_message
                     .clone()
                     .unwrap_or_else(|| "the model call failed".into()),

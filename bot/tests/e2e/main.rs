@@ -1,8 +1,10 @@
 //! End-to-end tests of the real `volcanic-bot` binary against the test kit's doubles.
 
+mod compaction;
 mod console;
 mod support;
 mod telegram;
+mod telegram_compact;
 mod telegram_media;
 mod telegram_more;
 mod telegram_ui;

@@ -61,6 +61,38 @@ impl Env {
         c.output().unwrap()
     }
 
+    /// `console ARGS` fed `stdin` (the interactive mode), with keys set; runs off the async
+    /// runtime so the test's doubles keep serving.
+    pub async fn console_stdin(&self, args: &[&str], stdin: String) -> Output {
+        use std::io::Write;
+        let mut c = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+        c.arg("--config")
+            .arg(self.dir.path().join("volcanic.toml"))
+            .arg("console")
+            .arg("--workspace")
+            .arg(self.workspace())
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("E2E_ANTHROPIC_KEY", "test-key")
+            .env("E2E_OPENAI_KEY", "test-key")
+            .current_dir(self.dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        tokio::task::spawn_blocking(move || {
+            let mut child = c.spawn().unwrap();
+            let mut input = child.stdin.take().unwrap();
+            let writer = std::thread::spawn(move || input.write_all(stdin.as_bytes()));
+            let out = child.wait_with_output().unwrap();
+            writer.join().unwrap().unwrap();
+            out
+        })
+        .await
+        .unwrap()
+    }
+
     /// The session files the console wrote.
     pub fn session_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();

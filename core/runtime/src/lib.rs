@@ -8,6 +8,7 @@
 //! | [`extensions`] | `ExtensionRunner` | two-phase activation, dispatch, event bus |
 //! | [`commands`] | `CommandRegistry` | slash commands |
 //! | [`system_prompt`] | `SystemPromptBuilder` | base prompt, tools, guidelines, context files, date |
+//! | [`compaction`] | `Compactor` | when to compact, the cut, the summary request |
 //! | [`agent`] | `AgentSession`, `AgentSessionFactory` | the conversation facade and the loop |
 //! | [`processes`] | `ProcessSpawnPolicy` | child environments, hardening, secret redaction |
 //! | [`skill_hooks`] | `SkillHookRunner` | skills' `session-start`/`turn-end` hooks, `protected-paths` |
@@ -17,6 +18,7 @@
 
 pub mod agent;
 pub mod commands;
+pub mod compaction;
 pub mod extensions;
 pub mod models;
 pub mod processes;

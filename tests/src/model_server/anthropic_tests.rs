@@ -320,3 +320,30 @@ async fn delay_holds_back_the_response_headers() {
     assert_eq!(response.status(), 200);
     assert!(started.elapsed() >= Duration::from_millis(200));
 }
+
+#[tokio::test]
+async fn a_responder_answers_before_the_queue_and_passes_on_what_it_does_not_take() {
+    let server = server().await;
+    server.push(Turn::reply("from the queue"));
+    server.set_responder(|api, body| {
+        assert_eq!(api, WireApi::Anthropic);
+        let first = body["messages"][0]["content"].as_str()?;
+        first
+            .starts_with("summarise")
+            .then(|| Turn::reply("from the responder"))
+    });
+    let texts = |events: &[super::test_support::SseEvent]| -> String {
+        events
+            .iter()
+            .filter_map(|e| e.json()["delta"]["text"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let summary = anthropic_body(json!([{"role": "user", "content": "summarise this"}]));
+    let response = post_anthropic(&server, &summary).await;
+    assert_eq!(texts(&parse_sse(&response.text().await.unwrap())), "from the responder");
+    assert_eq!(server.pending_turns(), 1, "the queue was not used");
+    let other = anthropic_body(json!([{"role": "user", "content": "hello"}]));
+    let response = post_anthropic(&server, &other).await;
+    assert_eq!(texts(&parse_sse(&response.text().await.unwrap())), "from the queue");
+    assert_eq!(server.pending_turns(), 0);
+}

@@ -117,6 +117,19 @@ impl Drop for ServeTask {
     }
 }
 
+/// A function answering requests ahead of the queue ([`ModelServer::set_responder`]).
+#[derive(Clone)]
+pub(crate) struct Responder(pub(crate) Arc<RespondFn>);
+
+/// The function behind a [`Responder`].
+type RespondFn = dyn Fn(WireApi, &serde_json::Value) -> Option<Turn> + Send + Sync;
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
+}
+
 /// Handle to a running scripted model server; cheap to clone, all clones share one server.
 #[derive(Debug, Clone)]
 pub struct ModelServer {
@@ -170,6 +183,17 @@ impl ModelServer {
         let index = state.pushed;
         state.pushed += 1;
         state.turns.push_back((index, turn));
+    }
+
+    /// Sets a function that answers requests (admitted ones: checks and the window come first)
+    /// before the queue: `Some(turn)` serves that turn, `None` takes the next queued one. For
+    /// conversations too long or too irregular to script in order (compaction's summary
+    /// requests arrive whenever the client decides to compact).
+    pub fn set_responder(
+        &self,
+        responder: impl Fn(WireApi, &serde_json::Value) -> Option<Turn> + Send + Sync + 'static,
+    ) {
+        self.shared.lock().responder = Some(Responder(Arc::new(responder)));
     }
 
     /// Queues several turns in order.

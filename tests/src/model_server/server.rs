@@ -39,6 +39,8 @@ pub(crate) struct ServerState {
     pub(crate) verify_signatures: bool,
     /// Thinking signatures issued by served turns.
     pub(crate) signatures: HashSet<String>,
+    /// Answers requests before the queue is consulted.
+    pub(crate) responder: Option<super::Responder>,
 }
 
 /// State shared by the handle and the handlers.
@@ -60,6 +62,7 @@ impl Shared {
                 require_api_key: true,
                 verify_signatures: true,
                 signatures: HashSet::new(),
+                responder: None,
             }),
             recorded: watch::Sender::new(0),
         }
@@ -250,7 +253,16 @@ fn admit(
     {
         return Err(context_rejection(api, tokens, window));
     }
-    let Some((index, turn)) = state.turns.pop_front() else {
+    let answered = state.responder.as_ref().and_then(|r| (r.0)(api, body));
+    let next = match answered {
+        Some(turn) => {
+            let index = state.pushed;
+            state.pushed += 1;
+            Some((index, turn))
+        }
+        None => state.turns.pop_front(),
+    };
+    let Some((index, turn)) = next else {
         return Err(Rejection::for_status(
             api,
             500,

@@ -49,6 +49,9 @@ pub struct ContextUsage {
     pub context_window: u64,
     /// tokens / window × 100.
     pub percent: f64,
+    /// Whether `tokens` is only an estimate (about 4 characters per token): no provider usage
+    /// since the last compaction.
+    pub estimated: bool,
 }
 
 /// Given to handlers and tools.
@@ -88,7 +91,9 @@ pub trait ExtensionContext: Send + Sync {
     fn context_usage(&self) -> Option<ContextUsage>;
     /// The system prompt of the current (or last) run.
     fn system_prompt(&self) -> String;
-    /// Requests a compaction (runs when the session is next between turns or idle).
+    /// Requests a compaction: it runs once the session is idle (a run in progress ends first)
+    /// and holds it busy meanwhile; the outcome arrives as `session_compact` (and the session
+    /// events `compaction_start`/`compaction_end`). Errors: the context is stale.
     fn compact(&self, instructions: Option<String>) -> Result<(), ExtensionError>;
     /// Prepares a process: policy, session `TZ`, then `process_spawn` handlers.
     async fn prepare_process(&self, request: ProcessSpawnRequest) -> Result<ProcessSpawnContext, ProcessSpawnError>;

@@ -5,7 +5,6 @@ use super::session::{Inner, switch_session};
 use crate::extensions::Binding;
 use crate::models::ModelRegistry;
 use async_trait::async_trait;
-use futures::StreamExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use tokio_util::sync::CancellationToken;
@@ -16,7 +15,7 @@ use volcanic_abstractions::extensions::{
 use volcanic_abstractions::messages::AssistantMessage;
 use volcanic_abstractions::model::{Model, ThinkingLevel};
 use volcanic_abstractions::processes::{ProcessSpawnContext, ProcessSpawnError, ProcessSpawnRequest};
-use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions};
+use volcanic_abstractions::provider::{ProviderContext, StreamOptions};
 use volcanic_abstractions::sessions::SessionEntry;
 use volcanic_abstractions::ui::{ChatChannel, UserInterface};
 
@@ -128,6 +127,7 @@ impl ExtensionContext for SessionCtx {
             tokens: stats.context_tokens,
             context_window: stats.context_window,
             percent: stats.context_tokens as f64 * 100.0 / stats.context_window as f64,
+            estimated: stats.context_estimated,
         })
     }
 
@@ -138,11 +138,18 @@ impl ExtensionContext for SessionCtx {
             .unwrap_or_default()
     }
 
-    fn compact(&self, _instructions: Option<String>) -> Result<(), ExtensionError> {
-        self.live()?;
-        Err(ExtensionError::Failed(
-            "compaction is not available in this build yet (see the \"Long conversations\" issue)".into(),
-        ))
+    fn compact(&self, instructions: Option<String>) -> Result<(), ExtensionError> {
+        let inner = self.live()?;
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| ExtensionError::Failed("compact() needs a Tokio runtime".into()))?;
+        // Runs once the session is idle (a run in progress ends first); the outcome arrives as
+        // `compaction_end` / `session_compact`.
+        handle.spawn(async move {
+            if let Err(e) = (super::AgentSession { inner }).compact(instructions).await {
+                tracing::warn!("compaction requested by an extension failed: {e}");
+            }
+        });
+        Ok(())
     }
 
     async fn prepare_process(
@@ -244,14 +251,8 @@ impl ModelCatalog for Catalog {
         self.0.find(key)
     }
     async fn complete(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> AssistantMessage {
-        let mut stream = self.0.stream(model, context, options);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                AssistantMessageEvent::Done { message, .. } => return message,
-                AssistantMessageEvent::Error { error, .. } => return error,
-                _ => {}
-            }
-        }
-        AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, crate::models::now_ms())
+        let cancel = options.cancel.clone();
+        let stream = self.0.stream(model, context, options);
+        super::compact::final_message(stream, &cancel).await
     }
 }

@@ -47,6 +47,8 @@ pub struct FactoryConfig {
     pub context_root: Option<PathBuf>,
     /// Run every tool batch sequentially.
     pub sequential_tools: bool,
+    /// Compaction thresholds.
+    pub compaction: crate::compaction::CompactionSettings,
 }
 
 /// Which session file a new `AgentSession` uses.
@@ -211,6 +213,8 @@ impl AgentSessionFactory {
                 follow_up: VecDeque::new(),
                 next_turn: Vec::new(),
                 system_prompt: String::new(),
+                compacted_totals: super::session::compacted_totals(ctx.compaction.as_ref()),
+                stale_prefix: ctx.from_before_compaction,
             }),
             tools: RwLock::new(tools),
             commands: RwLock::new(commands),
@@ -222,6 +226,7 @@ impl AgentSessionFactory {
             channel: options.channel,
             skill_hooks,
             prompt_builder,
+            compactor: crate::compaction::Compactor::new(cfg.compaction),
             idle,
             me: me.clone(),
         });

@@ -8,6 +8,7 @@
 
 mod accumulate;
 mod actions;
+mod compact;
 mod context;
 mod factory;
 mod run_loop;

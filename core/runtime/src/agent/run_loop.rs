@@ -11,6 +11,7 @@
 //! tool calls. Steering is taken only between whole tool batches.
 
 use super::accumulate::apply_event;
+use super::compact::{self, CompactReason};
 use super::session::{Inner, SessionError, has_tool_calls};
 use super::tool_exec::execute_batch;
 use crate::models::now_ms;
@@ -24,19 +25,25 @@ use volcanic_abstractions::extensions::events::{
     MessageEndEvent, MessageStartEvent, MessageUpdateEvent, TurnEndEvent, TurnStartEvent,
 };
 use volcanic_abstractions::messages::{AssistantMessage, Message, StopReason, ToolResultMessage};
-use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions};
+use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions, is_context_overflow};
 
 /// Runs one agent run to its end. `initial`: the prompt and messages held for the next turn.
 /// The caller has set `running` and a fresh abort token.
 pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
     let result = run_inner(&inner, initial).await;
-    // Follow-ups that raced with the end of the run start a new one; otherwise settle.
+    settle(&inner, result.is_err()).await;
+    result
+}
+
+/// Ends a run: follow-ups that raced with its end start a new one; then the session settles
+/// (`agent_settled`, idle).
+async fn settle(inner: &Arc<Inner>, failed: bool) {
     loop {
         let next: Vec<Message> = {
             let mut st = inner.lock_state();
             let mut q: Vec<Message> = st.follow_up.drain(..).collect();
             q.extend(st.steering.drain(..));
-            if q.is_empty() || result.is_err() {
+            if q.is_empty() || failed {
                 st.running = false;
                 Vec::new()
             } else {
@@ -47,7 +54,7 @@ pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), 
         if next.is_empty() {
             break;
         }
-        if let Err(e) = run_inner(&inner, next).await {
+        if let Err(e) = run_inner(inner, next).await {
             tracing::warn!("follow-up run failed: {e}");
         }
     }
@@ -60,14 +67,41 @@ pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), 
         .runner
         .emit(&mut settled, &inner.ctx(), &CancellationToken::new())
         .await;
-    result
+}
+
+/// Ends busy work outside a run (a manual compaction): prompts queued meanwhile start a run in
+/// the background; otherwise the session is idle again.
+pub(crate) fn release(inner: &Arc<Inner>) {
+    let queued: Vec<Message> = {
+        let mut st = inner.lock_state();
+        let mut q: Vec<Message> = st.follow_up.drain(..).collect();
+        q.extend(st.steering.drain(..));
+        if q.is_empty() {
+            st.running = false;
+        } else {
+            st.abort = CancellationToken::new();
+        }
+        q
+    };
+    if queued.is_empty() {
+        inner.idle.send_replace(true);
+    } else {
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            if let Err(e) = run(inner, queued).await {
+                tracing::warn!("queued run after compaction failed: {e}");
+            }
+        });
+    }
 }
 
 async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
     let ctx = inner.ctx();
     let cancel = inner.lock_state().abort.clone();
-    // Compaction check and skill-hook waits are seams filled by the "Long conversations" issue.
+    // Threshold compaction before anything is added (spec: "The agent loop").
+    let mut compacted = compact::compact_if_needed(inner, &cancel).await;
     let prompt_text = initial.first().map(prompt_text).unwrap_or_default();
+    // Then the skills: session-start hooks and the previous turn-end hooks, each until its deadline.
     let skills = super::skills::before_run(inner, &cancel).await;
     let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).active();
     let mut before = BeforeAgentStartEvent {
@@ -106,10 +140,34 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
                 Err(e) => return finish(inner, added, Err(e)).await,
             }
         }
-        let assistant = match stream_turn(inner, &system_prompt, &cancel).await {
-            Ok(a) => a,
-            Err(e) => break Err(e),
+        if !compacted {
+            compact::compact_if_needed(inner, &cancel).await;
+        }
+        // A context overflow is recovered by one compaction and one retry; a second overflow in
+        // the same turn ends the run (the message says so).
+        let mut retried = false;
+        let assistant = loop {
+            let mut a = match stream_turn(inner, &system_prompt, &cancel, retried).await {
+                Ok(a) => a,
+                Err(e) => return finish(inner, added, Err(e)).await,
+            };
+            if retried || !is_overflow(&a) || cancel.is_cancelled() {
+                break a;
+            }
+            retried = true;
+            match compact::compact(inner, CompactReason::Overflow, None, &cancel).await {
+                Ok(_) => continue,
+                Err(e) => {
+                    let error = a.error_message.take().unwrap_or_default();
+                    a.error_message = Some(format!(
+                        "{error} (the conversation is too long for the model's context window, and \
+                         compacting it failed: {e}; start a new session with /new)"
+                    ));
+                    break a;
+                }
+            }
         };
+        compacted = false;
         added.push(Message::Assistant(assistant.clone()));
         let mut results: Vec<ToolResultMessage> = Vec::new();
         let failed = matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted);
@@ -237,11 +295,18 @@ async fn end_message(inner: &Arc<Inner>, message: Message) -> Result<Message, Se
     Ok(message)
 }
 
+/// Whether the provider rejected the context as too long for the model's window.
+fn is_overflow(a: &AssistantMessage) -> bool {
+    a.stop_reason == StopReason::Error && a.error_message.as_deref().is_some_and(is_context_overflow)
+}
+
 /// One model call: context event, payload hook, streaming events, the persisted final message.
+/// `after_overflow`: this call retries one that overflowed; a second overflow is explained.
 async fn stream_turn(
     inner: &Arc<Inner>,
     system_prompt: &str,
     cancel: &CancellationToken,
+    after_overflow: bool,
 ) -> Result<AssistantMessage, SessionError> {
     let ctx = inner.ctx();
     let (model, thinking, messages) = {
@@ -334,6 +399,13 @@ async fn stream_turn(
         }
     };
     let mut final_message = final_message;
+    if after_overflow && is_overflow(&final_message) {
+        let error = final_message.error_message.take().unwrap_or_default();
+        final_message.error_message = Some(format!(
+            "{error} (still too long for the model's context window after compacting the \
+             conversation; start a new session with /new)"
+        ));
+    }
     if let Some(err) = final_message.error_message.take() {
         final_message.error_message = Some(inner.redact(&err));
     }

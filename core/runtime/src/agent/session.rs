@@ -21,7 +21,7 @@ use volcanic_abstractions::extensions::events::{
     SessionStartReason, ThinkingLevelSelectEvent,
 };
 use volcanic_abstractions::messages::{
-    AssistantContent, ImageContent, Message, StopReason, TextContent, UserBody, UserContent, UserMessage,
+    AssistantContent, ImageContent, Message, TextContent, UserBody, UserContent, UserMessage,
 };
 use volcanic_abstractions::model::{Model, ThinkingLevel};
 use volcanic_abstractions::ui::{ChatChannel, UserInterface};
@@ -44,6 +44,9 @@ pub enum SessionError {
     /// An extension cancelled the switch.
     #[error("cancelled by an extension")]
     Cancelled,
+    /// A compaction failed or was cancelled.
+    #[error("compaction: {0}")]
+    Compaction(#[from] crate::compaction::CompactionError),
     /// A command failed.
     #[error("command /{name} failed: {error}")]
     Command {
@@ -87,14 +90,20 @@ impl PromptInput {
 /// Token and cost figures of the session (`/session`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SessionStats {
-    /// Context tokens: the last usage plus estimates (4 characters per token) for newer messages.
+    /// Context tokens: the newest fresh usage plus estimates (4 characters per token) for newer
+    /// messages; all estimated right after a compaction (see `compaction::context_tokens`).
     pub context_tokens: u64,
+    /// Whether `context_tokens` is only an estimate (no usage since the last compaction).
+    pub context_estimated: bool,
     /// The model's window (tokens).
     pub context_window: u64,
-    /// Sum of input, output and cache tokens over the branch's assistant messages.
+    /// Sum of input, output and cache tokens over the branch's assistant messages (compacted
+    /// ones included).
     pub total_tokens: u64,
-    /// Cost in USD over the branch.
+    /// Cost in USD over the branch (compacted messages included).
     pub cost: f64,
+    /// Whether the context starts with a compaction summary.
+    pub compacted: bool,
     /// Messages in the context.
     pub messages: usize,
     /// The session file.
@@ -116,6 +125,11 @@ pub(crate) struct State {
     pub follow_up: VecDeque<Message>,
     pub next_turn: Vec<Message>,
     pub system_prompt: String,
+    /// Tokens and cost of the branch up to the newest compaction (its `details`).
+    pub compacted_totals: (u64, f64),
+    /// Leading messages from before the newest compaction (stale usage; see
+    /// `SessionContext::from_before_compaction`).
+    pub stale_prefix: usize,
 }
 
 /// Shared insides of a session.
@@ -136,6 +150,7 @@ pub(crate) struct Inner {
     /// The skills' hooks and `protected-paths` guard.
     pub skill_hooks: crate::skill_hooks::SkillHookRunner,
     pub prompt_builder: SystemPromptBuilder,
+    pub compactor: crate::compaction::Compactor,
     /// Whether no run is in progress. Set with `send_replace`: `send` does nothing while no one
     /// is subscribed, which would leave it `true` during a run.
     pub idle: watch::Sender<bool>,
@@ -185,9 +200,35 @@ impl Inner {
     /// Resets the context from the session file's current branch.
     pub fn reload_context(&self) {
         let ctx = self.lock_manager().build_context();
-        self.lock_state().messages = ctx.messages;
+        let mut st = self.lock_state();
+        st.messages = ctx.messages;
+        st.compacted_totals = compacted_totals(ctx.compaction.as_ref());
+        st.stale_prefix = ctx.from_before_compaction;
+    }
+
+    /// What follows every successful compaction: the skills' `session-start` hooks start again
+    /// (spec: architecture.md, "One conversation = one AgentSession", step 5).
+    pub fn after_compaction(&self) {
+        self.restart_session_hooks();
     }
 }
+
+/// `(totalTokens, cost)` from a compaction entry's details.
+pub(crate) fn compacted_totals(c: Option<&volcanic_abstractions::sessions::CompactionEntry>) -> (u64, f64) {
+    let details = c.and_then(|c| c.details.as_ref());
+    (
+        details
+            .and_then(|d| d.get("totalTokens"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0),
+        details
+            .and_then(|d| d.get("cost"))
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0),
+    )
+}
+
+impl Inner {}
 
 /// One conversation: a session file, its extensions, tools and model, and the agent loop.
 /// Cheap to clone (a handle).
@@ -449,27 +490,56 @@ impl AgentSession {
 
     /// Token and cost figures.
     pub fn stats(&self) -> SessionStats {
+        let tokens = super::compact::current_tokens(&self.inner);
         let st = self.inner.lock_state();
-        let mut s = SessionStats {
-            context_window: st.model.as_ref().map_or(0, |m| m.context_window),
-            messages: st.messages.len(),
-            session_file: self.inner.lock_manager().session_file(),
-            ..Default::default()
-        };
-        let mut last_usage_at = None;
-        for (i, m) in st.messages.iter().enumerate() {
+        let (mut total_tokens, mut cost) = st.compacted_totals;
+        for m in &st.messages[st.stale_prefix.min(st.messages.len())..] {
             if let Message::Assistant(a) = m {
-                s.total_tokens += a.usage.context_tokens();
-                s.cost += a.usage.cost.total;
-                if a.usage.context_tokens() > 0 && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
-                    last_usage_at = Some((i, a.usage.context_tokens()));
-                }
+                total_tokens += a.usage.context_tokens();
+                cost += a.usage.cost.total;
             }
         }
-        let (from, base) = last_usage_at.map_or((0, 0), |(i, t)| (i + 1, t));
-        let estimate: usize = st.messages[from..].iter().map(Message::estimated_chars).sum();
-        s.context_tokens = base + (estimate as u64).div_ceil(4);
-        s
+        SessionStats {
+            context_tokens: tokens.tokens,
+            context_estimated: tokens.from_usage == 0,
+            context_window: st.model.as_ref().map_or(0, |m| m.context_window),
+            total_tokens,
+            cost,
+            compacted: st.stale_prefix > 0,
+            messages: st.messages.len(),
+            session_file: self.inner.lock_manager().session_file(),
+        }
+    }
+
+    /// Compacts the conversation now (`/compact [instructions]`): waits for a run in progress to
+    /// end, holds the session busy while the summary is written (prompts that arrive meanwhile are
+    /// queued as usual and run afterwards), and returns the `compaction` entry written.
+    /// Errors: nothing to compact, no model, the summary request failed, an extension cancelled.
+    pub async fn compact(
+        &self,
+        instructions: Option<String>,
+    ) -> Result<volcanic_abstractions::sessions::CompactionEntry, SessionError> {
+        let cancel = loop {
+            {
+                let mut st = self.inner.lock_state();
+                if !st.running {
+                    st.running = true;
+                    st.abort = CancellationToken::new();
+                    break st.abort.clone();
+                }
+            }
+            self.wait_for_idle().await;
+        };
+        self.inner.idle.send_replace(false);
+        let result = super::compact::compact(
+            &self.inner,
+            super::compact::CompactReason::Manual,
+            instructions,
+            &cancel,
+        )
+        .await;
+        super::run_loop::release(&self.inner);
+        Ok(result?)
     }
 
     /// Emits `session_shutdown`, then makes every extension API and context of this session stale.

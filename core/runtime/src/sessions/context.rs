@@ -16,6 +16,11 @@ pub struct SessionContext {
     pub model: Option<(String, String)>,
     /// The last `thinking_level_change` on the branch (`off` without one).
     pub thinking_level: ThinkingLevel,
+    /// The newest compaction on the branch, whose summary heads `messages`.
+    pub compaction: Option<CompactionEntry>,
+    /// How many of `messages` date from before that compaction (the summary and the kept
+    /// messages): their usage figures counted a context that no longer exists. 0 without one.
+    pub from_before_compaction: usize,
 }
 
 /// Builds the context of the branch ending at `leaf` (empty for no leaf).
@@ -57,11 +62,10 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
         }
     }
 
-    let mut wanted: Vec<EntryPos> = Vec::new();
-    let mut take = |range: &[EntryPos]| {
-        wanted.extend(range.iter().copied().filter(|&p| in_context(index, p)));
-    };
+    let take =
+        |range: &[EntryPos]| -> Vec<EntryPos> { range.iter().copied().filter(|&p| in_context(index, p)).collect() };
     let mut messages = Vec::new();
+    let mut from_before_compaction = 0;
     match &compaction {
         Some((at, entry, c)) => {
             messages.push(Message::CompactionSummary(SummaryMessage {
@@ -71,13 +75,13 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
                 timestamp: iso_to_ms(&entry.timestamp),
             }));
             if let Some(first_kept) = path[..*at].iter().position(|&p| index.id(p) == c.first_kept_entry_id) {
-                take(&path[first_kept..*at]);
+                log.read_messages(&take(&path[first_kept..*at]), into_message, &mut messages)?;
             }
-            take(&path[at + 1..]);
+            from_before_compaction = messages.len();
+            log.read_messages(&take(&path[at + 1..]), into_message, &mut messages)?;
         }
-        None => take(&path),
+        None => log.read_messages(&take(&path), into_message, &mut messages)?,
     }
-    log.read_messages(&wanted, into_message, &mut messages)?;
 
     let model = last_usable(log, &models, |kind| match kind {
         EntryKind::ModelChange { provider, model_id } => Some((provider.clone(), model_id.clone())),
@@ -93,6 +97,8 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
         messages,
         model,
         thinking_level,
+        compaction: compaction.map(|(_, _, c)| c),
+        from_before_compaction,
     })
 }
 

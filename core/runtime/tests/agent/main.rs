@@ -1,5 +1,6 @@
 //! Integration tests of the agent runtime against an in-process faux provider.
 
+mod compaction_tests;
 mod dispatch_tests;
 mod events_tests;
 mod loop_tests;

@@ -60,12 +60,24 @@ pub fn call(id: &str, name: &str, args: Value) -> AssistantContent {
     })
 }
 
-/// A provider answering from a queue of scripted turns, recording every call.
+/// A provider answering from a queue of scripted turns, recording every call. Compaction's
+/// summary requests (no tools, the summariser's system prompt) are answered apart, without
+/// using a turn: "## Goal\nsummary N", or `summary_error` when set. Usage reports the context's
+/// estimated size (characters / 4) as input, so thresholds behave as with a real provider.
 #[derive(Default)]
 pub struct Faux {
     turns: Mutex<VecDeque<FauxTurn>>,
     pub contexts: Mutex<Vec<ProviderContext>>,
     pub payloads: Arc<Mutex<Vec<Value>>>,
+    pub summaries: Mutex<Vec<ProviderContext>>,
+    pub summary_error: Mutex<Option<String>>,
+    /// When set, the next summary request hangs until it is notified.
+    pub summary_gate: Mutex<Option<Arc<Notify>>>,
+}
+
+/// Whether a request is compaction's summary request.
+pub fn is_summary_request(c: &ProviderContext) -> bool {
+    c.tools.is_empty() && c.system_prompt.starts_with("You summarise conversations")
 }
 
 impl Faux {
@@ -112,9 +124,30 @@ impl Provider for Faux {
     }
 
     fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
-        let turn = self.turns.lock().unwrap().pop_front();
+        let size = (context.system_prompt.len() + context.messages.iter().map(Message::estimated_chars).sum::<usize>())
+            as u64
+            / 4;
+        let turn = if is_summary_request(&context) {
+            let n = {
+                let mut s = self.summaries.lock().unwrap();
+                s.push(context.clone());
+                s.len()
+            };
+            Some(
+                match (
+                    self.summary_error.lock().unwrap().clone(),
+                    self.summary_gate.lock().unwrap().take(),
+                ) {
+                    (Some(e), _) => FauxTurn::Error(e),
+                    (None, Some(gate)) => FauxTurn::Hang(gate),
+                    (None, None) => FauxTurn::text(&format!("## Goal\nsummary {n}")),
+                },
+            )
+        } else {
+            self.contexts.lock().unwrap().push(context.clone());
+            self.turns.lock().unwrap().pop_front()
+        };
         let payload = json!({"system": context.system_prompt, "messages": context.messages.len()});
-        self.contexts.lock().unwrap().push(context);
         let model = model.clone();
         let (tx, rx) = futures::channel::mpsc::unbounded();
         let recorded = self.payloads.clone();
@@ -200,9 +233,9 @@ impl Provider for Faux {
                     m.content = blocks;
                     m.stop_reason = stop;
                     m.usage = Usage {
-                        input: 100,
+                        input: size,
                         output: 10,
-                        total_tokens: 110,
+                        total_tokens: size + 10,
                         ..Default::default()
                     };
                     let _ = tx.unbounded_send(AssistantMessageEvent::Done {
@@ -271,6 +304,7 @@ pub fn factory_config(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &
         skill_hooks: true,
         context_root: Some(dir.to_path_buf()),
         sequential_tools: false,
+        compaction: Default::default(),
     }
 }
 
