@@ -344,3 +344,19 @@ async fn session_start_hooks_run_again_after_new_session_and_on_resume() {
     let system = faux.context(2).system_prompt;
     assert!(system.contains(&block("counter", "start 3")), "{system}");
 }
+
+#[tokio::test]
+async fn session_start_hooks_run_again_after_a_compaction() {
+    let s = Setup::new();
+    let count = "echo run >> \"$VOLCANIC_WORKSPACE/starts\"; echo \"start $(wc -l < \"$VOLCANIC_WORKSPACE/starts\")\"";
+    s.skill(&s.ws(), "counter", &hooks(&[hook("session-start", count, 5)]));
+    let turns = vec![FauxTurn::text("1"), FauxTurn::text("2"), FauxTurn::text("3")];
+    let (session, faux, _factory) = s.session(turns, true).await;
+    prompt(&session, "a").await;
+    prompt(&session, "b").await;
+    assert!(faux.context(1).system_prompt.contains(&block("counter", "start 1")));
+    session.compact(None).await.unwrap();
+    prompt(&session, "c").await;
+    let system = faux.context(2).system_prompt;
+    assert!(system.contains(&block("counter", "start 2")), "{system}");
+}
