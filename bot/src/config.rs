@@ -46,7 +46,7 @@ struct RawConfig {
     model: Option<String>,
     thinking: Option<String>,
     queue_mode: Option<String>,
-    session_idle_minutes: Option<u64>,
+    session_idle_minutes: Option<f64>,
     skill_hooks: Option<bool>,
     harden_process: Option<bool>,
     compaction: Option<RawCompaction>,
@@ -176,8 +176,9 @@ pub struct Config {
     pub thinking: ThinkingLevel,
     /// Queueing during a run.
     pub queue_mode: QueueMode,
-    /// Idle minutes before a chat's session leaves memory.
-    pub session_idle_minutes: u64,
+    /// Idle time before a chat's session leaves memory (`session_idle_minutes`, fractions
+    /// allowed).
+    pub session_idle: std::time::Duration,
     /// Whether skill hooks run.
     pub skill_hooks: bool,
     /// `PR_SET_DUMPABLE=0` at start.
@@ -264,6 +265,14 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
             ));
         }
     };
+    let idle_minutes = raw.session_idle_minutes.unwrap_or(30.0);
+    if !(idle_minutes.is_finite() && idle_minutes > 0.0 && idle_minutes <= 525_600.0) {
+        return Err(invalid(
+            "session_idle_minutes",
+            format!("`{idle_minutes}`: use a number of minutes above 0 (e.g. 30, or 0.5 for 30 s)"),
+        ));
+    }
+    let session_idle = std::time::Duration::from_secs_f64(idle_minutes * 60.0);
     let compaction = raw.compaction.unwrap_or_default();
     let tg = raw.telegram.unwrap_or_default();
     let mode = tg.mode.unwrap_or_else(|| "polling".into());
@@ -301,7 +310,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         model,
         thinking,
         queue_mode,
-        session_idle_minutes: raw.session_idle_minutes.unwrap_or(30),
+        session_idle,
         skill_hooks: raw.skill_hooks.unwrap_or(true),
         harden_process: raw.harden_process.unwrap_or(true),
         reserve_tokens: compaction.reserve_tokens.unwrap_or(16_384),
@@ -417,6 +426,8 @@ mod tests {
             ("thinking = \"max\"", "thinking"),
             ("model = \"nope\"", "model"),
             ("queue_mode = \"later\"", "queue_mode"),
+            ("session_idle_minutes = 0", "session_idle_minutes"),
+            ("session_idle_minutes = -5.0", "session_idle_minutes"),
             (
                 "[providers.local]\napi = \"grpc\"\nbase_url = \"http://x\"",
                 "providers.local.api",

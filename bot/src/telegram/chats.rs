@@ -12,7 +12,7 @@ use crate::config::Config;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, SessionSelect};
 
@@ -217,6 +217,17 @@ impl Chats {
         Ok(commands)
     }
 
+    /// The loaded sessions of every slot of a chat (each forum topic has its own).
+    pub async fn loaded_in_chat(&self, chat_id: i64) -> Vec<AgentSession> {
+        let mut out = Vec::new();
+        for slot in self.all_slots().into_iter().filter(|s| s.target.chat_id == chat_id) {
+            if let Some(s) = self.loaded(&slot).await {
+                out.push(s);
+            }
+        }
+        out
+    }
+
     /// The loaded session of `slot`, if any (no loading).
     pub async fn loaded(&self, slot: &Arc<Slot>) -> Option<AgentSession> {
         slot.session.lock().await.clone()
@@ -224,7 +235,7 @@ impl Chats {
 
     /// Drops from memory the sessions idle for longer than the configured minutes.
     pub async fn evict_idle(&self) {
-        let idle = Duration::from_secs(self.config.session_idle_minutes * 60);
+        let idle = self.config.session_idle;
         let slots = self.all_slots();
         for slot in slots {
             let last = *slot.last_active.lock().unwrap_or_else(|e| e.into_inner());
@@ -237,7 +248,12 @@ impl Chats {
             {
                 s.dispose().await;
                 *guard = None;
-                tracing::debug!(chat = slot.target.chat_id, "session evicted from memory");
+                tracing::info!(
+                    chat = slot.target.chat_id,
+                    topic = ?slot.target.thread,
+                    "session evicted from memory after {} s idle",
+                    idle.as_secs()
+                );
             }
         }
     }

@@ -226,8 +226,8 @@ async fn time_zone(host: &Arc<Host>, target: Target, key: &str, args: &str) -> S
     {
         return format!("⚠️ cannot save chat-settings.json: {e}");
     }
-    let slot = host.chats.slot(target);
-    if let Some(s) = host.chats.loaded(&slot).await {
+    // Every loaded topic of the chat takes the zone now; the others when they load.
+    for s in host.chats.loaded_in_chat(target.chat_id).await {
         s.set_time_zone(Some(tz));
     }
     format!("Time zone: {}", tz.name())

@@ -135,7 +135,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         let host = host.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            // Sweep every minute, or twice per idle period when that is shorter.
+            let every = (host.config.session_idle / 2).clamp(Duration::from_millis(500), Duration::from_secs(60));
+            let mut tick = tokio::time::interval(every);
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break,

@@ -7,4 +7,5 @@ mod telegram;
 mod telegram_compact;
 mod telegram_media;
 mod telegram_more;
+mod telegram_slots;
 mod telegram_ui;

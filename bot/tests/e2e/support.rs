@@ -215,3 +215,40 @@ pub fn texts(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64) -> Vec<Str
         .map(|m| m.visible_text.unwrap_or_default())
         .collect()
 }
+
+/// Waits (up to `T`) until `chat` shows `n` bot messages containing `needle`; returns the `n`th.
+/// Fails with the bot's log.
+pub async fn nth_text(
+    tg: &volcanic_testkit::bot_api::BotApiServer,
+    chat: i64,
+    needle: &str,
+    n: usize,
+    bot: &BotProcess,
+) -> String {
+    let matching = |tg: &volcanic_testkit::bot_api::BotApiServer| -> Vec<String> {
+        texts(tg, chat).into_iter().filter(|t| t.contains(needle)).collect()
+    };
+    tg.wait_for(|s| matching(s).len() >= n, T).await.unwrap_or_else(|e| {
+        panic!(
+            "waiting for {needle:?} #{n} in chat {chat}: {e}\nbot log:\n{}",
+            bot.log()
+        )
+    });
+    matching(tg).swap_remove(n - 1)
+}
+
+/// The session files (`*.jsonl`) under a folder.
+pub fn jsonl_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return out };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(jsonl_files(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}

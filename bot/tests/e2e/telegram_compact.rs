@@ -5,17 +5,8 @@
 
 use crate::support::*;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
-use volcanic_testkit::model_server::{ModelServer, Turn};
 
-/// Waits until the chat shows `n` messages containing `needle`, returns the newest of them.
-async fn nth_text(tg: &BotApiServer, chat: i64, needle: &str, n: usize, bot: &BotProcess) -> String {
-    let matching =
-        |tg: &BotApiServer| -> Vec<String> { texts(tg, chat).into_iter().filter(|t| t.contains(needle)).collect() };
-    tg.wait_for(|s| matching(s).len() >= n, T)
-        .await
-        .unwrap_or_else(|e| panic!("waiting for {needle:?} #{n}: {e}\nbot log:\n{}", bot.log()));
-    matching(tg).swap_remove(n - 1)
-}
+use volcanic_testkit::model_server::{ModelServer, Turn};
 
 /// The `Context: [~]N / W tokens` figure of a `/session` reply.
 fn context_tokens(session_reply: &str) -> u64 {

@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
@@ -51,22 +50,6 @@ async fn eventually(what: &str, bot: &BotProcess, mut check: impl FnMut() -> boo
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// The session files (`*.jsonl`) under a folder.
-fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return out };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(jsonl_files(&p));
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
 }
 
 /// Words of the form `w0000`..`w9999`, in order.
