@@ -66,6 +66,7 @@ pub struct Chats {
     tg: Arc<Tg>,
     journal: Arc<Journal>,
     pending: Arc<Pending>,
+    marks: Arc<super::progress_marks::ProgressMarks>,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
 }
 
@@ -84,6 +85,7 @@ impl Chats {
         tg: Arc<Tg>,
         journal: Arc<Journal>,
         pending: Arc<Pending>,
+        marks: Arc<super::progress_marks::ProgressMarks>,
     ) -> Self {
         Chats {
             factory,
@@ -92,6 +94,7 @@ impl Chats {
             tg,
             journal,
             pending,
+            marks,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -110,7 +113,7 @@ impl Chats {
                 Arc::new(Slot {
                     target,
                     session: tokio::sync::Mutex::new(None),
-                    output: Output::spawn(self.tg.clone(), target),
+                    output: Output::spawn(self.tg.clone(), self.marks.clone(), target),
                     last_active: Mutex::new(Instant::now()),
                     run_updates: Arc::new(Mutex::new(Vec::new())),
                     intake: super::merge::Intake::default(),

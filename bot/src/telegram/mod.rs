@@ -17,6 +17,7 @@ mod media;
 mod merge;
 mod output;
 mod poller;
+mod progress_marks;
 pub mod render;
 mod router;
 mod settings;
@@ -89,6 +90,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
     let factory = host::factory(&config, store, Some(config.state_dir.clone()), workspaces_root)?;
     let pending = Arc::new(ui::Pending::default());
+    let marks = Arc::new(progress_marks::ProgressMarks::new(&config.state_dir));
     let chats = chats::Chats::new(
         factory,
         config.clone(),
@@ -96,6 +98,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         tg.clone(),
         journal.clone(),
         pending.clone(),
+        marks.clone(),
     );
     let host = Arc::new(router::Host {
         config: config.clone(),
@@ -119,7 +122,12 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     ));
     tracing::info!(bot = %host.bot_username, "polling started");
 
-    // After polling started: commands, crash recovery, idle eviction.
+    // After polling started: commands, progress messages a crash left, crash recovery, idle
+    // eviction.
+    {
+        let tg = tg.clone();
+        tokio::spawn(async move { marks.sweep(&tg).await });
+    }
     {
         let bot = bot.clone();
         let host = host.clone();

@@ -4,6 +4,7 @@
 //! delivery runs in its own task so the agent loop never waits for Telegram.
 
 use super::api::{Target, Tg};
+use super::progress_marks::ProgressMarks;
 use super::render::markdown_chunks;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,9 +36,10 @@ pub struct Output {
 
 impl Output {
     /// Starts the delivery task for `to`.
-    pub fn spawn(tg: Arc<Tg>, to: Target) -> Output {
+    /// `marks` remembers the progress message on disk while it is shown.
+    pub fn spawn(tg: Arc<Tg>, marks: Arc<ProgressMarks>, to: Target) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(deliver(tg, to, rx));
+        tokio::spawn(deliver(tg, marks, to, rx));
         Output { tx }
     }
 
@@ -81,7 +83,7 @@ impl Output {
     }
 }
 
-async fn deliver(tg: Arc<Tg>, to: Target, mut rx: mpsc::UnboundedReceiver<Out>) {
+async fn deliver(tg: Arc<Tg>, marks: Arc<ProgressMarks>, to: Target, mut rx: mpsc::UnboundedReceiver<Out>) {
     let mut running = false;
     let mut tools: Vec<String> = Vec::new();
     let mut progress: Option<i32> = None;
@@ -103,6 +105,7 @@ async fn deliver(tg: Arc<Tg>, to: Target, mut rx: mpsc::UnboundedReceiver<Out>) 
                         if progress.is_none() {
                             if let Ok(m) = tg.send_plain(to, &progress_text(&tools), None).await {
                                 progress = Some(m.id.0);
+                                marks.set(to, m.id.0);
                             }
                             edits.reset();
                         } else {
@@ -127,6 +130,7 @@ async fn deliver(tg: Arc<Tg>, to: Target, mut rx: mpsc::UnboundedReceiver<Out>) 
                         tools.clear();
                         if let Some(id) = progress.take() {
                             tg.delete(to, id).await;
+                            marks.clear(to);
                         }
                     }
                     Out::Flush(done) => {

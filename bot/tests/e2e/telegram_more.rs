@@ -478,12 +478,18 @@ async fn kill9_after_a_tool_started_tells_the_chat_and_does_not_retry() {
                 .contains("\"tool\"")
     })
     .await;
+    // The progress message is on screen when the process dies.
+    wait_text(&tg, OWNER, "⚙️ bash", &bot).await;
     bot.kill9();
     // Written while the bot was down.
     tg.push_update(updates::text_message(OWNER, OWNER, "are you there?"));
 
     let bot = BotProcess::start(&env, TOKEN);
     wait_text(&tg, OWNER, "I was restarted while working on your message", &bot).await;
+    // The new process deleted the dead one's progress message.
+    tg.wait_for(|s| count(s, OWNER, "⚙️") == 0, T)
+        .await
+        .unwrap_or_else(|e| panic!("the old progress message stayed: {e}\n{:?}", texts(&tg, OWNER)));
     wait_text(&tg, OWNER, "answer to the later message", &bot).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let notice: Vec<String> = texts(&tg, OWNER)
