@@ -282,6 +282,18 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
             format!("`{mode}`: use \"polling\" or \"webhook\""),
         ));
     }
+    if mode == "webhook"
+        && !raw
+            .http
+            .as_ref()
+            .and_then(|h| h.public_url.as_deref())
+            .is_some_and(|u| u.starts_with("https://"))
+    {
+        return Err(invalid(
+            "http.public_url",
+            "webhook mode needs the bot's public https URL here (Telegram posts updates to <public_url>/telegram/webhook)",
+        ));
+    }
     let api_url = tg.api_url.unwrap_or_else(|| "https://api.telegram.org".into());
     if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
         return Err(invalid(
@@ -427,6 +439,11 @@ mod tests {
             ("model = \"nope\"", "model"),
             ("queue_mode = \"later\"", "queue_mode"),
             ("session_idle_minutes = 0", "session_idle_minutes"),
+            ("[telegram]\nmode = \"webhook\"", "http.public_url"),
+            (
+                "[telegram]\nmode = \"webhook\"\n[http]\npublic_url = \"http://plain\"",
+                "http.public_url",
+            ),
             ("session_idle_minutes = -5.0", "session_idle_minutes"),
             (
                 "[providers.local]\napi = \"grpc\"\nbase_url = \"http://x\"",

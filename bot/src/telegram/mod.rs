@@ -24,6 +24,7 @@ mod settings;
 mod store_file;
 mod texts;
 mod ui;
+mod webhook;
 
 use crate::config::Config;
 use crate::host;
@@ -50,9 +51,6 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             "no Telegram bot token: set the environment variable TELEGRAM_BOT_TOKEN (or [telegram] token in the config); get one from @BotFather"
         ),
     };
-    if config.telegram.mode == "webhook" {
-        bail!("config key `telegram.mode`: webhook mode is not available yet; use \"polling\" (the default)");
-    }
     let models = host::model_registry(&config)?;
     let model = models.find(&config.model).with_context(|| {
         format!(
@@ -114,13 +112,29 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
 
     let shutdown = CancellationToken::new();
     let client = reqwest::Client::builder().build().context("HTTP client")?;
-    let poller = tokio::spawn(poller::run(
-        host.clone(),
-        client,
-        format!("{api_url}/bot{token}"),
-        shutdown.clone(),
-    ));
-    tracing::info!(bot = %host.bot_username, "polling started");
+    let base = format!("{api_url}/bot{token}");
+    let receiver = if config.telegram.mode == "webhook" {
+        let listener = tokio::net::TcpListener::bind(&config.http_listen)
+            .await
+            .with_context(|| format!("config key `http.listen`: cannot listen on {}", config.http_listen))?;
+        let secret = webhook::new_secret();
+        webhook::register(&client, &base, &config.public_url, &secret).await?;
+        let app = webhook::routes(host.clone(), secret);
+        let stop = shutdown.clone();
+        tracing::info!(bot = %host.bot_username, listen = %config.http_listen, "webhook receiving");
+        tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+            if let Err(e) = served {
+                tracing::error!("the HTTP listener failed: {e}");
+            }
+        })
+    } else {
+        let polling = tokio::spawn(poller::run(host.clone(), client, base, shutdown.clone()));
+        tracing::info!(bot = %host.bot_username, "polling started");
+        polling
+    };
 
     // After polling started: commands, progress messages a crash left, crash recovery, idle
     // eviction.
@@ -158,7 +172,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     wait_for_signal().await;
     tracing::info!("shutting down");
     shutdown.cancel();
-    let _ = poller.await;
+    let _ = receiver.await;
     let sessions = host.chats.all_loaded().await;
     let all_idle = async {
         for s in &sessions {

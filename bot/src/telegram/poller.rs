@@ -36,6 +36,21 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
                 backoff = Duration::from_millis(500);
                 b
             }
+            Err(e) if e.starts_with("409") && e.contains("webhook") => {
+                // Left over from webhook mode: polling needs it gone (updates stay queued).
+                tracing::warn!("a webhook is set ({e}); deleting it to poll");
+                let r = client
+                    .post(format!("{base}/deleteWebhook"))
+                    .json(&json!({"drop_pending_updates": false}))
+                    .send()
+                    .await;
+                if let Err(e) = r {
+                    tracing::warn!("deleteWebhook failed: {e}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
+                continue;
+            }
             Err(e) => {
                 tracing::warn!("getUpdates failed: {e}; retrying in {} ms", backoff.as_millis());
                 tokio::select! {

@@ -9,3 +9,4 @@ mod telegram_media;
 mod telegram_more;
 mod telegram_slots;
 mod telegram_ui;
+mod telegram_webhook;

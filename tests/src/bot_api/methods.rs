@@ -105,7 +105,18 @@ fn set_webhook(state: &mut State, params: &Params) -> Result<Value, ApiError> {
             "bad webhook: HTTPS url must be provided for webhook",
         ));
     }
+    let secret = params.string("secret_token")?.unwrap_or_default();
+    if secret.len() > 256
+        || !secret
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(ApiError::bad_request(
+            "bad webhook: secret token contains unallowed characters",
+        ));
+    }
     state.webhook_url = url;
+    state.webhook_secret = secret;
     if params.flag("drop_pending_updates") {
         state.pending.clear();
     }
@@ -114,6 +125,7 @@ fn set_webhook(state: &mut State, params: &Params) -> Result<Value, ApiError> {
 
 fn delete_webhook(state: &mut State, params: &Params) -> Result<Value, ApiError> {
     state.webhook_url.clear();
+    state.webhook_secret.clear();
     if params.flag("drop_pending_updates") {
         state.pending.clear();
     }

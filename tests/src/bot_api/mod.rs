@@ -10,7 +10,9 @@
 //!
 //! # Methods
 //! - `getMe` (the bot: id from the token's digits, `@volcanic_test_bot`), `getWebhookInfo`,
-//!   `setWebhook` (polling then gets 409), `deleteWebhook` (`drop_pending_updates`).
+//!   `setWebhook` (https `url`, `secret_token`; polling then gets 409, and
+//!   [`deliver_webhooks_via`](BotApiServer::deliver_webhooks_via) posts updates as Telegram
+//!   would), `deleteWebhook` (`drop_pending_updates`).
 //! - `getUpdates`: `offset` confirms (drops) updates below it (negative: keep the last -N),
 //!   `limit` 1-100, `timeout` seconds held until an update is pushed; a poll overtaken by a
 //!   newer one gets 409 `Conflict: terminated by other getUpdates request; ...`.
@@ -87,6 +89,7 @@ mod recorded;
 mod server;
 mod state;
 pub mod updates;
+mod webhook;
 
 #[cfg(test)]
 mod html_tests;
@@ -129,6 +132,7 @@ pub struct BotApiServer {
     addr: SocketAddr,
     token: Arc<str>,
     _task: Arc<ServeTask>,
+    webhook_task: Arc<std::sync::Mutex<Option<ServeTask>>>,
 }
 
 impl BotApiServer {
@@ -150,6 +154,7 @@ impl BotApiServer {
             addr,
             token: token.into(),
             _task: Arc::new(ServeTask(task)),
+            webhook_task: Arc::default(),
         })
     }
 
@@ -191,6 +196,29 @@ impl BotApiServer {
         let pushed = self.shared.lock().push_update(update.into());
         self.shared.notify();
         pushed
+    }
+
+    /// Starts delivering updates to the webhook, as Telegram does once `setWebhook` was called
+    /// (see the `webhook` module): posts go to `via` (`http://127.0.0.1:<port>`, standing in for
+    /// the TLS proxy in front of the bot) plus the registered URL's path. Until then, and after
+    /// `deleteWebhook`, updates wait for `getUpdates` (which answers 409 while a webhook is set).
+    pub fn deliver_webhooks_via(&self, via: &str) {
+        let task = tokio::spawn(webhook::deliver(
+            Arc::clone(&self.shared),
+            via.trim_end_matches('/').to_owned(),
+        ));
+        *self.webhook_task.lock().unwrap_or_else(|e| e.into_inner()) = Some(ServeTask(task));
+    }
+
+    /// The webhook set by `setWebhook`: `(url, secret_token)`; `None` without one.
+    pub fn webhook(&self) -> Option<(String, String)> {
+        let state = self.shared.lock();
+        (!state.webhook_url.is_empty()).then(|| (state.webhook_url.clone(), state.webhook_secret.clone()))
+    }
+
+    /// Every webhook delivery attempt: `(update_id, HTTP status)`, 0 when no answer came.
+    pub fn webhook_attempts(&self) -> Vec<(i64, u16)> {
+        self.shared.lock().webhook_attempts.clone()
     }
 
     /// Makes a chat known without an update (private for positive ids, a group for negative

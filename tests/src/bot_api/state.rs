@@ -257,6 +257,10 @@ pub(crate) struct State {
     /// Bumped by each `getUpdates`; a held poll whose generation is stale gets 409.
     pub(crate) poll_generation: u64,
     pub(crate) webhook_url: String,
+    /// `secret_token` of the last `setWebhook`.
+    pub(crate) webhook_secret: String,
+    /// Webhook deliveries: `(update_id, HTTP status)`; 0 when the request failed.
+    pub(crate) webhook_attempts: Vec<(i64, u16)>,
     pub(crate) chats: BTreeMap<i64, ChatState>,
     pub(crate) files: Files,
     /// Callback query ids pushed, and whether they were answered.
@@ -287,6 +291,8 @@ impl State {
             pending: VecDeque::new(),
             poll_generation: 0,
             webhook_url: String::new(),
+            webhook_secret: String::new(),
+            webhook_attempts: Vec::new(),
             chats: BTreeMap::new(),
             files: Files::default(),
             callbacks: BTreeMap::new(),

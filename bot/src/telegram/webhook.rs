@@ -1,0 +1,117 @@
+//! Webhook mode (`[telegram] mode = "webhook"`): Telegram POSTs each update to
+//! `<http.public_url>/telegram/webhook` (Bot API, "setWebhook"), and the bot's HTTP listener
+//! (`http.listen`, usually behind a TLS-terminating reverse proxy) receives it.
+//!
+//! The same rule as polling holds: an update is answered `200 OK` (Telegram's acknowledgement)
+//! only after the journal has persisted it; a failure answers 500 and Telegram sends it again.
+//! Requests without Telegram's `X-Telegram-Bot-Api-Secret-Token` header carrying this start's
+//! random secret are refused with 401 and never reach the journal.
+
+use super::router::Host;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use rand::Rng;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Where Telegram posts updates, under `http.public_url`.
+pub const PATH: &str = "/telegram/webhook";
+
+/// Header Telegram sends the `secret_token` of `setWebhook` in.
+const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+
+/// A fresh secret for `setWebhook`'s `secret_token`: 48 characters of `[A-Za-z0-9]` (the API
+/// allows 1-256 of `A-Z a-z 0-9 _ -`).
+pub fn new_secret() -> String {
+    rand::rng()
+        .sample_iter(rand::distr::Alphanumeric)
+        .take(48)
+        .map(char::from)
+        .collect()
+}
+
+/// Registers `<public_url>/telegram/webhook` with Telegram (`setWebhook`, keeping pending
+/// updates). `base`: `<api_url>/bot<token>`. Errors name the config key to check.
+pub async fn register(client: &reqwest::Client, base: &str, public_url: &str, secret: &str) -> anyhow::Result<()> {
+    let url = format!("{}{PATH}", public_url.trim_end_matches('/'));
+    let body = json!({
+        "url": url,
+        "secret_token": secret,
+        "allowed_updates": ["message", "callback_query"],
+    });
+    let resp = client.post(format!("{base}/setWebhook")).json(&body).send().await?;
+    let v: Value = resp.json().await?;
+    if v["ok"].as_bool() != Some(true) {
+        anyhow::bail!(
+            "setWebhook for {url} failed: {} (check `http.public_url`: Telegram needs a public https URL)",
+            v["description"].as_str().unwrap_or("no description")
+        );
+    }
+    tracing::info!(%url, "webhook registered");
+    Ok(())
+}
+
+#[derive(Clone)]
+struct Hook {
+    host: Arc<Host>,
+    secret: Arc<str>,
+}
+
+/// The route receiving updates (merged into the bot's one HTTP router).
+pub fn routes(host: Arc<Host>, secret: String) -> Router {
+    Router::new().route(PATH, post(receive)).with_state(Hook {
+        host,
+        secret: secret.into(),
+    })
+}
+
+async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+    if !same(given, hook.secret.as_bytes()) {
+        tracing::warn!("webhook request without the right secret token refused");
+        return StatusCode::UNAUTHORIZED;
+    }
+    let Ok(update) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let Some(id) = update["update_id"].as_i64() else {
+        return StatusCode::BAD_REQUEST;
+    };
+    match hook.host.journal.accept(vec![(id, update)]) {
+        Ok(fresh) => {
+            for (id, update) in fresh {
+                hook.host.handle(id, update).await;
+            }
+            StatusCode::OK
+        }
+        Err(e) => {
+            // Not persisted, so not acknowledged: Telegram sends it again.
+            tracing::error!("cannot write the inbound journal: {e}");
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
+/// Compares without stopping at the first differing byte (the secret is a credential).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_fresh_and_in_telegrams_alphabet() {
+        let (a, b) = (new_secret(), new_secret());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 48);
+        assert!(a.bytes().all(|c| c.is_ascii_alphanumeric()));
+        assert!(same(a.as_bytes(), a.as_bytes()));
+        assert!(!same(a.as_bytes(), b.as_bytes()));
+        assert!(!same(b"", a.as_bytes()));
+    }
+}
