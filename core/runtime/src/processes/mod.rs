@@ -25,11 +25,13 @@
 //! process. The host calls it at start-up (`harden_process = true`); the policy never does, so test
 //! runners stay dumpable. None of this is a sandbox: children still run as the host's OS user.
 
+mod group;
 mod hardening;
 mod options;
 mod policy;
 mod redactor;
 
+pub use group::ProcessGroupKiller;
 pub use hardening::{HardeningError, harden_host_process};
 pub use options::{DEFAULT_DENY, NamePattern, ProcessEnvironmentOptions};
 pub use policy::{EnvSource, ProcessSpawnPolicy};

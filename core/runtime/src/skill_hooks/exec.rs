@@ -2,8 +2,7 @@
 //! exactly the prepared command, cwd and environment, stdin `/dev/null`, stdout and stderr on one
 //! pipe, in its own process group, killed (the whole group) at its deadline.
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use crate::processes::ProcessGroupKiller;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
@@ -133,7 +132,7 @@ pub(crate) async fn run_hook(
     };
     // Our copies of the pipe's write end must close, or the read side never sees EOF.
     drop(command);
-    let group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+    let group = ProcessGroupKiller::new(&child);
     let mut receiver = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
         Ok(r) => r,
         Err(e) => return failed(format!("cannot read the hook's output: {e}")),
@@ -207,29 +206,6 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Kills the hook's process group with `SIGKILL`, on request or when dropped while armed (the
-/// hook's task was aborted, e.g. by a restart of the session-start hooks).
-struct GroupKiller(Option<Pid>);
-
-impl GroupKiller {
-    fn kill(&self) {
-        if let Some(pgid) = self.0 {
-            // ESRCH (already gone) is fine.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

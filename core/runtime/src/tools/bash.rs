@@ -10,9 +10,8 @@
 use super::bash_output::OutputAccumulator;
 use super::parse_args;
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size};
+use crate::processes::ProcessGroupKiller;
 use async_trait::async_trait;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::os::fd::OwnedFd;
@@ -118,7 +117,7 @@ impl Tool for BashTool {
         let mut child = command.spawn().map_err(start_error)?;
         // Our copies of the pipe's write end must close, or the read side never sees EOF.
         drop(command);
-        let group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+        let group = ProcessGroupKiller::new(&child);
         let mut receiver =
             tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(start_error)?;
 
@@ -273,27 +272,4 @@ fn render_output(truncation: &Truncation, full_path: Option<PathBuf>) -> (String
     };
     let details = json!({ "truncation": truncation.to_details(), "fullOutputPath": path });
     (text, Some(details))
-}
-
-/// Kills the command's process group with `SIGKILL`, on request or when dropped while armed (the
-/// call's future was dropped mid-run).
-struct GroupKiller(Option<Pid>);
-
-impl GroupKiller {
-    fn kill(&self) {
-        if let Some(pgid) = self.0 {
-            // ESRCH (already gone) is fine.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
