@@ -18,15 +18,10 @@ use volcanic_core::compaction::CompactionError;
 const OVERFLOW: &str = "prompt is too long: 210000 tokens > 200000 maximum";
 
 fn compaction_ends(h: &Harness) -> Vec<(String, bool)> {
-    h.events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            AgentSessionEvent::CompactionEnd { reason, success, .. } => Some((reason.clone(), *success)),
-            _ => None,
-        })
-        .collect()
+    h.pick(|e| match e {
+        AgentSessionEvent::CompactionEnd { reason, success, .. } => Some((reason.clone(), *success)),
+        _ => None,
+    })
 }
 
 /// Estimated tokens of a request as the faux provider counts them.
@@ -134,16 +129,10 @@ async fn an_overflow_recovers_with_exactly_one_compaction_and_one_retry() {
     assert_eq!(text_of(retry.messages.last().unwrap()), "big question");
     assert_eq!(text_of(h.session.messages().last().unwrap()), "recovered");
     // The turn the host shows ends with the answer, not the overflow.
-    let turn_ends: Vec<StopReason> = h
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            AgentSessionEvent::TurnEnd { message, .. } => Some(message.stop_reason),
-            _ => None,
-        })
-        .collect();
+    let turn_ends: Vec<StopReason> = h.pick(|e| match e {
+        AgentSessionEvent::TurnEnd { message, .. } => Some(message.stop_reason),
+        _ => None,
+    });
     assert_eq!(turn_ends.last(), Some(&StopReason::Stop));
     assert_eq!(reopen(&h).await.messages(), h.session.messages());
 }
@@ -177,16 +166,10 @@ async fn an_overflow_whose_compaction_fails_says_so() {
     h.session.prompt(PromptInput::text("big question")).await.unwrap();
     assert_eq!(h.faux.calls(), 3, "no retry without a compaction");
     assert_eq!(compaction_ends(&h), vec![("overflow".to_owned(), false)]);
-    let ends: Vec<String> = h
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|e| match e {
-            AgentSessionEvent::TurnEnd { message, .. } => message.error_message.clone(),
-            _ => None,
-        })
-        .collect();
+    let ends: Vec<String> = h.pick(|e| match e {
+        AgentSessionEvent::TurnEnd { message, .. } => message.error_message.clone(),
+        _ => None,
+    });
     assert!(
         ends[0].contains("compacting it failed") && ends[0].contains("overloaded"),
         "{ends:?}"

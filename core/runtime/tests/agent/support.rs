@@ -270,6 +270,10 @@ impl Harness {
             .filter(|n| *n != "message_update" && *n != "tool_execution_update")
             .collect()
     }
+    /// What `f` picks from the events so far, in order.
+    pub fn pick<T>(&self, f: impl Fn(&AgentSessionEvent) -> Option<T>) -> Vec<T> {
+        self.events.lock().unwrap().iter().filter_map(f).collect()
+    }
     pub fn workspace(&self) -> std::path::PathBuf {
         self.dir.path().join("ws")
     }
