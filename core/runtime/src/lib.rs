@@ -17,6 +17,7 @@
 //! touches only `AgentSession` and its factory.
 
 pub mod agent;
+pub mod blocking;
 pub mod commands;
 pub mod compaction;
 pub mod extensions;

@@ -137,11 +137,14 @@ pub enum SessionStoreError {
 /// never rewrites stored data: sessions only grow by [`SessionLog::append`].
 pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Creates a session in `scope` whose first record is `header` and opens it. The header is
-    /// durable when this returns.
+    /// written when this returns (a killed process keeps it); it is on stable storage, with the
+    /// new session's place in the store, once the first [`SessionLog::append`] or
+    /// [`SessionLog::sync`] returns: a session that never got an entry has nothing to lose.
     fn create(&self, scope: &str, header: &SessionHeader) -> Result<Box<dyn SessionLog>, SessionStoreError>;
 
     /// Creates a session at an explicit location (e.g. the console's `--session FILE` when the
-    /// file does not exist yet). Fails if something is already there.
+    /// file does not exist yet). Fails if something is already there. Durable as
+    /// [`create`](Self::create) is.
     fn create_at(
         &self,
         location: &SessionLocation,
@@ -202,7 +205,21 @@ pub trait SessionLog: Send + Sync + fmt::Debug {
 
     /// Appends `entry` (its parent and id are the caller's business; the id must be new) and
     /// returns its position. When this returns `Ok` the entry is on stable storage (written and
-    /// `fdatasync`'d, or the backend's equivalent); on `Err` the session is unchanged as far as
-    /// readers of this log can tell.
+    /// `fdatasync`'d, or the backend's equivalent), and so is everything appended before it; on
+    /// `Err` the session is unchanged as far as readers of this log can tell.
     fn append(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError>;
+
+    /// Appends `entry` like [`append`](Self::append) without waiting for stable storage: the entry
+    /// is written (a killed process keeps it; a power failure may not) and reaches stable storage
+    /// with the next `append` or [`sync`](Self::sync). For entries a host can recover otherwise,
+    /// e.g. a prompt it keeps in its own synced journal. The default is [`append`](Self::append).
+    fn append_unsynced(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
+        self.append(entry)
+    }
+
+    /// Puts everything written so far (the header of a new session included) on stable storage.
+    /// Nothing to do when it is there already.
+    fn sync(&mut self) -> Result<(), SessionStoreError> {
+        Ok(())
+    }
 }

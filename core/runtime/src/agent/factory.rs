@@ -245,13 +245,18 @@ impl AgentSessionFactory {
             });
         }
         if !resumed {
-            // A new file starts like pi's: the model and level it runs with.
+            // A new file starts like pi's: the model and level it runs with. Not synced: they are
+            // durable with the first synced entry (the first answer), and a session that never
+            // got one loses nothing with them.
             let mut mgr = inner.lock_manager();
             if mgr.leaf_id().is_none() {
-                if let Some(m) = &model {
-                    mgr.append_model_change(&m.provider, &m.id).map_err(store_err)?;
-                }
-                mgr.append_thinking_level_change(thinking).map_err(store_err)?;
+                mgr.unsynced(|mgr| {
+                    if let Some(m) = &model {
+                        mgr.append_model_change(&m.provider, &m.id)?;
+                    }
+                    mgr.append_thinking_level_change(thinking)
+                })
+                .map_err(store_err)?;
             }
         }
         // 5.

@@ -134,8 +134,11 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
             .runner
             .emit(&mut TurnStartEvent { turn_index }, &ctx, &cancel)
             .await;
+        // Prompts and injected messages are written without waiting for the disk (the model
+        // request does not wait for it); the assistant message's synced append makes them
+        // durable, or `finish` does.
         for m in pending.drain(..) {
-            match add_message(inner, m).await {
+            match add_message(inner, m, Durable::Later).await {
                 Ok(m) => added.push(m),
                 Err(e) => return finish(inner, added, Err(e)).await,
             }
@@ -176,7 +179,7 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
             let batch = execute_batch(inner, &assistant, &cancel).await;
             all_terminate = batch.all_terminate;
             for r in batch.results {
-                match add_message(inner, Message::ToolResult(r)).await {
+                match add_message(inner, Message::ToolResult(r), Durable::Now).await {
                     Ok(Message::ToolResult(r)) => {
                         added.push(Message::ToolResult(r.clone()));
                         results.push(r);
@@ -238,6 +241,14 @@ async fn finish(
         .emit(&mut end, &inner.ctx(), &CancellationToken::new())
         .await;
     super::skills::after_run(inner);
+    // A run that ended before an assistant message still makes its prompt durable.
+    let synced = inner.lock_manager().sync();
+    if let Err(e) = synced {
+        tracing::error!("cannot sync the session file: {e}");
+        if outcome.is_ok() {
+            return Err(SessionError::Store(e.to_string()));
+        }
+    }
     outcome
 }
 
@@ -249,9 +260,22 @@ fn prompt_text(m: &Message) -> String {
     }
 }
 
+/// When a message's append waits for stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durable {
+    /// Synced before the append returns.
+    Now,
+    /// Written now, synced by the next synced append or at the end of the run.
+    Later,
+}
+
 /// Emits start/end for a complete message (prompt, injected, tool result), lets `message_end`
 /// handlers replace it (same role), persists it and adds it to the context.
-pub(crate) async fn add_message(inner: &Arc<Inner>, message: Message) -> Result<Message, SessionError> {
+pub(crate) async fn add_message(
+    inner: &Arc<Inner>,
+    message: Message,
+    durable: Durable,
+) -> Result<Message, SessionError> {
     let ctx = inner.ctx();
     let cancel = CancellationToken::new();
     inner.emit(AgentSessionEvent::MessageStart {
@@ -267,10 +291,10 @@ pub(crate) async fn add_message(inner: &Arc<Inner>, message: Message) -> Result<
             &cancel,
         )
         .await;
-    end_message(inner, message).await
+    end_message(inner, message, durable).await
 }
 
-async fn end_message(inner: &Arc<Inner>, message: Message) -> Result<Message, SessionError> {
+async fn end_message(inner: &Arc<Inner>, message: Message, durable: Durable) -> Result<Message, SessionError> {
     let mut ev = MessageEndEvent {
         message: message.clone(),
     };
@@ -284,10 +308,14 @@ async fn end_message(inner: &Arc<Inner>, message: Message) -> Result<Message, Se
         tracing::warn!("message_end handler changed the role; replacement ignored");
         message
     };
-    inner
-        .lock_manager()
-        .append_message(message.clone())
+    {
+        let mut manager = inner.lock_manager();
+        match durable {
+            Durable::Now => manager.append_message(message.clone()),
+            Durable::Later => manager.unsynced(|m| m.append_message(message.clone())),
+        }
         .map_err(|e| SessionError::Store(e.to_string()))?;
+    }
     inner.lock_state().messages.push(message.clone());
     inner.emit(AgentSessionEvent::MessageEnd {
         message: message.clone(),
@@ -420,7 +448,7 @@ async fn stream_turn(
             .emit(&mut MessageStartEvent { message: start }, &ctx, cancel)
             .await;
     }
-    match end_message(inner, Message::Assistant(final_message)).await? {
+    match end_message(inner, Message::Assistant(final_message), Durable::Now).await? {
         Message::Assistant(a) => Ok(a),
         _ => Err(SessionError::Store("assistant message replaced by another role".into())),
     }

@@ -81,18 +81,22 @@ impl FileSessionStore {
             end,
             file_len,
             tail: scanned.tail,
+            unsynced: Unsynced::Nothing,
         })
     }
 
     /// Creates a session file holding only `header`; fails if `path` exists. The header reaches
     /// the file through a temporary file and a hard link, so the file never exists half-written.
+    /// Nothing is synced yet: the file, and the directories that name it, are synced by the log's
+    /// first synced append or `sync` (a new session on the way to its first prompt waits for no
+    /// disk).
     pub fn create_file(path: &Path, header: &SessionHeader) -> Result<FileSessionLog, SessionStoreError> {
         let io = |action, path: &Path| {
             let path = path.to_path_buf();
             move |source| SessionStoreError::Io { action, path, source }
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        create_dirs_durably(dir)?;
+        let mut dirs_to_sync = create_dirs(dir)?;
         let mut line = serde_json::to_vec(header).map_err(|source| SessionStoreError::Encode {
             id: header.id.clone(),
             source,
@@ -109,8 +113,7 @@ impl FileSessionStore {
         ));
         let written = (|| {
             let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            f.write_all(&line)?;
-            f.sync_all()
+            f.write_all(&line)
         })();
         let linked = written.and_then(|()| fs::hard_link(&tmp, path));
         let _ = fs::remove_file(&tmp);
@@ -131,11 +134,12 @@ impl FileSessionStore {
                     .open(path)
                     .map_err(io("create", path))?;
                 f.write_all(&line).map_err(io("write", path))?;
-                f.sync_all().map_err(io("sync", path))?;
             }
         }
-        sync_dir(dir)?;
-        FileSessionStore::open_file(path)
+        dirs_to_sync.push(dir.to_path_buf());
+        let mut log = FileSessionStore::open_file(path)?;
+        log.unsynced = Unsynced::NewFile { dirs: dirs_to_sync };
+        Ok(log)
     }
 }
 
@@ -275,9 +279,9 @@ fn read_header_only(path: &Path) -> Result<SessionHeader, SessionStoreError> {
     }
 }
 
-/// `create_dir_all`, then syncs the parent of every directory it created, so the new session
-/// file's directory survives a crash as well as the file.
-fn create_dirs_durably(dir: &Path) -> Result<(), SessionStoreError> {
+/// `create_dir_all`; returns the parent of every directory it created, outermost first: syncing
+/// them makes the new session file's directory survive a power failure as well as the file.
+fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>, SessionStoreError> {
     let missing: Vec<&Path> = dir
         .ancestors()
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
@@ -287,12 +291,12 @@ fn create_dirs_durably(dir: &Path) -> Result<(), SessionStoreError> {
         path: dir.to_path_buf(),
         source,
     })?;
-    for created in missing.iter().rev() {
-        if let Some(parent) = created.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(parent)?;
-        }
-    }
-    Ok(())
+    Ok(missing
+        .iter()
+        .rev()
+        .filter_map(|created| created.parent().filter(|p| !p.as_os_str().is_empty()))
+        .map(Path::to_path_buf)
+        .collect())
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SessionStoreError> {
@@ -305,8 +309,21 @@ fn sync_dir(dir: &Path) -> Result<(), SessionStoreError> {
         })
 }
 
+/// What of a session file is not on stable storage yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unsynced {
+    /// Nothing.
+    Nothing,
+    /// Lines appended since the last sync.
+    Lines,
+    /// The whole file is new: its data, its inode and the directories naming it (`dirs`).
+    NewFile { dirs: Vec<PathBuf> },
+}
+
 /// One open session file: its header, index and line offsets. Reads use `pread` on a read-only
-/// handle; the file is opened for appending on the first append.
+/// handle; the file is opened for appending on the first append. Each append is written at once;
+/// [`SessionLog::append`] also syncs it (and what came before), [`SessionLog::append_unsynced`]
+/// leaves that to the next sync.
 #[derive(Debug)]
 pub struct FileSessionLog {
     location: SessionLocation,
@@ -321,6 +338,7 @@ pub struct FileSessionLog {
     /// The length the file must have (`end` plus a torn tail); anything else means another writer.
     file_len: u64,
     tail: Tail,
+    unsynced: Unsynced,
 }
 
 impl FileSessionLog {
@@ -415,6 +433,22 @@ impl SessionLog for FileSessionLog {
     }
 
     fn append(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
+        self.append_entry(entry, true)
+    }
+
+    fn append_unsynced(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
+        self.append_entry(entry, false)
+    }
+
+    fn sync(&mut self) -> Result<(), SessionStoreError> {
+        self.sync_pending()
+    }
+}
+
+impl FileSessionLog {
+    /// Writes `entry` at the end and, with `sync`, syncs it and everything before it. A failed
+    /// sync leaves the line as a torn tail (cut off before the next append) and the log as it was.
+    fn append_entry(&mut self, entry: &SessionEntry, sync: bool) -> Result<EntryPos, SessionStoreError> {
         let mut line = serde_json::to_vec(entry).map_err(|source| SessionStoreError::Encode {
             id: entry.id.clone(),
             source,
@@ -431,6 +465,14 @@ impl SessionLog for FileSessionLog {
         let result = self.append_line(&writer, &line);
         self.writer = Some(writer);
         result?;
+        if self.unsynced == Unsynced::Nothing {
+            self.unsynced = Unsynced::Lines;
+        }
+        if sync && let Err(e) = self.sync_pending() {
+            self.file_len = self.end + line.len() as u64;
+            self.tail = Tail::Torn { from: self.end };
+            return Err(e);
+        }
         let span = Span {
             offset: self.end,
             len: (line.len() - 1) as u32,
@@ -445,10 +487,30 @@ impl SessionLog for FileSessionLog {
             RoleTag::of_entry(&entry.kind),
         ))
     }
-}
 
-impl FileSessionLog {
-    /// Writes `line` at the end and syncs it; repairs the tail first. On failure the written
+    /// Whether everything written is on stable storage (as far as this log knows).
+    #[cfg(test)]
+    pub(crate) fn is_synced(&self) -> bool {
+        self.unsynced == Unsynced::Nothing
+    }
+
+    /// Syncs what is not on stable storage yet: `fdatasync` (a new file: `fsync`, then its
+    /// directories). The wait moves off the async worker threads ([`crate::blocking::run`]).
+    fn sync_pending(&mut self) -> Result<(), SessionStoreError> {
+        let file = self.writer.as_ref().unwrap_or(&self.reader);
+        match &self.unsynced {
+            Unsynced::Nothing => return Ok(()),
+            Unsynced::Lines => crate::blocking::run(|| file.sync_data()).map_err(self.io("sync"))?,
+            Unsynced::NewFile { dirs } => crate::blocking::run(|| {
+                file.sync_all().map_err(self.io("sync"))?;
+                dirs.iter().try_for_each(|d| sync_dir(d))
+            })?,
+        }
+        self.unsynced = Unsynced::Nothing;
+        Ok(())
+    }
+
+    /// Writes `line` at the end (not synced); repairs the tail first. On failure the written
     /// bytes (if any) become a torn tail, cut off before the next append.
     fn append_line(&mut self, writer: &File, line: &[u8]) -> Result<(), SessionStoreError> {
         let actual = writer.metadata().map_err(self.io("stat"))?.len();
@@ -467,7 +529,7 @@ impl FileSessionLog {
                 self.tail = Tail::Clean;
             }
         }
-        let written = (&*writer).write_all(line).and_then(|()| writer.sync_data());
+        let written = (&*writer).write_all(line);
         if let Err(source) = written {
             let now = writer.metadata().map_or(self.end + line.len() as u64, |m| m.len());
             if now > self.end {

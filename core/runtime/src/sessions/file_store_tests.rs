@@ -169,3 +169,49 @@ fn latest_is_the_most_recently_modified_readable_session() {
     set_mtime(new.location(), 2_100_000_000);
     assert_eq!(store.latest("chat").unwrap().as_ref(), Some(new.location()));
 }
+
+#[test]
+fn unsynced_appends_are_written_at_once_and_synced_by_the_next_synced_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new/dirs/s.jsonl");
+    let mut log = FileSessionStore::create_file(&path, &header("s1", "2026-01-15T08:59:55.000Z")).unwrap();
+    // A new file (and its new directories) waits for its first sync.
+    assert!(!log.is_synced());
+    log.append_unsynced(&entry("a1", None, "one")).unwrap();
+    log.append_unsynced(&entry("a2", Some("a1"), "two")).unwrap();
+    // In the file already: a killed process keeps them.
+    let text = fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(!log.is_synced());
+    log.append(&entry("a3", Some("a2"), "three")).unwrap();
+    assert!(log.is_synced());
+    log.append_unsynced(&entry("a4", Some("a3"), "four")).unwrap();
+    assert!(!log.is_synced());
+    log.sync().unwrap();
+    assert!(log.is_synced());
+    let reopened = FileSessionStore::open_file(&path).unwrap();
+    assert_eq!(reopened.index().len(), 4);
+    let texts: Vec<String> = reopened
+        .read(&[0, 3])
+        .unwrap()
+        .into_iter()
+        .map(|e| match e.unwrap().kind {
+            EntryKind::Message(Message::User(u)) => u.content.text(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(texts, ["one", "four"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_sync_on_a_multi_thread_runtime_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileSessionStore::new(dir.path());
+    let mut log = store
+        .create("1/main", &header("s1", "2026-01-15T08:59:55.000Z"))
+        .unwrap();
+    log.append(&entry("a1", None, "one")).unwrap();
+    log.append_unsynced(&entry("a2", Some("a1"), "two")).unwrap();
+    log.sync().unwrap();
+    assert_eq!(log.index().len(), 2);
+}

@@ -23,8 +23,9 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 /// One open session: appends entries as children of the leaf, moves the leaf (`branch`), and
 /// builds the model context of the current branch.
 ///
-/// Every `append_*` is durable when it returns `Ok` and returns the new entry's id; the new entry
-/// becomes the leaf. Reads (`build_context`, `branch_entries`, `entry`) go to the store; only the
+/// Every `append_*` is durable when it returns `Ok` (inside [`SessionManager::unsynced`]: written,
+/// durable with the next synced append or [`SessionManager::sync`]) and returns the new entry's
+/// id; the new entry becomes the leaf. Reads (`build_context`, `branch_entries`, `entry`) go to the store; only the
 /// index, labels and session name are kept in memory. Not internally synchronised: share it
 /// behind a `Mutex`.
 pub struct SessionManager {
@@ -34,6 +35,8 @@ pub struct SessionManager {
     labels: HashMap<String, String>,
     name: Option<String>,
     clock: Clock,
+    /// Appends do not wait for stable storage (inside [`SessionManager::unsynced`]).
+    unsynced: bool,
 }
 
 impl fmt::Debug for SessionManager {
@@ -122,7 +125,25 @@ impl SessionManager {
             labels,
             name,
             clock: Arc::new(Utc::now),
+            unsynced: false,
         })
+    }
+
+    /// Runs `f` with appends that do not wait for stable storage: they are written at once (a
+    /// killed process keeps them) and become durable with the next synced append or
+    /// [`sync`](Self::sync) ([`SessionLog::append_unsynced`]). For entries that are cheap to lose
+    /// in a power failure or that the host keeps durable elsewhere: a new session's opening
+    /// entries, a prompt the host has in its own synced journal.
+    pub fn unsynced<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = std::mem::replace(&mut self.unsynced, true);
+        let result = f(self);
+        self.unsynced = outer;
+        result
+    }
+
+    /// Puts every entry appended so far on stable storage.
+    pub fn sync(&mut self) -> Result<()> {
+        Ok(self.log.sync()?)
     }
 
     /// Uses `clock` for the timestamps of later entries.
@@ -367,7 +388,12 @@ impl SessionManager {
             timestamp: iso((self.clock)()),
             kind,
         };
-        self.leaf = Some(self.log.append(&entry)?);
+        let pos = if self.unsynced {
+            self.log.append_unsynced(&entry)?
+        } else {
+            self.log.append(&entry)?
+        };
+        self.leaf = Some(pos);
         Ok(entry.id)
     }
 }

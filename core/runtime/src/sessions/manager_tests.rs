@@ -7,7 +7,10 @@ use serde_json::json;
 use std::sync::Arc;
 use volcanic_abstractions::messages::{Message, SummaryMessage, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
-use volcanic_abstractions::sessions::{CompactionEntry, EntryKind, SessionLog, SessionStore};
+use volcanic_abstractions::sessions::{
+    CompactionEntry, EntryKind, EntryPos, SessionEntry, SessionHeader, SessionIndex, SessionLocation, SessionLog,
+    SessionStore, SessionStoreError,
+};
 
 #[test]
 fn entry_and_contract_types_are_send_sync_static() {
@@ -186,4 +189,67 @@ fn custom_messages_keep_their_shape() {
             .unwrap(),
         r#"{"type":"custom_message","customType":"note","content":"psst","display":true,"details":{"a":1}"#
     );
+}
+
+/// A log that records which kind of append each entry got.
+#[derive(Debug)]
+struct Recording {
+    inner: Box<dyn SessionLog>,
+    calls: Arc<std::sync::Mutex<Vec<&'static str>>>,
+}
+
+impl SessionLog for Recording {
+    fn location(&self) -> &SessionLocation {
+        self.inner.location()
+    }
+    fn header(&self) -> &SessionHeader {
+        self.inner.header()
+    }
+    fn index(&self) -> &SessionIndex {
+        self.inner.index()
+    }
+    fn read(&self, positions: &[EntryPos]) -> Result<Vec<Option<SessionEntry>>, SessionStoreError> {
+        self.inner.read(positions)
+    }
+    fn append(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
+        self.calls.lock().unwrap().push("append");
+        self.inner.append(entry)
+    }
+    fn append_unsynced(&mut self, entry: &SessionEntry) -> Result<EntryPos, SessionStoreError> {
+        self.calls.lock().unwrap().push("unsynced");
+        self.inner.append_unsynced(entry)
+    }
+    fn sync(&mut self) -> Result<(), SessionStoreError> {
+        self.calls.lock().unwrap().push("sync");
+        self.inner.sync()
+    }
+}
+
+#[test]
+fn appends_inside_unsynced_do_not_wait_for_the_disk_and_sync_makes_them_durable() {
+    let store: Arc<dyn SessionStore> = Arc::new(InMemorySessionStore::new());
+    let header = SessionHeader::new("s1", "2026-01-15T09:00:00.000Z", "/w");
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Recording {
+        inner: store.create("", &header).unwrap(),
+        calls: calls.clone(),
+    };
+    let mut s = SessionManager::from_log(store, Box::new(log)).unwrap();
+    s.append_model_change("anthropic", "claude-sonnet-4-5").unwrap();
+    let id = s
+        .unsynced(|s| {
+            s.append_thinking_level_change(ThinkingLevel::Off)?;
+            // Nested scopes keep the outer one.
+            s.unsynced(|s| s.append_message(Message::user_text("inner", 1)))?;
+            s.append_message(Message::user_text("hi", 1))
+        })
+        .unwrap();
+    s.append_custom("todo", None).unwrap();
+    s.sync().unwrap();
+    assert_eq!(
+        *calls.lock().unwrap(),
+        ["append", "unsynced", "unsynced", "unsynced", "append", "sync"]
+    );
+    assert_eq!(s.entries().unwrap().len(), 5);
+    assert!(s.entry(&id).is_some());
 }

@@ -15,7 +15,13 @@
 //!
 //! - Append-only. A session file is never rewritten: entries are appended; a `branch` only moves
 //!   the leaf, so the next append forks. Appending to a file pi wrote keeps every existing byte.
-//! - Durable. An append returns once its line is written and `fdatasync`'d.
+//! - Durable. An append returns once its line is written and `fdatasync`'d, with every line
+//!   before it. Two things are written at once but synced later, by the next synced append or
+//!   [`SessionManager::sync`]: appends inside [`SessionManager::unsynced`] (a new session's
+//!   opening entries, a prompt on its way to the model), and a new file itself (its header and the
+//!   directories naming it). A killed process loses none of them (they are in the file); a power
+//!   failure before that sync may (a session with no synced entry has nothing else to lose). The
+//!   waits for the disk leave the async worker threads ([`crate::blocking::run`]).
 //! - Damage is contained. A torn last line (a crash mid-write: no newline, or not parsable) is
 //!   copied to `<file>.torn-<unix time>` and cut off before the next append, never before (a
 //!   reader changes nothing). A bad line elsewhere is skipped with a warning and left in place;
