@@ -3,8 +3,9 @@
 //! runs out), "message is not modified" counted as success, and a chunk whose HTML Telegram
 //! cannot parse re-sent as plain text (its Markdown source).
 
+use super::journal::Journal;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use teloxide::prelude::*;
 use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
@@ -36,10 +37,12 @@ pub enum FetchError {
     },
 }
 
-/// The bot's outgoing side.
+/// The bot's outgoing side. Every message sent, edited or deleted waits first for the inbound
+/// journal to be on disk ([`Journal::barrier`]).
 #[derive(Debug)]
 pub struct Tg {
     bot: Bot,
+    journal: Arc<Journal>,
     global_until: Mutex<Option<Instant>>,
     chat_until: Mutex<HashMap<i64, Instant>>,
 }
@@ -48,10 +51,11 @@ pub struct Tg {
 const MAX_FLOOD_RETRIES: u32 = 5;
 
 impl Tg {
-    /// Wraps a bot.
-    pub fn new(bot: Bot) -> Self {
+    /// Wraps a bot; sends wait for `journal`.
+    pub fn new(bot: Bot, journal: Arc<Journal>) -> Self {
         Tg {
             bot,
+            journal,
             global_until: Mutex::new(None),
             chat_until: Mutex::new(HashMap::new()),
         }
@@ -117,6 +121,7 @@ impl Tg {
         fallback: &str,
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
+        self.journal.barrier().await;
         let sent = self
             .with_flood_control(to.chat_id, || {
                 let mut req = self
@@ -151,6 +156,7 @@ impl Tg {
         text: &str,
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
+        self.journal.barrier().await;
         self.with_flood_control(to.chat_id, || {
             let mut req = self.bot.send_message(ChatId(to.chat_id), text);
             if let Some(t) = to.thread {
@@ -170,6 +176,7 @@ impl Tg {
         if self.is_limited(to.chat_id) {
             return;
         }
+        self.journal.barrier().await;
         match self
             .bot
             .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text)
@@ -183,6 +190,7 @@ impl Tg {
 
     /// Deletes a message (best effort).
     pub async fn delete(&self, to: Target, message_id: i32) {
+        self.journal.barrier().await;
         let r = self
             .with_flood_control(to.chat_id, || {
                 self.bot
@@ -262,6 +270,7 @@ impl Tg {
         as_photo: bool,
     ) -> Result<(), RequestError> {
         use teloxide::types::InputFile;
+        self.journal.barrier().await;
         self.with_flood_control(to.chat_id, || {
             let file = InputFile::file(path.to_path_buf());
             let thread = to.thread.map(|t| ThreadId(MessageId(t)));

@@ -1,12 +1,35 @@
-//! The inbound journal (`<state_dir>/inbound.jsonl`): every accepted update is appended and
-//! synced to disk BEFORE its offset is acknowledged to Telegram, then its progress is recorded
-//! (`started`, `tool`, `done`), so after a crash nothing accepted is lost and nothing is answered
-//! twice. Records (one JSON object per line):
+//! The inbound journal (`<state_dir>/inbound.jsonl`): every accepted update is appended BEFORE
+//! it is handed over and synced to disk before its offset is acknowledged to Telegram, then its
+//! progress is recorded (`started`, `tool`, `done`), so after a crash nothing accepted is lost and
+//! nothing is answered twice. Records (one JSON object per line):
 //!
 //! ```text
 //! {"t":"update","id":17,"update":{…Bot API Update…}}
 //! {"t":"state","id":17,"s":"started"|"tool"|"retried"|"done"}
 //! ```
+//!
+//! What is written and synced when:
+//!
+//! - Every record is written (`write(2)`) at once, in order: a killed process (`kill -9`, a
+//!   panic) loses nothing that was recorded, whatever was synced.
+//! - Syncing (`fdatasync`) is grouped: a background thread syncs as soon as something was
+//!   written, and one sync covers every record written before it. Nothing on the way from an
+//!   update to its model request waits for the disk.
+//! - An update is synced before its offset is acknowledged ([`Journal::durable`]: the next
+//!   `getUpdates`, or a webhook's 200), and everything recorded is synced before anything else
+//!   leaves the bot for Telegram ([`Journal::barrier`], in every message sent, edited or deleted):
+//!   no answer is ever seen for an update, or for a run's start, that a power failure could take
+//!   back. A `tool` or `retried` mark is synced before [`Journal::mark`] returns (a tool must not
+//!   run twice, nor a retry happen twice).
+//! - What a power failure (not a process crash) can still do: a `done` mark written just after
+//!   the answer left but not yet synced (one sync, milliseconds) is lost, and the update runs
+//!   again after the restart, as before; a session file line that reached the disk before the
+//!   journal records of its update (nothing was sent yet) makes that prompt appear twice in the
+//!   transcript, answered once.
+//! - A failed sync stops the bot (exit status 3): after a failed `fdatasync` nothing written
+//!   before it can be trusted to be on disk, and Linux reports the failure only once. Restarted,
+//!   the bot recovers from the journal as after a crash, and Telegram resends what was not
+//!   acknowledged.
 //!
 //! At start-up the journal is read, finished updates are dropped and the rest rewritten
 //! atomically (it only ever holds unfinished work plus the highest update id seen).
@@ -17,7 +40,11 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use tokio::sync::watch;
+
+/// The exit status after a failed sync of the journal.
+const EXIT_SYNC_FAILED: i32 = 3;
 
 /// How far an accepted update got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
@@ -58,8 +85,112 @@ pub struct Unfinished {
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
+    /// The append handle; held while a record is written, never while syncing.
     file: Mutex<File>,
     last_id: Mutex<Option<i64>>,
+    sync: Arc<GroupSync>,
+    syncer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Waiting for accepted updates to be on disk ([`Journal::durable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "acknowledge the updates only after Journal::durable"]
+pub struct Durable(u64);
+
+/// Group commit: records are numbered as they are written; one `fdatasync` makes every record
+/// written before it durable. One sync runs at a time, in the background thread or in a caller
+/// that must not go on before its record is durable.
+#[derive(Debug)]
+struct GroupSync {
+    /// A handle to sync through (a second descriptor of the journal).
+    file: File,
+    state: Mutex<SyncState>,
+    changed: Condvar,
+    /// The number of records known durable, for async waiters.
+    synced: watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct SyncState {
+    /// Records written so far.
+    written: u64,
+    /// Records known durable.
+    synced: u64,
+    /// A sync is running.
+    syncing: bool,
+    /// The journal is being dropped: the background thread syncs what is left and stops.
+    stop: bool,
+}
+
+impl GroupSync {
+    fn lock(&self) -> MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one more written record (under the file lock, so numbers follow the file);
+    /// returns its number.
+    fn written(&self) -> u64 {
+        let mut st = self.lock();
+        st.written += 1;
+        self.changed.notify_all();
+        st.written
+    }
+
+    /// Records written so far.
+    fn written_so_far(&self) -> u64 {
+        self.lock().written
+    }
+
+    /// Returns once record `n` is durable, syncing if no sync is running.
+    fn wait(&self, n: u64) {
+        let mut st = self.lock();
+        while st.synced < n {
+            if st.syncing {
+                st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            st.syncing = true;
+            let target = st.written;
+            drop(st);
+            if let Err(e) = self.file.sync_data() {
+                // Nothing written since the last good sync can be trusted to be on disk.
+                tracing::error!("cannot sync the inbound journal: {e}; stopping (a restart recovers)");
+                std::process::exit(EXIT_SYNC_FAILED);
+            }
+            st = self.lock();
+            st.syncing = false;
+            st.synced = st.synced.max(target);
+            self.synced.send_replace(st.synced);
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits (async) until record `n` is durable; the background thread does the syncing.
+    async fn wait_async(&self, n: u64) {
+        if *self.synced.borrow() >= n {
+            return;
+        }
+        let mut rx = self.synced.subscribe();
+        // The sender lives as long as `self`.
+        let _ = rx.wait_for(|&synced| synced >= n).await;
+    }
+
+    /// The background thread: syncs whatever was written and not yet synced, until stopped.
+    fn run(&self) {
+        loop {
+            let target = {
+                let mut st = self.lock();
+                while st.written <= st.synced && !st.stop {
+                    st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                if st.written <= st.synced {
+                    return;
+                }
+                st.written
+            };
+            self.wait(target);
+        }
+    }
 }
 
 impl Journal {
@@ -119,14 +250,49 @@ impl Journal {
         }
         super::store_file::write_atomic(&path, text.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
+        let sync = Arc::new(GroupSync {
+            file: file.try_clone()?,
+            state: Mutex::new(SyncState::default()),
+            changed: Condvar::new(),
+            synced: watch::Sender::new(0),
+        });
+        let syncer = {
+            let sync = sync.clone();
+            std::thread::Builder::new()
+                .name("journal-sync".into())
+                .spawn(move || sync.run())?
+        };
         Ok((
             Journal {
                 path,
                 file: Mutex::new(file),
                 last_id: Mutex::new(last_id),
+                sync,
+                syncer: Mutex::new(Some(syncer)),
             },
             unfinished,
         ))
+    }
+
+    /// Writes `text` (whole records) at the end; returns the number to wait for.
+    fn write(&self, text: &str) -> std::io::Result<u64> {
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        f.write_all(text.as_bytes())?;
+        Ok(self.sync.written())
+    }
+
+    /// Waits until the updates of an [`accept`](Self::accept) are on disk: acknowledge them to
+    /// Telegram only after this.
+    pub async fn durable(&self, d: Durable) {
+        self.sync.wait_async(d.0).await;
+    }
+
+    /// Waits until everything recorded so far is on disk. Anything sent to Telegram waits for
+    /// this first, so no one ever sees an answer that a power failure could make the bot forget
+    /// it gave (or even received the message for).
+    pub async fn barrier(&self) {
+        let n = self.sync.written_so_far();
+        self.sync.wait_async(n).await;
     }
 
     /// The highest update id accepted so far.
@@ -134,9 +300,10 @@ impl Journal {
         *self.last_id.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends a batch of updates and syncs; returns those not seen before (repeats of an
-    /// `update_id` are ignored). Only after this returns may the offset move past them.
-    pub fn accept(&self, batch: Vec<(i64, Value)>) -> std::io::Result<Vec<(i64, Value)>> {
+    /// Appends a batch of updates; returns those not seen before (repeats of an `update_id` are
+    /// ignored), to hand over at once, and what to wait for before the offset may move past them
+    /// ([`durable`](Self::durable)). An error means nothing was accepted (not written).
+    pub fn accept(&self, batch: Vec<(i64, Value)>) -> std::io::Result<(Vec<(i64, Value)>, Durable)> {
         let mut last = self.last_id.lock().unwrap_or_else(|e| e.into_inner());
         // A repeat inside one batch counts as a repeat too.
         let mut in_batch = std::collections::HashSet::new();
@@ -145,7 +312,7 @@ impl Journal {
             .filter(|(id, _)| last.is_none_or(|l| *id > l) && in_batch.insert(*id))
             .collect();
         if fresh.is_empty() {
-            return Ok(fresh);
+            return Ok((fresh, Durable(0)));
         }
         let mut text = String::new();
         for (id, update) in &fresh {
@@ -154,21 +321,32 @@ impl Journal {
                 update: update.clone(),
             }));
         }
-        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        f.write_all(text.as_bytes())?;
-        f.sync_data()?;
+        let n = self.write(&text)?;
         *last = fresh.iter().map(|(id, _)| *id).max().max(*last);
-        Ok(fresh)
+        Ok((fresh, Durable(n)))
     }
 
-    /// Records progress of an update (best effort: a failure is logged).
+    /// Records progress of an update (best effort: a failure is logged). `tool` and `retried`
+    /// are durable when this returns; `started` and `done` are synced in the background (see the
+    /// module docs).
     pub fn mark(&self, id: i64, progress: Progress) {
-        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        let r = f
-            .write_all(line(&Record::State { id, s: progress }).as_bytes())
-            .and_then(|()| f.sync_data());
-        if let Err(e) = r {
-            tracing::error!(file = %self.path.display(), "cannot record update progress: {e}");
+        match self.write(&line(&Record::State { id, s: progress })) {
+            Ok(n) if matches!(progress, Progress::Tool | Progress::Retried) => {
+                volcanic_core::blocking::run(|| self.sync.wait(n));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(file = %self.path.display(), "cannot record update progress: {e}"),
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.sync.lock().stop = true;
+        self.sync.changed.notify_all();
+        let syncer = self.syncer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = syncer {
+            let _ = t.join();
         }
     }
 }
@@ -190,11 +368,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (j, unfinished) = Journal::open(dir.path()).unwrap();
         assert!(unfinished.is_empty() && j.last_id().is_none());
-        let fresh = j
+        let (fresh, _) = j
             .accept(vec![(1, json!({"update_id": 1})), (2, json!({"update_id": 2}))])
             .unwrap();
         assert_eq!(fresh.len(), 2);
-        assert!(j.accept(vec![(2, json!({"update_id": 2}))]).unwrap().is_empty());
+        assert!(j.accept(vec![(2, json!({"update_id": 2}))]).unwrap().0.is_empty());
         j.mark(1, Progress::Started);
         j.mark(1, Progress::Done);
         j.mark(2, Progress::Started);
@@ -223,9 +401,38 @@ mod tests {
     fn a_repeat_inside_one_batch_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let (j, _) = Journal::open(dir.path()).unwrap();
-        let fresh = j
+        let (fresh, _) = j
             .accept(vec![(4, json!({"update_id": 4})), (4, json!({"update_id": 4}))])
             .unwrap();
         assert_eq!(fresh.len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_are_written_at_once_and_synced_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open(dir.path()).unwrap();
+        let (fresh, durable) = j.accept(vec![(7, json!({"update_id": 7}))]).unwrap();
+        assert_eq!(fresh.len(), 1);
+        // In the file before any sync was waited for: a killed process keeps it.
+        let text = std::fs::read_to_string(dir.path().join("inbound.jsonl")).unwrap();
+        assert!(text.contains("\"id\":7"), "{text}");
+        j.durable(durable).await;
+        assert!(j.sync.lock().synced >= 1);
+        for n in 0..50 {
+            j.mark(7, if n % 2 == 0 { Progress::Started } else { Progress::Done });
+        }
+        j.barrier().await;
+        let (synced, written) = {
+            let st = j.sync.lock();
+            (st.synced, st.written)
+        };
+        assert_eq!((synced, written), (51, 51));
+        // A tool mark is durable when `mark` returns.
+        j.mark(7, Progress::Tool);
+        assert_eq!(j.sync.lock().synced, 52);
+        // Nothing to wait for: repeats only.
+        let (fresh, durable) = j.accept(vec![(7, json!({"update_id": 7}))]).unwrap();
+        assert!(fresh.is_empty());
+        j.durable(durable).await;
     }
 }

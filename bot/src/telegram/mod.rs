@@ -83,7 +83,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let url = url::Url::parse(&api_url).context("config key `telegram.api_url`")?;
     let bot = Bot::new(token.clone()).set_api_url(url);
     let me = bot.get_me().await.context("getMe failed: is the bot token right?")?;
-    let tg = Arc::new(api::Tg::new(bot.clone()));
+    let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
     let factory = host::factory(&config, store, Some(config.state_dir.clone()), workspaces_root)?;

@@ -64,7 +64,7 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
         if let Some(max) = batch.iter().map(|(id, _)| *id).max() {
             offset = Some(offset.map_or(max + 1, |o| o.max(max + 1)));
         }
-        let fresh = match host.journal.accept(batch) {
+        let (fresh, durable) = match host.journal.accept(batch) {
             Ok(f) => f,
             Err(e) => {
                 // Not persisted, so not acknowledged: Telegram will send these again.
@@ -74,9 +74,12 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
                 continue;
             }
         };
+        // Handed over as soon as they are written (a killed process keeps them); the disk sync
+        // runs meanwhile, and the next `getUpdates` acknowledges them only once it is done.
         for (id, update) in fresh {
             host.handle(id, update).await;
         }
+        host.journal.durable(durable).await;
     }
     tracing::info!("polling stopped");
 }

@@ -81,10 +81,12 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
         return StatusCode::BAD_REQUEST;
     };
     match hook.host.journal.accept(vec![(id, update)]) {
-        Ok(fresh) => {
+        Ok((fresh, durable)) => {
             for (id, update) in fresh {
                 hook.host.handle(id, update).await;
             }
+            // The 200 acknowledges the update: only once it is on disk.
+            hook.host.journal.durable(durable).await;
             StatusCode::OK
         }
         Err(e) => {
