@@ -65,6 +65,18 @@ pub struct ConsoleArgs {
     pub thinking: Option<ThinkingLevel>,
 }
 
+/// Human-readable console output: stdout in text mode; stderr in JSON mode, whose stdout
+/// carries only event lines (one JSON object per line).
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*);
+        } else {
+            println!($($arg)*);
+        }
+    };
+}
+
 fn volcanic_home() -> anyhow::Result<PathBuf> {
     let home = std::env::var_os("HOME").context("HOME is not set: the console keeps sessions in ~/.volcanic/agent")?;
     Ok(PathBuf::from(home).join(".volcanic").join("agent"))
@@ -76,6 +88,11 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         Some(w) => std::fs::canonicalize(w).with_context(|| format!("--workspace {}", w.display()))?,
         None => std::env::current_dir().context("current directory")?,
     };
+    let models = host::model_registry(&config)?;
+    match &args.model {
+        Some(m) => host::check_model(&models, m, "--model")?,
+        None => host::check_model(&models, &config.model, "config key `model`")?,
+    };
     let home = volcanic_home()?;
     let store = Arc::new(FileSessionStore::new(home.join("sessions")));
     let factory = host::factory(&config, store, Some(home), None)?;
@@ -83,7 +100,10 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     let (line_tx, line_rx) = mpsc::unbounded_channel::<String>();
     let lines = Arc::new(tokio::sync::Mutex::new(line_rx));
     let ui: Option<Arc<dyn UserInterface>> = if interactive {
-        Some(Arc::new(TerminalUi { lines: lines.clone() }))
+        Some(Arc::new(TerminalUi {
+            lines: lines.clone(),
+            json: args.mode == Mode::Json,
+        }))
     } else {
         None
     };
@@ -132,14 +152,20 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
             }
         }
     });
-    println!(
-        "Volcanic console: {} · model {} · /quit to exit",
+    let json = args.mode == Mode::Json;
+    say!(
+        json,
+        "Volcanic console: {} · model {} · /help for commands, /quit to exit",
         cwd.display(),
         session.model().map(|m| m.key()).unwrap_or_else(|| "(none)".into())
     );
     loop {
-        print!("> ");
-        let _ = std::io::stdout().flush();
+        if json {
+            eprint!("> ");
+        } else {
+            print!("> ");
+            let _ = std::io::stdout().flush();
+        }
         let Some(line) = lines.lock().await.recv().await else {
             break;
         };
@@ -147,7 +173,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         if line.is_empty() {
             continue;
         }
-        match handle_builtin(&session, &line).await? {
+        match handle_builtin(&session, &line, json).await? {
             Builtin::Quit => break,
             Builtin::Handled => continue,
             Builtin::Prompt => {}
@@ -168,7 +194,9 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
                 eprintln!("\n(aborted)");
             }
         }
-        println!();
+        if !json {
+            println!();
+        }
     }
     session.dispose().await;
     Ok(0)
@@ -203,6 +231,16 @@ async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow:
     }
 }
 
+/// `/help` of the console.
+const CONSOLE_HELP: &str = "Commands:
+  /new                      start a new session
+  /model [provider/id]      list the models, or switch
+  /thinking [level]         show or set: off, minimal, low, medium, high, xhigh
+  /compact [instructions]   summarise the conversation so far (what to keep, optionally)
+  /session                  model, context and total tokens, cost, session file
+  /quit                     leave (Ctrl-D too); Ctrl-C stops a run
+Extension commands work too; anything else is a message to the agent.";
+
 /// What a console line turned out to be.
 enum Builtin {
     /// `/quit`.
@@ -214,7 +252,7 @@ enum Builtin {
 }
 
 /// Console commands handled here.
-async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Builtin> {
+async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyhow::Result<Builtin> {
     let (cmd, arg) = match line.strip_prefix('/') {
         Some(rest) => rest.split_once(' ').map_or((rest, ""), |(a, b)| (a, b.trim())),
         None => return Ok(Builtin::Prompt),
@@ -222,7 +260,8 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
     match cmd {
         "quit" | "exit" => return Ok(Builtin::Quit),
         "new" => match session.new_session().await {
-            Ok(()) => println!(
+            Ok(()) => say!(
+                json,
                 "new session: {}",
                 session
                     .session_file()
@@ -235,26 +274,27 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
             let current = session.model().map(|m| m.key());
             for m in session.available_models() {
                 let mark = if Some(m.key()) == current { "*" } else { " " };
-                println!("{mark} {}", m.key());
+                say!(json, "{mark} {}", m.key());
             }
         }
         "model" => match session.set_model(arg).await {
-            Ok(m) => println!("model: {}", m.key()),
+            Ok(m) => say!(json, "model: {}", m.key()),
             Err(e) => eprintln!("error: {e}"),
         },
         "thinking" => match arg.parse::<ThinkingLevel>() {
             Ok(l) => {
                 session.set_thinking_level(l).await?;
-                println!("thinking: {l}");
+                say!(json, "thinking: {l}");
             }
-            Err(_) if arg.is_empty() => println!("thinking: {}", session.thinking_level()),
+            Err(_) if arg.is_empty() => say!(json, "thinking: {}", session.thinking_level()),
             Err(e) => eprintln!("error: {e}"),
         },
         "compact" => {
             let instructions = (!arg.is_empty()).then(|| arg.to_owned());
             let before = session.stats().context_tokens;
             match session.compact(instructions).await {
-                Ok(_) => println!(
+                Ok(_) => say!(
+                    json,
                     "compacted: context {before} → about {} tokens",
                     session.stats().context_tokens
                 ),
@@ -263,7 +303,8 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
         }
         "session" => {
             let s = session.stats();
-            println!(
+            say!(
+                json,
                 "model {} · {} messages · context {}{} / {} tokens · total {} tokens · ${:.4}\nfile {}",
                 session.model().map(|m| m.key()).unwrap_or_default(),
                 s.messages,
@@ -274,6 +315,20 @@ async fn handle_builtin(session: &AgentSession, line: &str) -> anyhow::Result<Bu
                 s.cost,
                 s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
             );
+        }
+        "help" => {
+            say!(json, "{CONSOLE_HELP}");
+            for c in session.commands() {
+                say!(json, "  /{:<24} {}", c.name, c.description);
+            }
+        }
+        // `/tmp/x is odd` is a prompt; `/frobnicate` a mistyped command.
+        name if name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !session.commands().iter().any(|c| c.name == name) =>
+        {
+            eprintln!("unknown command /{name}: /help lists the commands");
         }
         _ => return Ok(Builtin::Prompt),
     }
@@ -324,10 +379,23 @@ impl Printer {
                         .collect();
                     let _ = writeln!(stdout, "  ✗ {}", short(&text, 300));
                 }
-                AgentSessionEvent::MessageEnd {
-                    message: Message::Assistant(a),
-                } if a.error_message.is_some() => {
+                // The turn's final message: an overflow recovered by compaction is not shown.
+                AgentSessionEvent::TurnEnd { message: a, .. } if a.stop_reason == StopReason::Error => {
                     let _ = writeln!(stdout, "\nerror: {}", a.error_message.clone().unwrap_or_default());
+                }
+                AgentSessionEvent::CompactionStart { reason } if reason != "manual" => {
+                    let _ = writeln!(stdout, "\n(compacting the conversation: {reason})");
+                }
+                AgentSessionEvent::CompactionEnd {
+                    reason,
+                    success: false,
+                    error_message,
+                } if reason != "manual" => {
+                    let _ = writeln!(
+                        stdout,
+                        "(compaction failed: {})",
+                        error_message.as_deref().unwrap_or("?")
+                    );
                 }
                 AgentSessionEvent::ExtensionError {
                     extension,
@@ -354,11 +422,13 @@ fn short(s: &str, max: usize) -> String {
 /// `select`/`confirm`/`input` read the next stdin line; `notify` and `status` print.
 struct TerminalUi {
     lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+    /// JSON mode: questions and notices go to stderr.
+    json: bool,
 }
 
 impl TerminalUi {
     async fn ask(&self, question: &str, cancel: CancellationToken) -> Option<String> {
-        println!("\n{question}");
+        say!(self.json, "\n{question}");
         let _ = std::io::stdout().flush();
         let mut rx = self.lines.lock().await;
         tokio::select! {
@@ -401,12 +471,12 @@ impl UserInterface for TerminalUi {
             NotifyLevel::Warning => "warning",
             NotifyLevel::Error => "error",
         };
-        println!("\n[{tag}] {message}");
+        say!(self.json, "\n[{tag}] {message}");
     }
 
     async fn status(&self, _key: &str, text: Option<&str>) {
         if let Some(t) = text {
-            println!("\n… {t}");
+            say!(self.json, "\n… {t}");
         }
     }
 }

@@ -69,6 +69,25 @@ pub fn workspace_extensions(workspace: &std::path::Path) -> Vec<volcanic_abstrac
         .collect()
 }
 
+/// The model `key` names (`provider/id`), checked against the known models and the provider's
+/// key. Errors name `source` (the config key or flag) and list the models the config knows.
+pub fn check_model(
+    models: &ModelRegistry,
+    key: &str,
+    source: &str,
+) -> anyhow::Result<volcanic_abstractions::model::Model> {
+    let Some(model) = models.find(key) else {
+        let known: Vec<String> = models.models().iter().map(|m| m.key()).collect();
+        anyhow::bail!(
+            "{source}: unknown model `{key}`; known: {} (a custom provider lists its models in \
+             `[providers.NAME] models`)",
+            known.join(", ")
+        );
+    };
+    models.api_key(&model.provider)?;
+    Ok(model)
+}
+
 /// The session factory for a host.
 pub fn factory(
     config: &Config,

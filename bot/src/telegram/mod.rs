@@ -52,13 +52,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         ),
     };
     let models = host::model_registry(&config)?;
-    let model = models.find(&config.model).with_context(|| {
-        format!(
-            "config key `model`: unknown model `{}` (see /model for the list)",
-            config.model
-        )
-    })?;
-    models.api_key(&model.provider)?;
+    host::check_model(&models, &config.model, "config key `model`")?;
     if config.telegram.allowed_users.is_empty() {
         tracing::warn!("telegram.allowed_users is empty: the bot answers nobody (deny by default)");
     }

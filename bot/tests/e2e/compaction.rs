@@ -91,11 +91,10 @@ async fn long_conversation(provider_api: &str) {
         .await;
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let text = stdout(&out);
+    // In JSON mode stdout carries only events; the console's own text goes to stderr.
     let events: Vec<Value> = text
         .lines()
-        .map(|l| l.trim_start_matches("> "))
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
         .collect();
     let ends: Vec<&Value> = events.iter().filter(|e| e["type"] == "compaction_end").collect();
     let n_summaries = summaries.load(Ordering::SeqCst);
@@ -116,7 +115,8 @@ async fn long_conversation(provider_api: &str) {
     );
     assert_eq!(requests.len(), 2 * TURNS + n_summaries);
     // `/session` shows the context inside the window.
-    let line = text
+    let human = stderr(&out);
+    let line = human
         .lines()
         .find(|l| l.contains("messages · context"))
         .expect("the /session line");

@@ -109,8 +109,27 @@ async fn missing_api_key_names_the_variable() {
     let server = ModelServer::start().await.unwrap();
     let env = Env::new(&server.url(), "");
     let out = env.console_with_env(&["-p", "hi"], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    // A setup error, found before the session starts (exit code 2, as a bad config).
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("E2E_ANTHROPIC_KEY"), "{}", stderr(&out));
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_model_is_named_with_the_known_ones() {
+    let server = ModelServer::start().await.unwrap();
+    let env = Env::new(&server.url(), "");
+    let out = env.console(&["--model", "anthropic/claude-nope-9", "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--model: unknown model `anthropic/claude-nope-9`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("anthropic/claude-sonnet-4-5"),
+        "the known models are listed: {err}"
+    );
     assert!(server.requests().is_empty());
 }
 
@@ -137,32 +156,12 @@ async fn bad_config_key_is_named() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interactive_console_streams_answers_and_runs_slash_commands() {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
     let server = ModelServer::start().await.unwrap();
     server.push(Turn::reply("Hello from the model"));
+    server.push(Turn::reply("a path, then"));
     let env = Env::new(&server.url(), "");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
-        .arg("--config")
-        .arg(env.dir.path().join("volcanic.toml"))
-        .args(["console", "--workspace"])
-        .arg(env.workspace())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("E2E_ANTHROPIC_KEY", "k")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"hi there\n/session\n/model\n/quit\n").unwrap();
-    drop(stdin);
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let input = "hi there\n/session\n/model\n/help\n/frobnicate now\n/tmp/x is odd\n/quit\n";
+    let out = env.console_stdin(&[], input.to_owned()).await;
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("Hello from the model"), "{text}");
@@ -171,5 +170,18 @@ async fn interactive_console_streams_answers_and_runs_slash_commands() {
         "{text}"
     );
     assert!(text.contains("* anthropic/claude-sonnet-4-5"), "{text}");
-    assert_eq!(server.requests().len(), 1);
+    assert!(
+        text.contains("/compact [instructions]"),
+        "/help lists the commands: {text}"
+    );
+    assert!(
+        stderr(&out).contains("unknown command /frobnicate: /help lists the commands"),
+        "{}",
+        stderr(&out)
+    );
+    // A mistyped command never reaches the model; a line that starts with a path does.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let last = serde_json::to_string(requests[1].messages()).unwrap();
+    assert!(last.contains("/tmp/x is odd") && !last.contains("frobnicate"), "{last}");
 }

@@ -65,9 +65,10 @@ pub enum AgentSessionEvent {
     /// A turn ended.
     TurnEnd {
         /// The turn's assistant message.
+        #[serde(serialize_with = "assistant_with_role")]
         message: AssistantMessage,
         /// Its tool results.
-        #[serde(rename = "toolResults")]
+        #[serde(rename = "toolResults", serialize_with = "tool_results_with_role")]
         tool_results: Vec<ToolResultMessage>,
     },
     /// A message started.
@@ -78,6 +79,7 @@ pub enum AgentSessionEvent {
     /// An assistant message streamed a piece.
     MessageUpdate {
         /// The message so far.
+        #[serde(serialize_with = "assistant_with_role")]
         message: AssistantMessage,
         /// The provider event.
         #[serde(rename = "assistantMessageEvent")]
@@ -205,5 +207,62 @@ impl AgentSessionEvent {
             AgentSessionEvent::ExtensionError { .. } => "extension_error",
             AgentSessionEvent::SessionChanged { .. } => "session_changed",
         }
+    }
+}
+/// A message serialized with its `role`, as pi's events carry every message.
+#[derive(Serialize)]
+struct WithRole<'a, T: Serialize> {
+    role: &'static str,
+    #[serde(flatten)]
+    message: &'a T,
+}
+
+fn assistant_with_role<S: serde::Serializer>(m: &AssistantMessage, s: S) -> Result<S::Ok, S::Error> {
+    WithRole {
+        role: "assistant",
+        message: m,
+    }
+    .serialize(s)
+}
+
+fn tool_results_with_role<S: serde::Serializer>(v: &[ToolResultMessage], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|m| WithRole {
+        role: "toolResult",
+        message: m,
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_in_an_event_carries_its_role() {
+        let assistant = AssistantMessage::empty("anthropic-messages", "anthropic", "m", 1);
+        let result = ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            content: Vec::new(),
+            details: None,
+            is_error: false,
+            timestamp: 2,
+        };
+        let turn_end = serde_json::to_value(AgentSessionEvent::TurnEnd {
+            message: assistant.clone(),
+            tool_results: vec![result],
+        })
+        .unwrap();
+        assert_eq!(turn_end["type"], "turn_end");
+        assert_eq!(turn_end["message"]["role"], "assistant");
+        assert_eq!(turn_end["message"]["provider"], "anthropic");
+        assert_eq!(turn_end["toolResults"][0]["role"], "toolResult");
+        assert_eq!(turn_end["toolResults"][0]["toolCallId"], "c1");
+        let update = serde_json::to_value(AgentSessionEvent::MessageUpdate {
+            message: assistant,
+            assistant_message_event: AssistantMessageEvent::TextStart { content_index: 0 },
+        })
+        .unwrap();
+        assert_eq!(update["message"]["role"], "assistant");
     }
 }

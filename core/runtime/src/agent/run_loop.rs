@@ -162,10 +162,16 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
                 Ok(_) => continue,
                 Err(e) => {
                     let error = a.error_message.take().unwrap_or_default();
-                    a.error_message = Some(format!(
-                        "{error} (the conversation is too long for the model's context window, and \
-                         compacting it failed: {e}; start a new session with /new)"
-                    ));
+                    a.error_message = Some(match e {
+                        crate::compaction::CompactionError::NothingToCompact => format!(
+                            "{error} (the latest message alone is too long for the model's context \
+                             window: send a shorter one, or split it)"
+                        ),
+                        e => format!(
+                            "{error} (the conversation is too long for the model's context window, and \
+                             compacting it failed: {e}; start a new session with /new)"
+                        ),
+                    });
                     break a;
                 }
             }

@@ -32,6 +32,9 @@ pub enum SessionError {
     /// A prompt arrived during a run without saying how to queue it.
     #[error("the agent is busy: queue the message as steer or follow-up")]
     Busy,
+    /// The prompt has no text and no image (APIs refuse an empty user message).
+    #[error("empty message: nothing to send to the model")]
+    EmptyPrompt,
     /// No model is selected or available.
     #[error("no model selected: set `model = \"provider/id\"` in the config or use /model")]
     NoModel,
@@ -386,6 +389,9 @@ impl AgentSession {
         if ev.handled {
             return Ok(());
         }
+        if ev.text.trim().is_empty() && ev.images.is_empty() {
+            return Err(SessionError::EmptyPrompt);
+        }
         let message = user_message(ev.text, ev.images);
         let initial = self.start_or_queue(message, input.queue)?;
         match initial {
@@ -542,9 +548,12 @@ impl AgentSession {
         Ok(result?)
     }
 
-    /// Emits `session_shutdown`, then makes every extension API and context of this session stale.
+    /// Lets running turn-end hooks finish (each within its timeout, all within 10 s), emits
+    /// `session_shutdown`, then makes every extension API and context of this session stale.
     pub async fn dispose(&self) {
         self.abort();
+        let hooks = self.inner.skill_hooks.wait_turn_end();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), hooks).await;
         let mut ev = SessionShutdownEvent::default();
         self.inner
             .runner
@@ -652,6 +661,7 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         (model, thinking)
     };
     *inner.lock_manager() = manager;
+    inner.skill_hooks.new_conversation();
     inner.reload_context();
     {
         let mut st = inner.lock_state();

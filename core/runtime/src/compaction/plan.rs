@@ -10,7 +10,7 @@ use volcanic_abstractions::sessions::{EntryKind, SessionEntry};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CompactionError {
     /// Nothing lies before the newest turn: there is nothing to summarise.
-    #[error("nothing to compact: the conversation has only its latest turn")]
+    #[error("nothing to compact yet: the context holds at most one turn")]
     NothingToCompact,
     /// No model is selected.
     #[error("no model selected to write the summary")]
@@ -124,9 +124,17 @@ pub(crate) fn plan(
             break;
         }
     }
-    let cut = cut
-        .or_else(|| context.iter().rposition(|(_, m)| matches!(m, Message::User(_))))
-        .unwrap_or(0);
+    let cut = match cut {
+        // The allowance was reached only at the oldest message (one huge prompt or tool
+        // result): keep less rather than nothing to summarise, from the next place a context
+        // may start.
+        Some(0) => (1..context.len()).find(|&j| is_cut_point(&context[j].1)).unwrap_or(0),
+        Some(c) => c,
+        None => context
+            .iter()
+            .rposition(|(_, m)| matches!(m, Message::User(_)))
+            .unwrap_or(0),
+    };
     if cut == 0 {
         return Err(CompactionError::NothingToCompact);
     }

@@ -2,7 +2,7 @@
 //! and needs no tools), the previous summary to update, and the fixed sections.
 
 use super::plan::CompactionPlan;
-use super::tokens::estimate_text_tokens;
+use super::tokens::{CHARS_PER_TOKEN, estimate_text_tokens};
 use volcanic_abstractions::messages::{AssistantContent, Message, UserBody, UserContent};
 
 /// System prompt of the summary request.
@@ -124,7 +124,15 @@ fn cut(text: &str, max: usize) -> String {
 /// The user message of the summary request. `budget_tokens`: what the conversation text may
 /// take; the oldest blocks are left out (and said to be) when it is over.
 pub(crate) fn summary_prompt(plan: &CompactionPlan, instructions: Option<&str>, budget_tokens: u64) -> String {
-    let blocks = serialize(&plan.messages_to_summarize);
+    // One block may take at most half of the budget (a huge prompt or result is cut in the
+    // middle of its text rather than crowding out everything else).
+    let max_block = usize::try_from(budget_tokens.saturating_mul(CHARS_PER_TOKEN) / 2)
+        .unwrap_or(usize::MAX)
+        .max(TOOL_RESULT_CHARS);
+    let blocks: Vec<String> = serialize(&plan.messages_to_summarize)
+        .into_iter()
+        .map(|b| cut(&b, max_block))
+        .collect();
     let mut used = 0u64;
     let mut from = blocks.len();
     while from > 0 {

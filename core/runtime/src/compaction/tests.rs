@@ -303,3 +303,28 @@ fn context_tokens_use_fresh_usage_and_estimate_after_a_compaction() {
     compacted.push(assistant(Vec::new(), 40, 3_000));
     assert_eq!(context_tokens(&compacted, 4, 7).tokens, 3_000);
 }
+
+#[test]
+fn a_single_message_larger_than_the_allowance_is_summarised_not_kept_forever() {
+    let mut s = SessionManager::in_memory("/w").unwrap();
+    s.append_message(Message::user_text(format!("huge: {}", "word ".repeat(5_000)), 1))
+        .unwrap();
+    s.append_message(assistant(Vec::new(), 2, 0)).unwrap();
+    for i in 0..3 {
+        s.append_message(Message::user_text(format!("q {i}"), 3)).unwrap();
+        s.append_message(assistant(Vec::new(), 4, 0)).unwrap();
+    }
+    let c = Compactor::default();
+    let plan = c.plan(&s.branch_entries(), 4_000, 6_500).unwrap();
+    assert_eq!(plan.messages_to_summarize.len(), 1, "the huge prompt is summarised");
+    let m = model(4_000);
+    let req = c.summary_request(&plan, &m, None);
+    let Message::User(u) = &req.messages[0] else { panic!() };
+    let body = u.content.text();
+    assert!(
+        body.contains("[User]: huge: word word"),
+        "the huge prompt is cut, not dropped"
+    );
+    assert!(body.contains("more characters]"));
+    assert!(estimate_text_tokens(&body) + c.summary_max_tokens(&m) < 4_000 + 1_500);
+}

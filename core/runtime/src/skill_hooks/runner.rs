@@ -67,6 +67,9 @@ struct Shared {
     warned: HashSet<String>,
     /// Bumped by every start of the session-start hooks; older reports are dropped.
     generation: u64,
+    /// Bumped when the session moves to another conversation (`/new`, a switch): turn-end
+    /// reports of the earlier one are dropped.
+    conversation: u64,
     session_start: Vec<Slot>,
     turn_end: Vec<Slot>,
     /// Session-start outputs by skill name.
@@ -159,14 +162,41 @@ impl SkillHookRunner {
         if !self.config.hooks_enabled {
             return;
         }
-        let (skills, generation) = {
+        let (skills, conversation) = {
             let mut shared = self.lock();
             shared.turn_end.retain(|s| !*s.done.borrow());
-            (shared.skills.clone(), shared.generation)
+            (shared.skills.clone(), shared.conversation)
         };
-        self.spawn_all(&ctx, &skills, SkillHookKind::TurnEnd, generation);
+        self.spawn_all(&ctx, &skills, SkillHookKind::TurnEnd, conversation);
     }
 
+    /// The session moved to another conversation (`/new`, a switch): turn-end notices of the
+    /// earlier one, handed out or still running, never reach the new one.
+    pub fn new_conversation(&self) {
+        let mut shared = self.lock();
+        shared.conversation += 1;
+        shared.notices.clear();
+    }
+
+    /// Waits for running turn-end hooks, each until its deadline plus [`REPORT_GRACE_MS`] at
+    /// most (before a session is disposed: they may be writing files).
+    pub async fn wait_turn_end(&self) {
+        let pending: Vec<(Instant, watch::Receiver<bool>)> = {
+            let shared = self.lock();
+            shared
+                .turn_end
+                .iter()
+                .filter(|s| !*s.done.borrow())
+                .map(|s| (s.deadline, s.done.clone()))
+                .collect()
+        };
+        let grace = Duration::from_millis(REPORT_GRACE_MS);
+        for (deadline, mut done) in pending {
+            let _ = tokio::time::timeout_at(deadline + grace, done.wait_for(|d| *d)).await;
+        }
+    }
+
+    /// `generation`: the session-start generation, or for turn-end hooks the conversation.
     fn spawn_all(&self, ctx: &Arc<dyn ExtensionContext>, skills: &[Skill], kind: SkillHookKind, generation: u64) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("skill hooks not started: no async runtime");
@@ -190,7 +220,10 @@ impl SkillHookRunner {
                             shared.context.insert(skill.name.clone(), text);
                         }
                         SkillHookKind::SessionStart => {}
-                        SkillHookKind::TurnEnd => shared.notices.push((skill.name.clone(), text)),
+                        SkillHookKind::TurnEnd if shared.conversation == generation => {
+                            shared.notices.push((skill.name.clone(), text));
+                        }
+                        SkillHookKind::TurnEnd => {}
                     }
                 }
                 done_tx.send_replace(true);

@@ -316,3 +316,14 @@ async fn images_reach_the_provider() {
     let Message::User(u) = &ctx.messages[0] else { panic!() };
     assert!(u.content.blocks().iter().any(|b| matches!(b, UserContent::Image(_))));
 }
+
+#[tokio::test]
+async fn an_empty_prompt_is_refused_before_any_model_call() {
+    let h = harness(vec![FauxTurn::text("never")], vec![]).await;
+    for text in ["", "   \n"] {
+        let err = h.session.prompt(PromptInput::text(text)).await.unwrap_err();
+        assert!(matches!(err, SessionError::EmptyPrompt), "{err}");
+    }
+    assert_eq!(h.faux.calls(), 0);
+    assert!(h.session.messages().is_empty());
+}

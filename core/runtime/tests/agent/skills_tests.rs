@@ -360,3 +360,30 @@ async fn session_start_hooks_run_again_after_a_compaction() {
     let system = faux.context(2).system_prompt;
     assert!(system.contains(&block("counter", "start 2")), "{system}");
 }
+
+#[tokio::test]
+async fn a_turn_end_notice_stays_with_its_conversation_after_new() {
+    let s = Setup::new();
+    s.skill(&s.ws(), "indexer", &hooks(&[hook("turn-end", "echo reindexed", 5)]));
+    let turns = vec![FauxTurn::text("one"), FauxTurn::text("two")];
+    let (session, faux, _f) = s.session(turns, true).await;
+    prompt(&session, "first").await;
+    session.new_session().await.unwrap();
+    prompt(&session, "in the new session").await;
+    assert_eq!(
+        transcript(&faux.context(1).messages),
+        vec![("user", "in the new session".to_owned())],
+        "the old conversation's turn-end notice is not carried over"
+    );
+}
+
+#[tokio::test]
+async fn dispose_lets_a_running_turn_end_hook_finish() {
+    let s = Setup::new();
+    let write = "sleep 1; echo done > \"$VOLCANIC_WORKSPACE/indexed\"";
+    s.skill(&s.ws(), "indexer", &hooks(&[hook("turn-end", write, 5)]));
+    let (session, _faux, _f) = s.session(vec![FauxTurn::text("one")], true).await;
+    prompt(&session, "first").await;
+    session.dispose().await;
+    assert_eq!(std::fs::read_to_string(s.ws().join("indexed")).unwrap(), "done\n");
+}
