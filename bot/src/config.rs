@@ -12,12 +12,12 @@ use volcanic_core::models::{CustomModelConfig, CustomProviderConfig};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {path}: {error}")]
     Read {
         /// File.
         path: PathBuf,
-        /// Cause.
-        source: std::io::Error,
+        /// Cause (in the message, so not a `source` too: it would be printed twice).
+        error: std::io::Error,
     },
     /// TOML syntax or an unknown key / wrong type (toml's message names the key and line).
     #[error("config file {path}: {message}")]
@@ -210,7 +210,7 @@ impl Config {
             Err(source) => {
                 return Err(ConfigError::Read {
                     path: path.to_owned(),
-                    source,
+                    error: source,
                 });
             }
         };
@@ -367,9 +367,32 @@ fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, 
             "missing: the server's URL, e.g. http://127.0.0.1:11434/v1",
         ));
     }
-    let mut models = Vec::new();
+    if !base_url.is_empty() && url::Url::parse(&base_url).map_or(true, |u| !matches!(u.scheme(), "http" | "https")) {
+        return Err(invalid(
+            key("base_url"),
+            format!("`{base_url}` is not an http(s) URL, e.g. http://127.0.0.1:11434/v1"),
+        ));
+    }
+    if p.api_key.is_some() && p.api_key_env.is_some() {
+        return Err(invalid(key("api_key"), "set either api_key or api_key_env, not both"));
+    }
+    let mut models: Vec<CustomModelConfig> = Vec::new();
     for (i, m) in p.models.into_iter().enumerate() {
         let mk = |k: &str| format!("providers.{name}.models[{i}].{k}");
+        if models.iter().any(|x| x.id == m.id) {
+            return Err(invalid(mk("id"), format!("`{}` is listed twice", m.id)));
+        }
+        let context_window = m.context_window.unwrap_or(128_000);
+        let max_tokens = m.max_tokens.unwrap_or(8_192);
+        if context_window == 0 {
+            return Err(invalid(mk("context_window"), "must be above 0 (tokens)"));
+        }
+        if max_tokens == 0 || max_tokens > context_window {
+            return Err(invalid(
+                mk("max_tokens"),
+                format!("{max_tokens}: must be above 0 and at most context_window ({context_window})"),
+            ));
+        }
         let input = match m.input {
             None => vec![InputKind::Text],
             Some(list) => list
@@ -382,10 +405,23 @@ fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, 
                 .collect::<Result<_, _>>()?,
         };
         let cost = m.cost.unwrap_or_default();
+        for (field, v) in [
+            ("input", cost.input),
+            ("output", cost.output),
+            ("cache_read", cost.cache_read),
+            ("cache_write", cost.cache_write),
+        ] {
+            if !(v.is_finite() && (0.0..=1_000_000.0).contains(&v)) {
+                return Err(invalid(
+                    mk(&format!("cost.{field}")),
+                    format!("{v}: USD per million tokens, from 0 to 1000000"),
+                ));
+            }
+        }
         models.push(CustomModelConfig {
             id: m.id,
-            context_window: m.context_window.unwrap_or(128_000),
-            max_tokens: m.max_tokens.unwrap_or(8_192),
+            context_window,
+            max_tokens,
             reasoning: m.reasoning.unwrap_or(false),
             input,
             cost: ModelCost {
@@ -439,6 +475,30 @@ mod tests {
             ("model = \"nope\"", "model"),
             ("queue_mode = \"later\"", "queue_mode"),
             ("session_idle_minutes = 0", "session_idle_minutes"),
+            (
+                "[providers.l]\napi = \"openai-completions\"\nbase_url = \"not a url\"",
+                "providers.l.base_url",
+            ),
+            (
+                "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\napi_key = \"k\"\napi_key_env = \"K\"",
+                "providers.l.api_key",
+            ),
+            (
+                "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\" }, { id = \"m\" }]",
+                "providers.l.models[1].id",
+            ),
+            (
+                "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\", context_window = 0 }]",
+                "providers.l.models[0].context_window",
+            ),
+            (
+                "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\", context_window = 1000, max_tokens = 5000 }]",
+                "providers.l.models[0].max_tokens",
+            ),
+            (
+                "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\", cost = { input = -5.0 } }]",
+                "providers.l.models[0].cost.input",
+            ),
             ("[telegram]\nmode = \"webhook\"", "http.public_url"),
             (
                 "[telegram]\nmode = \"webhook\"\n[http]\npublic_url = \"http://plain\"",

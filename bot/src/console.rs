@@ -284,7 +284,7 @@ async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyho
         "thinking" => match arg.parse::<ThinkingLevel>() {
             Ok(l) => {
                 session.set_thinking_level(l).await?;
-                say!(json, "thinking: {l}");
+                say!(json, "thinking: {l}{}", host::no_reasoning_note(session));
             }
             Err(_) if arg.is_empty() => say!(json, "thinking: {}", session.thinking_level()),
             Err(e) => eprintln!("error: {e}"),

@@ -115,3 +115,14 @@ pub fn factory(
         },
     }))
 }
+
+/// Said when the level cannot apply to the current model (its `reasoning` is off).
+pub fn no_reasoning_note(session: &volcanic_core::agent::AgentSession) -> String {
+    match session.model() {
+        Some(m) if !m.reasoning => format!(
+            " (`{}` does not reason: the level applies once you switch to a model that does)",
+            m.key()
+        ),
+        _ => String::new(),
+    }
+}

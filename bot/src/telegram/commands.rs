@@ -144,7 +144,7 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
                     Ok(level) => match session.set_thinking_level(level).await {
                         Ok(()) => {
                             let _ = host.chats.settings().update(&key, |s| s.thinking = Some(level));
-                            format!("Thinking level: {level}")
+                            format!("Thinking level: {level}{}", crate::host::no_reasoning_note(&session))
                         }
                         Err(e) => format!("⚠️ {e}"),
                     },

@@ -41,8 +41,8 @@ pub enum SessionError {
     /// Model lookup or key error.
     #[error(transparent)]
     Model(#[from] crate::models::ModelError),
-    /// The session file could not be read or written.
-    #[error("session file: {0}")]
+    /// The session file could not be read or written (the text names the file).
+    #[error("{0}")]
     Store(String),
     /// An extension cancelled the switch.
     #[error("cancelled by an extension")]
