@@ -23,7 +23,9 @@
 //! `123/main`); [`SessionLog`] is one open session: its header, a compact [`SessionIndex`] of
 //! every entry (id, parent, type, message role, no payload) and positional reads of entries.
 //! An acknowledged [`SessionLog::append`] is durable: the line is written and flushed to stable
-//! storage (`fdatasync`) before it returns. A store never rewrites what it stored.
+//! storage (`fdatasync`) before it returns. [`SessionLog::append_unsynced`] only writes, for a
+//! later [`SessionLog::sync`] (or a [`SessionLog::sync_job`] run on another thread). A store never
+//! rewrites what it stored.
 
 mod index;
 mod store;
@@ -35,7 +37,7 @@ mod index_tests;
 mod wire_tests;
 
 pub use index::{EntryMeta, EntryPos, EntryTag, RoleTag, SessionIndex};
-pub use store::{SessionLocation, SessionLog, SessionStore, SessionStoreError, SessionSummary};
+pub use store::{SessionLocation, SessionLog, SessionStore, SessionStoreError, SessionSummary, SyncJob};
 
 use crate::messages::{Message, UserBody};
 use crate::model::ThinkingLevel;

@@ -170,6 +170,9 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     }
 }
 
+/// The waiting part of a sync ([`SessionLog::sync_job`]).
+pub type SyncJob = Box<dyn FnOnce() -> Result<(), SessionStoreError> + Send>;
+
 /// One open session: header, index, reads by position and durable appends.
 ///
 /// Reads are positional ([`EntryPos`] from [`SessionLog::index`]); a store may read and parse in
@@ -221,5 +224,13 @@ pub trait SessionLog: Send + Sync + fmt::Debug {
     /// Nothing to do when it is there already.
     fn sync(&mut self) -> Result<(), SessionStoreError> {
         Ok(())
+    }
+
+    /// Like [`sync`](Self::sync), but returns the waiting part to run elsewhere (another thread,
+    /// so an async caller does not hold its worker while the disk syncs): `None` when there is
+    /// nothing to wait for. The log counts everything written so far as synced once the job is
+    /// handed out; a job that fails reports it to whoever runs it. The default syncs here.
+    fn sync_job(&mut self) -> Result<Option<SyncJob>, SessionStoreError> {
+        self.sync().map(|()| None)
     }
 }

@@ -248,8 +248,7 @@ async fn finish(
         .await;
     super::skills::after_run(inner);
     // A run that ended before an assistant message still makes its prompt durable.
-    let synced = inner.lock_manager().sync();
-    if let Err(e) = synced {
+    if let Err(e) = inner.sync_session().await {
         tracing::error!("cannot sync the session file: {e}");
         if outcome.is_ok() {
             return Err(SessionError::Store(e.to_string()));
@@ -266,12 +265,13 @@ fn prompt_text(m: &Message) -> String {
     }
 }
 
-/// When a message's append waits for stable storage.
+/// When a message's append waits for stable storage. Either way the line is written at once, and
+/// the wait is on a sync thread ([`Inner::sync_session`]), never on an async worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Durable {
-    /// Synced before the append returns.
+    /// Synced (with everything before it) before the message counts as added.
     Now,
-    /// Written now, synced by the next synced append or at the end of the run.
+    /// Synced with the next `Now` message, or at the end of the run.
     Later,
 }
 
@@ -314,15 +314,15 @@ async fn end_message(inner: &Arc<Inner>, message: Message, durable: Durable) -> 
         tracing::warn!("message_end handler changed the role; replacement ignored");
         message
     };
-    {
-        let mut manager = inner.lock_manager();
-        match durable {
-            Durable::Now => manager.append_message(message.clone()),
-            Durable::Later => manager.unsynced(|m| m.append_message(message.clone())),
-        }
+    inner
+        .lock_manager()
+        .unsynced(|m| m.append_message(message.clone()))
         .map_err(|e| SessionError::Store(e.to_string()))?;
-    }
+    // In the file now, so in the context too, even if the sync fails.
     inner.lock_state().messages.push(message.clone());
+    if durable == Durable::Now {
+        inner.sync_session().await?;
+    }
     inner.emit(AgentSessionEvent::MessageEnd {
         message: message.clone(),
     });

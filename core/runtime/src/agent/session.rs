@@ -200,6 +200,18 @@ impl Inner {
         self.restart_session_hooks();
     }
 
+    /// Puts what the session file has not synced yet on stable storage, waiting on a sync thread
+    /// ([`crate::blocking::off_thread`]), never on an async worker.
+    pub async fn sync_session(&self) -> Result<(), SessionError> {
+        let store = |e: String| SessionError::Store(e);
+        let job = self.lock_manager().sync_job().map_err(|e| store(e.to_string()))?;
+        let Some(job) = job else { return Ok(()) };
+        match crate::blocking::off_thread(job).await {
+            Some(r) => r.map_err(|e| store(e.to_string())),
+            None => Err(store("the sync thread stopped".to_owned())),
+        }
+    }
+
     /// Resets the context from the session file's current branch.
     pub fn reload_context(&self) {
         let ctx = self.lock_manager().build_context();

@@ -7,11 +7,12 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::sessions::{
     EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionLocation, SessionLog, SessionStore,
-    SessionStoreError, SessionSummary,
+    SessionStoreError, SessionSummary, SyncJob,
 };
 
 /// Where one line is in the file (without its newline).
@@ -329,7 +330,8 @@ pub struct FileSessionLog {
     location: SessionLocation,
     path: PathBuf,
     reader: File,
-    writer: Option<File>,
+    /// Shared with sync jobs running on other threads.
+    writer: Option<Arc<File>>,
     header: SessionHeader,
     index: SessionIndex,
     spans: Vec<Span>,
@@ -443,6 +445,28 @@ impl SessionLog for FileSessionLog {
     fn sync(&mut self) -> Result<(), SessionStoreError> {
         self.sync_pending()
     }
+
+    fn sync_job(&mut self) -> Result<Option<SyncJob>, SessionStoreError> {
+        let file = match &self.writer {
+            Some(w) => w.clone(),
+            None if self.unsynced == Unsynced::Nothing => return Ok(None),
+            None => Arc::new(self.reader.try_clone().map_err(self.io("open"))?),
+        };
+        let path = self.path.clone();
+        let io = move |source| SessionStoreError::Io {
+            action: "sync",
+            path,
+            source,
+        };
+        Ok(match std::mem::replace(&mut self.unsynced, Unsynced::Nothing) {
+            Unsynced::Nothing => None,
+            Unsynced::Lines => Some(Box::new(move || file.sync_data().map_err(io))),
+            Unsynced::NewFile { dirs } => Some(Box::new(move || {
+                file.sync_all().map_err(io)?;
+                dirs.iter().try_for_each(|d| sync_dir(d))
+            })),
+        })
+    }
 }
 
 impl FileSessionLog {
@@ -456,11 +480,13 @@ impl FileSessionLog {
         line.push(b'\n');
         let writer = match self.writer.take() {
             Some(w) => w,
-            None => OpenOptions::new()
-                .read(true)
-                .append(true)
-                .open(&self.path)
-                .map_err(self.io("open for appending"))?,
+            None => Arc::new(
+                OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .open(&self.path)
+                    .map_err(self.io("open for appending"))?,
+            ),
         };
         let result = self.append_line(&writer, &line);
         self.writer = Some(writer);
@@ -497,7 +523,7 @@ impl FileSessionLog {
     /// Syncs what is not on stable storage yet: `fdatasync` (a new file: `fsync`, then its
     /// directories). The wait moves off the async worker threads ([`crate::blocking::run`]).
     fn sync_pending(&mut self) -> Result<(), SessionStoreError> {
-        let file = self.writer.as_ref().unwrap_or(&self.reader);
+        let file: &File = self.writer.as_deref().unwrap_or(&self.reader);
         match &self.unsynced {
             Unsynced::Nothing => return Ok(()),
             Unsynced::Lines => crate::blocking::run(|| file.sync_data()).map_err(self.io("sync"))?,

@@ -215,3 +215,20 @@ async fn appends_sync_on_a_multi_thread_runtime_too() {
     log.sync().unwrap();
     assert_eq!(log.index().len(), 2);
 }
+
+#[test]
+fn a_sync_job_runs_elsewhere_and_leaves_nothing_to_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut log = FileSessionStore::create_file(&path, &header("s1", "2026-01-15T08:59:55.000Z")).unwrap();
+    // A new file with only its header: the job syncs it (and its directory).
+    let job = log.sync_job().unwrap().unwrap();
+    assert!(log.is_synced());
+    std::thread::spawn(job).join().unwrap().unwrap();
+    assert!(log.sync_job().unwrap().is_none());
+    log.append_unsynced(&entry("a1", None, "one")).unwrap();
+    let job = log.sync_job().unwrap().unwrap();
+    std::thread::spawn(job).join().unwrap().unwrap();
+    assert!(log.sync_job().unwrap().is_none());
+    assert_eq!(FileSessionStore::open_file(&path).unwrap().index().len(), 1);
+}

@@ -146,6 +146,12 @@ impl SessionManager {
         Ok(self.log.sync()?)
     }
 
+    /// [`sync`](Self::sync) to run on another thread ([`SessionLog::sync_job`]): `None` when
+    /// there is nothing to wait for.
+    pub fn sync_job(&mut self) -> Result<Option<volcanic_abstractions::sessions::SyncJob>> {
+        Ok(self.log.sync_job()?)
+    }
+
     /// Uses `clock` for the timestamps of later entries.
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
