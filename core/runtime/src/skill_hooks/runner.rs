@@ -59,10 +59,15 @@ pub struct SkillHookRunner {
     shared: Arc<Mutex<Shared>>,
 }
 
+/// What the skill files looked like: each `SKILL.md` found with its modification time and size.
+type Fingerprint = Vec<(PathBuf, Option<std::time::SystemTime>, u64)>;
+
 #[derive(Default)]
 struct Shared {
     skills: Arc<Vec<Skill>>,
     protected: Arc<ProtectedPaths>,
+    /// The skill files [`skills`](Self::skills) was read from (`None`: read again next time).
+    fingerprint: Option<Fingerprint>,
     /// Warnings already logged (each once per session).
     warned: HashSet<String>,
     /// Bumped by every start of the session-start hooks; older reports are dropped.
@@ -114,8 +119,19 @@ impl SkillHookRunner {
     }
 
     /// Discovers the skills again (the runner keeps the result for hooks and the guard) and logs
-    /// each problem once per session. Returns the skills, sorted by name.
+    /// each problem once per session. Returns the skills, sorted by name. Called at the top of
+    /// every run, so it is cheap when nothing changed: the folders are listed and each `SKILL.md`
+    /// is looked at (modification time and size); the files are read and parsed again only when
+    /// that changed (an edit keeping the size within one tick of the file system's clock, a few
+    /// milliseconds, is missed until the next change).
     pub fn refresh(&self) -> Arc<Vec<Skill>> {
+        let print = fingerprint(&self.config.skill_dirs);
+        {
+            let shared = self.lock();
+            if print.is_some() && shared.fingerprint == print {
+                return shared.skills.clone();
+            }
+        }
         let (skills, warnings) = SkillFiles::discover(&self.config.skill_dirs);
         let skills = Arc::new(skills);
         let protected = Arc::new(ProtectedPaths::new(&skills));
@@ -128,6 +144,7 @@ impl SkillHookRunner {
         }
         shared.skills = skills.clone();
         shared.protected = protected;
+        shared.fingerprint = print;
         skills
     }
 
@@ -320,4 +337,85 @@ pub(crate) fn escape_attr(s: &str) -> String {
         .replace('"', "&quot;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// The `SKILL.md` files under `dirs` (in non-hidden sub-folders, as discovery finds them) with
+/// their modification times and sizes; `None` when a folder cannot be listed (then nothing is
+/// cached).
+fn fingerprint(dirs: &[PathBuf]) -> Option<Fingerprint> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => return None,
+        };
+        for entry in entries {
+            let entry = entry.ok()?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let file = entry.path().join(volcanic_abstractions::skills::SKILL_FILE);
+            if let Ok(meta) = std::fs::metadata(&file)
+                && meta.is_file()
+            {
+                out.push((file, meta.modified().ok(), meta.len()));
+            }
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn write_skill(root: &Path, name: &str, description: &str) {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\nBody.\n"),
+        )
+        .unwrap();
+    }
+
+    fn runner(dirs: Vec<PathBuf>) -> SkillHookRunner {
+        let policy = crate::processes::ProcessSpawnPolicy::new(Default::default());
+        SkillHookRunner::new(SkillHookConfig {
+            workspace: PathBuf::from("/w"),
+            skill_dirs: dirs,
+            hooks_enabled: false,
+            redactor: volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&policy),
+        })
+    }
+
+    fn listed(skills: &[Skill]) -> Vec<(String, String)> {
+        skills.iter().map(|s| (s.name.clone(), s.description.clone())).collect()
+    }
+
+    #[test]
+    fn refresh_reuses_unchanged_skills_and_sees_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("skills");
+        write_skill(&root, "alpha", "First.");
+        let r = runner(vec![root.clone(), dir.path().join("missing")]);
+        let first = r.refresh();
+        assert_eq!(listed(&first), [("alpha".into(), "First.".into())]);
+        // Nothing changed: the same list, not read again.
+        assert!(Arc::ptr_eq(&first, &r.refresh()));
+        // An edit (another size), a new skill, a removed one.
+        write_skill(&root, "alpha", "First, edited.");
+        assert_eq!(listed(&r.refresh()), [("alpha".into(), "First, edited.".into())]);
+        write_skill(&root, "beta", "Second.");
+        assert_eq!(r.refresh().len(), 2);
+        std::fs::remove_dir_all(root.join("alpha")).unwrap();
+        assert_eq!(listed(&r.refresh()), [("beta".into(), "Second.".into())]);
+        // A hidden folder is not a skill, and does not count as a change.
+        let before = r.refresh();
+        write_skill(&root, ".hidden", "Hidden.");
+        assert!(Arc::ptr_eq(&before, &r.refresh()));
+    }
 }
