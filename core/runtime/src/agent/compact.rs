@@ -36,26 +36,32 @@ impl CompactReason {
 }
 
 /// Context tokens of the session now (usage where fresh, estimates elsewhere; the system prompt
-/// and tool definitions are estimated when no usage is fresh).
+/// and tool definitions are estimated when no usage is fresh). Checked twice per run, so the
+/// tool definitions are only serialized for the estimate when it is needed.
 pub(crate) fn current_tokens(inner: &Inner) -> ContextTokens {
-    let overhead = {
-        let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner());
-        tools
-            .specs()
-            .iter()
-            .map(|t| {
-                estimate_text_tokens(&t.name)
-                    + estimate_text_tokens(&t.description)
-                    + estimate_text_tokens(&t.parameters.to_string())
-            })
-            .sum::<u64>()
+    let (mut tokens, system_prompt) = {
+        let st = inner.lock_state();
+        (
+            context_tokens(&st.messages, st.stale_prefix, 0),
+            estimate_text_tokens(&st.system_prompt),
+        )
     };
-    let st = inner.lock_state();
-    context_tokens(
-        &st.messages,
-        st.stale_prefix,
-        overhead + estimate_text_tokens(&st.system_prompt),
-    )
+    if tokens.from_usage == 0 {
+        let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner());
+        let overhead = system_prompt
+            + tools
+                .specs()
+                .iter()
+                .map(|t| {
+                    estimate_text_tokens(&t.name)
+                        + estimate_text_tokens(&t.description)
+                        + estimate_text_tokens(&t.parameters.to_string())
+                })
+                .sum::<u64>();
+        tokens.tokens += overhead;
+        tokens.estimated += overhead;
+    }
+    tokens
 }
 
 /// Compacts when the context is over the threshold. Failures are reported as
