@@ -213,6 +213,24 @@ impl ModelServer {
         self.shared.lock().requests.clone()
     }
 
+    /// The requests from the `from`-th on (0-based), in arrival order: only those are copied,
+    /// so a benchmark polling a long-running server does not copy everything each time.
+    pub fn requests_since(&self, from: usize) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.get(from..).unwrap_or_default().to_vec()
+    }
+
+    /// Waits until at least `n` requests were recorded (rejected ones count) without copying
+    /// any (the state stays free for the handlers); `Err` with the count reached when `timeout`
+    /// runs out first.
+    pub async fn wait_for_request_count(&self, n: usize, timeout: Duration) -> Result<usize, usize> {
+        let mut recorded = self.shared.recorded.subscribe();
+        let wait = async { recorded.wait_for(|count| *count >= n).await.map(|c| *c).ok() };
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(Some(count)) => Ok(count),
+            _ => Err(*self.shared.recorded.borrow()),
+        }
+    }
+
     /// Sets the context window in tokens (`None`: unlimited). A request whose
     /// [`estimated_tokens`] exceeds it gets 400: Anthropic `invalid_request_error` "prompt is
     /// too long: N tokens > M maximum", OpenAI code `context_length_exceeded` "This model's
