@@ -86,11 +86,9 @@ impl FileSessionStore {
         })
     }
 
-    /// Creates a session file holding only `header`; fails if `path` exists. The header reaches
-    /// the file through a temporary file and a hard link, so the file never exists half-written.
-    /// Nothing is synced yet: the file, and the directories that name it, are synced by the log's
-    /// first synced append or `sync` (a new session on the way to its first prompt waits for no
-    /// disk).
+    /// Creates a session file holding only `header`; fails if `path` exists. Nothing is synced
+    /// yet: the file, and the directories that name it, are synced by the log's first synced
+    /// append or `sync` (a new session on the way to its first prompt waits for no disk).
     pub fn create_file(path: &Path, header: &SessionHeader) -> Result<FileSessionLog, SessionStoreError> {
         let io = |action, path: &Path| {
             let path = path.to_path_buf();
@@ -103,39 +101,16 @@ impl FileSessionStore {
             source,
         })?;
         line.push(b'\n');
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(
-            ".{name}.{}-{:08x}.tmp",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        let written = (|| {
-            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            f.write_all(&line)
-        })();
-        let linked = written.and_then(|()| fs::hard_link(&tmp, path));
-        let _ = fs::remove_file(&tmp);
-        match linked {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(SessionStoreError::Io {
-                    action: "create",
-                    path: path.to_path_buf(),
-                    source: e,
-                });
-            }
-            Err(_) => {
-                // No hard links here (or the temporary file failed): create in place.
-                let mut f = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .map_err(io("create", path))?;
-                f.write_all(&line).map_err(io("write", path))?;
-            }
+        // One `write(2)` of one line: a killed process leaves the whole header or an empty file
+        // (passed over, with a warning, when the current session is looked for).
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io("create", path))?;
+        if let Err(e) = f.write_all(&line) {
+            let _ = fs::remove_file(path);
+            return Err(io("write", path)(e));
         }
         dirs_to_sync.push(dir.to_path_buf());
         let mut log = FileSessionStore::open_file(path)?;
