@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_abstractions::extensions::events::SessionStartReason;
 use volcanic_abstractions::model::ThinkingLevel;
-use volcanic_abstractions::sessions::{SessionLocation, SessionStore};
+use volcanic_abstractions::sessions::{EntryTag, SessionLocation, SessionStore};
 use volcanic_abstractions::ui::{ChatChannel, UserInterface};
 
 /// Host-wide settings shared by every session of a factory.
@@ -180,10 +180,16 @@ impl AgentSessionFactory {
             .or_else(|| options.model.as_deref().and_then(resolve))
             .or_else(|| cfg.default_model.as_deref().and_then(resolve))
             .or_else(|| models.available().into_iter().next());
-        let has_thinking_entry = manager
-            .branch_entries()
-            .iter()
-            .any(|e| e.kind.type_name() == "thinking_level_change");
+        // From the index: reading the branch's entries would parse the whole conversation.
+        let has_thinking_entry = {
+            let index = manager.index();
+            manager.leaf_id().and_then(|id| index.position(id)).is_some_and(|leaf| {
+                index
+                    .path_to(leaf)
+                    .into_iter()
+                    .any(|p| index.meta(p).is_some_and(|m| m.tag == EntryTag::ThinkingLevelChange))
+            })
+        };
         let thinking = if has_thinking_entry {
             ctx.thinking_level
         } else {

@@ -4,5 +4,6 @@ mod compaction_tests;
 mod dispatch_tests;
 mod events_tests;
 mod loop_tests;
+mod resume_tests;
 mod skills_tests;
 mod support;
