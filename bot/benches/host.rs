@@ -11,6 +11,7 @@
 // results.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
@@ -65,26 +66,30 @@ impl Env {
     }
 }
 
-/// The bot process; killed on drop.
+/// The bot process (in a process group of its own); killed on drop.
 struct Bot {
     child: Child,
     log: PathBuf,
+    /// Started under `HOST_BENCH_WRAP`: the whole group is killed, not just the wrapper.
+    wrapped: bool,
 }
 
 impl Bot {
     fn start(env: &Env) -> Bot {
         let log = env.dir.path().join("bot.log");
         let out = std::fs::File::create(&log).unwrap();
-        let mut cmd = match std::env::var("HOST_BENCH_WRAP") {
-            Ok(w) if !w.is_empty() => {
-                let mut parts = w.split_whitespace();
-                let mut c = Command::new(parts.next().unwrap());
+        let wrap = std::env::var("HOST_BENCH_WRAP").unwrap_or_default();
+        let mut parts = wrap.split_whitespace();
+        let mut cmd = match parts.next() {
+            Some(program) => {
+                let mut c = Command::new(program);
                 c.args(parts).arg(BIN);
                 c
             }
-            _ => Command::new(BIN),
+            None => Command::new(BIN),
         };
         let child = cmd
+            .process_group(0)
             .arg("--config")
             .arg(env.dir.path().join("volcanic.toml"))
             .env_clear()
@@ -101,7 +106,11 @@ impl Bot {
             .stderr(out)
             .spawn()
             .unwrap();
-        Bot { child, log }
+        Bot {
+            child,
+            log,
+            wrapped: !wrap.trim().is_empty(),
+        }
     }
 
     fn log(&self) -> String {
@@ -122,6 +131,12 @@ impl Bot {
 
 impl Drop for Bot {
     fn drop(&mut self) {
+        if self.wrapped {
+            // Killing only the wrapper (strace, perf) would leave the bot running.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.child.id())])
+                .status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Ok(to) = std::env::var("HOST_BENCH_LOG_COPY") {
