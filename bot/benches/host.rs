@@ -2,10 +2,12 @@
 //! scripted model server. Run with `cargo bench -p volcanic-bot --bench host`; without
 //! `--bench` (as `cargo test --all-targets` runs it) it does a tiny smoke version.
 //!
-//! For profiling: `HOST_BENCH_ONLY=overhead` runs only the overhead figures,
-//! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`, `HOST_BENCH_LOG_COPY=<file>` keeps each
-//! bot's log as `<file>.<n>` (n counts the bots started), `HOST_BENCH_WRAP="strace -f -tt -o <file>"` starts the bot
-//! under another program.
+//! Knobs (environment): `HOST_BENCH_ONLY=overhead` runs only the overhead figures;
+//! `HOST_BENCH_BIN=<path>` measures another build of the binary (to compare);
+//! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`; `HOST_BENCH_LOG_COPY=<file>` keeps
+//! each bot's log as `<file>.<n>` (n counts the bots started); `HOST_BENCH_WRAP="strace -f -tt
+//! -o <file>"` starts the bot under another program; `HOST_BENCH_ROUNDS=1` prints each round's
+//! overhead samples.
 
 // This is a measurement binary, not library code: it panics on setup failure and prints its
 // results.
@@ -22,6 +24,11 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 
 const TOKEN: &str = "123456:BENCH-token";
 const BIN: &str = env!("CARGO_BIN_EXE_volcanic-bot");
+
+/// The binary under test: `HOST_BENCH_BIN` (another build, to compare), else this build's.
+fn bin() -> String {
+    std::env::var("HOST_BENCH_BIN").unwrap_or_else(|_| BIN.to_owned())
+}
 const FIRST_ID: i64 = 100_000;
 
 struct Sizes {
@@ -83,10 +90,10 @@ impl Bot {
         let mut cmd = match parts.next() {
             Some(program) => {
                 let mut c = Command::new(program);
-                c.args(parts).arg(BIN);
+                c.args(parts).arg(bin());
                 c
             }
-            None => Command::new(BIN),
+            None => Command::new(bin()),
         };
         let child = cmd
             .process_group(0)
@@ -341,9 +348,21 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> Vec<f64> {
                 .expect("the model request for the idle chat");
             samples.push(arrived.saturating_duration_since(delivered).as_secs_f64() * 1e3);
         }
+        if std::env::var("HOST_BENCH_ROUNDS").is_ok() {
+            let r = &samples[samples.len() - sizes.idle_per_round..];
+            eprintln!("round {round}: {r:.2?}");
+        }
     }
     drop(bot);
     samples
+}
+
+/// Lets the disk catch up with the previous phase (thousands of files written, then deleted with
+/// its temporary folder) so that its flushing is not measured as the next phase's overhead.
+async fn settle() {
+    let synced = Command::new("sync").status();
+    assert!(synced.as_ref().is_ok_and(|s| s.success()), "sync failed: {synced:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 fn percentile(values: &[f64], p: f64) -> f64 {
@@ -384,7 +403,7 @@ fn main() {
             starts: 5,
             chats: 1000,
             busy: 100,
-            rounds: 10,
+            rounds: 30,
             idle_per_round: 10,
             timeout: Duration::from_secs(300),
         }
@@ -417,14 +436,17 @@ fn main() {
         } else {
             rss(&sizes, &seed).await
         };
+        settle().await;
         let known = overhead(&sizes, Some(&seed)).await;
         spread("host overhead, known idle chats", &known);
+        settle().await;
         let new = overhead(&sizes, None).await;
         spread("host overhead, new chats", &new);
         let n = sizes.chats;
         println!(
-            "\nvolcanic-bot host bench ({}; binary {BIN})",
-            if full { "full" } else { "smoke" }
+            "\nvolcanic-bot host bench ({}; binary {})",
+            if full { "full" } else { "smoke" },
+            bin()
         );
         println!("| {:<60} | {:>12} | {:>10} | met? |", "figure", "measured", "goal");
         println!("|{:-<62}|{:-<14}|{:-<12}|------|", "", "", "");
