@@ -286,6 +286,22 @@ impl BotApiServer {
             .collect()
     }
 
+    /// The newest `n` messages the bot has in `chat_id`, newest first: cheaper than
+    /// [`messages`](Self::messages) for a poll that only looks for the latest answer.
+    pub fn newest_messages(&self, chat_id: i64, n: usize) -> Vec<ChatMessage> {
+        let state = self.shared.lock();
+        let Some(chat) = state.chats.get(&chat_id) else {
+            return Vec::new();
+        };
+        chat.messages
+            .values()
+            .rev()
+            .filter(|stored| stored.outgoing)
+            .take(n)
+            .map(|stored| stored.to_chat_message(chat_id))
+            .collect()
+    }
+
     /// The commands `setMyCommands` set for the default scope and no language.
     pub fn commands(&self) -> Vec<BotCommand> {
         self.shared
