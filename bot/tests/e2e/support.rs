@@ -43,7 +43,9 @@ impl Env {
         )
     }
 
-    pub fn console_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+    /// `volcanic-bot --config <cfg> console --workspace <ws> ARGS` with a clean environment
+    /// (PATH, HOME and `env`).
+    fn console_command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
         c.arg("--config")
             .arg(self.dir.path().join("volcanic.toml"))
@@ -58,27 +60,22 @@ impl Env {
         for (k, v) in env {
             c.env(k, v);
         }
-        c.output().unwrap()
+        c
+    }
+
+    pub fn console_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.console_command(args, env).output().unwrap()
     }
 
     /// `console ARGS` fed `stdin` (the interactive mode), with keys set; runs off the async
     /// runtime so the test's doubles keep serving.
     pub async fn console_stdin(&self, args: &[&str], stdin: String) -> Output {
         use std::io::Write;
-        let mut c = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
-        c.arg("--config")
-            .arg(self.dir.path().join("volcanic.toml"))
-            .arg("console")
-            .arg("--workspace")
-            .arg(self.workspace())
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.home())
-            .env("E2E_ANTHROPIC_KEY", "test-key")
-            .env("E2E_OPENAI_KEY", "test-key")
-            .current_dir(self.dir.path())
-            .stdin(std::process::Stdio::piped())
+        let mut c = self.console_command(
+            args,
+            &[("E2E_ANTHROPIC_KEY", "test-key"), ("E2E_OPENAI_KEY", "test-key")],
+        );
+        c.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         tokio::task::spawn_blocking(move || {
