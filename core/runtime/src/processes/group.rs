@@ -34,3 +34,38 @@ impl Drop for ProcessGroupKiller {
         self.kill();
     }
 }
+
+/// A child started in its own process group: stdin `/dev/null`, stdout and stderr into one pipe.
+#[derive(Debug)]
+pub struct GroupChild {
+    /// The process.
+    pub child: tokio::process::Child,
+    /// The read side of the output pipe (EOF once every writer, children included, is gone).
+    pub output: tokio::net::unix::pipe::Receiver,
+    /// Kills the whole group when dropped while armed.
+    pub group: ProcessGroupKiller,
+}
+
+/// Starts exactly what the policy prepared (`command`, `args`, `cwd`, the complete `env`) in a
+/// process group of its own, for the `bash` tool and skill hooks alike.
+/// Errors: the pipe cannot be made, or the program cannot start.
+pub fn spawn_in_group(spawn: &volcanic_abstractions::processes::ProcessSpawnContext) -> std::io::Result<GroupChild> {
+    let (reader, writer) = std::io::pipe()?;
+    let mut command = tokio::process::Command::new(&spawn.command);
+    command
+        .args(&spawn.args)
+        .current_dir(&spawn.cwd)
+        .env_clear()
+        .envs(&spawn.env)
+        .stdin(std::process::Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = command.spawn()?;
+    // Our copies of the pipe's write end must close, or the read side never sees EOF.
+    drop(command);
+    let group = ProcessGroupKiller::new(&child);
+    let output = tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))?;
+    Ok(GroupChild { child, output, group })
+}

@@ -31,7 +31,7 @@ mod options;
 mod policy;
 mod redactor;
 
-pub use group::ProcessGroupKiller;
+pub use group::{GroupChild, ProcessGroupKiller, spawn_in_group};
 pub use hardening::{HardeningError, harden_host_process};
 pub use options::{DEFAULT_DENY, NamePattern, ProcessEnvironmentOptions};
 pub use policy::{EnvSource, ProcessSpawnPolicy};

@@ -2,10 +2,8 @@
 //! exactly the prepared command, cwd and environment, stdin `/dev/null`, stdout and stderr on one
 //! pipe, in its own process group, killed (the whole group) at its deadline.
 
-use crate::processes::ProcessGroupKiller;
-use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
+
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -107,35 +105,13 @@ pub(crate) async fn run_hook(
             };
         }
     };
-    let (reader, writer) = match std::io::pipe() {
-        Ok(pipe) => pipe,
-        Err(e) => return failed(format!("cannot create a pipe: {e}")),
-    };
-    let writer2 = match writer.try_clone() {
-        Ok(w) => w,
-        Err(e) => return failed(format!("cannot create a pipe: {e}")),
-    };
-    let mut command = tokio::process::Command::new(&spawn.command);
-    command
-        .args(&spawn.args)
-        .current_dir(&spawn.cwd)
-        .env_clear()
-        .envs(&spawn.env)
-        .stdin(Stdio::null())
-        .stdout(writer2)
-        .stderr(writer)
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match command.spawn() {
+    let crate::processes::GroupChild {
+        mut child,
+        output: mut receiver,
+        group,
+    } = match crate::processes::spawn_in_group(&spawn) {
         Ok(c) => c,
         Err(e) => return failed(format!("cannot start `sh` in {}: {e}", spawn.cwd.display())),
-    };
-    // Our copies of the pipe's write end must close, or the read side never sees EOF.
-    drop(command);
-    let group = ProcessGroupKiller::new(&child);
-    let mut receiver = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
-        Ok(r) => r,
-        Err(e) => return failed(format!("cannot read the hook's output: {e}")),
     };
     let mut captured: Vec<u8> = Vec::new();
     let mut seen = 0usize;

@@ -10,14 +10,12 @@
 use super::bash_output::OutputAccumulator;
 use super::parse_args;
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size};
-use crate::processes::ProcessGroupKiller;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -103,23 +101,11 @@ impl Tool for BashTool {
             .map_err(|e| ToolError::msg(e.to_string()))?;
 
         let start_error = |e: std::io::Error| ToolError::msg(format!("Could not start bash: {e}"));
-        let (reader, writer) = std::io::pipe().map_err(start_error)?;
-        let mut command = tokio::process::Command::new(&spawn.command);
-        command
-            .args(&spawn.args)
-            .current_dir(&spawn.cwd)
-            .env_clear()
-            .envs(&spawn.env)
-            .stdin(Stdio::null())
-            .stdout(writer.try_clone().map_err(start_error)?)
-            .stderr(writer)
-            .process_group(0);
-        let mut child = command.spawn().map_err(start_error)?;
-        // Our copies of the pipe's write end must close, or the read side never sees EOF.
-        drop(command);
-        let group = ProcessGroupKiller::new(&child);
-        let mut receiver =
-            tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(start_error)?;
+        let crate::processes::GroupChild {
+            mut child,
+            output: mut receiver,
+            group,
+        } = crate::processes::spawn_in_group(&spawn).map_err(start_error)?;
 
         let mut output = OutputAccumulator::new(DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES);
         let mut buf = vec![0u8; 64 * 1024];
