@@ -41,8 +41,7 @@ async fn settle(inner: &Arc<Inner>, failed: bool) {
     loop {
         let next: Vec<Message> = {
             let mut st = inner.lock_state();
-            let mut q: Vec<Message> = st.follow_up.drain(..).collect();
-            q.extend(st.steering.drain(..));
+            let q = take_queued(&mut st);
             if q.is_empty() || failed {
                 st.running = false;
                 Vec::new()
@@ -69,13 +68,19 @@ async fn settle(inner: &Arc<Inner>, failed: bool) {
         .await;
 }
 
+/// Everything queued while busy: follow-ups, then steering.
+fn take_queued(st: &mut super::session::State) -> Vec<Message> {
+    let mut q: Vec<Message> = st.follow_up.drain(..).collect();
+    q.extend(st.steering.drain(..));
+    q
+}
+
 /// Ends busy work outside a run (a manual compaction): prompts queued meanwhile start a run in
 /// the background; otherwise the session is idle again.
 pub(crate) fn release(inner: &Arc<Inner>) {
     let queued: Vec<Message> = {
         let mut st = inner.lock_state();
-        let mut q: Vec<Message> = st.follow_up.drain(..).collect();
-        q.extend(st.steering.drain(..));
+        let q = take_queued(&mut st);
         if q.is_empty() {
             st.running = false;
         } else {
