@@ -1,0 +1,405 @@
+//! The process-wide [`JobScheduler`]: every workspace's jobs in memory, one timer for the earliest
+//! due job (a `BTreeSet` ordered by due time; no polling), runs in their own tasks, and each
+//! workspace's `jobs.json` written (coalesced) before a run starts and after it ends.
+
+use crate::clock::Clock;
+use crate::job::{Job, JobKind, JobTarget, JobsFile, SCHEMA_VERSION, ScheduleSpec};
+use crate::slots::{self, Due, Outcome};
+use crate::store::{self, StoreError};
+use crate::timing::Compiled;
+use crate::watcher::{self, WatchResult};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::processes::ProcessSpawnPolicy;
+
+/// A scheduled prompt handed to the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledRun {
+    /// The chat (and topic).
+    pub target: JobTarget,
+    /// The job.
+    pub job_id: String,
+    /// The slot this run belongs to.
+    pub slot: DateTime<Utc>,
+    /// The prompt with its envelope (`[Scheduled job …]`), as the model should see it.
+    pub prompt: String,
+}
+
+/// A delivery failure (the provider failed after its own retries, or the answer could not be
+/// sent to the chat).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct DeliveryError(pub String);
+
+/// What the host does for the scheduler.
+#[async_trait]
+pub trait JobDelivery: Send + Sync {
+    /// Runs `run.prompt` in the target's session, queued behind any run in progress, and returns
+    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`).
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError>;
+    /// Tells the chat something, without the model (missed runs, a disabled job).
+    async fn notify(&self, target: JobTarget, text: String);
+}
+
+/// What the scheduler needs.
+pub struct SchedulerConfig {
+    /// Time and timer.
+    pub clock: Arc<dyn Clock>,
+    /// The host side.
+    pub delivery: Arc<dyn JobDelivery>,
+    /// The process policy watchers start through.
+    pub processes: Arc<dyn ProcessSpawnPolicy>,
+    /// Folder whose sub-folders are workspaces (scanned by [`JobScheduler::load_all`]).
+    pub workspaces_root: PathBuf,
+}
+
+/// Errors of the scheduler's actions; the text is shown to the model or user.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    /// No job with that id in this chat.
+    #[error("no job `{0}` in this chat; `list` shows the chat's jobs")]
+    NotFound(String),
+    /// The jobs file could not be written.
+    #[error("cannot save the jobs: {0}")]
+    Store(#[from] StoreError),
+    /// Bad schedule.
+    #[error("{0}")]
+    Timing(#[from] crate::timing::TimingError),
+    /// Anything else the caller got wrong.
+    #[error("{0}")]
+    Invalid(String),
+    /// The job is running now.
+    #[error("job `{0}` is running right now; try again when it is done")]
+    Busy(String),
+}
+
+/// What [`JobScheduler::load_all`] found.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// Workspaces with a jobs file.
+    pub workspaces: usize,
+    /// Jobs loaded.
+    pub jobs: usize,
+    /// Corrupt files set aside: (new path, what was wrong).
+    pub set_aside: Vec<(PathBuf, String)>,
+    /// Files that could not be read.
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Key {
+    ws: Arc<Path>,
+    id: String,
+}
+
+struct Entry {
+    job: Job,
+    compiled: Option<Compiled>,
+    due: Option<DateTime<Utc>>,
+    /// A run task of this job is in flight.
+    active: bool,
+}
+
+struct Workspace {
+    jobs: BTreeMap<String, Entry>,
+    /// A corrupt file set aside at load.
+    set_aside: Option<(PathBuf, String)>,
+    /// Bumped by every change; compared with what was written.
+    generation: u64,
+    /// Serialises writes; holds the generation written last.
+    written: Arc<tokio::sync::Mutex<u64>>,
+}
+
+#[derive(Default)]
+struct State {
+    workspaces: HashMap<Arc<Path>, Workspace>,
+    timers: BTreeSet<(DateTime<Utc>, Key)>,
+}
+
+impl State {
+    /// Re-files `key`'s timer after its job changed.
+    fn retime(&mut self, key: &Key) {
+        let Some(entry) = self.workspaces.get_mut(&key.ws).and_then(|w| w.jobs.get_mut(&key.id)) else {
+            return;
+        };
+        let due = if entry.compiled.is_some() {
+            slots::due_at(&entry.job)
+        } else {
+            None
+        };
+        let old = std::mem::replace(&mut entry.due, due);
+        if let Some(t) = old {
+            self.timers.remove(&(t, key.clone()));
+        }
+        if let Some(t) = due {
+            self.timers.insert((t, key.clone()));
+        }
+    }
+
+    fn touch(&mut self, ws: &Arc<Path>) {
+        if let Some(w) = self.workspaces.get_mut(ws) {
+            w.generation += 1;
+        }
+    }
+}
+
+/// The process-wide scheduler. Cheap to clone.
+#[derive(Clone)]
+pub struct JobScheduler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: SchedulerConfig,
+    state: Mutex<State>,
+    wake: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for JobScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobScheduler").finish_non_exhaustive()
+    }
+}
+
+/// A new job, as the `schedule` tool validated it.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    /// The chat.
+    pub target: JobTarget,
+    /// Prompt or watcher.
+    pub kind: JobKind,
+    /// When.
+    pub schedule: ScheduleSpec,
+}
+
+impl JobScheduler {
+    /// A scheduler; nothing runs until [`JobScheduler::start`].
+    pub fn new(config: SchedulerConfig) -> Self {
+        JobScheduler {
+            inner: Arc::new(Inner {
+                config,
+                state: Mutex::new(State::default()),
+                wake: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Now, by the scheduler's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.inner.config.clock.now()
+    }
+
+    /// Starts the timer task; it ends when `shutdown` is cancelled.
+    pub fn start(&self, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move { me.timer_loop(shutdown).await })
+    }
+
+    async fn timer_loop(&self, shutdown: CancellationToken) {
+        let clock = self.inner.config.clock.clone();
+        loop {
+            let next = self.state().timers.first().map(|(t, _)| *t);
+            let sleep = async {
+                match next {
+                    Some(t) => clock.sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return,
+                () = self.inner.wake.notified() => {}
+                () = sleep => self.fire_due(),
+            }
+        }
+    }
+
+    /// Starts every job due by now.
+    fn fire_due(&self) {
+        let now = self.now();
+        let mut starts = Vec::new();
+        let mut notes = Vec::new();
+        let mut changed: BTreeSet<Arc<Path>> = BTreeSet::new();
+        {
+            let mut st = self.state();
+            while let Some((t, key)) = st.timers.first().cloned() {
+                if t > now {
+                    break;
+                }
+                st.timers.remove(&(t, key.clone()));
+                let Some(entry) = st.workspaces.get_mut(&key.ws).and_then(|w| w.jobs.get_mut(&key.id)) else {
+                    continue;
+                };
+                entry.due = None;
+                let Some(compiled) = entry.compiled.as_ref() else {
+                    continue;
+                };
+                let mut said = Vec::new();
+                let due = slots::on_due(&mut entry.job, compiled, now, entry.active, &mut said);
+                if let Due::Start { slot, late } = due {
+                    entry.active = true;
+                    starts.push((key.clone(), entry.job.clone(), slot, late));
+                }
+                for text in said {
+                    notes.push((entry.job.target, text));
+                }
+                st.touch(&key.ws);
+                st.retime(&key);
+                changed.insert(key.ws.clone());
+            }
+        }
+        let mut running: BTreeSet<Arc<Path>> = BTreeSet::new();
+        for (key, job, slot, late) in starts {
+            running.insert(key.ws.clone());
+            let me = self.clone();
+            tokio::spawn(async move { me.run(key, job, slot, late).await });
+        }
+        // Workspaces whose jobs changed without a run (skipped slots) are written here; a run
+        // writes its own before it starts.
+        changed.retain(|ws| !running.contains(ws));
+        if changed.is_empty() && notes.is_empty() {
+            return;
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            for ws in changed {
+                me.persist_logged(&ws).await;
+            }
+            for (target, text) in notes {
+                me.inner.config.delivery.notify(target, text).await;
+            }
+        });
+    }
+
+    /// One attempt: record the slot durably, run, record the outcome.
+    async fn run(&self, key: Key, job: Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) {
+        let outcome = match self.persist(&key.ws).await {
+            Err(e) => Outcome::Failed {
+                error: format!("could not record the run before starting it: {e}"),
+                delivery: None,
+            },
+            Ok(()) => self.execute(&key.ws, &job, slot, late).await,
+        };
+        let now = self.now();
+        let mut notes = Vec::new();
+        {
+            let mut st = self.state();
+            if let Some(entry) = st.workspaces.get_mut(&key.ws).and_then(|w| w.jobs.get_mut(&key.id)) {
+                entry.active = false;
+                if let Some(compiled) = entry.compiled.as_ref() {
+                    slots::finish(&mut entry.job, compiled, outcome, now, &mut notes);
+                }
+                st.touch(&key.ws);
+                st.retime(&key);
+            }
+        }
+        self.persist_logged(&key.ws).await;
+        self.inner.wake.notify_one();
+        for text in notes {
+            self.inner.config.delivery.notify(job.target, text).await;
+        }
+    }
+
+    async fn execute(&self, ws: &Path, job: &Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) -> Outcome {
+        let zone = zone_of(&job.schedule);
+        let heading = crate::envelope::heading(job, slot, late);
+        let prompt = match &job.kind {
+            JobKind::Prompt { text } => format!("{heading}\n{text}"),
+            JobKind::Watcher {
+                script,
+                timeout_secs,
+                text,
+            } => {
+                let timeout = std::time::Duration::from_secs((*timeout_secs).max(1));
+                match watcher::run(&*self.inner.config.processes, ws, script, zone, timeout).await {
+                    WatchResult::Failed(error) => return Outcome::Failed { error, delivery: None },
+                    WatchResult::Output(out) if out.trim().is_empty() => {
+                        return Outcome::Ok {
+                            delivery: "nothing to send (no output)".into(),
+                        };
+                    }
+                    WatchResult::Output(out) => {
+                        crate::envelope::watcher_prompt(&heading, script, text.as_deref(), &out)
+                    }
+                }
+            }
+        };
+        let run = ScheduledRun {
+            target: job.target,
+            job_id: job.id.clone(),
+            slot,
+            prompt,
+        };
+        match self.inner.config.delivery.run_prompt(run).await {
+            Ok(delivery) => Outcome::Ok { delivery },
+            Err(e) => Outcome::Failed {
+                error: e.0,
+                delivery: Some("not delivered".into()),
+            },
+        }
+    }
+
+    async fn persist_logged(&self, ws: &Arc<Path>) {
+        if let Err(e) = self.persist(ws).await {
+            tracing::error!(workspace = %ws.display(), "cannot save the scheduler's jobs: {e}");
+        }
+    }
+
+    /// Writes the workspace's jobs if they changed since the last write (coalesced: one write
+    /// covers every change made before it started).
+    async fn persist(&self, ws: &Arc<Path>) -> Result<(), StoreError> {
+        let Some((want, written)) = self
+            .state()
+            .workspaces
+            .get(ws)
+            .map(|w| (w.generation, w.written.clone()))
+        else {
+            return Ok(());
+        };
+        let mut written = written.lock().await;
+        if *written >= want {
+            return Ok(());
+        }
+        let Some((file, generation)) = self.state().workspaces.get(ws).map(|w| {
+            (
+                JobsFile {
+                    version: SCHEMA_VERSION,
+                    jobs: w.jobs.values().map(|e| e.job.clone()).collect(),
+                },
+                w.generation,
+            )
+        }) else {
+            return Ok(());
+        };
+        let path = store::jobs_path(ws);
+        tokio::task::spawn_blocking(move || store::save(&path, &file))
+            .await
+            .map_err(|e| StoreError::Io {
+                path: store::jobs_path(ws),
+                source: std::io::Error::other(e),
+            })??;
+        *written = generation;
+        Ok(())
+    }
+}
+
+/// The zone a job's processes get as `TZ`.
+pub(crate) fn zone_of(spec: &ScheduleSpec) -> Option<String> {
+    match spec {
+        ScheduleSpec::Cron { time_zone, .. }
+        | ScheduleSpec::At { time_zone, .. }
+        | ScheduleSpec::Every { time_zone, .. } => Some(time_zone.clone()),
+    }
+}
+
+mod actions;
+mod loading;
+pub use actions::JobView;

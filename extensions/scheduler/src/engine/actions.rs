@@ -1,0 +1,261 @@
+//! What the `schedule` tool and `/jobs` ask of the scheduler, for one chat's workspace.
+
+use super::{Entry, JobScheduler, Key, NewJob, SchedulerError};
+use crate::job::{Job, JobTarget};
+use crate::slots;
+use crate::timing::Compiled;
+use chrono::{DateTime, Utc};
+use rand::Rng;
+use std::path::{Path, PathBuf};
+
+/// A job and its next slots, as the tool shows it.
+#[derive(Debug, Clone)]
+pub struct JobView {
+    /// The stored job.
+    pub job: Job,
+    /// Up to three next slots.
+    pub upcoming: Vec<DateTime<Utc>>,
+}
+
+impl JobScheduler {
+    /// Adds a job to the workspace `ws`, durably, and returns it with its next three slots.
+    pub async fn add(&self, ws: &Path, new: NewJob) -> Result<JobView, SchedulerError> {
+        let ws = self.ensure_loaded(ws).await?;
+        let compiled = Compiled::compile(&new.schedule)?;
+        let now = self.now();
+        let next_run = compiled.next_from(now);
+        if next_run.is_none() {
+            return Err(SchedulerError::Invalid("this schedule never fires".into()));
+        }
+        let view = {
+            let mut st = self.state();
+            let Some(w) = st.workspaces.get_mut(&ws) else {
+                return Err(SchedulerError::Invalid("the workspace was unloaded; try again".into()));
+            };
+            let id = loop {
+                let id = new_id();
+                if !w.jobs.contains_key(&id) {
+                    break id;
+                }
+            };
+            let job = Job {
+                id: id.clone(),
+                target: new.target,
+                kind: new.kind,
+                schedule: new.schedule,
+                enabled: true,
+                created: now,
+                next_run,
+                last_run: None,
+                retry_at: None,
+                consecutive_failures: 0,
+                missed: 0,
+                history: Vec::new(),
+            };
+            let upcoming = next_run
+                .into_iter()
+                .chain(compiled.upcoming(next_run.unwrap_or(now), 2))
+                .collect();
+            w.jobs.insert(
+                id.clone(),
+                Entry {
+                    job: job.clone(),
+                    compiled: Some(compiled),
+                    due: None,
+                    active: false,
+                },
+            );
+            st.touch(&ws);
+            st.retime(&Key { ws: ws.clone(), id });
+            JobView { job, upcoming }
+        };
+        self.persist(&ws).await?;
+        self.inner.wake.notify_one();
+        Ok(view)
+    }
+
+    /// The chat's jobs in `ws`, oldest first, with their next slots.
+    pub async fn list(&self, ws: &Path, target: JobTarget) -> Result<Vec<JobView>, SchedulerError> {
+        let ws = self.ensure_loaded(ws).await?;
+        let st = self.state();
+        let Some(w) = st.workspaces.get(&ws) else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<JobView> = w
+            .jobs
+            .values()
+            .filter(|e| e.job.target.chat_id == target.chat_id)
+            .map(|e| JobView {
+                job: e.job.clone(),
+                upcoming: match (&e.compiled, e.job.enabled, e.job.next_run) {
+                    (Some(c), true, Some(n)) => std::iter::once(n).chain(c.upcoming(n, 2)).collect(),
+                    _ => Vec::new(),
+                },
+            })
+            .collect();
+        out.sort_by_key(|v| v.job.created);
+        Ok(out)
+    }
+
+    /// Jobs waiting for the timer (enabled, with a slot or retry ahead), over all workspaces.
+    pub fn pending_timers(&self) -> usize {
+        self.state().timers.len()
+    }
+
+    /// Jobs in memory, over all workspaces.
+    pub fn job_count(&self) -> usize {
+        self.state().workspaces.values().map(|w| w.jobs.len()).sum()
+    }
+
+    /// A corrupt jobs file of `ws` that was set aside at load, with what was wrong.
+    pub async fn set_aside(&self, ws: &Path) -> Option<(PathBuf, String)> {
+        let ws = self.ensure_loaded(ws).await.ok()?;
+        self.state().workspaces.get(&ws).and_then(|w| w.set_aside.clone())
+    }
+
+    /// Removes a job of the chat.
+    pub async fn remove(&self, ws: &Path, target: JobTarget, id: &str) -> Result<Job, SchedulerError> {
+        let ws = self.ensure_loaded(ws).await?;
+        let job = {
+            let mut st = self.state();
+            let key = Key {
+                ws: ws.clone(),
+                id: id.to_owned(),
+            };
+            let Some(w) = st.workspaces.get_mut(&ws) else {
+                return Err(SchedulerError::NotFound(id.into()));
+            };
+            match w.jobs.get(id) {
+                Some(e) if e.job.target.chat_id == target.chat_id => {}
+                _ => return Err(SchedulerError::NotFound(id.into())),
+            }
+            let Some(entry) = w.jobs.remove(id) else {
+                return Err(SchedulerError::NotFound(id.into()));
+            };
+            if let Some(t) = entry.due {
+                st.timers.remove(&(t, key));
+            }
+            st.touch(&ws);
+            entry.job
+        };
+        self.persist(&ws).await?;
+        Ok(job)
+    }
+
+    /// Pauses (`enabled = false`) or resumes a job. Resuming starts from the next slot after now
+    /// (slots during the pause are not missed runs) and clears the failure count.
+    pub async fn set_enabled(
+        &self,
+        ws: &Path,
+        target: JobTarget,
+        id: &str,
+        enabled: bool,
+    ) -> Result<JobView, SchedulerError> {
+        self.change(ws, target, id, |job, compiled, now| {
+            if enabled && !job.enabled {
+                job.consecutive_failures = 0;
+                job.retry_at = None;
+                job.next_run = compiled.next_from(now);
+                if job.next_run.is_none() {
+                    return Err(SchedulerError::Invalid(format!(
+                        "job `{}` has no slot left to run; add a new one",
+                        job.id
+                    )));
+                }
+            }
+            job.enabled = enabled;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Runs a job now, outside its schedule (which does not move).
+    pub async fn run_now(&self, ws: &Path, target: JobTarget, id: &str) -> Result<JobView, SchedulerError> {
+        let ws_key = self.ensure_loaded(ws).await?;
+        let view = self
+            .change(ws, target, id, |job, _, _| {
+                if job.is_running() {
+                    return Err(SchedulerError::Busy(job.id.clone()));
+                }
+                Ok(())
+            })
+            .await?;
+        let now = self.now();
+        let job = {
+            let mut st = self.state();
+            let Some(entry) = st.workspaces.get_mut(&ws_key).and_then(|w| w.jobs.get_mut(id)) else {
+                return Err(SchedulerError::NotFound(id.into()));
+            };
+            if entry.active {
+                return Err(SchedulerError::Busy(id.into()));
+            }
+            entry.active = true;
+            slots::run_now(&mut entry.job, now);
+            let job = entry.job.clone();
+            st.touch(&ws_key);
+            st.retime(&Key {
+                ws: ws_key.clone(),
+                id: id.to_owned(),
+            });
+            job
+        };
+        let me = self.clone();
+        let key = Key {
+            ws: ws_key,
+            id: id.to_owned(),
+        };
+        tokio::spawn(async move { me.run(key, job, now, None).await });
+        Ok(view)
+    }
+
+    async fn change(
+        &self,
+        ws: &Path,
+        target: JobTarget,
+        id: &str,
+        f: impl FnOnce(&mut Job, &Compiled, DateTime<Utc>) -> Result<(), SchedulerError>,
+    ) -> Result<JobView, SchedulerError> {
+        let ws = self.ensure_loaded(ws).await?;
+        let now = self.now();
+        let view = {
+            let mut st = self.state();
+            let Some(entry) = st
+                .workspaces
+                .get_mut(&ws)
+                .and_then(|w| w.jobs.get_mut(id))
+                .filter(|e| e.job.target.chat_id == target.chat_id)
+            else {
+                return Err(SchedulerError::NotFound(id.into()));
+            };
+            let Some(compiled) = entry.compiled.clone() else {
+                return Err(SchedulerError::Invalid(format!(
+                    "job `{id}` has a schedule this build cannot read; remove it and add it again"
+                )));
+            };
+            f(&mut entry.job, &compiled, now)?;
+            let job = entry.job.clone();
+            st.touch(&ws);
+            st.retime(&Key {
+                ws: ws.clone(),
+                id: id.to_owned(),
+            });
+            let upcoming = match (job.enabled, job.next_run) {
+                (true, Some(n)) => std::iter::once(n).chain(compiled.upcoming(n, 2)).collect(),
+                _ => Vec::new(),
+            };
+            JobView { job, upcoming }
+        };
+        self.persist(&ws).await?;
+        self.inner.wake.notify_one();
+        Ok(view)
+    }
+}
+
+/// A fresh job id: six characters of `[a-z0-9]`.
+fn new_id() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..6)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect()
+}

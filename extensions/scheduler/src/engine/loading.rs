@@ -1,0 +1,172 @@
+//! Loading workspaces' jobs: at start-up (every workspace) and on first use (a new chat).
+
+use super::{Entry, JobScheduler, Key, LoadReport, State, Workspace};
+use crate::job::{JobTarget, RunStatus};
+use crate::store::{self, Loaded, StoreError};
+use crate::timing::Compiled;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A workspace read from disk, not yet in the scheduler.
+struct Read {
+    ws: Arc<Path>,
+    loaded: Result<Loaded, StoreError>,
+}
+
+impl JobScheduler {
+    /// Loads every workspace under the configured root that has a jobs file (those already
+    /// loaded are kept). Runs cut off by a crash become `interrupted` (never run again) and their
+    /// chats are told; overdue jobs are handled by the timer at once (missed-run rules).
+    pub async fn load_all(&self) -> LoadReport {
+        let root = self.inner.config.workspaces_root.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            let Ok(dirs) = std::fs::read_dir(&root) else { return out };
+            for dir in dirs.flatten() {
+                let path = dir.path();
+                let file = store::jobs_path(&path);
+                if !file.exists() {
+                    continue;
+                }
+                let ws: Arc<Path> = canonical(&path).into();
+                out.push(Read {
+                    ws,
+                    loaded: store::load(&file),
+                });
+            }
+            out
+        })
+        .await
+        .unwrap_or_default();
+        let mut report = LoadReport::default();
+        for r in read {
+            report.workspaces += 1;
+            match &r.loaded {
+                Ok(Loaded::SetAside { aside, reason }) => report.set_aside.push((aside.clone(), reason.clone())),
+                Err(e) => report.errors.push(e.to_string()),
+                _ => {}
+            }
+            report.jobs += self.insert(r).await;
+        }
+        self.inner.wake.notify_one();
+        report
+    }
+
+    /// The workspace's jobs, loaded on first use. Returns its key.
+    pub(super) async fn ensure_loaded(&self, ws: &Path) -> Result<Arc<Path>, StoreError> {
+        let ws: Arc<Path> = canonical(ws).into();
+        if self.state().workspaces.contains_key(&ws) {
+            return Ok(ws);
+        }
+        let key = ws.clone();
+        let loaded = tokio::task::spawn_blocking(move || store::load(&store::jobs_path(&key)))
+            .await
+            .map_err(|e| StoreError::Io {
+                path: store::jobs_path(&ws),
+                source: std::io::Error::other(e),
+            })?;
+        if let Ok(Loaded::SetAside { aside, reason }) = &loaded {
+            tracing::warn!(file = %aside.display(), "jobs.json was corrupt ({reason}) and was set aside");
+        }
+        let failed = loaded.as_ref().err().map(|e| e.to_string());
+        self.insert(Read { ws: ws.clone(), loaded }).await;
+        self.inner.wake.notify_one();
+        match failed {
+            // Not loaded: keep the file, refuse to act on it.
+            Some(e) => Err(StoreError::Io {
+                path: store::jobs_path(&ws),
+                source: std::io::Error::other(e),
+            }),
+            None => Ok(ws),
+        }
+    }
+
+    /// Puts a read workspace in the state (unless loaded meanwhile); returns its job count.
+    async fn insert(&self, r: Read) -> usize {
+        let (jobs, set_aside) = match r.loaded {
+            Ok(Loaded::Ok(file)) => (file.jobs, None),
+            Ok(Loaded::Missing) => (Vec::new(), None),
+            Ok(Loaded::SetAside { aside, reason }) => (Vec::new(), Some((aside, reason))),
+            Err(e) => {
+                tracing::error!(workspace = %r.ws.display(), "cannot read the scheduler's jobs: {e}");
+                return 0;
+            }
+        };
+        let now = self.now();
+        let mut notes: Vec<(JobTarget, String)> = Vec::new();
+        let mut entries = BTreeMap::new();
+        let mut changed = false;
+        for mut job in jobs {
+            let compiled = match Compiled::compile(&job.schedule) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(workspace = %r.ws.display(), job = %job.id, "job kept but not scheduled: {e}");
+                    None
+                }
+            };
+            if let Some(run) = job.last_run.as_mut().filter(|r| r.status == RunStatus::Running) {
+                run.status = RunStatus::Interrupted;
+                run.finished = Some(now);
+                run.error = Some("cut off by a restart; not run again".into());
+                changed = true;
+                notes.push((
+                    job.target,
+                    format!(
+                        "⏰ The run of job `{}` that started at {} was cut off by a restart and will not be repeated.",
+                        job.id,
+                        crate::envelope::local(run.started.unwrap_or(run.slot), crate::envelope::zone(&job.schedule))
+                    ),
+                ));
+                if !compiled.as_ref().is_some_and(Compiled::is_recurring) {
+                    job.enabled = false;
+                }
+            }
+            entries.insert(
+                job.id.clone(),
+                Entry {
+                    job,
+                    compiled,
+                    due: None,
+                    active: false,
+                },
+            );
+        }
+        let count = entries.len();
+        {
+            let mut st = self.state();
+            if st.workspaces.contains_key(&r.ws) {
+                return 0;
+            }
+            let ids: Vec<String> = entries.keys().cloned().collect();
+            st.workspaces.insert(
+                r.ws.clone(),
+                Workspace {
+                    jobs: entries,
+                    set_aside,
+                    generation: u64::from(changed),
+                    written: Arc::new(tokio::sync::Mutex::new(0)),
+                },
+            );
+            retime_all(&mut st, &r.ws, ids);
+        }
+        if changed {
+            self.persist_logged(&r.ws).await;
+        }
+        for (target, text) in notes {
+            self.inner.config.delivery.notify(target, text).await;
+        }
+        count
+    }
+}
+
+fn retime_all(st: &mut State, ws: &Arc<Path>, ids: Vec<String>) {
+    for id in ids {
+        st.retime(&Key { ws: ws.clone(), id });
+    }
+}
+
+/// The canonical form of a workspace path (the same folder reached two ways is one workspace).
+pub(crate) fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}

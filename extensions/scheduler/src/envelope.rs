@@ -1,0 +1,87 @@
+//! How jobs look to the model and the user: the heading of a scheduled prompt, a watcher's output
+//! as a prompt, a schedule in words, times in a zone.
+
+use crate::job::{Job, JobKind, ScheduleSpec};
+use crate::slots::human;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+/// `[Scheduled job abc123 · cron `0 9 * * 1-5` (Europe/Berlin) · slot Mon 2026-11-30 09:00 CET]`,
+/// with how late it runs when it does.
+pub fn heading(job: &Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) -> String {
+    let tz = zone(&job.schedule);
+    let late = late.map_or(String::new(), |d| {
+        format!(" · running {} late: the bot was down", human(d))
+    });
+    format!(
+        "[Scheduled job {} · {} · slot {}{late}. This message comes from the scheduler, not typed by the user now.]",
+        job.id,
+        describe(&job.schedule),
+        local(slot, tz)
+    )
+}
+
+/// A watcher's output as the agent's prompt.
+pub fn watcher_prompt(heading: &str, script: &str, instructions: Option<&str>, output: &str) -> String {
+    let instructions = instructions.map_or(String::new(), |t| format!("\n{t}"));
+    format!(
+        "{heading}\nThe watcher script `{script}` printed something; tell the user what it means.{instructions}\n<watcher_output>\n{}\n</watcher_output>",
+        output.trim_end()
+    )
+}
+
+/// The schedule in words: `cron `0 9 * * 1-5` (Europe/Berlin)`, `once at …`, `every 10 min`.
+pub fn describe(spec: &ScheduleSpec) -> String {
+    match spec {
+        ScheduleSpec::Cron { expr, time_zone } => format!("cron `{expr}` ({time_zone})"),
+        ScheduleSpec::At { at, time_zone } => format!("once at {}", local(*at, parse_tz(time_zone))),
+        ScheduleSpec::Every { every_secs, .. } => {
+            format!(
+                "every {}",
+                human(chrono::Duration::seconds(
+                    i64::try_from(*every_secs).unwrap_or(i64::MAX / 1000)
+                ))
+            )
+        }
+    }
+}
+
+/// What a job does, short.
+pub fn what(kind: &JobKind) -> String {
+    match kind {
+        JobKind::Prompt { text } => format!("prompt “{}”", clip(text, 80)),
+        JobKind::Watcher { script, .. } => format!("watcher `{script}`"),
+    }
+}
+
+/// `Mon 2026-11-30 09:00 CET` in `tz`.
+pub fn local(t: DateTime<Utc>, tz: Tz) -> String {
+    t.with_timezone(&tz)
+        .format("%a %Y-%m-%d %H:%M:%S %Z")
+        .to_string()
+        .replace(":00 ", " ")
+}
+
+/// The zone a schedule was given in.
+pub fn zone(spec: &ScheduleSpec) -> Tz {
+    match spec {
+        ScheduleSpec::Cron { time_zone, .. }
+        | ScheduleSpec::At { time_zone, .. }
+        | ScheduleSpec::Every { time_zone, .. } => parse_tz(time_zone),
+    }
+}
+
+fn parse_tz(name: &str) -> Tz {
+    name.parse().unwrap_or(Tz::UTC)
+}
+
+/// `text` cut to `max` characters with `…`.
+pub fn clip(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

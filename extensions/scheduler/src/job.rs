@@ -1,0 +1,179 @@
+//! A job as stored in `.volcanic/scheduler/jobs.json` (schema [`SCHEMA_VERSION`]).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The version of `jobs.json` this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Runs kept in [`Job::history`] (oldest dropped first).
+pub const HISTORY_LEN: usize = 20;
+
+/// Where a job's runs go: a chat, and a forum topic in forums (Bot API `message_thread_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct JobTarget {
+    /// Telegram chat id (negative for groups).
+    pub chat_id: i64,
+    /// Forum topic, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<i64>,
+}
+
+/// What a job does when it fires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JobKind {
+    /// Runs `text` as a prompt in the chat's session.
+    Prompt {
+        /// The prompt.
+        text: String,
+    },
+    /// Runs `sh <script>` in the workspace; non-empty output becomes a prompt.
+    Watcher {
+        /// Path relative to the workspace.
+        script: String,
+        /// Seconds before the script's process group is killed.
+        timeout_secs: u64,
+        /// What to tell the agent along with the output (optional).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+}
+
+/// When a job fires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ScheduleSpec {
+    /// A crontab expression (5 fields, or 6 with seconds first) read in `time_zone`.
+    Cron {
+        /// The expression.
+        expr: String,
+        /// IANA zone name.
+        time_zone: String,
+    },
+    /// Once, at an instant.
+    At {
+        /// The instant.
+        at: DateTime<Utc>,
+        /// The zone it was given in (for display).
+        time_zone: String,
+    },
+    /// Every `every_secs` seconds (≥ 30) from `anchor`.
+    Every {
+        /// Period, seconds.
+        every_secs: u64,
+        /// The first slot; later slots are `anchor + k·every`.
+        anchor: DateTime<Utc>,
+        /// The chat's zone at creation (the `TZ` of a watcher, and for display).
+        #[serde(default = "utc")]
+        time_zone: String,
+    },
+}
+
+/// The outcome of a run (`running` while it goes; a crash leaves it and the next start makes it
+/// `interrupted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Started, not finished.
+    Running,
+    /// Finished: the prompt ran and its answer reached the chat, or the watcher had nothing to say.
+    Ok,
+    /// Failed (the provider after its retries, delivery to Telegram, or a watcher's exit or timeout).
+    Error,
+    /// Not run: the previous run was still going, or a missed slot outside the grace window.
+    Skipped,
+    /// Cut off by a crash or restart; never started again.
+    Interrupted,
+}
+
+/// One slot's run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The scheduled instant this run belongs to.
+    pub slot: DateTime<Utc>,
+    /// When the (latest) attempt started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<DateTime<Utc>>,
+    /// When it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<DateTime<Utc>>,
+    /// Outcome.
+    pub status: RunStatus,
+    /// Attempts made within the slot (1 + retries).
+    #[serde(default)]
+    pub attempts: u32,
+    /// Why it failed or was skipped (a watcher's stderr, the provider's error, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What happened to the output: `sent`, `nothing to send`, or the delivery error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
+}
+
+/// A scheduled prompt or watcher of one chat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// Short id, unique in its workspace (`[a-z0-9]{6}`).
+    pub id: String,
+    /// The chat (and topic) it belongs to.
+    pub target: JobTarget,
+    /// Prompt or watcher.
+    pub kind: JobKind,
+    /// When.
+    pub schedule: ScheduleSpec,
+    /// Paused jobs and finished one-shots are not enabled.
+    pub enabled: bool,
+    /// Creation instant.
+    pub created: DateTime<Utc>,
+    /// The next slot (UTC); `None` when none is left.
+    #[serde(default)]
+    pub next_run: Option<DateTime<Utc>>,
+    /// The newest run.
+    #[serde(default)]
+    pub last_run: Option<RunRecord>,
+    /// When the failed newest run is tried again (within its slot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<DateTime<Utc>>,
+    /// Failed slots in a row; at [`crate::MAX_CONSECUTIVE_FAILURES`] the job is disabled.
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Slots not run because the bot was down (or the machine asleep).
+    #[serde(default)]
+    pub missed: u64,
+    /// Earlier runs, newest last, at most [`HISTORY_LEN`].
+    #[serde(default)]
+    pub history: Vec<RunRecord>,
+}
+
+impl Job {
+    /// Makes `record` the newest run, moving the previous newest into the history.
+    pub fn push_run(&mut self, record: RunRecord) {
+        if let Some(prev) = self.last_run.take() {
+            self.history.push(prev);
+            if self.history.len() > HISTORY_LEN {
+                let extra = self.history.len() - HISTORY_LEN;
+                self.history.drain(..extra);
+            }
+        }
+        self.last_run = Some(record);
+    }
+
+    /// Whether a run of this job is recorded as going.
+    pub fn is_running(&self) -> bool {
+        self.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Running)
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JobsFile {
+    /// [`SCHEMA_VERSION`].
+    pub version: u32,
+    /// The workspace's jobs.
+    pub jobs: Vec<Job>,
+}
+
+fn utc() -> String {
+    "UTC".into()
+}

@@ -1,0 +1,77 @@
+//! `/jobs`: the chat's jobs, with a button per action (Pause / Resume / Remove), through the
+//! session's `UserInterface` (inline buttons on Telegram, a menu in the console).
+
+use crate::engine::JobScheduler;
+use crate::job::JobTarget;
+use chrono_tz::Tz;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::extensions::{BoxError, ExtensionCommandContext};
+use volcanic_abstractions::ui::NotifyLevel;
+
+/// The button that closes the menu.
+const DONE: &str = "Done";
+
+/// Shows the chat's jobs and applies the chosen action.
+pub async fn run(
+    scheduler: &JobScheduler,
+    target: JobTarget,
+    ctx: Arc<dyn ExtensionCommandContext>,
+    cancel: CancellationToken,
+) -> Result<(), BoxError> {
+    let ws = ctx.cwd();
+    let zone = ctx.time_zone().and_then(|z| z.parse::<Tz>().ok()).unwrap_or(Tz::UTC);
+    let jobs = scheduler.list(&ws, target).await?;
+    let Some(ui) = ctx.ui() else {
+        return Err("/jobs needs a chat with buttons; ask the agent to list the jobs instead".into());
+    };
+    if jobs.is_empty() {
+        ui.notify(
+            "No scheduled jobs in this chat. Ask me to remind you of something, or to watch a script.",
+            NotifyLevel::Info,
+        )
+        .await;
+        return Ok(());
+    }
+    let title = jobs
+        .iter()
+        .map(|v| format!("• {}: {}", v.job.id, crate::tool::line(v, zone)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut options = Vec::new();
+    for v in &jobs {
+        if v.job.enabled {
+            options.push(format!("Pause {}", v.job.id));
+        } else if v.job.next_run.is_some() {
+            options.push(format!("Resume {}", v.job.id));
+        }
+        options.push(format!("Remove {}", v.job.id));
+    }
+    options.push(DONE.to_owned());
+    let Some(choice) = ui.select(&format!("Scheduled jobs\n{title}"), &options, cancel).await else {
+        return Ok(());
+    };
+    let Some((action, id)) = choice.split_once(' ') else {
+        return Ok(());
+    };
+    let said = match action {
+        "Pause" => scheduler
+            .set_enabled(&ws, target, id, false)
+            .await
+            .map(|_| format!("Paused job {id}.")),
+        "Resume" => scheduler
+            .set_enabled(&ws, target, id, true)
+            .await
+            .map(|v| format!("Resumed job {id}: {}", crate::tool::line(&v, zone))),
+        "Remove" => scheduler
+            .remove(&ws, target, id)
+            .await
+            .map(|_| format!("Removed job {id}.")),
+        _ => return Ok(()),
+    };
+    match said {
+        Ok(text) => ui.notify(&text, NotifyLevel::Info).await,
+        Err(e) => ui.notify(&e.to_string(), NotifyLevel::Error).await,
+    }
+    Ok(())
+}

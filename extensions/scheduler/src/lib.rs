@@ -1,0 +1,35 @@
+//! Scheduled prompts and watcher scripts per chat (DESIGN.md "Feature extensions"; spec:
+//! architecture.md "Scheduler").
+//!
+//! - [`JobScheduler`]: process-wide; jobs of every workspace in memory, one timer for the earliest
+//!   due job ([`Clock`] injectable), `<workspace>/.volcanic/scheduler/jobs.json` written atomically
+//!   before a run starts and after it ends, runs handed to the host's [`JobDelivery`].
+//! - [`SchedulerExtension`]: per session, bound to its chat: the `schedule` tool and `/jobs`.
+//!
+//! Rules (each tested in `tests/`): DST as Vixie cron ([`timing`]); missed runs coalesce into at
+//! most one late run inside a grace window, min(period / 2, 1 h) for recurring jobs and 24 h for
+//! one-shots ([`slots`]); a slot is recorded before its run starts and never started again after
+//! a recorded success or an interrupted start; a job never overlaps itself; a failed run is
+//! retried within its slot (30 s → 1 m → 5 m → 15 m → 60 m) until the next slot is due; after
+//! [`slots::MAX_CONSECUTIVE_FAILURES`] failed slots in a row the job is disabled; cron jobs firing
+//! more often than every 30 s are refused.
+
+pub mod clock;
+mod engine;
+pub mod envelope;
+pub mod job;
+mod jobs_command;
+pub mod slots;
+pub mod store;
+pub mod timing;
+pub mod tool;
+pub mod watcher;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use engine::{
+    DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, ScheduledRun, SchedulerConfig,
+    SchedulerError,
+};
+pub use job::{Job, JobKind, JobTarget, RunRecord, RunStatus, ScheduleSpec};
+pub use slots::MAX_CONSECUTIVE_FAILURES;
+pub use tool::{ScheduleArgs, ScheduleTool, SchedulerExtension};

@@ -1,0 +1,452 @@
+//! The scheduler on a manual clock: firing, downtime, crashes, overlap, retries, corrupt files,
+//! watchers. Nothing sleeps on the clock; waits are for tasks to finish (bounded in real time).
+
+mod support;
+
+use chrono::Duration;
+use support::{CHAT, Harness, utc};
+use volcanic_scheduler::job::{JobKind, RunStatus, ScheduleSpec};
+use volcanic_scheduler::{ManualClock, NewJob};
+
+fn prompt(text: &str) -> JobKind {
+    JobKind::Prompt { text: text.into() }
+}
+
+fn cron(expr: &str) -> ScheduleSpec {
+    ScheduleSpec::Cron {
+        expr: expr.into(),
+        time_zone: "UTC".into(),
+    }
+}
+
+fn every(secs: u64, anchor: &str) -> ScheduleSpec {
+    ScheduleSpec::Every {
+        every_secs: secs,
+        anchor: utc(anchor),
+        time_zone: "UTC".into(),
+    }
+}
+
+async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
+    h.scheduler
+        .add(
+            &h.ws,
+            NewJob {
+                target: CHAT,
+                kind,
+                schedule,
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .job
+        .id
+}
+
+#[tokio::test]
+async fn a_one_shot_fires_at_its_slot_once_and_is_recorded() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let at = utc("2026-12-01T09:00:03Z");
+    add(
+        &h,
+        prompt("remind the user to stretch"),
+        ScheduleSpec::At {
+            at,
+            time_zone: "Asia/Tokyo".into(),
+        },
+    )
+    .await;
+    assert_eq!(h.stored()["jobs"][0]["next_run"], "2026-12-01T09:00:03Z");
+    clock.advance(Duration::seconds(2));
+    clock.advance(Duration::seconds(1));
+    h.delivery.wait_runs(1).await;
+    let run = h
+        .delivery
+        .runs
+        .lock()
+        .map(|r| r[0].clone())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run.slot, at);
+    assert!(run.prompt.contains("[Scheduled job"), "{}", run.prompt);
+    assert!(
+        run.prompt.contains("18:00:03 JST") || run.prompt.contains("18:00:03"),
+        "{}",
+        run.prompt
+    );
+    assert!(run.prompt.ends_with("remind the user to stretch"), "{}", run.prompt);
+    let job = h
+        .wait_job("ok", |j| j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok))
+        .await;
+    assert!(!job.enabled, "a finished one-shot is not enabled");
+    assert_eq!(h.scheduler.pending_timers(), 0);
+    clock.advance(Duration::days(2));
+    assert_eq!(h.delivery.run_count(), 1);
+    let stored = h
+        .wait_stored("ok on disk", |v| v["jobs"][0]["last_run"]["status"] == "ok")
+        .await;
+    assert_eq!(stored["version"], 1);
+    assert_eq!(stored["jobs"][0]["last_run"]["status"], "ok");
+    assert_eq!(stored["jobs"][0]["last_run"]["delivery"], "sent");
+}
+
+#[tokio::test]
+async fn a_three_day_downtime_gives_exactly_one_late_run() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    add(&h, prompt("daily report"), cron("0 9 * * *")).await;
+    h.stop();
+    // Down from Dec 1 08:00 to Dec 4 09:20: slots on the 1st, 2nd, 3rd and 4th were missed.
+    clock.set(utc("2026-12-04T09:20:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    h.delivery.wait_runs(1).await;
+    let job = h
+        .wait_job("late run ok", |j| {
+            j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok)
+        })
+        .await;
+    assert_eq!(h.delivery.slots(), [utc("2026-12-04T09:00:00Z")]);
+    assert!(
+        h.delivery
+            .runs
+            .lock()
+            .map(|r| r[0].prompt.contains("20 min late"))
+            .unwrap_or(false)
+    );
+    assert_eq!(job.missed, 3);
+    let note = h.delivery.wait_note("missed 4 runs").await;
+    assert!(note.contains("running the latest now"), "{note}");
+    assert_eq!(h.delivery.notes().len(), 1);
+    // The next day runs normally, and only once.
+    clock.set(utc("2026-12-05T09:00:00Z"));
+    h.delivery.wait_runs(2).await;
+    assert_eq!(
+        h.delivery.slots(),
+        [utc("2026-12-04T09:00:00Z"), utc("2026-12-05T09:00:00Z")]
+    );
+}
+
+#[tokio::test]
+async fn a_downtime_past_the_grace_window_skips_and_says_so() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    add(&h, prompt("daily report"), cron("0 9 * * *")).await;
+    h.stop();
+    clock.set(utc("2026-12-04T11:00:00Z")); // 2 h after the newest slot; grace is 1 h
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let job = h.wait_job("skipped", |j| j.missed == 4).await;
+    assert_eq!(job.last_run.as_ref().map(|r| r.status), Some(RunStatus::Skipped));
+    assert_eq!(job.next_run, Some(utc("2026-12-05T09:00:00Z")));
+    assert_eq!(h.delivery.run_count(), 0);
+    h.delivery.wait_note("too late to run").await;
+    assert_eq!(h.delivery.notes().len(), 1);
+    h.wait_stored("missed on disk", |v| v["jobs"][0]["missed"] == 4).await;
+}
+
+#[tokio::test]
+async fn a_crash_between_recording_the_slot_and_delivering_is_not_replayed() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:59:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let _held = h.delivery.hold_runs();
+    add(&h, prompt("daily"), cron("0 9 * * *")).await;
+    clock.set(utc("2026-12-01T09:00:00Z"));
+    h.delivery.wait_runs(1).await;
+    // The slot is on disk as running before the delivery began.
+    assert_eq!(h.stored()["jobs"][0]["last_run"]["status"], "running");
+    assert_eq!(h.stored()["jobs"][0]["next_run"], "2026-12-02T09:00:00Z");
+    h.stop(); // the crash: the held run never finishes
+    clock.set(utc("2026-12-01T09:05:00Z"));
+    let h2 = Harness::start(dir.path(), clock.clone()).await;
+    let job = h2.jobs().await.remove(0);
+    assert_eq!(job.last_run.as_ref().map(|r| r.status), Some(RunStatus::Interrupted));
+    assert_eq!(h2.stored()["jobs"][0]["last_run"]["status"], "interrupted");
+    h2.delivery.wait_note("cut off by a restart").await;
+    clock.set(utc("2026-12-02T09:00:00Z"));
+    h2.delivery.wait_runs(1).await;
+    assert_eq!(
+        h2.delivery.slots(),
+        [utc("2026-12-02T09:00:00Z")],
+        "the 1st's slot is not run again"
+    );
+}
+
+#[tokio::test]
+async fn a_job_never_overlaps_itself() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let held = h.delivery.hold_runs();
+    add(&h, prompt("slow"), every(60, "2026-12-01T09:01:00Z")).await;
+    clock.set(utc("2026-12-01T09:01:00Z"));
+    h.delivery.wait_runs(1).await;
+    clock.set(utc("2026-12-01T09:02:00Z"));
+    let job = h
+        .wait_job("second slot skipped", |j| {
+            j.history
+                .iter()
+                .chain(j.last_run.as_ref())
+                .any(|r| r.status == RunStatus::Skipped)
+        })
+        .await;
+    let skipped = job
+        .history
+        .iter()
+        .chain(job.last_run.as_ref())
+        .find(|r| r.status == RunStatus::Skipped);
+    assert_eq!(skipped.map(|r| r.slot), Some(utc("2026-12-01T09:02:00Z")));
+    if let Ok(mut h) = h.delivery.hold.lock() {
+        *h = None;
+    }
+    held.cancel();
+    clock.set(utc("2026-12-01T09:03:00Z"));
+    h.delivery.wait_runs(2).await;
+    assert_eq!(
+        h.delivery.slots(),
+        [utc("2026-12-01T09:01:00Z"), utc("2026-12-01T09:03:00Z")]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_run_is_retried_with_backoff_within_its_slot() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let start = utc("2026-12-01T09:00:00Z");
+    let clock = ManualClock::new(start);
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    h.delivery.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+    add(&h, prompt("hourly"), every(3600, "2026-12-01T10:00:00Z")).await;
+    let slot = utc("2026-12-01T10:00:00Z");
+    // Attempts at +0, +30 s, +1 m 30 s, +6 m 30 s, +21 m 30 s; the next (+81 m 30 s) would pass
+    // the next slot, so the slot fails there.
+    let offsets = [0, 30, 90, 390, 1290];
+    for (i, off) in offsets.iter().enumerate() {
+        clock.set(slot + Duration::seconds(*off));
+        h.delivery.wait_runs(i + 1).await;
+        let attempts = u32::try_from(i + 1).unwrap_or(0);
+        let job = h
+            .wait_job("attempt recorded", |j| {
+                j.last_run
+                    .as_ref()
+                    .is_some_and(|r| r.attempts == attempts && r.status == RunStatus::Error)
+            })
+            .await;
+        if i + 1 < offsets.len() {
+            let next_off = offsets[i + 1];
+            assert_eq!(
+                job.retry_at,
+                Some(slot + Duration::seconds(next_off)),
+                "after attempt {attempts}"
+            );
+            // Nothing before the retry is due.
+            clock.set(slot + Duration::seconds(next_off - 1));
+            assert_eq!(h.delivery.run_count(), i + 1);
+        } else {
+            assert_eq!(job.retry_at, None);
+            assert_eq!(job.consecutive_failures, 1);
+            assert_eq!(
+                job.next_run,
+                Some(utc("2026-12-01T11:00:00Z")),
+                "the schedule did not move"
+            );
+        }
+    }
+    assert!(
+        h.delivery.slots().iter().all(|s| *s == slot),
+        "every attempt belongs to the slot"
+    );
+    h.delivery.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+    clock.set(utc("2026-12-01T11:00:00Z"));
+    h.delivery.wait_runs(6).await;
+    let job = h
+        .wait_job("ok", |j| j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok))
+        .await;
+    assert_eq!(job.consecutive_failures, 0);
+}
+
+#[tokio::test]
+async fn ten_failed_slots_in_a_row_disable_the_job_and_tell_the_chat() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let start = utc("2026-12-01T09:00:00Z");
+    let clock = ManualClock::new(start);
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    h.delivery.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+    add(&h, prompt("each minute"), every(60, "2026-12-01T09:01:00Z")).await;
+    // Each slot: an attempt at :00 and a retry at :30 (the next at :90 would pass the next slot).
+    for minute in 1..=10 {
+        let slot = start + Duration::minutes(minute);
+        clock.set(slot);
+        h.delivery.wait_runs(usize::try_from(minute * 2 - 1).unwrap_or(0)).await;
+        h.wait_job("retry set", |j| j.retry_at == Some(slot + Duration::seconds(30)))
+            .await;
+        clock.set(slot + Duration::seconds(30));
+        h.delivery.wait_runs(usize::try_from(minute * 2).unwrap_or(0)).await;
+        h.wait_job("slot done", |j| {
+            j.last_run
+                .as_ref()
+                .is_some_and(|r| r.attempts == 2 && r.status == RunStatus::Error && r.slot == slot)
+        })
+        .await;
+    }
+    let job = h.wait_job("disabled", |j| !j.enabled).await;
+    assert_eq!(job.consecutive_failures, 10);
+    let note = h.delivery.wait_note("failed 10 times in a row").await;
+    assert!(note.contains("529 overloaded"), "{note}");
+    clock.set(start + Duration::hours(1));
+    assert_eq!(h.scheduler.pending_timers(), 0);
+    assert_eq!(h.delivery.run_count(), 20);
+}
+
+#[tokio::test]
+async fn a_corrupt_jobs_file_is_set_aside_reported_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ws = dir.path().join("42");
+    let file = volcanic_scheduler::store::jobs_path(&ws);
+    std::fs::create_dir_all(file.parent().unwrap_or(&ws)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, b"{\"version\": 1, \"jobs\": [{\"id\": ").unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    assert_eq!(h.report.set_aside.len(), 1, "{:?}", h.report);
+    let (aside, reason) = &h.report.set_aside[0];
+    assert!(reason.contains("not valid jobs JSON"), "{reason}");
+    assert_eq!(
+        std::fs::read(aside).unwrap_or_default(),
+        b"{\"version\": 1, \"jobs\": [{\"id\": ".to_vec(),
+        "the bad file is kept as it was"
+    );
+    assert!(
+        h.scheduler.set_aside(&h.ws).await.is_some(),
+        "the chat's list can say so"
+    );
+    add(&h, prompt("new"), cron("0 9 * * *")).await;
+    assert_eq!(h.stored()["jobs"].as_array().map(Vec::len), Some(1));
+    assert!(aside.exists());
+    // A file from a newer build (unknown schema) is set aside too, not rewritten.
+    std::fs::write(&file, br#"{"version": 99, "jobs": []}"#).unwrap_or_else(|e| panic!("{e}"));
+    h.stop();
+    let h2 = Harness::start(dir.path(), clock).await;
+    assert!(
+        h2.report.set_aside.iter().any(|(_, r)| r.contains("schema version 99")),
+        "{:?}",
+        h2.report
+    );
+}
+
+#[tokio::test]
+async fn a_watcher_wakes_the_agent_only_when_its_script_prints() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    std::fs::write(
+        h.ws.join("check.sh"),
+        "if [ -f flag ] && [ ! -f seen ]; then touch seen; echo \"flag is here ($TZ)\"; fi\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let schedule = ScheduleSpec::Every {
+        every_secs: 30,
+        anchor: utc("2026-12-01T09:00:30Z"),
+        time_zone: "Europe/Berlin".into(),
+    };
+    let kind = JobKind::Watcher {
+        script: "check.sh".into(),
+        timeout_secs: 10,
+        text: Some("Tell the user the flag appeared.".into()),
+    };
+    add(&h, kind, schedule).await;
+    clock.set(utc("2026-12-01T09:00:30Z"));
+    h.wait_job("quiet run", |j| {
+        j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok)
+    })
+    .await;
+    assert_eq!(h.delivery.run_count(), 0, "no output, no prompt");
+    std::fs::write(h.ws.join("flag"), "x").unwrap_or_else(|e| panic!("{e}"));
+    clock.set(utc("2026-12-01T09:01:00Z"));
+    h.delivery.wait_runs(1).await;
+    let prompt = h.delivery.runs.lock().map(|r| r[0].prompt.clone()).unwrap_or_default();
+    assert!(prompt.contains("flag is here (Europe/Berlin)"), "{prompt}");
+    assert!(prompt.contains("Tell the user the flag appeared."), "{prompt}");
+    clock.set(utc("2026-12-01T09:01:30Z"));
+    h.wait_job("third run", |j| {
+        j.last_run
+            .as_ref()
+            .is_some_and(|r| r.slot == utc("2026-12-01T09:01:30Z") && r.status == RunStatus::Ok)
+    })
+    .await;
+    assert_eq!(h.delivery.run_count(), 1, "exactly one agent prompt");
+}
+
+#[tokio::test]
+async fn a_failing_watcher_keeps_its_stderr() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    std::fs::write(h.ws.join("bad.sh"), "echo 'disk not mounted' >&2; exit 3\n").unwrap_or_else(|e| panic!("{e}"));
+    let kind = JobKind::Watcher {
+        script: "bad.sh".into(),
+        timeout_secs: 10,
+        text: None,
+    };
+    add(&h, kind, every(600, "2026-12-01T09:10:00Z")).await;
+    clock.set(utc("2026-12-01T09:10:00Z"));
+    let job = h
+        .wait_job("error", |j| {
+            j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Error)
+        })
+        .await;
+    let error = job.last_run.and_then(|r| r.error).unwrap_or_default();
+    assert!(
+        error.contains("code 3") && error.contains("disk not mounted"),
+        "{error}"
+    );
+    assert_eq!(job.retry_at, Some(utc("2026-12-01T09:10:30Z")));
+    assert_eq!(h.delivery.run_count(), 0);
+}
+
+#[tokio::test]
+async fn pause_resume_remove_and_run_now() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let id = add(&h, prompt("daily"), cron("0 9 * * *")).await;
+    let v = h
+        .scheduler
+        .set_enabled(&h.ws, CHAT, &id, false)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!v.job.enabled);
+    assert_eq!(h.scheduler.pending_timers(), 0);
+    clock.set(utc("2026-12-03T08:00:00Z"));
+    let v = h
+        .scheduler
+        .set_enabled(&h.ws, CHAT, &id, true)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        v.job.next_run,
+        Some(utc("2026-12-03T09:00:00Z")),
+        "no missed runs for a pause"
+    );
+    assert_eq!(v.upcoming.len(), 3);
+    h.scheduler
+        .run_now(&h.ws, CHAT, &id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    h.delivery.wait_runs(1).await;
+    assert_eq!(h.delivery.slots(), [utc("2026-12-03T08:00:00Z")]);
+    let other = volcanic_scheduler::JobTarget {
+        chat_id: 7,
+        topic: None,
+    };
+    assert!(
+        h.scheduler.remove(&h.ws, other, &id).await.is_err(),
+        "another chat cannot touch it"
+    );
+    h.scheduler
+        .remove(&h.ws, CHAT, &id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(h.jobs().await.is_empty());
+    assert_eq!(h.stored()["jobs"].as_array().map(Vec::len), Some(0));
+}

@@ -1,0 +1,223 @@
+//! A scheduler on a manual clock with a recording delivery, for clock-driven tests.
+
+#![allow(dead_code)]
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::processes::{
+    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
+};
+use volcanic_scheduler::{
+    DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun, SchedulerConfig,
+};
+
+pub const CHAT: JobTarget = JobTarget {
+    chat_id: 42,
+    topic: None,
+};
+
+pub fn utc(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+/// Records every run and note; can fail runs or hold them until released.
+#[derive(Default)]
+pub struct Delivery {
+    pub runs: Mutex<Vec<ScheduledRun>>,
+    pub notes: Mutex<Vec<(JobTarget, String)>>,
+    count: tokio::sync::watch::Sender<usize>,
+    pub fail: std::sync::atomic::AtomicBool,
+    /// While set, runs wait for it to be cancelled.
+    pub hold: Mutex<Option<CancellationToken>>,
+}
+
+impl Delivery {
+    pub fn run_count(&self) -> usize {
+        self.runs.lock().map(|r| r.len()).unwrap_or(0)
+    }
+
+    pub fn slots(&self) -> Vec<DateTime<Utc>> {
+        self.runs
+            .lock()
+            .map(|r| r.iter().map(|x| x.slot).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn notes(&self) -> Vec<String> {
+        self.notes
+            .lock()
+            .map(|n| n.iter().map(|(_, t)| t.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Waits (at most 5 s of real time) until `n` runs were handed over.
+    pub async fn wait_runs(&self, n: usize) {
+        let mut rx = self.count.subscribe();
+        let r = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|c| *c >= n)).await;
+        assert!(r.is_ok(), "expected {n} runs, got {}", self.run_count());
+    }
+
+    /// Waits (at most 5 s of real time) for a note containing `part`.
+    pub async fn wait_note(&self, part: &str) -> String {
+        for _ in 0..1000 {
+            if let Some(n) = self.notes().into_iter().find(|n| n.contains(part)) {
+                return n;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("no note with {part:?}; notes: {:?}", self.notes());
+    }
+
+    pub fn hold_runs(&self) -> CancellationToken {
+        let t = CancellationToken::new();
+        if let Ok(mut h) = self.hold.lock() {
+            *h = Some(t.clone());
+        }
+        t
+    }
+}
+
+#[async_trait]
+impl JobDelivery for Delivery {
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
+        if let Ok(mut r) = self.runs.lock() {
+            r.push(run);
+        }
+        self.count.send_modify(|c| *c += 1);
+        let hold = self.hold.lock().ok().and_then(|h| h.clone());
+        if let Some(h) = hold {
+            h.cancelled().await;
+        }
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(DeliveryError("provider failed: 529 overloaded".into()));
+        }
+        Ok("sent".into())
+    }
+
+    async fn notify(&self, target: JobTarget, text: String) {
+        if let Ok(mut n) = self.notes.lock() {
+            n.push((target, text));
+        }
+    }
+}
+
+/// Runs processes as asked, with PATH and the job's TZ only.
+pub struct Policy;
+
+struct NoSecrets;
+
+impl SecretRedactor for NoSecrets {
+    fn redact(&self, text: &str) -> String {
+        text.to_owned()
+    }
+    fn add_secret(&self, _value: &str) {}
+}
+
+impl ProcessSpawnPolicy for Policy {
+    fn prepare(&self, r: &ProcessSpawnRequest) -> Result<ProcessSpawnContext, ProcessSpawnError> {
+        let mut env = BTreeMap::new();
+        env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
+        if let Some(tz) = &r.time_zone {
+            env.insert("TZ".to_owned(), tz.clone());
+        }
+        Ok(ProcessSpawnContext {
+            command: r.command.clone(),
+            args: r.args.clone(),
+            cwd: r.cwd.clone(),
+            env,
+        })
+    }
+    fn redactor(&self) -> Arc<dyn SecretRedactor> {
+        Arc::new(NoSecrets)
+    }
+}
+
+/// A running scheduler over `root` (one workspace `root/42`).
+pub struct Harness {
+    pub root: PathBuf,
+    pub ws: PathBuf,
+    pub clock: ManualClock,
+    pub delivery: Arc<Delivery>,
+    pub scheduler: JobScheduler,
+    pub report: volcanic_scheduler::LoadReport,
+    shutdown: CancellationToken,
+}
+
+impl Harness {
+    pub async fn start(root: &Path, clock: ManualClock) -> Harness {
+        let ws = root.join("42");
+        std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
+        let delivery = Arc::new(Delivery::default());
+        let scheduler = JobScheduler::new(SchedulerConfig {
+            clock: Arc::new(clock.clone()),
+            delivery: delivery.clone(),
+            processes: Arc::new(Policy),
+            workspaces_root: root.to_owned(),
+        });
+        let report = scheduler.load_all().await;
+        let shutdown = CancellationToken::new();
+        scheduler.start(shutdown.clone());
+        Harness {
+            root: root.to_owned(),
+            ws,
+            clock,
+            delivery,
+            scheduler,
+            report,
+            shutdown,
+        }
+    }
+
+    /// Stops the timer (as a crash would: runs in flight are left as they are).
+    pub fn stop(&self) {
+        self.shutdown.cancel();
+    }
+
+    pub async fn jobs(&self) -> Vec<Job> {
+        self.scheduler
+            .list(&self.ws, CHAT)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|v| v.job)
+            .collect()
+    }
+
+    /// Waits (at most 5 s of real time) until the first job satisfies `f`.
+    pub async fn wait_job(&self, what: &str, f: impl Fn(&Job) -> bool) -> Job {
+        for _ in 0..1000 {
+            if let Some(j) = self.jobs().await.into_iter().next()
+                && f(&j)
+            {
+                return j;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("job never got to: {what}; now {:#?}", self.jobs().await);
+    }
+
+    /// Waits (at most 5 s of real time) until the stored file satisfies `f`.
+    pub async fn wait_stored(&self, what: &str, f: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        for _ in 0..1000 {
+            let v = self.stored();
+            if f(&v) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("stored jobs never got to: {what}; now {:#}", self.stored());
+    }
+
+    /// The jobs file as stored.
+    pub fn stored(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(volcanic_scheduler::store::jobs_path(&self.ws)).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+    }
+}
