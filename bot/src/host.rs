@@ -88,14 +88,20 @@ pub fn check_model(
     Ok(model)
 }
 
+/// The process policy every child process of a host starts through (tools, skill hooks,
+/// scheduler watchers).
+pub fn process_policy() -> Arc<ProcessSpawnPolicy> {
+    Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default()))
+}
+
 /// The session factory for a host.
 pub fn factory(
     config: &Config,
     store: Arc<dyn SessionStore>,
+    processes: Arc<ProcessSpawnPolicy>,
     home_dir: Option<PathBuf>,
     context_root: Option<PathBuf>,
 ) -> anyhow::Result<AgentSessionFactory> {
-    let processes = Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default()));
     Ok(AgentSessionFactory::new(FactoryConfig {
         models: model_registry(config)?,
         extensions: default_extensions(),

@@ -67,6 +67,7 @@ pub struct Chats {
     journal: Arc<Journal>,
     pending: Arc<Pending>,
     marks: Arc<super::progress_marks::ProgressMarks>,
+    scheduler: volcanic_scheduler::JobScheduler,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
 }
 
@@ -76,17 +77,39 @@ impl std::fmt::Debug for Chats {
     }
 }
 
+/// What [`Chats`] is made of.
+pub struct ChatsDeps {
+    /// Creates the sessions.
+    pub factory: AgentSessionFactory,
+    /// Resolved configuration.
+    pub config: Arc<Config>,
+    /// Per-chat settings.
+    pub settings: Arc<SettingsStore>,
+    /// Outgoing API.
+    pub tg: Arc<Tg>,
+    /// Inbound journal.
+    pub journal: Arc<Journal>,
+    /// Questions waiting for an answer.
+    pub pending: Arc<Pending>,
+    /// Progress messages on disk.
+    pub marks: Arc<super::progress_marks::ProgressMarks>,
+    /// The scheduler whose `schedule` tool every chat session gets.
+    pub scheduler: volcanic_scheduler::JobScheduler,
+}
+
 impl Chats {
-    /// A registry creating sessions with `factory`.
-    pub fn new(
-        factory: AgentSessionFactory,
-        config: Arc<Config>,
-        settings: Arc<SettingsStore>,
-        tg: Arc<Tg>,
-        journal: Arc<Journal>,
-        pending: Arc<Pending>,
-        marks: Arc<super::progress_marks::ProgressMarks>,
-    ) -> Self {
+    /// A registry creating sessions with `deps.factory`.
+    pub fn new(deps: ChatsDeps) -> Self {
+        let ChatsDeps {
+            factory,
+            config,
+            settings,
+            tg,
+            journal,
+            pending,
+            marks,
+            scheduler,
+        } = deps;
         Chats {
             factory,
             config,
@@ -95,6 +118,7 @@ impl Chats {
             journal,
             pending,
             marks,
+            scheduler,
             slots: Mutex::new(HashMap::new()),
         }
     }
@@ -146,10 +170,15 @@ impl Chats {
             .unwrap_or(self.config.default_time_zone);
         let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
         let cwd = self.workspace(target.chat_id)?;
+        let mut extra_extensions = crate::host::workspace_extensions(&cwd);
+        extra_extensions.push(volcanic_scheduler::SchedulerExtension::factory(
+            self.scheduler.clone(),
+            super::scheduling::job_target(target),
+        ));
         let session = self
             .factory
             .create(AgentSessionOptions {
-                extra_extensions: crate::host::workspace_extensions(&cwd),
+                extra_extensions,
                 cwd,
                 scope: Some(format!("{key}/{topic}")),
                 session: SessionSelect::ContinueRecent,
@@ -212,6 +241,13 @@ impl Chats {
             .create(AgentSessionOptions {
                 cwd: self.config.state_dir.clone(),
                 session: SessionSelect::InMemory,
+                extra_extensions: vec![volcanic_scheduler::SchedulerExtension::factory(
+                    self.scheduler.clone(),
+                    volcanic_scheduler::JobTarget {
+                        chat_id: 0,
+                        topic: None,
+                    },
+                )],
                 ..Default::default()
             })
             .await?;

@@ -20,6 +20,7 @@ mod poller;
 mod progress_marks;
 pub mod render;
 mod router;
+mod scheduling;
 mod settings;
 mod store_file;
 mod texts;
@@ -80,18 +81,33 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
-    let factory = host::factory(&config, store, Some(config.state_dir.clone()), workspaces_root)?;
+    let processes = host::process_policy();
+    let factory = host::factory(
+        &config,
+        store,
+        processes.clone(),
+        Some(config.state_dir.clone()),
+        workspaces_root.clone(),
+    )?;
+    let delivery = Arc::new(scheduling::TelegramDelivery::default());
+    let scheduler = volcanic_scheduler::JobScheduler::new(volcanic_scheduler::SchedulerConfig {
+        clock: Arc::new(volcanic_scheduler::SystemClock),
+        delivery: delivery.clone(),
+        processes,
+        workspaces_root: workspaces_root.unwrap_or_else(|| config.workspaces_dir.clone()),
+    });
     let pending = Arc::new(ui::Pending::default());
     let marks = Arc::new(progress_marks::ProgressMarks::new(&config.state_dir));
-    let chats = chats::Chats::new(
+    let chats = chats::Chats::new(chats::ChatsDeps {
         factory,
-        config.clone(),
-        Arc::new(settings),
-        tg.clone(),
-        journal.clone(),
-        pending.clone(),
-        marks.clone(),
-    );
+        config: config.clone(),
+        settings: Arc::new(settings),
+        tg: tg.clone(),
+        journal: journal.clone(),
+        pending: pending.clone(),
+        marks: marks.clone(),
+        scheduler: scheduler.clone(),
+    });
     let host = Arc::new(router::Host {
         config: config.clone(),
         access,
@@ -103,6 +119,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         bot_id: i64::try_from(me.id.0).unwrap_or_default(),
         bot_username: me.username.clone().unwrap_or_default(),
     });
+    delivery.bind(Arc::downgrade(&host));
 
     let shutdown = CancellationToken::new();
     let client = reqwest::Client::builder().build().context("HTTP client")?;
@@ -147,6 +164,25 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         });
     }
     recover(&host, unfinished);
+    // Jobs of every workspace: loaded after polling started (the scan grows with the chats).
+    let timer = scheduler.start(shutdown.clone());
+    {
+        let scheduler = scheduler.clone();
+        tokio::spawn(async move {
+            let report = scheduler.load_all().await;
+            for (aside, reason) in &report.set_aside {
+                tracing::warn!(file = %aside.display(), "a jobs.json was unreadable ({reason}) and was set aside");
+            }
+            for e in &report.errors {
+                tracing::error!("cannot read scheduled jobs: {e}");
+            }
+            tracing::info!(
+                workspaces = report.workspaces,
+                jobs = report.jobs,
+                "scheduled jobs loaded"
+            );
+        });
+    }
     {
         let host = host.clone();
         let shutdown = shutdown.clone();
@@ -181,6 +217,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             let _ = tokio::time::timeout(Duration::from_secs(5), s.wait_for_idle()).await;
         }
     }
+    // Runs cut short record their outcome before the sessions go.
+    let _ = timer.await;
+    scheduler.wait_runs_recorded(Duration::from_secs(5)).await;
     for s in &sessions {
         s.dispose().await;
     }

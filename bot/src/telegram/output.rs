@@ -32,6 +32,8 @@ enum Out {
 #[derive(Debug, Clone)]
 pub struct Output {
     tx: mpsc::UnboundedSender<Out>,
+    /// Answer chunks Telegram did not take (after the plain-text fallback and flood waits).
+    failed: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Output {
@@ -39,8 +41,14 @@ impl Output {
     /// `marks` remembers the progress message on disk while it is shown.
     pub fn spawn(tg: Arc<Tg>, marks: Arc<ProgressMarks>, to: Target) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(deliver(tg, marks, to, rx));
-        Output { tx }
+        let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        tokio::spawn(deliver(tg, marks, to, rx, failed.clone()));
+        Output { tx, failed }
+    }
+
+    /// How many answer chunks could not be delivered so far (compare before and after a run).
+    pub fn failed_sends(&self) -> u64 {
+        self.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Turns a session event into output (called synchronously on the agent loop).
@@ -69,7 +77,7 @@ impl Output {
         }
     }
 
-    /// Waits until everything queued so far was delivered (shutdown).
+    /// Waits until everything queued so far was delivered (shutdown, scheduled runs).
     pub async fn flush(&self) {
         let (done, delivered) = tokio::sync::oneshot::channel();
         if self.tx.send(Out::Flush(done)).is_ok() {
@@ -83,7 +91,13 @@ impl Output {
     }
 }
 
-async fn deliver(tg: Arc<Tg>, marks: Arc<ProgressMarks>, to: Target, mut rx: mpsc::UnboundedReceiver<Out>) {
+async fn deliver(
+    tg: Arc<Tg>,
+    marks: Arc<ProgressMarks>,
+    to: Target,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    failed: Arc<std::sync::atomic::AtomicU64>,
+) {
     let mut running = false;
     let mut tools: Vec<String> = Vec::new();
     let mut progress: Option<i32> = None;
@@ -115,6 +129,7 @@ async fn deliver(tg: Arc<Tg>, marks: Arc<ProgressMarks>, to: Target, mut rx: mps
                     Out::Answer(md) => {
                         for chunk in markdown_chunks(&md) {
                             if let Err(e) = tg.send_html(to, &chunk.html, &chunk.source, None).await {
+                                failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                                 tracing::error!(chat = to.chat_id, "cannot deliver the answer: {e}");
                             }
                         }

@@ -2,6 +2,7 @@
 
 mod compaction;
 mod console;
+mod scheduler;
 mod support;
 mod telegram;
 mod telegram_compact;

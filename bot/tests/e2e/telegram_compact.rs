@@ -62,7 +62,8 @@ async fn compact_shrinks_the_context_and_session_shows_tokens_before_and_after()
     tg.push_update(updates::text_message(chat, chat, "/session"));
     let after = nth_text(&tg, chat, "Context:", 2, &bot).await;
     let after_tokens = context_tokens(&after);
-    assert!(after_tokens < before_tokens / 2, "{before}\n---\n{after}");
+    // Two of the three long answers are gone; the system prompt and tools stay.
+    assert!(after_tokens < before_tokens * 2 / 3, "{before}\n---\n{after}");
     assert!(after.contains("(compacted)") && after.contains("Context: ~"), "{after}");
 
     // The next question goes out with the summary in place of the older turns.

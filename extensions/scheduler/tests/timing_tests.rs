@@ -197,7 +197,10 @@ fn wrong_field_counts_and_too_frequent_crons_are_refused() {
     ));
     assert!(timing::check_new_cron("0,30 * * * * *", Tz::UTC, now).is_ok());
     assert!(timing::check_new_cron("* * * * *", Tz::UTC, now).is_ok());
-    let e = timing::parse_cron("61 * * * *").err().map(|e| e.to_string()).unwrap_or_default();
+    let e = timing::parse_cron("61 * * * *")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(e.contains("61 * * * *") && e.contains("5 fields"), "{e}");
 }
 

@@ -102,6 +102,24 @@ impl JobScheduler {
         self.state().timers.len()
     }
 
+    /// Waits until no run is in flight (each has recorded its outcome), at most `limit`; for
+    /// shutdown, after the sessions' runs ended or were aborted.
+    pub async fn wait_runs_recorded(&self, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            let active = self
+                .state()
+                .workspaces
+                .values()
+                .any(|w| w.jobs.values().any(|e| e.active));
+            if !active {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        tracing::warn!("some scheduled runs had not recorded their outcome at shutdown");
+    }
+
     /// Jobs in memory, over all workspaces.
     pub fn job_count(&self) -> usize {
         self.state().workspaces.values().map(|w| w.jobs.len()).sum()
