@@ -10,7 +10,7 @@ use crate::timing::Compiled;
 use crate::watcher::{self, WatchResult};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -90,22 +90,29 @@ pub struct LoadReport {
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A job's place: workspace index and slot in its job table. Small and `Copy`: 100,000 timers
+/// cost no allocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Key {
-    ws: Arc<Path>,
-    id: String,
+    ws: u32,
+    slot: u32,
 }
 
+/// A job in memory. Its schedule is compiled when needed (firing, listing), not kept: a parsed
+/// cron expression holds a 5,000-entry year table, ~5 KB a job.
 struct Entry {
     job: Job,
-    compiled: Option<Compiled>,
+    /// Its schedule cannot be read by this build: kept, never timed.
+    broken: bool,
     due: Option<DateTime<Utc>>,
     /// A run task of this job is in flight.
     active: bool,
 }
 
 struct Workspace {
-    jobs: BTreeMap<String, Entry>,
+    path: Arc<Path>,
+    /// Job table; a removed job leaves `None` (its slot is reused).
+    jobs: Vec<Option<Entry>>,
     /// A corrupt file set aside at load.
     set_aside: Option<(PathBuf, String)>,
     /// Bumped by every change; compared with what was written.
@@ -114,34 +121,79 @@ struct Workspace {
     written: Arc<tokio::sync::Mutex<u64>>,
 }
 
+impl Workspace {
+    fn find(&self, id: &str) -> Option<u32> {
+        self.jobs
+            .iter()
+            .position(|e| e.as_ref().is_some_and(|e| e.job.id == id))
+            .and_then(|i| u32::try_from(i).ok())
+    }
+
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.jobs.iter().flatten()
+    }
+
+    /// Puts `entry` in a free slot (or a new one); returns the slot.
+    fn insert(&mut self, entry: Entry) -> u32 {
+        let i = match self.jobs.iter().position(Option::is_none) {
+            Some(i) => {
+                self.jobs[i] = Some(entry);
+                i
+            }
+            None => {
+                self.jobs.push(Some(entry));
+                self.jobs.len() - 1
+            }
+        };
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+}
+
 #[derive(Default)]
 struct State {
-    workspaces: HashMap<Arc<Path>, Workspace>,
+    workspaces: Vec<Workspace>,
+    by_path: HashMap<Arc<Path>, u32>,
     timers: BTreeSet<(DateTime<Utc>, Key)>,
 }
 
 impl State {
+    fn ws(&self, ws: u32) -> Option<&Workspace> {
+        self.workspaces.get(ws as usize)
+    }
+
+    fn ws_mut(&mut self, ws: u32) -> Option<&mut Workspace> {
+        self.workspaces.get_mut(ws as usize)
+    }
+
+    fn entry_mut(&mut self, key: Key) -> Option<&mut Entry> {
+        self.ws_mut(key.ws)?.jobs.get_mut(key.slot as usize)?.as_mut()
+    }
+
+    /// The key of job `id` of workspace `ws`, if that job belongs to `chat`.
+    fn key_in_chat(&self, ws: u32, id: &str, chat: i64) -> Option<Key> {
+        let w = self.ws(ws)?;
+        let slot = w.find(id)?;
+        let e = w.jobs.get(slot as usize)?.as_ref()?;
+        (e.job.target.chat_id == chat).then_some(Key { ws, slot })
+    }
+
     /// Re-files `key`'s timer after its job changed.
-    fn retime(&mut self, key: &Key) {
-        let Some(entry) = self.workspaces.get_mut(&key.ws).and_then(|w| w.jobs.get_mut(&key.id)) else {
+    fn retime(&mut self, key: Key) {
+        let Some(entry) = self.entry_mut(key) else {
             return;
         };
-        let due = if entry.compiled.is_some() {
-            slots::due_at(&entry.job)
-        } else {
-            None
-        };
+        let due = if !entry.broken { slots::due_at(&entry.job) } else { None };
         let old = std::mem::replace(&mut entry.due, due);
         if let Some(t) = old {
-            self.timers.remove(&(t, key.clone()));
+            self.timers.remove(&(t, key));
         }
         if let Some(t) = due {
-            self.timers.insert((t, key.clone()));
+            self.timers.insert((t, key));
         }
     }
 
-    fn touch(&mut self, ws: &Arc<Path>) {
-        if let Some(w) = self.workspaces.get_mut(ws) {
+    fn touch(&mut self, ws: u32) {
+        if let Some(w) = self.ws_mut(ws) {
             w.generation += 1;
         }
     }
@@ -227,38 +279,38 @@ impl JobScheduler {
         let now = self.now();
         let mut starts = Vec::new();
         let mut notes = Vec::new();
-        let mut changed: BTreeSet<Arc<Path>> = BTreeSet::new();
+        let mut changed: BTreeSet<u32> = BTreeSet::new();
         {
             let mut st = self.state();
-            while let Some((t, key)) = st.timers.first().cloned() {
+            while let Some((t, key)) = st.timers.first().copied() {
                 if t > now {
                     break;
                 }
-                st.timers.remove(&(t, key.clone()));
-                let Some(entry) = st.workspaces.get_mut(&key.ws).and_then(|w| w.jobs.get_mut(&key.id)) else {
+                st.timers.remove(&(t, key));
+                let Some(entry) = st.entry_mut(key) else {
                     continue;
                 };
                 entry.due = None;
-                let Some(compiled) = entry.compiled.as_ref() else {
+                let Some(compiled) = compile(entry) else {
                     continue;
                 };
                 let mut said = Vec::new();
-                let due = slots::on_due(&mut entry.job, compiled, now, entry.active, &mut said);
+                let due = slots::on_due(&mut entry.job, &compiled, now, entry.active, &mut said);
                 if let Due::Start { slot, late } = due {
                     entry.active = true;
-                    starts.push((key.clone(), entry.job.clone(), slot, late));
+                    starts.push((key, entry.job.clone(), slot, late));
                 }
                 for text in said {
                     notes.push((entry.job.target, text));
                 }
-                st.touch(&key.ws);
-                st.retime(&key);
-                changed.insert(key.ws.clone());
+                st.touch(key.ws);
+                st.retime(key);
+                changed.insert(key.ws);
             }
         }
-        let mut running: BTreeSet<Arc<Path>> = BTreeSet::new();
+        let mut running: BTreeSet<u32> = BTreeSet::new();
         for (key, job, slot, late) in starts {
-            running.insert(key.ws.clone());
+            running.insert(key.ws);
             let me = self.clone();
             tokio::spawn(async move { me.run(key, job, slot, late).await });
         }
@@ -271,7 +323,7 @@ impl JobScheduler {
         let me = self.clone();
         tokio::spawn(async move {
             for ws in changed {
-                me.persist_logged(&ws).await;
+                me.persist_logged(ws).await;
             }
             for (target, text) in notes {
                 me.inner.config.delivery.notify(target, text).await;
@@ -281,27 +333,27 @@ impl JobScheduler {
 
     /// One attempt: record the slot durably, run, record the outcome.
     async fn run(&self, key: Key, job: Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) {
-        let outcome = match self.persist(&key.ws).await {
+        let outcome = match self.persist(key.ws).await {
             Err(e) => Outcome::Failed {
                 error: format!("could not record the run before starting it: {e}"),
                 delivery: None,
             },
-            Ok(()) => self.execute(&key.ws, &job, slot, late).await,
+            Ok(path) => self.execute(&path, &job, slot, late).await,
         };
         let now = self.now();
         let mut notes = Vec::new();
         {
             let mut st = self.state();
-            if let Some(entry) = st.workspaces.get_mut(&key.ws).and_then(|w| w.jobs.get_mut(&key.id)) {
+            if let Some(entry) = st.entry_mut(key) {
                 entry.active = false;
-                if let Some(compiled) = entry.compiled.as_ref() {
-                    slots::finish(&mut entry.job, compiled, outcome, now, &mut notes);
+                if let Some(compiled) = compile(entry) {
+                    slots::finish(&mut entry.job, &compiled, outcome, now, &mut notes);
                 }
-                st.touch(&key.ws);
-                st.retime(&key);
+                st.touch(key.ws);
+                st.retime(key);
             }
         }
-        self.persist_logged(&key.ws).await;
+        self.persist_logged(key.ws).await;
         self.inner.wake.notify_one();
         for text in notes {
             self.inner.config.delivery.notify(job.target, text).await;
@@ -347,47 +399,63 @@ impl JobScheduler {
         }
     }
 
-    async fn persist_logged(&self, ws: &Arc<Path>) {
+    async fn persist_logged(&self, ws: u32) {
         if let Err(e) = self.persist(ws).await {
-            tracing::error!(workspace = %ws.display(), "cannot save the scheduler's jobs: {e}");
+            tracing::error!("cannot save the scheduler's jobs: {e}");
         }
     }
 
     /// Writes the workspace's jobs if they changed since the last write (coalesced: one write
-    /// covers every change made before it started).
-    async fn persist(&self, ws: &Arc<Path>) -> Result<(), StoreError> {
-        let Some((want, written)) = self
+    /// covers every change made before it started). Returns the workspace's folder.
+    async fn persist(&self, ws: u32) -> Result<Arc<Path>, StoreError> {
+        let Some((path, want, written)) = self
             .state()
-            .workspaces
-            .get(ws)
-            .map(|w| (w.generation, w.written.clone()))
+            .ws(ws)
+            .map(|w| (w.path.clone(), w.generation, w.written.clone()))
         else {
-            return Ok(());
+            return Err(StoreError::Io {
+                path: PathBuf::new(),
+                source: std::io::Error::other("unknown workspace"),
+            });
         };
         let mut written = written.lock().await;
         if *written >= want {
-            return Ok(());
+            return Ok(path);
         }
-        let Some((file, generation)) = self.state().workspaces.get(ws).map(|w| {
+        let Some((file, generation)) = self.state().ws(ws).map(|w| {
             (
                 JobsFile {
                     version: SCHEMA_VERSION,
-                    jobs: w.jobs.values().map(|e| e.job.clone()).collect(),
+                    jobs: w.entries().map(|e| e.job.clone()).collect(),
                 },
                 w.generation,
             )
         }) else {
-            return Ok(());
+            return Ok(path);
         };
-        let path = store::jobs_path(ws);
-        tokio::task::spawn_blocking(move || store::save(&path, &file))
+        let file_path = store::jobs_path(&path);
+        tokio::task::spawn_blocking(move || store::save(&file_path, &file))
             .await
             .map_err(|e| StoreError::Io {
-                path: store::jobs_path(ws),
+                path: store::jobs_path(&path),
                 source: std::io::Error::other(e),
             })??;
         *written = generation;
-        Ok(())
+        Ok(path)
+    }
+}
+
+/// The entry's schedule, compiled; a schedule this build cannot read marks the entry broken.
+fn compile(entry: &mut Entry) -> Option<Compiled> {
+    match Compiled::compile(&entry.job.schedule) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            if !entry.broken {
+                tracing::error!(job = %entry.job.id, "job kept but not scheduled: {e}");
+            }
+            entry.broken = true;
+            None
+        }
     }
 }
 

@@ -129,9 +129,10 @@ pub struct Job {
     /// The next slot (UTC); `None` when none is left.
     #[serde(default)]
     pub next_run: Option<DateTime<Utc>>,
-    /// The newest run.
+    /// The newest run (boxed: most jobs in memory have none yet, and 100,000 jobs must fit in
+    /// 100 MB).
     #[serde(default)]
-    pub last_run: Option<RunRecord>,
+    pub last_run: Option<Box<RunRecord>>,
     /// When the failed newest run is tried again (within its slot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<DateTime<Utc>>,
@@ -150,13 +151,13 @@ impl Job {
     /// Makes `record` the newest run, moving the previous newest into the history.
     pub fn push_run(&mut self, record: RunRecord) {
         if let Some(prev) = self.last_run.take() {
-            self.history.push(prev);
+            self.history.push(*prev);
             if self.history.len() > HISTORY_LEN {
                 let extra = self.history.len() - HISTORY_LEN;
                 self.history.drain(..extra);
             }
         }
-        self.last_run = Some(record);
+        self.last_run = Some(Box::new(record));
     }
 
     /// Whether a run of this job is recorded as going.

@@ -188,14 +188,14 @@ async fn a_job_never_overlaps_itself() {
         .wait_job("second slot skipped", |j| {
             j.history
                 .iter()
-                .chain(j.last_run.as_ref())
+                .chain(j.last_run.as_deref())
                 .any(|r| r.status == RunStatus::Skipped)
         })
         .await;
     let skipped = job
         .history
         .iter()
-        .chain(job.last_run.as_ref())
+        .chain(job.last_run.as_deref())
         .find(|r| r.status == RunStatus::Skipped);
     assert_eq!(skipped.map(|r| r.slot), Some(utc("2026-12-01T09:02:00Z")));
     if let Ok(mut h) = h.delivery.hold.lock() {

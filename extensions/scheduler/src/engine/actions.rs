@@ -29,12 +29,12 @@ impl JobScheduler {
         }
         let view = {
             let mut st = self.state();
-            let Some(w) = st.workspaces.get_mut(&ws) else {
+            let Some(w) = st.ws_mut(ws) else {
                 return Err(SchedulerError::Invalid("the workspace was unloaded; try again".into()));
             };
             let id = loop {
                 let id = new_id();
-                if !w.jobs.contains_key(&id) {
+                if w.find(&id).is_none() {
                     break id;
                 }
             };
@@ -56,20 +56,17 @@ impl JobScheduler {
                 .into_iter()
                 .chain(compiled.upcoming(next_run.unwrap_or(now), 2))
                 .collect();
-            w.jobs.insert(
-                id.clone(),
-                Entry {
-                    job: job.clone(),
-                    compiled: Some(compiled),
-                    due: None,
-                    active: false,
-                },
-            );
-            st.touch(&ws);
-            st.retime(&Key { ws: ws.clone(), id });
+            let slot = w.insert(Entry {
+                job: job.clone(),
+                broken: false,
+                due: None,
+                active: false,
+            });
+            st.touch(ws);
+            st.retime(Key { ws, slot });
             JobView { job, upcoming }
         };
-        self.persist(&ws).await?;
+        self.persist(ws).await?;
         self.inner.wake.notify_one();
         Ok(view)
     }
@@ -78,17 +75,16 @@ impl JobScheduler {
     pub async fn list(&self, ws: &Path, target: JobTarget) -> Result<Vec<JobView>, SchedulerError> {
         let ws = self.ensure_loaded(ws).await?;
         let st = self.state();
-        let Some(w) = st.workspaces.get(&ws) else {
+        let Some(w) = st.ws(ws) else {
             return Ok(Vec::new());
         };
         let mut out: Vec<JobView> = w
-            .jobs
-            .values()
+            .entries()
             .filter(|e| e.job.target.chat_id == target.chat_id)
             .map(|e| JobView {
                 job: e.job.clone(),
-                upcoming: match (&e.compiled, e.job.enabled, e.job.next_run) {
-                    (Some(c), true, Some(n)) => std::iter::once(n).chain(c.upcoming(n, 2)).collect(),
+                upcoming: match (Compiled::compile(&e.job.schedule), e.job.enabled, e.job.next_run) {
+                    (Ok(c), true, Some(n)) => std::iter::once(n).chain(c.upcoming(n, 2)).collect(),
                     _ => Vec::new(),
                 },
             })
@@ -107,11 +103,7 @@ impl JobScheduler {
     pub async fn wait_runs_recorded(&self, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         while tokio::time::Instant::now() < deadline {
-            let active = self
-                .state()
-                .workspaces
-                .values()
-                .any(|w| w.jobs.values().any(|e| e.active));
+            let active = self.state().workspaces.iter().any(|w| w.entries().any(|e| e.active));
             if !active {
                 return;
             }
@@ -122,13 +114,13 @@ impl JobScheduler {
 
     /// Jobs in memory, over all workspaces.
     pub fn job_count(&self) -> usize {
-        self.state().workspaces.values().map(|w| w.jobs.len()).sum()
+        self.state().workspaces.iter().map(|w| w.entries().count()).sum()
     }
 
     /// A corrupt jobs file of `ws` that was set aside at load, with what was wrong.
     pub async fn set_aside(&self, ws: &Path) -> Option<(PathBuf, String)> {
         let ws = self.ensure_loaded(ws).await.ok()?;
-        self.state().workspaces.get(&ws).and_then(|w| w.set_aside.clone())
+        self.state().ws(ws).and_then(|w| w.set_aside.clone())
     }
 
     /// Removes a job of the chat.
@@ -136,27 +128,23 @@ impl JobScheduler {
         let ws = self.ensure_loaded(ws).await?;
         let job = {
             let mut st = self.state();
-            let key = Key {
-                ws: ws.clone(),
-                id: id.to_owned(),
-            };
-            let Some(w) = st.workspaces.get_mut(&ws) else {
+            let Some(key) = st.key_in_chat(ws, id, target.chat_id) else {
                 return Err(SchedulerError::NotFound(id.into()));
             };
-            match w.jobs.get(id) {
-                Some(e) if e.job.target.chat_id == target.chat_id => {}
-                _ => return Err(SchedulerError::NotFound(id.into())),
-            }
-            let Some(entry) = w.jobs.remove(id) else {
+            let Some(entry) = st
+                .ws_mut(ws)
+                .and_then(|w| w.jobs.get_mut(key.slot as usize))
+                .and_then(Option::take)
+            else {
                 return Err(SchedulerError::NotFound(id.into()));
             };
             if let Some(t) = entry.due {
                 st.timers.remove(&(t, key));
             }
-            st.touch(&ws);
+            st.touch(ws);
             entry.job
         };
-        self.persist(&ws).await?;
+        self.persist(ws).await?;
         Ok(job)
     }
 
@@ -189,7 +177,6 @@ impl JobScheduler {
 
     /// Runs a job now, outside its schedule (which does not move).
     pub async fn run_now(&self, ws: &Path, target: JobTarget, id: &str) -> Result<JobView, SchedulerError> {
-        let ws_key = self.ensure_loaded(ws).await?;
         let view = self
             .change(ws, target, id, |job, _, _| {
                 if job.is_running() {
@@ -198,10 +185,14 @@ impl JobScheduler {
                 Ok(())
             })
             .await?;
+        let ws = self.ensure_loaded(ws).await?;
         let now = self.now();
-        let job = {
+        let (key, job) = {
             let mut st = self.state();
-            let Some(entry) = st.workspaces.get_mut(&ws_key).and_then(|w| w.jobs.get_mut(id)) else {
+            let Some(key) = st.key_in_chat(ws, id, target.chat_id) else {
+                return Err(SchedulerError::NotFound(id.into()));
+            };
+            let Some(entry) = st.entry_mut(key) else {
                 return Err(SchedulerError::NotFound(id.into()));
             };
             if entry.active {
@@ -210,18 +201,11 @@ impl JobScheduler {
             entry.active = true;
             slots::run_now(&mut entry.job, now);
             let job = entry.job.clone();
-            st.touch(&ws_key);
-            st.retime(&Key {
-                ws: ws_key.clone(),
-                id: id.to_owned(),
-            });
-            job
+            st.touch(ws);
+            st.retime(key);
+            (key, job)
         };
         let me = self.clone();
-        let key = Key {
-            ws: ws_key,
-            id: id.to_owned(),
-        };
         tokio::spawn(async move { me.run(key, job, now, None).await });
         Ok(view)
     }
@@ -237,33 +221,28 @@ impl JobScheduler {
         let now = self.now();
         let view = {
             let mut st = self.state();
-            let Some(entry) = st
-                .workspaces
-                .get_mut(&ws)
-                .and_then(|w| w.jobs.get_mut(id))
-                .filter(|e| e.job.target.chat_id == target.chat_id)
-            else {
+            let Some(key) = st.key_in_chat(ws, id, target.chat_id) else {
                 return Err(SchedulerError::NotFound(id.into()));
             };
-            let Some(compiled) = entry.compiled.clone() else {
+            let Some(entry) = st.entry_mut(key) else {
+                return Err(SchedulerError::NotFound(id.into()));
+            };
+            let Some(compiled) = super::compile(entry) else {
                 return Err(SchedulerError::Invalid(format!(
                     "job `{id}` has a schedule this build cannot read; remove it and add it again"
                 )));
             };
             f(&mut entry.job, &compiled, now)?;
             let job = entry.job.clone();
-            st.touch(&ws);
-            st.retime(&Key {
-                ws: ws.clone(),
-                id: id.to_owned(),
-            });
+            st.touch(ws);
+            st.retime(key);
             let upcoming = match (job.enabled, job.next_run) {
                 (true, Some(n)) => std::iter::once(n).chain(compiled.upcoming(n, 2)).collect(),
                 _ => Vec::new(),
             };
             JobView { job, upcoming }
         };
-        self.persist(&ws).await?;
+        self.persist(ws).await?;
         self.inner.wake.notify_one();
         Ok(view)
     }

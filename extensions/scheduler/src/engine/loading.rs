@@ -1,10 +1,8 @@
 //! Loading workspaces' jobs: at start-up (every workspace) and on first use (a new chat).
 
-use super::{Entry, JobScheduler, Key, LoadReport, State, Workspace};
+use super::{Entry, JobScheduler, Key, LoadReport, Workspace};
 use crate::job::{JobTarget, RunStatus};
 use crate::store::{self, Loaded, StoreError};
-use crate::timing::Compiled;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -53,11 +51,11 @@ impl JobScheduler {
         report
     }
 
-    /// The workspace's jobs, loaded on first use. Returns its key.
-    pub(super) async fn ensure_loaded(&self, ws: &Path) -> Result<Arc<Path>, StoreError> {
+    /// The workspace's jobs, loaded on first use. Returns its index.
+    pub(super) async fn ensure_loaded(&self, ws: &Path) -> Result<u32, StoreError> {
         let ws: Arc<Path> = canonical(ws).into();
-        if self.state().workspaces.contains_key(&ws) {
-            return Ok(ws);
+        if let Some(id) = self.state().by_path.get(&ws) {
+            return Ok(*id);
         }
         let key = ws.clone();
         let loaded = tokio::task::spawn_blocking(move || store::load(&store::jobs_path(&key)))
@@ -72,13 +70,14 @@ impl JobScheduler {
         let failed = loaded.as_ref().err().map(|e| e.to_string());
         self.insert(Read { ws: ws.clone(), loaded }).await;
         self.inner.wake.notify_one();
-        match failed {
+        let id = self.state().by_path.get(&ws).copied();
+        match (failed, id) {
+            (None, Some(id)) => Ok(id),
             // Not loaded: keep the file, refuse to act on it.
-            Some(e) => Err(StoreError::Io {
+            (e, _) => Err(StoreError::Io {
                 path: store::jobs_path(&ws),
-                source: std::io::Error::other(e),
+                source: std::io::Error::other(e.unwrap_or_else(|| "not loaded".into())),
             }),
-            None => Ok(ws),
         }
     }
 
@@ -95,16 +94,9 @@ impl JobScheduler {
         };
         let now = self.now();
         let mut notes: Vec<(JobTarget, String)> = Vec::new();
-        let mut entries = BTreeMap::new();
+        let mut entries = Vec::with_capacity(jobs.len());
         let mut changed = false;
         for mut job in jobs {
-            let compiled = match Compiled::compile(&job.schedule) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    tracing::error!(workspace = %r.ws.display(), job = %job.id, "job kept but not scheduled: {e}");
-                    None
-                }
-            };
             if let Some(run) = job.last_run.as_mut().filter(|r| r.status == RunStatus::Running) {
                 run.status = RunStatus::Interrupted;
                 run.finished = Some(now);
@@ -118,51 +110,46 @@ impl JobScheduler {
                         crate::envelope::local(run.started.unwrap_or(run.slot), crate::envelope::zone(&job.schedule))
                     ),
                 ));
-                if !compiled.as_ref().is_some_and(Compiled::is_recurring) {
+                if matches!(job.schedule, crate::job::ScheduleSpec::At { .. }) {
                     job.enabled = false;
                 }
             }
-            entries.insert(
-                job.id.clone(),
-                Entry {
-                    job,
-                    compiled,
-                    due: None,
-                    active: false,
-                },
-            );
+            entries.push(Some(Entry {
+                job,
+                broken: false,
+                due: None,
+                active: false,
+            }));
         }
         let count = entries.len();
-        {
+        let id = {
             let mut st = self.state();
-            if st.workspaces.contains_key(&r.ws) {
+            if st.by_path.contains_key(&r.ws) {
                 return 0;
             }
-            let ids: Vec<String> = entries.keys().cloned().collect();
-            st.workspaces.insert(
-                r.ws.clone(),
-                Workspace {
-                    jobs: entries,
-                    set_aside,
-                    generation: u64::from(changed),
-                    written: Arc::new(tokio::sync::Mutex::new(0)),
-                },
-            );
-            retime_all(&mut st, &r.ws, ids);
-        }
+            let Ok(id) = u32::try_from(st.workspaces.len()) else {
+                return 0;
+            };
+            st.workspaces.push(Workspace {
+                path: r.ws.clone(),
+                jobs: entries,
+                set_aside,
+                generation: u64::from(changed),
+                written: Arc::new(tokio::sync::Mutex::new(0)),
+            });
+            st.by_path.insert(r.ws.clone(), id);
+            for slot in 0..u32::try_from(count).unwrap_or(0) {
+                st.retime(Key { ws: id, slot });
+            }
+            id
+        };
         if changed {
-            self.persist_logged(&r.ws).await;
+            self.persist_logged(id).await;
         }
         for (target, text) in notes {
             self.inner.config.delivery.notify(target, text).await;
         }
         count
-    }
-}
-
-fn retime_all(st: &mut State, ws: &Arc<Path>, ids: Vec<String>) {
-    for id in ids {
-        st.retime(&Key { ws: ws.clone(), id });
     }
 }
 
