@@ -205,3 +205,36 @@ async fn a_watcher_wakes_the_agent_exactly_once_when_its_file_appears() {
     assert_eq!(replies, 1);
     assert_eq!(model.requests().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_lists_the_chats_jobs_with_pause_resume_and_remove_buttons() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call(
+        "call_1",
+        "schedule",
+        json!({"action": "add", "cron": "0 9 * * 1-5", "time_zone": "Europe/Berlin",
+               "text": "Ask the user about the deploy."}),
+    ));
+    model.push(Turn::reply("Every weekday at 9, Berlin time."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "every weekday at 9 ask me about the deploy"));
+    nth_text(&tg, OWNER, "Every weekday at 9", 1, &bot).await;
+    let id = jobs_file(&env, OWNER)["jobs"][0]["id"].as_str().unwrap().to_owned();
+    assert!(tg.commands().iter().any(|c| c.command == "jobs"), "{:?}", tg.commands());
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
+    let list = nth_text(&tg, OWNER, "Scheduled jobs", 1, &bot).await;
+    assert!(list.contains(&id) && list.contains("cron `0 9 * * 1-5` (Europe/Berlin)"), "{list}");
+    press_button(&tg, OWNER, &format!("Pause {id}")).await;
+    nth_text(&tg, OWNER, &format!("Paused job {id}"), 1, &bot).await;
+    assert_eq!(jobs_file(&env, OWNER)["jobs"][0]["enabled"], false);
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
+    nth_text(&tg, OWNER, "(paused)", 1, &bot).await;
+    press_button(&tg, OWNER, &format!("Remove {id}")).await;
+    nth_text(&tg, OWNER, &format!("Removed job {id}"), 1, &bot).await;
+    assert_eq!(jobs_file(&env, OWNER)["jobs"], json!([]));
+    assert_eq!(model.requests().len(), 2, "/jobs never reaches the model");
+}

@@ -234,6 +234,36 @@ pub async fn nth_text(
     matching(tg).swap_remove(n - 1)
 }
 
+/// Presses the button labelled `label` on the newest message of `chat` that has buttons
+/// (waits up to `T` for it).
+pub async fn press_button(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64, label: &str) {
+    let has = |m: &volcanic_testkit::bot_api::ChatMessage| {
+        m.reply_markup
+            .as_ref()
+            .is_some_and(|k| k.to_string().contains(&format!("\"text\":\"{label}\"")))
+    };
+    tg.wait_for(|s| s.messages(chat).iter().rev().any(has), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nmessages: {:?}", tg.messages(chat)));
+    let m = tg.messages(chat).into_iter().rev().find(|m| has(m)).unwrap();
+    let data = m.reply_markup.as_ref().unwrap()["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap().iter())
+        .find(|b| b["text"] == label)
+        .unwrap()["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tg.push_update(volcanic_testkit::bot_api::updates::callback_query(
+        chat,
+        m.message_id,
+        chat,
+        &data,
+    ));
+}
+
 /// The session files (`*.jsonl`) under a folder.
 pub fn jsonl_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();

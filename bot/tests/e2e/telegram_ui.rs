@@ -156,37 +156,8 @@ async fn send_tool_delivers_a_file_and_a_photo() {
     );
 }
 
-/// Presses the button labelled `label` on the newest message that has buttons.
 async fn press(tg: &BotApiServer, label: &str) {
-    tg.wait_for(
-        |s| {
-            s.messages(OWNER).iter().rev().any(|m| {
-                m.reply_markup
-                    .as_ref()
-                    .is_some_and(|k| k.to_string().contains(&format!("\"text\":\"{label}\"")))
-            })
-        },
-        T,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\nmessages: {:?}", tg.messages(OWNER)));
-    let m = tg
-        .messages(OWNER)
-        .into_iter()
-        .rev()
-        .find(|m| m.reply_markup.is_some())
-        .unwrap();
-    let data = m.reply_markup.as_ref().unwrap()["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r.as_array().unwrap().iter())
-        .find(|b| b["text"] == label)
-        .unwrap()["callback_data"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    tg.push_update(updates::callback_query(OWNER, m.message_id, OWNER, &data));
+    press_button(tg, OWNER, label).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

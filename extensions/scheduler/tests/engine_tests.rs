@@ -450,3 +450,36 @@ async fn pause_resume_remove_and_run_now() {
     assert!(h.jobs().await.is_empty());
     assert_eq!(h.stored()["jobs"].as_array().map(Vec::len), Some(0));
 }
+
+#[tokio::test]
+async fn a_berlin_0230_job_fires_right_after_the_spring_jump_and_once_in_autumn() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-03-28T12:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let spec = ScheduleSpec::Cron {
+        expr: "30 2 * * *".into(),
+        time_zone: "Europe/Berlin".into(),
+    };
+    add(&h, prompt("night job"), spec).await;
+    // 29 March: 02:30 does not exist; the run comes at 03:00 CEST (01:00 UTC).
+    clock.set(utc("2026-03-29T00:59:59Z"));
+    clock.set(utc("2026-03-29T01:00:00Z"));
+    h.delivery.wait_runs(1).await;
+    assert_eq!(h.delivery.slots(), [utc("2026-03-29T01:00:00Z")]);
+    let job = h.wait_job("ok", |j| j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok)).await;
+    assert_eq!(job.next_run, Some(utc("2026-03-30T00:30:00Z")));
+    // 25 October: 02:30 happens twice; the job runs at the first (CEST) only.
+    h.stop();
+    clock.set(utc("2026-10-24T12:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    // Restarted long after the last slot: past the grace window, skipped; then normal again.
+    h.wait_job("caught up", |j| j.next_run == Some(utc("2026-10-25T00:30:00Z"))).await;
+    clock.set(utc("2026-10-25T00:30:00Z"));
+    h.delivery.wait_runs(1).await;
+    clock.set(utc("2026-10-25T01:30:00Z")); // 02:30 CET, the repeated one
+    let job = h
+        .wait_job("next is the 26th", |j| j.next_run == Some(utc("2026-10-26T01:30:00Z")))
+        .await;
+    assert_eq!(job.last_run.map(|r| r.slot), Some(utc("2026-10-25T00:30:00Z")));
+    assert_eq!(h.delivery.run_count(), 1);
+}

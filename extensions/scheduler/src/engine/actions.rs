@@ -17,9 +17,26 @@ pub struct JobView {
     pub upcoming: Vec<DateTime<Utc>>,
 }
 
+/// Jobs one workspace may hold (model output is untrusted: a loop must not fill the disk).
+pub const MAX_JOBS_PER_WORKSPACE: usize = 1000;
+
+/// Longest prompt or watcher instructions, characters.
+pub const MAX_TEXT_CHARS: usize = 8000;
+
 impl JobScheduler {
     /// Adds a job to the workspace `ws`, durably, and returns it with its next three slots.
+    /// Errors: a schedule that never fires, more than [`MAX_JOBS_PER_WORKSPACE`] jobs, a text
+    /// over [`MAX_TEXT_CHARS`], the file cannot be written.
     pub async fn add(&self, ws: &Path, new: NewJob) -> Result<JobView, SchedulerError> {
+        let text_len = match &new.kind {
+            crate::job::JobKind::Prompt { text } => text.chars().count(),
+            crate::job::JobKind::Watcher { text, .. } => text.as_deref().map_or(0, |t| t.chars().count()),
+        };
+        if text_len > MAX_TEXT_CHARS {
+            return Err(SchedulerError::Invalid(format!(
+                "the job's text has {text_len} characters; at most {MAX_TEXT_CHARS}: put long instructions in a file in the workspace and refer to it"
+            )));
+        }
         let ws = self.ensure_loaded(ws).await?;
         let compiled = Compiled::compile(&new.schedule)?;
         let now = self.now();
@@ -32,6 +49,11 @@ impl JobScheduler {
             let Some(w) = st.ws_mut(ws) else {
                 return Err(SchedulerError::Invalid("the workspace was unloaded; try again".into()));
             };
+            if w.entries().count() >= MAX_JOBS_PER_WORKSPACE {
+                return Err(SchedulerError::Invalid(format!(
+                    "this chat already has {MAX_JOBS_PER_WORKSPACE} jobs; remove some first"
+                )));
+            }
             let id = loop {
                 let id = new_id();
                 if w.find(&id).is_none() {
