@@ -201,6 +201,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
 
     wait_for_signal().await;
     tracing::info!("shutting down");
+    delivery.shutting_down();
     shutdown.cancel();
     let _ = receiver.await;
     let sessions = host.chats.all_loaded().await;

@@ -16,12 +16,20 @@ use volcanic_scheduler::{DeliveryError, JobDelivery, JobTarget, ScheduledRun};
 #[derive(Debug, Default)]
 pub struct TelegramDelivery {
     host: OnceLock<Weak<Host>>,
+    /// Set at shutdown: a run aborted then failed (and is retried after the restart), while a
+    /// user's `/stop` is their choice.
+    shutting_down: std::sync::atomic::AtomicBool,
 }
 
 impl TelegramDelivery {
     /// Connects the delivery to the host.
     pub fn bind(&self, host: Weak<Host>) {
         let _ = self.host.set(host);
+    }
+
+    /// Marks the shutdown (see the field).
+    pub fn shutting_down(&self) {
+        self.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn host(&self) -> Result<std::sync::Arc<Host>, DeliveryError> {
@@ -68,7 +76,8 @@ impl JobDelivery for TelegramDelivery {
         session.prompt(input).await.map_err(|e| DeliveryError(e.to_string()))?;
         // Queued behind a run in progress: it ran at that run's end.
         session.wait_for_idle().await;
-        let outcome = outcome(&session.messages(), &heading);
+        let stopping = self.shutting_down.load(std::sync::atomic::Ordering::SeqCst);
+        let outcome = outcome(&session.messages(), &heading, stopping);
         slot.output.flush().await;
         outcome?;
         let undelivered = slot.output.failed_sends() - failed_before;
@@ -89,8 +98,9 @@ impl JobDelivery for TelegramDelivery {
 }
 
 /// How the run of the prompt whose first line is `heading` ended: the last assistant message
-/// after it. An error stop is a failure; a user's `/stop` is not.
-fn outcome(messages: &[Message], heading: &str) -> Result<(), DeliveryError> {
+/// after it. An error stop is a failure, and so is an abort during shutdown; a user's `/stop` is
+/// not.
+fn outcome(messages: &[Message], heading: &str, shutting_down: bool) -> Result<(), DeliveryError> {
     let Some(start) = messages
         .iter()
         .rposition(|m| matches!(m, Message::User(u) if u.content.text().starts_with(heading)))
@@ -111,7 +121,11 @@ fn outcome(messages: &[Message], heading: &str) -> Result<(), DeliveryError> {
                 .clone()
                 .unwrap_or_else(|| "the model call failed".into()),
         )),
+        Some(a) if a.stop_reason == StopReason::Aborted && shutting_down => {
+            Err(DeliveryError("cut off by the bot's shutdown".into()))
+        }
         Some(_) => Ok(()),
+        None if shutting_down => Err(DeliveryError("cut off by the bot's shutdown".into())),
         None => Err(DeliveryError("the run ended without an answer".into())),
     }
 }

@@ -219,14 +219,21 @@ async fn jobs_lists_the_chats_jobs_with_pause_resume_and_remove_buttons() {
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let env = Env::new(&model.url(), &telegram_config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
-    tg.push_update(updates::text_message(OWNER, OWNER, "every weekday at 9 ask me about the deploy"));
+    tg.push_update(updates::text_message(
+        OWNER,
+        OWNER,
+        "every weekday at 9 ask me about the deploy",
+    ));
     nth_text(&tg, OWNER, "Every weekday at 9", 1, &bot).await;
     let id = jobs_file(&env, OWNER)["jobs"][0]["id"].as_str().unwrap().to_owned();
     assert!(tg.commands().iter().any(|c| c.command == "jobs"), "{:?}", tg.commands());
 
     tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
     let list = nth_text(&tg, OWNER, "Scheduled jobs", 1, &bot).await;
-    assert!(list.contains(&id) && list.contains("cron `0 9 * * 1-5` (Europe/Berlin)"), "{list}");
+    assert!(
+        list.contains(&id) && list.contains("cron `0 9 * * 1-5` (Europe/Berlin)"),
+        "{list}"
+    );
     press_button(&tg, OWNER, &format!("Pause {id}")).await;
     nth_text(&tg, OWNER, &format!("Paused job {id}"), 1, &bot).await;
     assert_eq!(jobs_file(&env, OWNER)["jobs"][0]["enabled"], false);

@@ -140,7 +140,7 @@ impl TypedTool for ScheduleTool {
         let t = self.target;
         let result = match args.action {
             Action::Add => {
-                let new = self.new_job(&args, &ws, chat_zone)?;
+                let new = build_job(&args, &ws, chat_zone, self.scheduler.now(), self.target)?;
                 let view = s.add(&ws, new).await.map_err(err)?;
                 let text = format!("Added job `{}`: {}", view.job.id, line(&view, chat_zone));
                 return Ok(ToolResult::text(text).with_details(details(&view)));
@@ -191,11 +191,20 @@ fn err(e: SchedulerError) -> ToolError {
     ToolError::msg(e.to_string())
 }
 
-impl ScheduleTool {
-    fn new_job(&self, a: &ScheduleArgs, ws: &std::path::Path, chat_zone: Tz) -> Result<NewJob, ToolError> {
+/// The job `add` asks for, validated: exactly one of `cron` / `at` / `in` / `every`, a known
+/// zone (default `chat_zone`), a cron that fires at most every 30 s, a prompt's `text`, a
+/// watcher's `script` inside `ws` that exists, a timeout of 1 s to 10 min. Errors say what to
+/// give instead; they become the tool's error result.
+pub fn build_job(
+    a: &ScheduleArgs,
+    ws: &std::path::Path,
+    chat_zone: Tz,
+    now: chrono::DateTime<chrono::Utc>,
+    target: JobTarget,
+) -> Result<NewJob, ToolError> {
+    {
         let zone_name = a.time_zone.clone().unwrap_or_else(|| chat_zone.name().to_owned());
         let zone = timing::parse_zone(&zone_name).map_err(|e| ToolError::msg(e.to_string()))?;
-        let now = self.scheduler.now();
         let given: Vec<&str> = [("cron", &a.cron), ("at", &a.at), ("in", &a.in_), ("every", &a.every)]
             .iter()
             .filter(|(_, v)| v.as_deref().is_some_and(|s| !s.trim().is_empty()))
@@ -270,11 +279,7 @@ impl ScheduleTool {
                 }
             }
         };
-        Ok(NewJob {
-            target: self.target,
-            kind,
-            schedule,
-        })
+        Ok(NewJob { target, kind, schedule })
     }
 }
 

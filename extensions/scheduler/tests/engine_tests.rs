@@ -466,14 +466,17 @@ async fn a_berlin_0230_job_fires_right_after_the_spring_jump_and_once_in_autumn(
     clock.set(utc("2026-03-29T01:00:00Z"));
     h.delivery.wait_runs(1).await;
     assert_eq!(h.delivery.slots(), [utc("2026-03-29T01:00:00Z")]);
-    let job = h.wait_job("ok", |j| j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok)).await;
+    let job = h
+        .wait_job("ok", |j| j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok))
+        .await;
     assert_eq!(job.next_run, Some(utc("2026-03-30T00:30:00Z")));
     // 25 October: 02:30 happens twice; the job runs at the first (CEST) only.
     h.stop();
     clock.set(utc("2026-10-24T12:00:00Z"));
     let h = Harness::start(dir.path(), clock.clone()).await;
     // Restarted long after the last slot: past the grace window, skipped; then normal again.
-    h.wait_job("caught up", |j| j.next_run == Some(utc("2026-10-25T00:30:00Z"))).await;
+    h.wait_job("caught up", |j| j.next_run == Some(utc("2026-10-25T00:30:00Z")))
+        .await;
     clock.set(utc("2026-10-25T00:30:00Z"));
     h.delivery.wait_runs(1).await;
     clock.set(utc("2026-10-25T01:30:00Z")); // 02:30 CET, the repeated one
