@@ -68,6 +68,8 @@ pub struct Chats {
     pending: Arc<Pending>,
     marks: Arc<super::progress_marks::ProgressMarks>,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
+    /// Google Calendar: every chat session gets the `calendar` tool bound to its chat.
+    calendar: std::sync::OnceLock<Arc<volcanic_google_calendar::GoogleCalendarConnections>>,
 }
 
 impl std::fmt::Debug for Chats {
@@ -96,7 +98,13 @@ impl Chats {
             pending,
             marks,
             slots: Mutex::new(HashMap::new()),
+            calendar: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives every session created from now on the `calendar` tool of its chat.
+    pub fn bind_calendar(&self, calendar: Arc<volcanic_google_calendar::GoogleCalendarConnections>) {
+        let _ = self.calendar.set(calendar);
     }
 
     /// The settings store.
@@ -149,7 +157,13 @@ impl Chats {
         let session = self
             .factory
             .create(AgentSessionOptions {
-                extra_extensions: crate::host::workspace_extensions(&cwd),
+                extra_extensions: {
+                    let mut extra = crate::host::workspace_extensions(&cwd);
+                    if let Some(c) = self.calendar.get() {
+                        extra.push(c.extension_factory(super::calendar::chat_ref(target.chat_id)));
+                    }
+                    extra
+                },
                 cwd,
                 scope: Some(format!("{key}/{topic}")),
                 session: SessionSelect::ContinueRecent,

@@ -33,7 +33,10 @@ mod times;
 mod tokens;
 mod tool;
 
-pub use config::{CALLBACK_PATH, GoogleConfig, LOOPBACK_REDIRECT};
+pub use config::{
+    CALLBACK_PATH, GOOGLE_API_BASE_URL, GOOGLE_AUTH_URL, GOOGLE_REVOKE_URL, GOOGLE_TOKEN_URL, GoogleConfig,
+    LOOPBACK_REDIRECT,
+};
 pub use connections::{ConnectLink, Connected, GoogleCalendarConnections, Notifier, short_scope};
 pub use error::{CalendarError, Result};
 pub use event_id::{base32hex, event_id};
