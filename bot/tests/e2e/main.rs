@@ -4,6 +4,7 @@ mod compaction;
 mod console;
 mod support;
 mod telegram;
+mod telegram_calendar;
 mod telegram_compact;
 mod telegram_media;
 mod telegram_more;
