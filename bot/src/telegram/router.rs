@@ -118,11 +118,11 @@ impl Host {
             return;
         }
         // A pasted Google sign-in address: taken here, never shown to a session or the model.
-        if super::calendar::is_paste(self, &m.text) {
+        let pasted = self.strip_mention(&m.text);
+        if super::calendar::is_paste(self, &pasted) {
             let host = self.clone();
             tokio::spawn(async move {
-                let text = m.text.clone();
-                super::calendar::paste(&host, &m, &text).await;
+                super::calendar::paste(&host, &m, &pasted).await;
                 host.journal.mark(update_id, Progress::Done);
             });
             return;

@@ -23,8 +23,24 @@ fn invalid(m: &str) -> CalendarError {
     CalendarError::Invalid(m.to_owned())
 }
 
-/// Runs one call of the tool for its chat.
+/// Runs one call of the tool for its chat. A 401 (token revoked before it expired) drops the
+/// access token and runs the call once more, through a refresh (creates are idempotent).
 pub(crate) async fn run(
+    tool: &CalendarTool,
+    args: CalendarArgs,
+    tool_call_id: &str,
+    chat_zone: &str,
+) -> Result<ToolResult, CalendarError> {
+    match run_once(tool, args.clone(), tool_call_id, chat_zone).await {
+        Err(CalendarError::Unauthorized) => {
+            tool.connections.expire_access(&tool.chat)?;
+            run_once(tool, args, tool_call_id, chat_zone).await
+        }
+        other => other,
+    }
+}
+
+async fn run_once(
     tool: &CalendarTool,
     args: CalendarArgs,
     tool_call_id: &str,

@@ -113,7 +113,7 @@ where
                 scope: needs.scope,
                 what: needs.what,
             },
-            (401, _) => CalendarError::NeedsReconnect,
+            (401, _) => CalendarError::Unauthorized,
             _ => CalendarError::Api {
                 status: failure.status,
                 reason: failure.reason,

@@ -253,6 +253,15 @@ impl GoogleCalendarConnections {
         }
     }
 
+    /// Forgets the chat's access token (the API refused it), so the next use refreshes.
+    pub fn expire_access(&self, chat: &ChatRef) -> Result<()> {
+        if let Some(mut account) = self.store.load(&chat.key) {
+            account.expires_at = 0;
+            self.store.save(&chat.key, &account)?;
+        }
+        Ok(())
+    }
+
     /// `/calendar disconnect`: revokes at Google, deletes the tokens even if revoking failed.
     pub async fn disconnect(&self, chat: &ChatRef) -> Result<String> {
         let Some(account) = self.store.load(&chat.key) else {

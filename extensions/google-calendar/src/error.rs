@@ -17,6 +17,10 @@ pub enum CalendarError {
     /// "Testing" status after 7 days); the chat must connect again.
     #[error("the Google connection of this chat has expired or was revoked: run /calendar connect again")]
     NeedsReconnect,
+    /// The Calendar API refused the access token (401): it was revoked before it expired. The
+    /// tool drops the token and tries once more, which refreshes (or finds `invalid_grant`).
+    #[error("Google refused the access token; run /calendar connect again if this persists")]
+    Unauthorized,
     /// A sign-in `state` that is unknown or was already used.
     #[error("this sign-in link is unknown or was already used: run /calendar connect again")]
     UnknownState,

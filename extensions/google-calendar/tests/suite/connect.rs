@@ -165,3 +165,39 @@ async fn a_chat_that_is_not_connected_is_told_to_connect() {
     let text = r.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(text.contains("run /calendar connect"), "{text}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_sign_in_is_refused() {
+    let s = setup(None).await;
+    let link = s.connections.connect(chat(6), 7).unwrap_or_else(|e| panic!("{e}"));
+    let state = url::Url::parse(&link.url)
+        .ok()
+        .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))
+        .unwrap_or_default();
+    tokio::time::advance(volcanic_google_calendar::FLOW_TTL + std::time::Duration::from_secs(1)).await;
+    let pasted = format!("http://127.0.0.1:53682/volcanic/oauth?state={state}&code=4/0abc");
+    let r = s.connections.finish_paste(&chat(6), 7, &pasted).await;
+    let text = r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(text.contains("expired") && text.contains("/calendar connect"), "{text}");
+    assert!(
+        s.google.requests().iter().all(|r| r.path != "/token"),
+        "no exchange for an expired sign-in"
+    );
+}
+
+#[tokio::test]
+async fn a_token_revoked_before_it_expires_leads_to_one_reconnect_notice() {
+    let s = setup(None).await;
+    s.connect(&chat(9)).await;
+    let told: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
+    let sink = told.clone();
+    s.connections.set_notifier(Arc::new(move |id, text| {
+        sink.lock().unwrap_or_else(|p| p.into_inner()).push((id, text))
+    }));
+    s.google.revoke_all();
+    let tool = CalendarTool::new(s.connections.clone(), chat(9));
+    let r = tool.call(args(json!({"action": "list_calendars"})), "c1", "UTC").await;
+    assert!(matches!(r, Err(CalendarError::NeedsReconnect)), "{r:?}");
+    assert_eq!(told.lock().unwrap_or_else(|p| p.into_inner()).len(), 1);
+    assert!(s.connections.account(&chat(9)).is_some_and(|a| a.needs_reconnect));
+}
