@@ -342,6 +342,11 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         providers.push(resolve_provider(&name, p)?);
     }
     let http = raw.http.unwrap_or_default();
+    if let Some(u) = http.public_url.as_deref().filter(|u| !u.is_empty())
+        && url::Url::parse(u).map_or(true, |p| !matches!(p.scheme(), "http" | "https"))
+    {
+        return Err(invalid("http.public_url", format!("`{u}` is not an http(s) URL")));
+    }
     let google = resolve_google(raw.google.unwrap_or_default())?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
@@ -597,6 +602,7 @@ mod tests {
                 "google.auth_url",
             ),
             ("[google]\nclient_id = \"x\"\nclient_scret = \"y\"", "client_scret"),
+            ("[http]\npublic_url = \"bot.example.org\"", "http.public_url"),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

@@ -3,7 +3,7 @@
 use chrono::{Duration, Utc};
 use chrono_tz::Tz;
 use google_calendar3::api::{
-    Event, EventAttendee, EventReminder, EventReminders, FreeBusyRequest, FreeBusyRequestItem,
+    Event, EventAttendee, EventDateTime, EventReminder, EventReminders, FreeBusyRequest, FreeBusyRequestItem,
 };
 use serde_json::json;
 use volcanic_abstractions::tools::ToolResult;
@@ -294,17 +294,12 @@ async fn update_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Ca
             old.end.as_ref().and_then(|e| e.date_time),
             patch.start.as_ref().and_then(|s| s.date_time),
         ) {
-            patch.end = Some(timed(
-                ns + (oe - os),
-                times::zone(
-                    patch
-                        .start
-                        .as_ref()
-                        .and_then(|s| s.time_zone.as_deref())
-                        .unwrap_or("UTC"),
-                )
-                .unwrap_or(cx.tz),
-            ));
+            let zone = patch.start.as_ref().and_then(|s| s.time_zone.clone());
+            patch.end = Some(EventDateTime {
+                date: None,
+                date_time: Some(ns + (oe - os)),
+                time_zone: zone,
+            });
         }
     }
     let (_, updated) = with_backoff(cx.backoff, EVENTS, || {

@@ -220,7 +220,8 @@ fn list_events(state: &mut State, _: &[&str], query: &HashMap<String, String>, _
                     .to_owned()
             })
             .collect();
-        ids.dedup();
+        let mut seen = std::collections::HashSet::new();
+        ids.retain(|id| seen.insert(id.clone()));
         let calendar = state.events.get(&state.email);
         ids.iter()
             .filter_map(|id| calendar.and_then(|c| c.get(id)).cloned())
