@@ -60,7 +60,7 @@ pub async fn command(host: &Arc<Host>, m: &InMessage, target: Target, args: &str
     let chat = chat_ref(m.chat_id);
     match args.split_whitespace().next().unwrap_or_default() {
         "connect" => {
-            let link = match host.calendar.connect(chat, m.from_id) {
+            let link = match host.calendar.connect(chat, m.from_id, m.thread) {
                 Ok(l) => l,
                 Err(e) => return Some(format!("⚠️ {e}")),
             };
@@ -145,7 +145,7 @@ async fn callback(
         Ok(connected) => {
             let target = Target {
                 chat_id: connected.chat.id,
-                thread: None,
+                thread: connected.topic,
             };
             let _ = host.tg.send_plain(target, &connected.message(), None).await;
             (

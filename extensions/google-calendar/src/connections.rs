@@ -33,6 +33,8 @@ pub struct ConnectLink {
 pub struct Connected {
     /// The chat now connected.
     pub chat: ChatRef,
+    /// The forum topic `/calendar connect` was sent in, where the confirmation belongs.
+    pub topic: Option<i32>,
     /// The account's email, when Google gave one.
     pub email: Option<String>,
     /// Requested scopes the user unticked (short names, e.g. `calendar.freebusy`).
@@ -131,11 +133,12 @@ impl GoogleCalendarConnections {
         self.config.as_ref().ok_or(CalendarError::NotConfigured)
     }
 
-    /// `/calendar connect`: a new sign-in for `chat` by `user_id`.
-    pub fn connect(&self, chat: ChatRef, user_id: i64) -> Result<ConnectLink> {
+    /// `/calendar connect`: a new sign-in for `chat` by `user_id`, sent in `topic` (a forum
+    /// topic's thread id, or `None`).
+    pub fn connect(&self, chat: ChatRef, user_id: i64, topic: Option<i32>) -> Result<ConnectLink> {
         let config = self.config()?;
         let redirect_uri = config.redirect_uri();
-        let (state, verifier) = self.flows.start(chat, user_id, redirect_uri.clone());
+        let (state, verifier) = self.flows.start(chat, user_id, topic, redirect_uri.clone());
         Ok(ConnectLink {
             url: authorization_url(&config.auth_url, &config.client_id, &redirect_uri, &state, &verifier)?,
             paste_back: config.public_url.is_none(),
@@ -192,6 +195,7 @@ impl GoogleCalendarConnections {
         self.store.save(&pending.chat.key, &account)?;
         Ok(Connected {
             chat: pending.chat,
+            topic: pending.topic,
             email,
             missing,
         })

@@ -46,6 +46,8 @@ pub struct ChatRef {
 pub(crate) struct Pending {
     pub(crate) chat: ChatRef,
     pub(crate) user_id: i64,
+    /// Where in the chat to confirm (a forum topic), if not the main thread.
+    pub(crate) topic: Option<i32>,
     pub(crate) verifier: String,
     pub(crate) redirect_uri: String,
     pub(crate) expires: Instant,
@@ -71,7 +73,13 @@ pub fn challenge(verifier: &str) -> String {
 
 impl Flows {
     /// Starts a sign-in; returns its `state` and the verifier. Expired entries are dropped.
-    pub(crate) fn start(&self, chat: ChatRef, user_id: i64, redirect_uri: String) -> (String, String) {
+    pub(crate) fn start(
+        &self,
+        chat: ChatRef,
+        user_id: i64,
+        topic: Option<i32>,
+        redirect_uri: String,
+    ) -> (String, String) {
         let state = random_b64(32);
         // 48 random bytes → 64 base64url characters: within RFC 7636's 43-128.
         let verifier = random_b64(48);
@@ -83,6 +91,7 @@ impl Flows {
             Pending {
                 chat,
                 user_id,
+                topic,
                 verifier: verifier.clone(),
                 redirect_uri,
                 expires: now + FLOW_TTL,
@@ -191,7 +200,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_state_is_single_use_bound_to_its_chat_and_expires() {
         let flows = Flows::default();
-        let (state, verifier) = flows.start(chat(1), 7, "r".into());
+        let (state, verifier) = flows.start(chat(1), 7, None, "r".into());
         assert!((43..=128).contains(&verifier.len()));
         assert!(matches!(
             flows.take(&state, Some((&chat(2), 7))),
@@ -202,14 +211,14 @@ mod tests {
             Err(CalendarError::UnknownState)
         ));
 
-        let (state, _) = flows.start(chat(1), 7, "r".into());
+        let (state, _) = flows.start(chat(1), 7, None, "r".into());
         assert!(flows.take(&state, Some((&chat(1), 7))).is_ok());
         assert!(matches!(
             flows.take(&state, Some((&chat(1), 7))),
             Err(CalendarError::UnknownState)
         ));
 
-        let (state, _) = flows.start(chat(1), 7, "r".into());
+        let (state, _) = flows.start(chat(1), 7, None, "r".into());
         tokio::time::advance(FLOW_TTL + Duration::from_secs(1)).await;
         assert!(matches!(flows.take(&state, None), Err(CalendarError::Expired)));
     }

@@ -13,7 +13,10 @@ use super::{args, chat, setup};
 #[tokio::test]
 async fn paste_back_connects_and_refuses_replays_and_other_chats() {
     let s = setup(None).await;
-    let link = s.connections.connect(chat(1), 7).unwrap_or_else(|e| panic!("{e}"));
+    let link = s
+        .connections
+        .connect(chat(1), 7, None)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(link.paste_back);
     assert!(link.url.contains("code_challenge_method=S256") && link.url.contains("access_type=offline"));
     let location = s.google.consent(&link.url).await.unwrap_or_else(|e| panic!("{e:?}"));
@@ -48,7 +51,10 @@ async fn callback_flow_uses_the_public_url_and_reports_unticked_scopes() {
     let s = setup(Some("https://bot.example.org")).await;
     s.google
         .decline_scope("https://www.googleapis.com/auth/calendar.freebusy");
-    let link = s.connections.connect(chat(5), 9).unwrap_or_else(|e| panic!("{e}"));
+    let link = s
+        .connections
+        .connect(chat(5), 9, Some(77))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(!link.paste_back);
     let location = s.google.consent(&link.url).await.unwrap_or_else(|e| panic!("{e:?}"));
     assert!(
@@ -63,7 +69,7 @@ async fn callback_flow_uses_the_public_url_and_reports_unticked_scopes() {
         .finish_callback(&params)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(connected.chat, chat(5));
+    assert_eq!((connected.chat.clone(), connected.topic), (chat(5), Some(77)));
     assert_eq!(connected.missing, vec!["calendar.freebusy".to_owned()]);
     assert!(connected.message().contains("calendar.freebusy"));
     let again = s.connections.finish_callback(&params).await;
@@ -169,7 +175,10 @@ async fn a_chat_that_is_not_connected_is_told_to_connect() {
 #[tokio::test(start_paused = true)]
 async fn an_expired_sign_in_is_refused() {
     let s = setup(None).await;
-    let link = s.connections.connect(chat(6), 7).unwrap_or_else(|e| panic!("{e}"));
+    let link = s
+        .connections
+        .connect(chat(6), 7, None)
+        .unwrap_or_else(|e| panic!("{e}"));
     let state = url::Url::parse(&link.url)
         .ok()
         .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))

@@ -79,7 +79,7 @@ impl Setup {
     pub async fn connect(&self, chat: &ChatRef) -> Connected {
         let link = self
             .connections
-            .connect(chat.clone(), 7)
+            .connect(chat.clone(), 7, None)
             .unwrap_or_else(|e| panic!("{e}"));
         let location = self.google.consent(&link.url).await.unwrap_or_else(|e| panic!("{e:?}"));
         self.connections
