@@ -120,8 +120,6 @@ struct RawHttp {
     public_url: Option<String>,
 }
 
-// Read by the calendar extension (a later issue); validated for unknown keys now.
-#[allow(dead_code)]
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawGoogle {
@@ -195,6 +193,36 @@ pub struct Config {
     pub http_listen: String,
     /// `[http] public_url`.
     pub public_url: String,
+    /// `[google]`: `None` without a client id and secret (the bot runs; `/calendar connect`
+    /// says what to configure).
+    pub google: Option<GoogleSettings>,
+}
+
+/// `[google]`, resolved: the OAuth client (from the file, else `GOOGLE_CLIENT_ID` /
+/// `GOOGLE_CLIENT_SECRET`) and the endpoints (Google's unless set, e.g. to a test double).
+#[derive(Clone, PartialEq)]
+pub struct GoogleSettings {
+    /// OAuth client id.
+    pub client_id: String,
+    /// OAuth client secret.
+    pub client_secret: String,
+    /// Authorization endpoint.
+    pub auth_url: String,
+    /// Token endpoint.
+    pub token_url: String,
+    /// Revocation endpoint.
+    pub revoke_url: String,
+    /// Calendar API base URL.
+    pub api_base_url: String,
+}
+
+impl std::fmt::Debug for GoogleSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GoogleSettings")
+            .field("client_id", &self.client_id)
+            .field("auth_url", &self.auth_url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The default model.
@@ -314,7 +342,12 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         providers.push(resolve_provider(&name, p)?);
     }
     let http = raw.http.unwrap_or_default();
-    let _google = raw.google.unwrap_or_default();
+    if let Some(u) = http.public_url.as_deref().filter(|u| !u.is_empty())
+        && url::Url::parse(u).map_or(true, |p| !matches!(p.scheme(), "http" | "https"))
+    {
+        return Err(invalid("http.public_url", format!("`{u}` is not an http(s) URL")));
+    }
+    let google = resolve_google(raw.google.unwrap_or_default())?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -338,7 +371,54 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         providers,
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
         public_url: http.public_url.unwrap_or_default(),
+        google,
     })
+}
+
+fn resolve_google(g: RawGoogle) -> Result<Option<GoogleSettings>, ConfigError> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let id = g
+        .client_id
+        .filter(|v| !v.is_empty())
+        .or_else(|| env("GOOGLE_CLIENT_ID"));
+    let secret = g
+        .client_secret
+        .filter(|v| !v.is_empty())
+        .or_else(|| env("GOOGLE_CLIENT_SECRET"));
+    let url = |key: &str, v: Option<String>, default: &str| -> Result<String, ConfigError> {
+        let v = v.unwrap_or_else(|| default.to_owned());
+        match url::Url::parse(&v) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(v),
+            _ => Err(invalid(format!("google.{key}"), format!("`{v}` is not an http(s) URL"))),
+        }
+    };
+    let auth_url = url("auth_url", g.auth_url, volcanic_google_calendar::GOOGLE_AUTH_URL)?;
+    let token_url = url("token_url", g.token_url, volcanic_google_calendar::GOOGLE_TOKEN_URL)?;
+    let revoke_url = url("revoke_url", g.revoke_url, volcanic_google_calendar::GOOGLE_REVOKE_URL)?;
+    let api_base_url = url(
+        "api_base_url",
+        g.api_base_url,
+        volcanic_google_calendar::GOOGLE_API_BASE_URL,
+    )?;
+    match (id, secret) {
+        (Some(client_id), Some(client_secret)) => Ok(Some(GoogleSettings {
+            client_id,
+            client_secret,
+            auth_url,
+            token_url,
+            revoke_url,
+            api_base_url,
+        })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(invalid(
+            "google.client_secret",
+            "missing: set it with client_id (or the environment variable GOOGLE_CLIENT_SECRET)",
+        )),
+        (None, Some(_)) => Err(invalid(
+            "google.client_id",
+            "missing: set it with client_secret (or the environment variable GOOGLE_CLIENT_ID)",
+        )),
+    }
 }
 
 fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, ConfigError> {
@@ -517,6 +597,12 @@ mod tests {
                 "[providers.local]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nmodels = [{ id = \"m\", input = [\"audio\"] }]",
                 "providers.local.models[0].input",
             ),
+            (
+                "[google]\nclient_id = \"x\"\nclient_secret = \"y\"\nauth_url = \"ftp://x\"",
+                "google.auth_url",
+            ),
+            ("[google]\nclient_id = \"x\"\nclient_scret = \"y\"", "client_scret"),
+            ("[http]\npublic_url = \"bot.example.org\"", "http.public_url"),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

@@ -4,9 +4,12 @@
 //!   Completions streaming APIs, recording and checking every request.
 //! - [`bot_api`]: a Telegram Bot API double, strict like Telegram, that teloxide works
 //!   against; tests push updates and observe every call the bot makes.
+//! - [`google`]: Google's OAuth 2.0 endpoints and the Calendar API v3, strict like Google.
 
 pub mod bot_api;
+pub mod google;
 pub mod model_server;
 
 pub use bot_api::{ApiCall, ApiError, BotApiServer, ChatMessage};
+pub use google::GoogleServer;
 pub use model_server::{ModelServer, RecordedRequest, StopReason, Turn};

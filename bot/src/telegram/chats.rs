@@ -69,6 +69,8 @@ pub struct Chats {
     marks: Arc<super::progress_marks::ProgressMarks>,
     scheduler: volcanic_scheduler::JobScheduler,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
+    /// Google Calendar: every chat session gets the `calendar` tool bound to its chat.
+    calendar: std::sync::OnceLock<Arc<volcanic_google_calendar::GoogleCalendarConnections>>,
 }
 
 impl std::fmt::Debug for Chats {
@@ -120,7 +122,13 @@ impl Chats {
             marks,
             scheduler,
             slots: Mutex::new(HashMap::new()),
+            calendar: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives every session created from now on the `calendar` tool of its chat.
+    pub fn bind_calendar(&self, calendar: Arc<volcanic_google_calendar::GoogleCalendarConnections>) {
+        let _ = self.calendar.set(calendar);
     }
 
     /// The settings store.
@@ -175,6 +183,9 @@ impl Chats {
             self.scheduler.clone(),
             super::scheduling::job_target(target),
         ));
+        if let Some(c) = self.calendar.get() {
+            extra_extensions.push(c.extension_factory(super::calendar::chat_ref(target.chat_id)));
+        }
         let session = self
             .factory
             .create(AgentSessionOptions {

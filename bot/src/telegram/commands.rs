@@ -23,6 +23,7 @@ pub fn builtin() -> Vec<BotCommand> {
         ("thinking", "Show or change the thinking level"),
         ("tz", "Show or set the time zone"),
         ("session", "Model, tokens, cost, session file"),
+        ("calendar", "Google Calendar: connect, status, disconnect"),
         ("allow", "Owners: allow a user id"),
         ("deny", "Owners: deny a user id"),
     ]
@@ -92,6 +93,7 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
         }
         "allow" | "deny" => Some(access_command(host, m.from_id, name, args)),
         "tz" => Some(time_zone(host, target, &key, args).await),
+        "calendar" => super::calendar::command(host, m, target, args).await,
         _ => {
             let slot = host.chats.slot(target);
             let session = match host.chats.session(&slot).await {

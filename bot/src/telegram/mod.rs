@@ -8,6 +8,7 @@
 
 mod access;
 mod api;
+mod calendar;
 mod channel;
 mod chats;
 mod commands;
@@ -89,6 +90,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         Some(config.state_dir.clone()),
         workspaces_root.clone(),
     )?;
+    let redactor = volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*processes);
+    let calendar = calendar::connections(&config, redactor, tg.clone())?;
     let delivery = Arc::new(scheduling::TelegramDelivery::default());
     let scheduler = volcanic_scheduler::JobScheduler::new(volcanic_scheduler::SchedulerConfig {
         clock: Arc::new(volcanic_scheduler::SystemClock),
@@ -108,6 +111,10 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         marks: marks.clone(),
         scheduler: scheduler.clone(),
     });
+    // The tool costs every request its definition: sessions get it only when a client is configured.
+    if calendar.is_configured() {
+        chats.bind_calendar(calendar.clone());
+    }
     let host = Arc::new(router::Host {
         config: config.clone(),
         access,
@@ -118,34 +125,42 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         albums: Default::default(),
         bot_id: i64::try_from(me.id.0).unwrap_or_default(),
         bot_username: me.username.clone().unwrap_or_default(),
+        calendar,
     });
     delivery.bind(Arc::downgrade(&host));
 
     let shutdown = CancellationToken::new();
     let client = reqwest::Client::builder().build().context("HTTP client")?;
     let base = format!("{api_url}/bot{token}");
-    let receiver = if config.telegram.mode == "webhook" {
+    let webhook_mode = config.telegram.mode == "webhook";
+    // The HTTP listener runs for webhook mode and whenever there is a public URL (OAuth callbacks).
+    let listening = if webhook_mode || !config.public_url.is_empty() {
         let listener = tokio::net::TcpListener::bind(&config.http_listen)
             .await
             .with_context(|| format!("config key `http.listen`: cannot listen on {}", config.http_listen))?;
-        let secret = webhook::new_secret();
-        webhook::register(&client, &base, &config.public_url, &secret).await?;
-        let app = webhook::routes(host.clone(), secret);
+        let mut app = calendar::routes(host.clone());
+        if webhook_mode {
+            let secret = webhook::new_secret();
+            webhook::register(&client, &base, &config.public_url, &secret).await?;
+            app = app.merge(webhook::routes(host.clone(), secret));
+            tracing::info!(bot = %host.bot_username, listen = %config.http_listen, "webhook receiving");
+        }
         let stop = shutdown.clone();
-        tracing::info!(bot = %host.bot_username, listen = %config.http_listen, "webhook receiving");
-        tokio::spawn(async move {
+        Some(tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(stop.cancelled_owned())
                 .await;
             if let Err(e) = served {
                 tracing::error!("the HTTP listener failed: {e}");
             }
-        })
+        }))
     } else {
-        let polling = tokio::spawn(poller::run(host.clone(), client, base, shutdown.clone()));
-        tracing::info!(bot = %host.bot_username, "polling started");
-        polling
+        None
     };
+    let polling = (!webhook_mode).then(|| {
+        tracing::info!(bot = %host.bot_username, "polling started");
+        tokio::spawn(poller::run(host.clone(), client, base, shutdown.clone()))
+    });
 
     // After polling started: commands, progress messages a crash left, crash recovery, idle
     // eviction.
@@ -203,7 +218,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     tracing::info!("shutting down");
     delivery.shutting_down();
     shutdown.cancel();
-    let _ = receiver.await;
+    for task in [polling, listening].into_iter().flatten() {
+        let _ = task.await;
+    }
     let sessions = host.chats.all_loaded().await;
     let all_idle = async {
         for s in &sessions {

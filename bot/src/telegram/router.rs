@@ -50,6 +50,8 @@ pub struct Host {
     pub bot_id: i64,
     /// The bot's username (without `@`).
     pub bot_username: String,
+    /// Google Calendar connections (`/calendar`, paste-back, callbacks).
+    pub calendar: Arc<volcanic_google_calendar::GoogleCalendarConnections>,
 }
 
 impl std::fmt::Debug for Host {
@@ -113,6 +115,16 @@ impl Host {
                     .send_plain(Self::target(&m), &texts::stranger(m.from_id), None)
                     .await;
             }
+            return;
+        }
+        // A pasted Google sign-in address: taken here, never shown to a session or the model.
+        let pasted = self.strip_mention(&m.text);
+        if super::calendar::is_paste(self, &pasted) {
+            let host = self.clone();
+            tokio::spawn(async move {
+                super::calendar::paste(&host, &m, &pasted).await;
+                host.journal.mark(update_id, Progress::Done);
+            });
             return;
         }
         let m = if m.is_group() && m.media_group_id.is_some() {

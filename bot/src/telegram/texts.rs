@@ -20,6 +20,7 @@ read and write files, and answer questions. Just write to me.\n\n\
 /thinking [level] - off, minimal, low, medium, high, xhigh\n\
 /tz [zone] - show or set the time zone (IANA, e.g. Europe/Berlin)\n\
 /session - model, tokens, cost, session file\n\
+/calendar connect|status|disconnect - Google Calendar of this chat\n\
 /compact - summarise the conversation so far\n\
 /allow ID, /deny ID - owners: let a user in or out";
 

@@ -5,6 +5,7 @@ mod console;
 mod scheduler;
 mod support;
 mod telegram;
+mod telegram_calendar;
 mod telegram_compact;
 mod telegram_media;
 mod telegram_more;

@@ -1,0 +1,372 @@
+//! What each `calendar` action does against the API (google-calendar3 calls with backoff).
+
+use chrono::{Duration, Utc};
+use chrono_tz::Tz;
+use google_calendar3::api::{
+    Event, EventAttendee, EventDateTime, EventReminder, EventReminders, FreeBusyRequest, FreeBusyRequestItem,
+};
+use serde_json::json;
+use volcanic_abstractions::tools::ToolResult;
+
+use crate::api::{Hub, Needs, hub, with_backoff};
+use crate::error::CalendarError;
+use crate::event_id::event_id;
+use crate::times::{self, all_day, show, show_span, timed};
+use crate::tool::{Action, CalendarArgs, CalendarTool};
+
+const EVENTS: Needs = Needs {
+    scope: "calendar.events",
+    what: "read or change events",
+};
+
+fn invalid(m: &str) -> CalendarError {
+    CalendarError::Invalid(m.to_owned())
+}
+
+/// Runs one call of the tool for its chat. A 401 (token revoked before it expired) drops the
+/// access token and runs the call once more, through a refresh (creates are idempotent).
+pub(crate) async fn run(
+    tool: &CalendarTool,
+    args: CalendarArgs,
+    tool_call_id: &str,
+    chat_zone: &str,
+) -> Result<ToolResult, CalendarError> {
+    match run_once(tool, args.clone(), tool_call_id, chat_zone).await {
+        Err(CalendarError::Unauthorized) => {
+            tool.connections.expire_access(&tool.chat)?;
+            run_once(tool, args, tool_call_id, chat_zone).await
+        }
+        other => other,
+    }
+}
+
+async fn run_once(
+    tool: &CalendarTool,
+    args: CalendarArgs,
+    tool_call_id: &str,
+    chat_zone: &str,
+) -> Result<ToolResult, CalendarError> {
+    let connections = &tool.connections;
+    let config = connections.config()?;
+    let (token, _scopes) = connections.access_token(&tool.chat).await?;
+    let hub = hub(&connections.connector, &config.api_base_url, token);
+    let chat_tz = times::zone(chat_zone).unwrap_or(Tz::UTC);
+    let cx = Cx {
+        hub: &hub,
+        backoff: config.backoff,
+        calendar: args.calendar.clone().unwrap_or_else(|| "primary".into()),
+        tz: chat_tz,
+    };
+    match args.action {
+        Action::ListCalendars => list_calendars(&cx).await,
+        Action::ListEvents => list_events(&cx, &args).await,
+        Action::CreateEvent => create_event(&cx, &args, &event_id(&tool.chat.key, tool_call_id)).await,
+        Action::UpdateEvent => update_event(&cx, &args).await,
+        Action::DeleteEvent => delete_event(&cx, &args).await,
+        Action::FreeBusy => free_busy(&cx, &args).await,
+    }
+}
+
+/// What every action needs.
+struct Cx<'a> {
+    hub: &'a Hub,
+    backoff: std::time::Duration,
+    calendar: String,
+    tz: Tz,
+}
+
+async fn list_calendars(cx: &Cx<'_>) -> Result<ToolResult, CalendarError> {
+    let needs = Needs {
+        scope: "calendar.calendarlist.readonly",
+        what: "list calendars",
+    };
+    let (_, list) = with_backoff(cx.backoff, needs, || cx.hub.calendar_list().list().doit()).await?;
+    let items = list.items.unwrap_or_default();
+    let lines: Vec<String> = items
+        .iter()
+        .map(|c| {
+            format!(
+                "- {} — {}{} (zone {}, {})",
+                c.id.as_deref().unwrap_or("?"),
+                c.summary.as_deref().unwrap_or(""),
+                if c.primary == Some(true) { ", primary" } else { "" },
+                c.time_zone.as_deref().unwrap_or("?"),
+                c.access_role.as_deref().unwrap_or("?"),
+            )
+        })
+        .collect();
+    let ids: Vec<&str> = items.iter().filter_map(|c| c.id.as_deref()).collect();
+    Ok(ToolResult::text(format!("Calendars:\n{}", lines.join("\n"))).with_details(json!({"calendars": ids})))
+}
+
+fn window(cx: &Cx<'_>, args: &CalendarArgs) -> Result<(chrono::DateTime<Utc>, chrono::DateTime<Utc>), CalendarError> {
+    let from = match &args.from {
+        Some(f) => times::instant(f, cx.tz)?,
+        None => Utc::now(),
+    };
+    let to = match &args.to {
+        Some(t) => times::instant(t, cx.tz)?,
+        None => from + Duration::days(7),
+    };
+    if to <= from {
+        return Err(invalid("`to` must be after `from`"));
+    }
+    Ok((from, to))
+}
+
+fn describe(e: &Event, tz: Tz) -> String {
+    let mut line = format!(
+        "- {} {} [id: {}]",
+        show_span(e.start.as_ref(), e.end.as_ref(), tz),
+        e.summary.as_deref().unwrap_or("(no title)"),
+        e.id.as_deref().unwrap_or("?")
+    );
+    if let Some(l) = &e.location {
+        line.push_str(&format!(" at {l}"));
+    }
+    if let Some(r) = &e.recurring_event_id {
+        line.push_str(&format!(" (occurrence of series {r})"));
+    }
+    line
+}
+
+async fn list_events(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, CalendarError> {
+    let (from, to) = window(cx, args)?;
+    let (_, events) = with_backoff(cx.backoff, EVENTS, || {
+        let mut call = cx
+            .hub
+            .events()
+            .list(&cx.calendar)
+            .time_min(from)
+            .time_max(to)
+            .single_events(true)
+            .order_by("startTime")
+            .max_results(250);
+        if let Some(q) = &args.query {
+            call = call.q(q);
+        }
+        call.doit()
+    })
+    .await?;
+    let items = events.items.unwrap_or_default();
+    let head = format!(
+        "Events from {} to {} (times in {}):",
+        show(from, cx.tz),
+        show(to, cx.tz),
+        cx.tz.name()
+    );
+    let body: Vec<String> = items.iter().map(|e| describe(e, cx.tz)).collect();
+    let text = if body.is_empty() {
+        format!("{head}\n(none)")
+    } else {
+        format!("{head}\n{}", body.join("\n"))
+    };
+    let ids: Vec<&str> = items.iter().filter_map(|e| e.id.as_deref()).collect();
+    Ok(ToolResult::text(text).with_details(json!({"event_ids": ids})))
+}
+
+/// The event fields given in `args` (start/end only when `start` is given).
+fn event_from(args: &CalendarArgs, tz_default: Tz) -> Result<Event, CalendarError> {
+    let tz = match &args.time_zone {
+        Some(z) => times::zone(z)?,
+        None => tz_default,
+    };
+    let mut e = Event {
+        summary: args.summary.clone(),
+        description: args.description.clone(),
+        location: args.location.clone(),
+        ..Event::default()
+    };
+    if let Some(start) = &args.start {
+        if args.all_day == Some(true) {
+            let first = times::date(start)?;
+            let last = args.end.as_deref().map(times::date).transpose()?.unwrap_or(first);
+            if last < first {
+                return Err(invalid("`end` (the last day) is before `start`"));
+            }
+            // Google's all-day end date is exclusive: the day after the last day.
+            e.start = Some(all_day(first));
+            e.end = Some(all_day(last + Duration::days(1)));
+        } else {
+            let s = times::instant(start, tz)?;
+            let end = match (&args.end, &args.duration) {
+                (Some(end), _) => times::instant(end, tz)?,
+                (None, Some(d)) => s + times::duration(d)?,
+                (None, None) => s + Duration::hours(1),
+            };
+            if end <= s {
+                return Err(invalid("the event must end after it starts"));
+            }
+            // Every timed end carries the zone: Google requires one for recurring events.
+            e.start = Some(timed(s, tz));
+            e.end = Some(timed(end, tz));
+        }
+    }
+    if let Some(a) = &args.attendees {
+        e.attendees = Some(
+            a.iter()
+                .map(|m| EventAttendee {
+                    email: Some(m.clone()),
+                    ..EventAttendee::default()
+                })
+                .collect(),
+        );
+    }
+    if let Some(r) = &args.recurrence {
+        e.recurrence = Some(
+            r.iter()
+                .map(|l| {
+                    let l = l.trim();
+                    if l.contains(':') {
+                        l.to_owned()
+                    } else {
+                        format!("RRULE:{l}")
+                    }
+                })
+                .collect(),
+        );
+    }
+    if let Some(m) = &args.reminders {
+        e.reminders = Some(EventReminders {
+            use_default: Some(false),
+            overrides: Some(
+                m.iter()
+                    .map(|min| EventReminder {
+                        method: Some("popup".into()),
+                        minutes: i32::try_from(*min).ok(),
+                    })
+                    .collect(),
+            ),
+        });
+    }
+    Ok(e)
+}
+
+async fn create_event(cx: &Cx<'_>, args: &CalendarArgs, id: &str) -> Result<ToolResult, CalendarError> {
+    if args.summary.is_none() || args.start.is_none() {
+        return Err(invalid("create_event needs `summary` and `start`"));
+    }
+    let mut event = event_from(args, cx.tz)?;
+    event.id = Some(id.to_owned());
+    let created = match with_backoff(cx.backoff, EVENTS, || {
+        cx.hub.events().insert(event.clone(), &cx.calendar).doit()
+    })
+    .await
+    {
+        Ok((_, e)) => e,
+        Err(CalendarError::Api { status: 409, .. }) => {
+            // A retry of this very call: success only if the stored event is this one.
+            let (_, existing) =
+                with_backoff(cx.backoff, EVENTS, || cx.hub.events().get(&cx.calendar, id).doit()).await?;
+            let same = existing.summary == event.summary
+                && existing.start.as_ref().map(|s| (s.date, s.date_time))
+                    == event.start.as_ref().map(|s| (s.date, s.date_time))
+                && existing.status.as_deref() != Some("cancelled");
+            if !same {
+                return Err(CalendarError::Api {
+                    status: 409,
+                    reason: "duplicate".into(),
+                    message: format!("an event with id {id} already exists and differs from this one"),
+                });
+            }
+            existing
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(ToolResult::text(format!(
+        "Created: {}",
+        describe(&created, cx.tz).trim_start_matches("- ")
+    ))
+    .with_details(json!({"event_id": created.id, "html_link": created.html_link})))
+}
+
+async fn update_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, CalendarError> {
+    let id = args
+        .event_id
+        .as_deref()
+        .ok_or_else(|| invalid("update_event needs `event_id`"))?;
+    let mut patch = event_from(args, cx.tz)?;
+    if args.start.is_some() && args.end.is_none() && args.duration.is_none() && args.all_day != Some(true) {
+        // Keep the event's length when only the start moves.
+        let (_, old) = with_backoff(cx.backoff, EVENTS, || cx.hub.events().get(&cx.calendar, id).doit()).await?;
+        if let (Some(os), Some(oe), Some(ns)) = (
+            old.start.as_ref().and_then(|s| s.date_time),
+            old.end.as_ref().and_then(|e| e.date_time),
+            patch.start.as_ref().and_then(|s| s.date_time),
+        ) {
+            let zone = patch.start.as_ref().and_then(|s| s.time_zone.clone());
+            patch.end = Some(EventDateTime {
+                date: None,
+                date_time: Some(ns + (oe - os)),
+                time_zone: zone,
+            });
+        }
+    }
+    let (_, updated) = with_backoff(cx.backoff, EVENTS, || {
+        cx.hub.events().patch(patch.clone(), &cx.calendar, id).doit()
+    })
+    .await?;
+    Ok(ToolResult::text(format!(
+        "Updated: {}",
+        describe(&updated, cx.tz).trim_start_matches("- ")
+    ))
+    .with_details(json!({"event_id": updated.id})))
+}
+
+async fn delete_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, CalendarError> {
+    let given = args
+        .event_id
+        .as_deref()
+        .ok_or_else(|| invalid("delete_event needs `event_id`"))?;
+    let id = match (args.series == Some(true), given.rsplit_once('_')) {
+        (true, Some((series, _))) => series,
+        _ => given,
+    };
+    with_backoff(cx.backoff, EVENTS, || cx.hub.events().delete(&cx.calendar, id).doit()).await?;
+    let what = if id != given || args.series == Some(true) {
+        "the series"
+    } else {
+        "the event"
+    };
+    Ok(ToolResult::text(format!("Deleted {what} {id}.")).with_details(json!({"deleted": id})))
+}
+
+async fn free_busy(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, CalendarError> {
+    let (from, to) = window(cx, args)?;
+    let request = FreeBusyRequest {
+        time_min: Some(from),
+        time_max: Some(to),
+        time_zone: Some(cx.tz.name().to_owned()),
+        items: Some(vec![FreeBusyRequestItem {
+            id: Some(cx.calendar.clone()),
+        }]),
+        ..FreeBusyRequest::default()
+    };
+    let needs = Needs {
+        scope: "calendar.freebusy",
+        what: "read free/busy times",
+    };
+    let (_, answer) = with_backoff(cx.backoff, needs, || cx.hub.freebusy().query(request.clone()).doit()).await?;
+    let busy = answer
+        .calendars
+        .unwrap_or_default()
+        .remove(&cx.calendar)
+        .and_then(|c| c.busy)
+        .unwrap_or_default();
+    let lines: Vec<String> = busy
+        .iter()
+        .filter_map(|p| Some(format!("- {} – {}", show(p.start?, cx.tz), show(p.end?, cx.tz))))
+        .collect();
+    let text = format!(
+        "Busy from {} to {} (times in {}):\n{}",
+        show(from, cx.tz),
+        show(to, cx.tz),
+        cx.tz.name(),
+        if lines.is_empty() {
+            "(free the whole time)".to_owned()
+        } else {
+            lines.join("\n")
+        }
+    );
+    Ok(ToolResult::text(text).with_details(json!({"busy": busy.len()})))
+}

@@ -1,0 +1,3 @@
+//! Integration tests of volcanic-google-calendar against the testkit's Google double.
+
+mod suite;

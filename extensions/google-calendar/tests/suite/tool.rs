@@ -1,0 +1,198 @@
+//! The `calendar` tool against the double: zones, all-day and recurring events, idempotent
+//! creates, backoff.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use volcanic_google_calendar::{CalendarTool, event_id};
+
+use super::{args, chat, setup};
+
+#[tokio::test]
+async fn events_are_created_and_listed_in_the_chats_zone() {
+    let s = setup(None).await;
+    s.google.set_time_zone("Asia/Tokyo");
+    s.connect(&chat(1)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(1));
+    let created = tool
+        .call(
+            args(
+                json!({"action": "create_event", "summary": "Dentist", "start": "2030-01-07 09:00", "duration": "45m"}),
+            ),
+            "call-1",
+            "Asia/Tokyo",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        created.text_content().contains("2030-01-07 09:00 – 09:45 Dentist"),
+        "{}",
+        created.text_content()
+    );
+    let stored = s.google.events();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0]["id"], json!(event_id("1", "call-1")));
+    assert_eq!(stored[0]["start"]["dateTime"], json!("2030-01-07T00:00:00Z"));
+    assert_eq!(stored[0]["start"]["timeZone"], json!("Asia/Tokyo"));
+
+    let listed = tool
+        .call(
+            args(json!({"action": "list_events", "from": "2030-01-07 00:00", "to": "2030-01-08 00:00"})),
+            "call-2",
+            "Asia/Tokyo",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = listed.text_content();
+    assert!(
+        text.contains("(times in Asia/Tokyo)") && text.contains("2030-01-07 09:00 – 09:45 Dentist"),
+        "{text}"
+    );
+    let list = s
+        .google
+        .requests()
+        .into_iter()
+        .rfind(|r| r.method == "GET" && r.path.ends_with("/events"));
+    let query = list.map(|r| r.query).unwrap_or_default();
+    assert!(
+        query.contains("singleEvents=true") && query.contains("orderBy=startTime") && query.contains("timeMin="),
+        "{query}"
+    );
+}
+
+#[tokio::test]
+async fn a_retried_create_does_not_duplicate() {
+    let s = setup(None).await;
+    s.connect(&chat(1)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(1));
+    let call = json!({"action": "create_event", "summary": "Call", "start": "2030-02-01T10:00:00Z"});
+    assert!(tool.call(args(call.clone()), "same-id", "UTC").await.is_ok());
+    let again = tool
+        .call(args(call), "same-id", "UTC")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(again.text_content().starts_with("Created"));
+    assert_eq!(s.google.events().len(), 1);
+    let other = json!({"action": "create_event", "summary": "Something else", "start": "2030-02-01T10:00:00Z"});
+    let clash = tool.call(args(other), "same-id", "UTC").await;
+    assert!(clash.is_err(), "a 409 for a different event is not success");
+}
+
+#[tokio::test]
+async fn all_day_and_weekly_events() {
+    let s = setup(None).await;
+    s.google.set_time_zone("Asia/Tokyo");
+    s.connect(&chat(2)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(2));
+    let all_day = json!({"action": "create_event", "summary": "Trip", "start": "2030-03-10", "end": "2030-03-12", "all_day": true});
+    let r = tool
+        .call(args(all_day), "a1", "Asia/Tokyo")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        r.text_content().contains("2030-03-10 – 2030-03-12 (all day) Trip"),
+        "{}",
+        r.text_content()
+    );
+    let trip = s
+        .google
+        .events()
+        .into_iter()
+        .find(|e| e["summary"] == "Trip")
+        .unwrap_or_default();
+    assert_eq!(
+        (trip["start"]["date"].clone(), trip["end"]["date"].clone()),
+        (json!("2030-03-10"), json!("2030-03-13"))
+    );
+
+    let weekly = json!({"action": "create_event", "summary": "Standup", "start": "2030-03-04 09:00", "duration": "15m",
+        "recurrence": ["RRULE:FREQ=WEEKLY;COUNT=3"], "reminders": [10]});
+    tool.call(args(weekly), "w1", "Asia/Tokyo")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let list = json!({"action": "list_events", "from": "2030-03-01", "to": "2030-04-01", "query": "standup"});
+    let text = tool
+        .call(args(list.clone()), "l1", "Asia/Tokyo")
+        .await
+        .map(|r| r.text_content())
+        .unwrap_or_default();
+    let days: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("Standup"))
+        .map(|l| &l[2..18])
+        .collect();
+    assert_eq!(
+        days,
+        ["2030-03-04 09:00", "2030-03-11 09:00", "2030-03-18 09:00"],
+        "{text}"
+    );
+
+    let series = event_id("2", "w1");
+    let one = format!("{series}_20300311T000000Z");
+    tool.call(
+        args(json!({"action": "delete_event", "event_id": one})),
+        "d1",
+        "Asia/Tokyo",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let text = tool
+        .call(args(list.clone()), "l2", "Asia/Tokyo")
+        .await
+        .map(|r| r.text_content())
+        .unwrap_or_default();
+    assert_eq!(text.lines().filter(|l| l.contains("Standup")).count(), 2, "{text}");
+    let first = format!("{series}_20300304T000000Z");
+    tool.call(
+        args(json!({"action": "delete_event", "event_id": first, "series": true})),
+        "d2",
+        "Asia/Tokyo",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let text = tool
+        .call(args(list), "l3", "Asia/Tokyo")
+        .await
+        .map(|r| r.text_content())
+        .unwrap_or_default();
+    assert_eq!(text.lines().filter(|l| l.contains("Standup")).count(), 0, "{text}");
+}
+
+#[tokio::test]
+async fn updates_patch_and_free_busy_and_rate_limits_back_off() {
+    let s = setup(None).await;
+    s.connect(&chat(3)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(3));
+    let create = json!({"action": "create_event", "summary": "Review", "start": "2030-05-02T13:00:00+02:00", "end": "2030-05-02T14:00:00+02:00"});
+    tool.call(args(create), "c1", "Europe/Berlin")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let id = event_id("3", "c1");
+    s.google.fail_next(429, "rateLimitExceeded");
+    s.google.fail_next(403, "userRateLimitExceeded");
+    let update = json!({"action": "update_event", "event_id": id, "start": "2030-05-02 15:00", "location": "Room 4"});
+    let r = tool
+        .call(args(update), "u1", "Europe/Berlin")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        r.text_content().contains("2030-05-02 15:00 – 16:00 Review"),
+        "{}",
+        r.text_content()
+    );
+    let patch = s
+        .google
+        .requests()
+        .into_iter()
+        .rfind(|r| r.method == "PATCH")
+        .map(|r| r.body)
+        .unwrap_or_default();
+    assert!(patch.contains("Room 4") && !patch.contains("null"), "{patch}");
+
+    let busy = json!({"action": "free_busy", "from": "2030-05-02 00:00", "to": "2030-05-03 00:00"});
+    let text = tool
+        .call(args(busy), "f1", "Europe/Berlin")
+        .await
+        .map(|r| r.text_content())
+        .unwrap_or_default();
+    assert!(text.contains("- 2030-05-02 15:00 – 2030-05-02 16:00"), "{text}");
+}
