@@ -98,6 +98,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         delivery: delivery.clone(),
         processes,
         workspaces_root: workspaces_root.unwrap_or_else(|| config.workspaces_dir.clone()),
+        chat_of_workspace: Some(Arc::new(scheduling::chat_of_workspace)),
     });
     let pending = Arc::new(ui::Pending::default());
     let marks = Arc::new(progress_marks::ProgressMarks::new(&config.state_dir));

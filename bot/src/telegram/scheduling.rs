@@ -48,6 +48,16 @@ pub fn target(t: JobTarget) -> Target {
     }
 }
 
+/// The chat a workspace folder belongs to: the folder name is the chat key (`123` for a private
+/// chat, `g123` for the group -123; see `chats::chat_key`).
+pub fn chat_of_workspace(path: &std::path::Path) -> Option<i64> {
+    let name = path.file_name()?.to_str()?;
+    match name.strip_prefix('g') {
+        Some(group) => group.parse::<i64>().ok().map(|id| -id),
+        None => name.parse().ok(),
+    }
+}
+
 /// The job target of a chat.
 pub fn job_target(t: Target) -> JobTarget {
     JobTarget {
@@ -66,6 +76,9 @@ impl JobDelivery for TelegramDelivery {
             .session(&slot)
             .await
             .map_err(|e| DeliveryError(format!("cannot open the chat's session: {e:#}")))?;
+        // Queued behind a run in progress: failures of that run's answer are not ours.
+        session.wait_for_idle().await;
+        slot.output.flush().await;
         let failed_before = slot.output.failed_sends();
         let heading = run.prompt.lines().next().unwrap_or_default().to_owned();
         let input = PromptInput {
@@ -127,5 +140,19 @@ fn outcome(messages: &[Message], heading: &str, shutting_down: bool) -> Result<(
         Some(_) => Ok(()),
         None if shutting_down => Err(DeliveryError("cut off by the bot's shutdown".into())),
         None => Err(DeliveryError("the run ended without an answer".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_folders_map_back_to_their_chats() {
+        for id in [12345_i64, -4567, -1_001_234_567_890] {
+            let key = super::super::chats::chat_key(id);
+            assert_eq!(chat_of_workspace(std::path::Path::new(&format!("/w/{key}"))), Some(id));
+        }
+        assert_eq!(chat_of_workspace(std::path::Path::new("/w/notes")), None);
     }
 }

@@ -217,6 +217,7 @@ async fn main() {
         delivery: lateness.clone(),
         processes: Arc::new(NoProcesses),
         workspaces_root: root.clone(),
+        chat_of_workspace: Some(Arc::new(|p: &std::path::Path| p.file_name()?.to_str()?.parse().ok())),
     });
     let load_start = std::time::Instant::now();
     let report = scheduler.load_all().await;

@@ -24,14 +24,17 @@ impl Clock for SystemClock {
     }
 
     async fn sleep_until(&self, deadline: DateTime<Utc>) {
-        // Re-checks after waking: the wall clock may have been set back while we slept.
+        // tokio's timer runs on the monotonic clock, which stands still while the machine is
+        // suspended and ignores wall-clock changes: sleep in steps of at most a minute and
+        // re-check the wall clock (one wake-up a minute when idle).
+        const STEP: std::time::Duration = std::time::Duration::from_secs(60);
         loop {
             let left = deadline - Utc::now();
             let Ok(left) = left.to_std() else { return };
             if left.is_zero() {
                 return;
             }
-            tokio::time::sleep(left).await;
+            tokio::time::sleep(left.min(STEP)).await;
         }
     }
 }

@@ -55,7 +55,13 @@ pub struct SchedulerConfig {
     pub processes: Arc<dyn ProcessSpawnPolicy>,
     /// Folder whose sub-folders are workspaces (scanned by [`JobScheduler::load_all`]).
     pub workspaces_root: PathBuf,
+    /// The chat a workspace folder belongs to. Loaded jobs are bound to it (a hand-edited or
+    /// planted file cannot aim a job at another chat; a migrated group's jobs follow it).
+    pub chat_of_workspace: Option<ChatOfWorkspace>,
 }
+
+/// Maps a workspace folder to its chat id (`None`: unknown, jobs keep their target).
+pub type ChatOfWorkspace = Arc<dyn Fn(&Path) -> Option<i64> + Send + Sync>;
 
 /// Errors of the scheduler's actions; the text is shown to the model or user.
 #[derive(Debug, thiserror::Error)]
@@ -269,7 +275,13 @@ impl JobScheduler {
                 biased;
                 () = shutdown.cancelled() => return,
                 () = self.inner.wake.notified() => {}
-                () = sleep => self.fire_due(),
+                () = sleep => {
+                    // A bug in one job's arithmetic must not stop every chat's schedule.
+                    let fired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.fire_due()));
+                    if fired.is_err() {
+                        tracing::error!("the scheduler's timer caught a panic; jobs due now may be late");
+                    }
+                }
             }
         }
     }
@@ -344,10 +356,11 @@ impl JobScheduler {
         let mut notes = Vec::new();
         {
             let mut st = self.state();
-            if let Some(entry) = st.entry_mut(key) {
+            // The job may have been removed meanwhile (and its table slot reused).
+            if let Some(entry) = st.entry_mut(key).filter(|e| e.job.id == job.id) {
                 entry.active = false;
                 if let Some(compiled) = compile(entry) {
-                    slots::finish(&mut entry.job, &compiled, outcome, now, &mut notes);
+                    slots::finish(&mut entry.job, &compiled, slot, outcome, now, &mut notes);
                 }
                 st.touch(key.ws);
                 st.retime(key);
@@ -370,7 +383,9 @@ impl JobScheduler {
                 timeout_secs,
                 text,
             } => {
-                let timeout = std::time::Duration::from_secs((*timeout_secs).max(1));
+                // Clamped: the file may have been edited.
+                let secs = (*timeout_secs).clamp(1, crate::tool::MAX_WATCHER_TIMEOUT_SECS);
+                let timeout = std::time::Duration::from_secs(secs);
                 match watcher::run(&*self.inner.config.processes, ws, script, zone, timeout).await {
                     WatchResult::Failed(error) => return Outcome::Failed { error, delivery: None },
                     WatchResult::Output(out) if out.trim().is_empty() => {

@@ -24,9 +24,10 @@ pub fn heading(job: &Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) -
 /// A watcher's output as the agent's prompt.
 pub fn watcher_prompt(heading: &str, script: &str, instructions: Option<&str>, output: &str) -> String {
     let instructions = instructions.map_or(String::new(), |t| format!("\n{t}"));
+    // The output cannot close its own block.
+    let output = output.trim_end().replace("</watcher_output>", "&lt;/watcher_output>");
     format!(
-        "{heading}\nThe watcher script `{script}` printed something; tell the user what it means.{instructions}\n<watcher_output>\n{}\n</watcher_output>",
-        output.trim_end()
+        "{heading}\nThe watcher script `{script}` printed something; tell the user what it means.{instructions}\n<watcher_output>\n{output}\n</watcher_output>"
     )
 }
 
@@ -36,12 +37,10 @@ pub fn describe(spec: &ScheduleSpec) -> String {
         ScheduleSpec::Cron { expr, time_zone } => format!("cron `{expr}` ({time_zone})"),
         ScheduleSpec::At { at, time_zone } => format!("once at {}", local(*at, parse_tz(time_zone))),
         ScheduleSpec::Every { every_secs, .. } => {
-            format!(
-                "every {}",
-                human(chrono::Duration::seconds(
-                    i64::try_from(*every_secs).unwrap_or(i64::MAX / 1000)
-                ))
-            )
+            // Capped: a hand-edited file may hold any number (`Duration::seconds` panics past
+            // its range).
+            let secs = i64::try_from(*every_secs).unwrap_or(i64::MAX).min(100 * 366 * 86_400);
+            format!("every {}", human(chrono::Duration::seconds(secs)))
         }
     }
 }

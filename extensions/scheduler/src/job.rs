@@ -160,6 +160,27 @@ impl Job {
         self.last_run = Some(Box::new(record));
     }
 
+    /// Files `record` in the history without touching the newest run (a slot skipped while that
+    /// run still goes).
+    pub fn record_aside(&mut self, record: RunRecord) {
+        self.history.push(record);
+        if self.history.len() > HISTORY_LEN {
+            let extra = self.history.len() - HISTORY_LEN;
+            self.history.drain(..extra);
+        }
+    }
+
+    /// The record of the attempt of `slot` that is going (the newest run, or one in the history).
+    pub fn running_record(&mut self, slot: DateTime<Utc>) -> Option<&mut RunRecord> {
+        if self.last_run.as_ref().is_some_and(|r| r.slot == slot) {
+            return self.last_run.as_deref_mut();
+        }
+        self.history
+            .iter_mut()
+            .rev()
+            .find(|r| r.slot == slot && r.status == RunStatus::Running)
+    }
+
     /// Whether a run of this job is recorded as going.
     pub fn is_running(&self) -> bool {
         self.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Running)

@@ -16,9 +16,12 @@ pub const MAX_CONSECUTIVE_FAILURES: u32 = 10;
 /// Attempts a one-shot gets (1 + the five backoff steps).
 pub const ONE_SHOT_ATTEMPTS: u32 = 1 + BACKOFF_SECS.len() as u32;
 
-/// Slots counted when catching up after a long downtime (an every-30-seconds job over a
-/// month); beyond it the count is a lower bound.
-const MAX_COUNTED_SLOTS: u64 = 100_000;
+/// Slots counted when catching up after a downtime (under the state lock); beyond it the
+/// missed count is a lower bound. The newest missed slot is found directly.
+const MAX_COUNTED_SLOTS: u64 = 1_000;
+
+/// Errors quoted in a note to the chat, characters.
+const NOTE_ERROR_CHARS: usize = 500;
 
 /// A run lateness the chat is told about (a late run says how late it is).
 const TELL_LATE_AFTER: Duration = Duration::seconds(60);
@@ -80,9 +83,11 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
             }
         }
         let (count, newest) = count_slots(compiled, first, now);
-        job.next_run = compiled.next_after(now);
+        // Never two slots within the minimum period, whatever the file says (it can be edited).
+        let floor = newest + Duration::seconds(crate::timing::MIN_PERIOD_SECS) - Duration::milliseconds(1);
+        job.next_run = compiled.next_after(now.max(floor));
         if active {
-            job.push_run(RunRecord {
+            job.record_aside(RunRecord {
                 slot: newest,
                 started: None,
                 finished: Some(now),
@@ -157,10 +162,20 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
     Due::Nothing
 }
 
-/// `run_now`: an extra run outside the schedule (slot = now); the schedule does not move.
-pub fn run_now(job: &mut Job, now: DateTime<Utc>) {
-    job.retry_at = None;
+/// `run_now`: an extra run outside the schedule (slot = now; the schedule does not move), or,
+/// while a failed slot waits for its retry, that retry now. Returns the slot.
+pub fn run_now(job: &mut Job, now: DateTime<Utc>) -> DateTime<Utc> {
+    if job.retry_at.take().is_some()
+        && let Some(run) = job.last_run.as_mut()
+    {
+        run.status = RunStatus::Running;
+        run.attempts += 1;
+        run.started = Some(now);
+        run.finished = None;
+        return run.slot;
+    }
     start(job, now, now);
+    now
 }
 
 fn start(job: &mut Job, slot: DateTime<Utc>, now: DateTime<Utc>) {
@@ -175,9 +190,17 @@ fn start(job: &mut Job, slot: DateTime<Utc>, now: DateTime<Utc>) {
     });
 }
 
-/// A run ended at `now` with `outcome`.
-pub fn finish(job: &mut Job, compiled: &Compiled, outcome: Outcome, now: DateTime<Utc>, notes: &mut Vec<String>) {
-    let Some(run) = job.last_run.as_mut() else { return };
+/// The run of `slot` ended at `now` with `outcome`.
+pub fn finish(
+    job: &mut Job,
+    compiled: &Compiled,
+    slot: DateTime<Utc>,
+    outcome: Outcome,
+    now: DateTime<Utc>,
+    notes: &mut Vec<String>,
+) {
+    let newest = job.last_run.as_ref().is_some_and(|r| r.slot == slot);
+    let Some(run) = job.running_record(slot) else { return };
     run.finished = Some(now);
     match outcome {
         Outcome::Ok { delivery } => {
@@ -186,7 +209,8 @@ pub fn finish(job: &mut Job, compiled: &Compiled, outcome: Outcome, now: DateTim
             run.delivery = Some(delivery);
             job.consecutive_failures = 0;
             job.retry_at = None;
-            if !compiled.is_recurring() {
+            // A one-shot is done when its own slot ran (not an extra `run_now`).
+            if matches!(compiled, Compiled::At(at) if *at == slot) {
                 job.enabled = false;
             }
         }
@@ -194,6 +218,10 @@ pub fn finish(job: &mut Job, compiled: &Compiled, outcome: Outcome, now: DateTim
             run.status = RunStatus::Error;
             run.error = Some(error);
             run.delivery = delivery;
+            if !newest {
+                // An older attempt (its slot was left behind): recorded, not retried.
+                return;
+            }
             let attempts = run.attempts.max(1);
             let step = usize::try_from(attempts - 1)
                 .unwrap_or(usize::MAX)
@@ -217,17 +245,17 @@ pub fn finish(job: &mut Job, compiled: &Compiled, outcome: Outcome, now: DateTim
 /// A slot failed for good (its retries ran out or the next slot came).
 fn slot_failed(job: &mut Job, notes: &mut Vec<String>) {
     job.consecutive_failures += 1;
-    let error = job
-        .last_run
-        .as_ref()
-        .and_then(|r| r.error.clone())
-        .unwrap_or_else(|| "unknown error".into());
+    let error = job.last_run.as_ref().and_then(|r| r.error.as_deref()).map_or_else(
+        || "unknown error".into(),
+        |e| crate::envelope::clip(e, NOTE_ERROR_CHARS),
+    );
+    let attempts = job.last_run.as_ref().map_or(1, |r| r.attempts);
     let one_shot = job.next_run.is_none() && matches!(job.schedule, crate::job::ScheduleSpec::At { .. });
     if one_shot {
         job.enabled = false;
         notes.push(format!(
-            "⚠️ Job `{}` failed after {} attempts and will not run again. Last error: {error}",
-            job.id, ONE_SHOT_ATTEMPTS
+            "⚠️ Job `{}` failed after {attempts} attempt(s) and will not run again. Last error: {error}",
+            job.id
         ));
     } else if job.consecutive_failures >= MAX_CONSECUTIVE_FAILURES {
         job.enabled = false;
@@ -239,24 +267,23 @@ fn slot_failed(job: &mut Job, notes: &mut Vec<String>) {
     }
 }
 
-/// The slots in `[first, now]`: how many (capped) and the newest.
+/// The slots in `[first, now]`: how many (counted up to [`MAX_COUNTED_SLOTS`]) and the newest.
 fn count_slots(compiled: &Compiled, first: DateTime<Utc>, now: DateTime<Utc>) -> (u64, DateTime<Utc>) {
-    let mut count = 1;
-    let mut newest = first;
-    if let Compiled::Every { period, anchor } = compiled {
+    let newest = compiled
+        .newest_at_or_before(now)
+        .filter(|n| *n > first)
+        .unwrap_or(first);
+    if let Compiled::Every { period, .. } = compiled {
         let ms = period.num_milliseconds().max(1);
-        let k = (now - *anchor).num_milliseconds() / ms;
-        let last = *anchor + Duration::milliseconds(k * ms);
-        if last > first {
-            let n = u64::try_from((last - first).num_milliseconds() / ms).unwrap_or(0);
-            return (1 + n, last);
-        }
-        return (1, first);
+        let n = u64::try_from((newest - first).num_milliseconds() / ms).unwrap_or(0);
+        return (1 + n, newest);
     }
-    while count < MAX_COUNTED_SLOTS {
-        match compiled.next_after(newest) {
-            Some(n) if n <= now => {
-                newest = n;
+    let mut count = 1;
+    let mut at = first;
+    while count < MAX_COUNTED_SLOTS && at < newest {
+        match compiled.next_after(at) {
+            Some(n) if n <= newest => {
+                at = n;
                 count += 1;
             }
             _ => break,

@@ -57,13 +57,23 @@ pub fn load(path: &Path) -> Result<Loaded, StoreError> {
     let reason = match serde_json::from_slice::<JobsFile>(&bytes) {
         Ok(f) if f.version == SCHEMA_VERSION => return Ok(Loaded::Ok(f)),
         Ok(f) => format!(
-            "schema version {} (this build reads {SCHEMA_VERSION}); a newer Volcanic wrote it",
-            f.version
+            "schema version {} (this build reads {SCHEMA_VERSION}){}",
+            f.version,
+            if f.version > SCHEMA_VERSION {
+                "; a newer Volcanic wrote it"
+            } else {
+                ""
+            }
         ),
         Err(e) => format!("not valid jobs JSON: {e}"),
     };
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-    let aside = path.with_file_name(format!("jobs.json.corrupt-{stamp}"));
+    let mut aside = path.with_file_name(format!("jobs.json.corrupt-{stamp}"));
+    let mut n = 1;
+    while aside.exists() {
+        n += 1;
+        aside = path.with_file_name(format!("jobs.json.corrupt-{stamp}-{n}"));
+    }
     std::fs::rename(path, &aside).map_err(io(path))?;
     Ok(Loaded::SetAside { aside, reason })
 }

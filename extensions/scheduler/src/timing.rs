@@ -17,6 +17,12 @@ use croner::parser::{CronParser, Seconds};
 /// The shortest period a job may have (cron, `every`), seconds.
 pub const MIN_PERIOD_SECS: i64 = 30;
 
+/// The longest `every` period (a year and a day).
+pub const MAX_EVERY_SECS: i64 = 366 * 86_400;
+
+/// The longest delay for `in` and the furthest `at` (ten years).
+pub const MAX_AHEAD: Duration = Duration::days(3653);
+
 /// How late a missed one-shot may still run.
 pub const ONE_SHOT_GRACE: Duration = Duration::hours(24);
 
@@ -56,6 +62,12 @@ pub enum TimingError {
     /// `every` below the minimum.
     #[error("`every` must be at least {MIN_PERIOD_SECS} s (got {0} s)")]
     EveryTooShort(i64),
+    /// `every` above the maximum.
+    #[error("`every` must be at most 366 days (got {0} s)")]
+    EveryTooLong(i64),
+    /// Too far ahead.
+    #[error("`{0}` is too far ahead: at most ten years")]
+    TooFar(String),
     /// Not a time.
     #[error(
         "invalid time `{0}`: give RFC 3339 (`2026-12-01T09:00:00+01:00`), a local `2026-12-01 09:00`, or `09:00` (the next one)"
@@ -96,10 +108,20 @@ impl Compiled {
                 tz: parse_zone(time_zone)?,
             },
             ScheduleSpec::At { at, .. } => Compiled::At(*at),
-            ScheduleSpec::Every { every_secs, anchor, .. } => Compiled::Every {
-                period: Duration::seconds(i64::try_from(*every_secs).unwrap_or(i64::MAX / 1000).max(1)),
-                anchor: *anchor,
-            },
+            ScheduleSpec::Every { every_secs, anchor, .. } => {
+                // Checked here too: the file may have been edited by hand (or by the agent).
+                let secs = i64::try_from(*every_secs).unwrap_or(i64::MAX);
+                if secs < MIN_PERIOD_SECS {
+                    return Err(TimingError::EveryTooShort(secs));
+                }
+                if secs > MAX_EVERY_SECS {
+                    return Err(TimingError::EveryTooLong(secs));
+                }
+                Compiled::Every {
+                    period: Duration::seconds(secs),
+                    anchor: *anchor,
+                }
+            }
         })
     }
 
@@ -122,7 +144,27 @@ impl Compiled {
                 }
                 let period_ms = period.num_milliseconds().max(1);
                 let k = (t - *anchor).num_milliseconds() / period_ms + 1;
-                Some(*anchor + Duration::milliseconds(k.saturating_mul(period_ms)))
+                let offset = Duration::try_milliseconds(k.checked_mul(period_ms)?)?;
+                anchor.checked_add_signed(offset)
+            }
+        }
+    }
+
+    /// The newest slot at or before `t`, if any.
+    pub fn newest_at_or_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Compiled::Cron { cron, tz } => cron
+                .find_previous_occurrence(&t.with_timezone(tz), true)
+                .ok()
+                .map(|d| d.with_timezone(&Utc)),
+            Compiled::At(at) => (*at <= t).then_some(*at),
+            Compiled::Every { period, anchor } => {
+                if t < *anchor {
+                    return None;
+                }
+                let period_ms = period.num_milliseconds().max(1);
+                let k = (t - *anchor).num_milliseconds() / period_ms;
+                anchor.checked_add_signed(Duration::try_milliseconds(k.checked_mul(period_ms)?)?)
             }
         }
     }
@@ -211,13 +253,26 @@ pub fn parse_zone(name: &str) -> Result<Tz, TimingError> {
 }
 
 /// A duration such as `90s`, `10m`, `2h`, `1h30m`, `1d`, `2 minutes` (humantime's syntax).
+/// At most ten years ([`MAX_AHEAD`]).
 pub fn parse_duration(text: &str) -> Result<Duration, TimingError> {
     let std = humantime::parse_duration(text.trim()).map_err(|_| TimingError::Duration(text.into()))?;
-    let d = Duration::from_std(std).map_err(|_| TimingError::Duration(text.into()))?;
+    let d = Duration::from_std(std).map_err(|_| TimingError::TooFar(text.into()))?;
     if d <= Duration::zero() {
         return Err(TimingError::Duration(text.into()));
     }
+    if d > MAX_AHEAD {
+        return Err(TimingError::TooFar(text.into()));
+    }
     Ok(d)
+}
+
+/// `now + d`, refused past ten years ahead.
+pub fn ahead(now: DateTime<Utc>, d: Duration, text: &str) -> Result<DateTime<Utc>, TimingError> {
+    if d > MAX_AHEAD {
+        return Err(TimingError::TooFar(text.into()));
+    }
+    now.checked_add_signed(d)
+        .ok_or_else(|| TimingError::TooFar(text.into()))
 }
 
 /// An `every` period: a duration of at least [`MIN_PERIOD_SECS`].
@@ -225,6 +280,9 @@ pub fn parse_every(text: &str) -> Result<Duration, TimingError> {
     let d = parse_duration(text)?;
     if d.num_seconds() < MIN_PERIOD_SECS {
         return Err(TimingError::EveryTooShort(d.num_seconds()));
+    }
+    if d.num_seconds() > MAX_EVERY_SECS {
+        return Err(TimingError::EveryTooLong(d.num_seconds()));
     }
     Ok(d)
 }
@@ -264,13 +322,17 @@ pub fn parse_at(text: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>,
     if at <= now {
         return Err(TimingError::Past(text.into()));
     }
+    if at - now > MAX_AHEAD {
+        return Err(TimingError::TooFar(text.into()));
+    }
     Ok(at)
 }
 
 /// A local time in `tz`: the earlier of a repeated time; a time in a gap moves past the jump.
 fn local_to_utc(naive: NaiveDateTime, tz: Tz) -> Option<DateTime<Utc>> {
     for shift in 0..=(3 * 60) {
-        match tz.from_local_datetime(&(naive + Duration::minutes(shift))) {
+        let local = naive.checked_add_signed(Duration::minutes(shift))?;
+        match tz.from_local_datetime(&local) {
             LocalResult::Single(d) => return Some(d.with_timezone(&Utc)),
             LocalResult::Ambiguous(a, _) => return Some(a.with_timezone(&Utc)),
             LocalResult::None => {}

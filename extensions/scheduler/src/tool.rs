@@ -234,14 +234,15 @@ pub fn build_job(
             }
         } else if let Some(delay) = a.in_.as_deref().filter(|s| !s.trim().is_empty()) {
             ScheduleSpec::At {
-                at: now + timing::parse_duration(delay).map_err(bad)?,
+                at: timing::ahead(now, timing::parse_duration(delay).map_err(bad)?, delay).map_err(bad)?,
                 time_zone: zone.name().to_owned(),
             }
         } else {
-            let every = timing::parse_every(a.every.as_deref().unwrap_or_default()).map_err(bad)?;
+            let text = a.every.as_deref().unwrap_or_default();
+            let every = timing::parse_every(text).map_err(bad)?;
             ScheduleSpec::Every {
                 every_secs: u64::try_from(every.num_seconds()).unwrap_or(u64::MAX),
-                anchor: now + every,
+                anchor: timing::ahead(now, every, text).map_err(bad)?,
                 time_zone: zone.name().to_owned(),
             }
         };

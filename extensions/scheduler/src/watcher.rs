@@ -77,45 +77,52 @@ pub async fn run(
         Err(e) => return WatchResult::Failed(format!("cannot start `sh {script}`: {e}")),
     };
     let group = child.id().and_then(|id| i32::try_from(id).ok());
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let work = async {
-        let (out, err) = tokio::join!(
-            read_capped(stdout, MAX_OUTPUT_BYTES),
-            read_capped(stderr, MAX_STDERR_BYTES)
-        );
-        (child.wait().await, out, err)
-    };
-    let ended = tokio::time::timeout(timeout, work).await;
+    let stdout = tokio::spawn(read_capped(child.stdout.take(), MAX_OUTPUT_BYTES));
+    let stderr = tokio::spawn(read_capped(child.stderr.take(), MAX_STDERR_BYTES));
+    let status = tokio::time::timeout(timeout, child.wait()).await;
+    // The script ended (or timed out): whatever it left running goes too, which also closes the
+    // pipes a background child held open.
+    kill_group(group);
+    let drain = std::time::Duration::from_secs(1);
+    let out = tokio::time::timeout(drain, stdout)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let err = tokio::time::timeout(drain, stderr)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let redact = processes.redactor();
-    match ended {
-        Err(_) => {
-            kill_group(group);
-            WatchResult::Failed(format!("timed out after {} s and was killed", timeout.as_secs()))
-        }
-        Ok((status, out, err)) => {
-            kill_group(group); // children it left behind
-            let err = redact.redact(err.trim());
-            match status {
-                Ok(s) if s.success() => WatchResult::Output(redact.redact(&out)),
-                Ok(s) => WatchResult::Failed(format!(
-                    "exited with {}{}",
-                    s.code().map_or_else(|| "a signal".to_owned(), |c| format!("code {c}")),
-                    if err.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; stderr: {err}")
-                    }
-                )),
-                Err(e) => WatchResult::Failed(format!("waiting for the script failed: {e}")),
+    let err = redact.redact(err.trim());
+    match status {
+        Err(_) => WatchResult::Failed(format!(
+            "timed out after {} s and was killed{}",
+            timeout.as_secs(),
+            if err.is_empty() {
+                String::new()
+            } else {
+                format!("; stderr: {err}")
             }
-        }
+        )),
+        Ok(Ok(s)) if s.success() => WatchResult::Output(redact.redact(&out)),
+        Ok(Ok(s)) => WatchResult::Failed(format!(
+            "exited with {}{}",
+            s.code().map_or_else(|| "a signal".to_owned(), |c| format!("code {c}")),
+            if err.is_empty() {
+                String::new()
+            } else {
+                format!("; stderr: {err}")
+            }
+        )),
+        Ok(Err(e)) => WatchResult::Failed(format!("waiting for the script failed: {e}")),
     }
 }
 
 /// Reads up to `cap` bytes as text, then drains the rest (so the child never blocks on a full
 /// pipe); says when output was cut.
-async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>, cap: usize) -> String {
+async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin + Send>, cap: usize) -> String {
     let Some(mut pipe) = pipe else { return String::new() };
     let mut kept = Vec::new();
     let mut buf = [0u8; 8192];

@@ -202,6 +202,18 @@ async fn a_job_never_overlaps_itself() {
         *h = None;
     }
     held.cancel();
+    // The held run's outcome lands on its own record; the skip stays a skip.
+    let job = h
+        .wait_job("first run ok", |j| {
+            j.last_run
+                .as_ref()
+                .is_some_and(|r| r.slot == utc("2026-12-01T09:01:00Z") && r.status == RunStatus::Ok)
+        })
+        .await;
+    let skipped: Vec<_> = job.history.iter().filter(|r| r.status == RunStatus::Skipped).collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].slot, utc("2026-12-01T09:02:00Z"));
+    assert!(job.history.iter().all(|r| r.status != RunStatus::Running));
     clock.set(utc("2026-12-01T09:03:00Z"));
     h.delivery.wait_runs(2).await;
     assert_eq!(
@@ -485,4 +497,144 @@ async fn a_berlin_0230_job_fires_right_after_the_spring_jump_and_once_in_autumn(
         .await;
     assert_eq!(job.last_run.map(|r| r.slot), Some(utc("2026-10-25T00:30:00Z")));
     assert_eq!(h.delivery.run_count(), 1);
+}
+
+#[tokio::test]
+async fn a_job_removed_while_running_leaves_the_next_job_alone() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let held = h.delivery.hold_runs();
+    let a = add(&h, prompt("a"), every(60, "2026-12-01T09:01:00Z")).await;
+    clock.set(utc("2026-12-01T09:01:00Z"));
+    h.delivery.wait_runs(1).await;
+    h.scheduler
+        .remove(&h.ws, CHAT, &a)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Ok(mut h) = h.delivery.hold.lock() {
+        *h = None;
+    }
+    let b = add(&h, prompt("b"), every(60, "2026-12-01T09:02:00Z")).await;
+    held.cancel();
+    // A's outcome must not land on B (which may sit in A's old table slot).
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    let jobs = h.jobs().await;
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].id, b);
+    assert!(jobs[0].last_run.is_none(), "{:?}", jobs[0].last_run);
+    clock.set(utc("2026-12-01T09:02:00Z"));
+    h.delivery.wait_runs(2).await;
+    h.wait_job("b ran", |j| {
+        j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_hand_edited_jobs_file_cannot_break_the_rules() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ws = dir.path().join("42");
+    let file = volcanic_scheduler::store::jobs_path(&ws);
+    std::fs::create_dir_all(file.parent().unwrap_or(&ws)).unwrap_or_else(|e| panic!("{e}"));
+    let job = |id: &str, chat: i64, schedule: serde_json::Value| {
+        serde_json::json!({"id": id, "target": {"chat_id": chat}, "kind": {"type": "prompt", "text": id},
+            "schedule": schedule, "enabled": true, "created": "2026-12-01T08:00:00Z",
+            "next_run": "2026-12-01T09:00:00Z"})
+    };
+    let jobs = serde_json::json!({"version": 1, "jobs": [
+        job("zero", 42, serde_json::json!({"type": "every", "every_secs": 0, "anchor": "2026-12-01T09:00:00Z"})),
+        job("huge", 42, serde_json::json!({"type": "every", "every_secs": 100_000_000_000_000_000_u64, "anchor": "2026-12-01T09:00:00Z"})),
+        job("secs", 42, serde_json::json!({"type": "cron", "expr": "* * * * * *", "time_zone": "UTC"})),
+        job("other", 999, serde_json::json!({"type": "cron", "expr": "0 10 * * *", "time_zone": "UTC"})),
+    ]});
+    std::fs::write(&file, jobs.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:59:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    // A job aimed at another chat is bound to the workspace's own chat.
+    let listed: Vec<String> = h.jobs().await.into_iter().map(|j| j.id).collect();
+    assert!(listed.contains(&"other".to_owned()), "{listed:?}");
+    // The every-second cron fires at most every 30 s; the bad periods never fire.
+    clock.set(utc("2026-12-01T09:00:00Z"));
+    h.delivery.wait_runs(1).await;
+    for s in 1..=60 {
+        clock.set(utc("2026-12-01T09:00:00Z") + Duration::seconds(s));
+        // Lets the timer and run tasks catch up (what is checked is by the clock, not timing).
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    h.delivery.wait_runs(3).await;
+    let runs = h.delivery.runs.lock().map(|r| r.clone()).unwrap_or_default();
+    let secs: Vec<_> = runs.iter().filter(|r| r.job_id == "secs").map(|r| r.slot).collect();
+    assert!(!secs.is_empty() && secs.len() <= 3, "{secs:?}");
+    assert!(secs.windows(2).all(|w| (w[1] - w[0]).num_seconds() >= 30), "{secs:?}");
+    assert!(
+        runs.iter().all(|r| r.job_id != "zero" && r.job_id != "huge"),
+        "{runs:?}"
+    );
+    let stored = h
+        .wait_stored("rebound", |v| {
+            v["jobs"]
+                .as_array()
+                .is_some_and(|a| a.iter().all(|j| j["target"]["chat_id"] == 42))
+        })
+        .await;
+    assert_eq!(stored["jobs"].as_array().map(Vec::len), Some(4), "nothing dropped");
+}
+
+#[tokio::test]
+async fn run_now_on_a_pending_reminder_keeps_the_reminder() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let at = utc("2026-12-01T12:00:00Z");
+    let id = add(
+        &h,
+        prompt("lunch"),
+        ScheduleSpec::At {
+            at,
+            time_zone: "UTC".into(),
+        },
+    )
+    .await;
+    h.scheduler
+        .run_now(&h.ws, CHAT, &id)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    h.delivery.wait_runs(1).await;
+    let job = h
+        .wait_job("extra run ok", |j| {
+            j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Ok)
+        })
+        .await;
+    assert!(job.enabled, "the reminder itself is still to come");
+    clock.set(at);
+    h.delivery.wait_runs(2).await;
+    assert_eq!(h.delivery.slots(), [utc("2026-12-01T09:00:00Z"), at]);
+    h.wait_job("done", |j| !j.enabled).await;
+}
+
+#[tokio::test]
+async fn a_watcher_leaving_a_background_child_ends_with_its_script() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    std::fs::write(h.ws.join("bg.sh"), "sleep 30 &\necho started something\n").unwrap_or_else(|e| panic!("{e}"));
+    let kind = JobKind::Watcher {
+        script: "bg.sh".into(),
+        timeout_secs: 20,
+        text: None,
+    };
+    add(&h, kind, every(600, "2026-12-01T09:10:00Z")).await;
+    let started = std::time::Instant::now();
+    clock.set(utc("2026-12-01T09:10:00Z"));
+    h.delivery.wait_runs(1).await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let prompt = h.delivery.runs.lock().map(|r| r[0].prompt.clone()).unwrap_or_default();
+    assert!(prompt.contains("started something"), "{prompt}");
 }

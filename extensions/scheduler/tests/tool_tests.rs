@@ -109,6 +109,19 @@ fn bad_arguments_get_errors_that_say_what_to_give() {
             "unknown field `when`",
         ),
         (json!({"action": "explode"}), "unknown variant `explode`"),
+        (json!({"action": "add", "text": "x", "in": "300000y"}), "too far ahead"),
+        (
+            json!({"action": "add", "text": "x", "every": "100000y"}),
+            "too far ahead",
+        ),
+        (
+            json!({"action": "add", "text": "x", "every": "400d"}),
+            "at most 366 days",
+        ),
+        (
+            json!({"action": "add", "text": "x", "at": "9999-12-31 23:59"}),
+            "too far ahead",
+        ),
     ];
     for (args, expected) in cases {
         let got = build(args.clone(), ws).err().unwrap_or_default();

@@ -193,8 +193,23 @@ async fn run_one(inner: &Arc<Inner>, call: &ToolCall, prepared: &Prepared, cance
                 ctx: ctx.clone(),
                 progress: Some(progress),
             };
+            // A panicking tool must not take the run with it (the session would stay busy):
+            // its panic becomes an error result the model can read.
+            let guarded = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(tool.execute(
+                args.clone(),
+                invocation,
+                cancel.child_token(),
+            )));
             let outcome = tokio::select! {
-                r = tool.execute(args.clone(), invocation, cancel.child_token()) => r,
+                r = guarded => r.unwrap_or_else(|panic| {
+                    let why = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    tracing::error!(tool = %call.name, "tool panicked: {why}");
+                    Err(ToolError::msg(format!("the tool {} failed internally: {why}", call.name)))
+                }),
                 () = cancel.cancelled() => Err(ToolError::Aborted),
             };
             let r = match outcome {

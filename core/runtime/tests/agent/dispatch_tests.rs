@@ -351,3 +351,51 @@ async fn a_dropped_session_frees_its_extensions() {
     drop(h);
     eventually(|| weak.upgrade().is_none()).await;
 }
+
+/// A tool that panics.
+struct PanickyTool;
+
+#[async_trait]
+impl Tool for PanickyTool {
+    fn name(&self) -> &str {
+        "panicky"
+    }
+    fn description(&self) -> &str {
+        "panics"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn execute(&self, _: Value, _: ToolInvocation, _: CancellationToken) -> Result<ToolResult, ToolError> {
+        panic!("overflow in date arithmetic")
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_tool_becomes_an_error_result_and_the_session_settles() {
+    let panicky = ext("panicky", |api| {
+        api.register_tool(Arc::new(PanickyTool));
+        Ok(())
+    });
+    let h = harness(
+        vec![
+            FauxTurn::calls(vec![("c1", "panicky", json!({}))]),
+            FauxTurn::text("sorry, the tool broke"),
+        ],
+        vec![panicky],
+    )
+    .await;
+    h.session
+        .prompt(PromptInput::text("go"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(h.session.is_idle(), "the run ended");
+    let results = tool_results_of(&h.session.messages());
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1, "an error result");
+    assert!(results[0].2.contains("overflow in date arithmetic"), "{results:?}");
+    h.session
+        .prompt(PromptInput::text("again?"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}

@@ -49,7 +49,7 @@ impl JobScheduler {
             let Some(w) = st.ws_mut(ws) else {
                 return Err(SchedulerError::Invalid("the workspace was unloaded; try again".into()));
             };
-            if w.entries().count() >= MAX_JOBS_PER_WORKSPACE {
+            if w.entries().filter(|e| e.job.enabled).count() >= MAX_JOBS_PER_WORKSPACE {
                 return Err(SchedulerError::Invalid(format!(
                     "this chat already has {MAX_JOBS_PER_WORKSPACE} jobs; remove some first"
                 )));
@@ -86,9 +86,21 @@ impl JobScheduler {
             });
             st.touch(ws);
             st.retime(Key { ws, slot });
-            JobView { job, upcoming }
+            (JobView { job, upcoming }, Key { ws, slot })
         };
-        self.persist(ws).await?;
+        let (view, key) = view;
+        if let Err(e) = self.persist(ws).await {
+            // Not saved: not scheduled either (the model is told and may try again).
+            let mut st = self.state();
+            if let Some(entry) = st.entry_mut(key).filter(|e| e.job.id == view.job.id) {
+                entry.job.enabled = false;
+                st.retime(key);
+                if let Some(w) = st.ws_mut(ws) {
+                    w.jobs[key.slot as usize] = None;
+                }
+            }
+            return Err(e.into());
+        }
         self.inner.wake.notify_one();
         Ok(view)
     }
@@ -209,7 +221,7 @@ impl JobScheduler {
             .await?;
         let ws = self.ensure_loaded(ws).await?;
         let now = self.now();
-        let (key, job) = {
+        let job = {
             let mut st = self.state();
             let Some(key) = st.key_in_chat(ws, id, target.chat_id) else {
                 return Err(SchedulerError::NotFound(id.into()));
@@ -221,14 +233,15 @@ impl JobScheduler {
                 return Err(SchedulerError::Busy(id.into()));
             }
             entry.active = true;
-            slots::run_now(&mut entry.job, now);
+            let slot = slots::run_now(&mut entry.job, now);
             let job = entry.job.clone();
             st.touch(ws);
             st.retime(key);
-            (key, job)
+            (key, job, slot)
         };
+        let (key, job, slot) = job;
         let me = self.clone();
-        tokio::spawn(async move { me.run(key, job, now, None).await });
+        tokio::spawn(async move { me.run(key, job, slot, None).await });
         Ok(view)
     }
 

@@ -1,7 +1,7 @@
 //! Loading workspaces' jobs: at start-up (every workspace) and on first use (a new chat).
 
 use super::{Entry, JobScheduler, Key, LoadReport, Workspace};
-use crate::job::{JobTarget, RunStatus};
+use crate::job::{Job, JobTarget, RunStatus, ScheduleSpec};
 use crate::store::{self, Loaded, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,21 +96,52 @@ impl JobScheduler {
         let mut notes: Vec<(JobTarget, String)> = Vec::new();
         let mut entries = Vec::with_capacity(jobs.len());
         let mut changed = false;
+        let owner = self.inner.config.chat_of_workspace.as_ref().and_then(|f| f(&r.ws));
+        let before = jobs.len();
+        let jobs: Vec<Job> = jobs.into_iter().filter(|j| !finished_long_ago(j, now)).collect();
+        changed |= jobs.len() != before;
         for mut job in jobs {
-            if let Some(run) = job.last_run.as_mut().filter(|r| r.status == RunStatus::Running) {
+            if let Some(chat) = owner
+                && job.target.chat_id != chat
+            {
+                tracing::warn!(
+                    workspace = %r.ws.display(),
+                    job = %job.id,
+                    "job aimed at chat {} in the workspace of chat {chat}: bound to {chat}",
+                    job.target.chat_id
+                );
+                job.target.chat_id = chat;
+                changed = true;
+            }
+            let at = match job.schedule {
+                crate::job::ScheduleSpec::At { at, .. } => Some(at),
+                _ => None,
+            };
+            let zone = crate::envelope::zone(&job.schedule);
+            let running = job
+                .last_run
+                .as_deref_mut()
+                .into_iter()
+                .chain(job.history.iter_mut())
+                .filter(|r| r.status == RunStatus::Running);
+            let mut cut_off = Vec::new();
+            for run in running {
                 run.status = RunStatus::Interrupted;
                 run.finished = Some(now);
                 run.error = Some("cut off by a restart; not run again".into());
+                cut_off.push((run.slot, run.started.unwrap_or(run.slot)));
+            }
+            for (slot, started) in cut_off {
                 changed = true;
                 notes.push((
                     job.target,
                     format!(
                         "⏰ The run of job `{}` that started at {} was cut off by a restart and will not be repeated.",
                         job.id,
-                        crate::envelope::local(run.started.unwrap_or(run.slot), crate::envelope::zone(&job.schedule))
+                        crate::envelope::local(started, zone)
                     ),
                 ));
-                if matches!(job.schedule, crate::job::ScheduleSpec::At { .. }) {
+                if at == Some(slot) {
                     job.enabled = false;
                 }
             }
@@ -152,6 +183,17 @@ impl JobScheduler {
         count
     }
 }
+
+/// One-shots done (or failed for good) more than [`KEEP_FINISHED_DAYS`] days ago are dropped.
+fn finished_long_ago(job: &Job, now: chrono::DateTime<chrono::Utc>) -> bool {
+    let ScheduleSpec::At { at, .. } = job.schedule else {
+        return false;
+    };
+    !job.enabled && job.retry_at.is_none() && now - at > chrono::Duration::days(KEEP_FINISHED_DAYS)
+}
+
+/// How long finished one-shots stay listed, days.
+pub const KEEP_FINISHED_DAYS: i64 = 7;
 
 /// The canonical form of a workspace path (the same folder reached two ways is one workspace).
 pub(crate) fn canonical(path: &Path) -> PathBuf {

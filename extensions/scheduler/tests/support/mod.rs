@@ -160,6 +160,7 @@ impl Harness {
             delivery: delivery.clone(),
             processes: Arc::new(Policy),
             workspaces_root: root.to_owned(),
+            chat_of_workspace: Some(Arc::new(|p: &Path| p.file_name()?.to_str()?.parse().ok())),
         });
         let report = scheduler.load_all().await;
         let shutdown = CancellationToken::new();
