@@ -284,11 +284,13 @@ async fn rss(sizes: &Sizes, seed: &Seed) -> (f64, f64) {
     (idle, bot.rss_mb())
 }
 
-/// Host overhead: model-server arrival minus the answer time of the getUpdates call that
-/// delivered the update, for messages to idle chats while busy chats wait on the model. With a
-/// `seed` the idle chats are known (a workspace and a session on disk, not loaded: as after a
-/// restart or an idle eviction); without, each idle chat writes to the bot for the first time.
-async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> Vec<f64> {
+/// Host overhead: the first byte of the model request at the model server (its head parsed,
+/// the body not yet read) minus the answer time of the getUpdates call that delivered the
+/// update, for messages to idle chats while busy chats wait on the model. Also returned: the
+/// same up to the request's body read and parsed. With a `seed` the idle chats are known (a
+/// workspace and a session on disk, not loaded: as after a restart or an idle eviction);
+/// without, each idle chat writes to the bot for the first time.
+async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let busy: Vec<i64> = (0..sizes.busy as i64).map(|i| FIRST_ID + i).collect();
@@ -303,6 +305,7 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> Vec<f64> {
     first_get_updates(&tg, &bot, sizes.timeout).await;
     let delay = Duration::from_millis(50);
     let mut samples = Vec::new();
+    let mut parsed = Vec::new();
     let mut sent = 0usize;
     let mut seen = 0usize;
     for round in 0..sizes.rounds {
@@ -331,10 +334,10 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> Vec<f64> {
         wait_all_answered(&tg, &bot, &all, &marker, sizes.timeout).await;
         let calls = tg.get_updates_calls();
         // This round's requests only, each serialized once.
-        let requests: Vec<(String, Instant)> = model
+        let requests: Vec<(String, Instant, Instant)> = model
             .requests_since(seen)
             .into_iter()
-            .map(|r| (r.body.to_string(), r.at))
+            .map(|r| (r.body.to_string(), r.first_byte, r.at))
             .collect();
         seen += requests.len();
         for (update_id, marker) in pushed {
@@ -343,12 +346,13 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> Vec<f64> {
                 .find(|c| matches!(&c.outcome, Some(Ok(ids)) if ids.contains(&update_id)))
                 .and_then(|c| c.answered_at)
                 .expect("the getUpdates call that delivered the update");
-            let arrived = requests
+            let (first_byte, at) = requests
                 .iter()
-                .find(|(body, _)| body.contains(&marker))
-                .map(|(_, at)| *at)
+                .find(|(body, _, _)| body.contains(&marker))
+                .map(|(_, first, at)| (*first, *at))
                 .expect("the model request for the idle chat");
-            samples.push(arrived.saturating_duration_since(delivered).as_secs_f64() * 1e3);
+            samples.push(first_byte.saturating_duration_since(delivered).as_secs_f64() * 1e3);
+            parsed.push(at.saturating_duration_since(delivered).as_secs_f64() * 1e3);
         }
         if std::env::var("HOST_BENCH_ROUNDS").is_ok() {
             let r = &samples[samples.len() - sizes.idle_per_round..];
@@ -356,7 +360,7 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> Vec<f64> {
         }
     }
     drop(bot);
-    samples
+    (samples, parsed)
 }
 
 /// Lets the disk catch up with the previous phase (thousands of files written, then deleted with
@@ -439,11 +443,13 @@ fn main() {
             rss(&sizes, &seed).await
         };
         settle().await;
-        let known = overhead(&sizes, Some(&seed)).await;
+        let (known, known_parsed) = overhead(&sizes, Some(&seed)).await;
         spread("host overhead, known idle chats", &known);
+        spread("  same, to the body read and parsed", &known_parsed);
         settle().await;
-        let new = overhead(&sizes, None).await;
+        let (new, new_parsed) = overhead(&sizes, None).await;
         spread("host overhead, new chats", &new);
+        spread("  same, to the body read and parsed", &new_parsed);
         let n = sizes.chats;
         println!(
             "\nvolcanic-bot host bench ({}; binary {})",

@@ -68,6 +68,9 @@ pub struct RecordedRequest {
     pub rejection: Option<Rejection>,
     /// When the server received it (its body read, before any scripted delay).
     pub at: tokio::time::Instant,
+    /// When its head had arrived: the first bytes, before the body was read (the end point of
+    /// "first byte at the model server" figures).
+    pub first_byte: tokio::time::Instant,
 }
 
 impl RecordedRequest {

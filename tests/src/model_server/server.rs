@@ -88,19 +88,46 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", post(openai_route))
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(stamp_arrival))
         .with_state(shared)
 }
 
-async fn anthropic_route(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    handle(&shared, WireApi::Anthropic, &uri, &headers, &body).await
+/// When a request's head arrived (hyper parsed it; the body is still unread).
+#[derive(Debug, Clone, Copy)]
+struct Arrived(tokio::time::Instant);
+
+async fn stamp_arrival(mut request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    request.extensions_mut().insert(Arrived(tokio::time::Instant::now()));
+    next.run(request).await
 }
 
-async fn openai_route(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    handle(&shared, WireApi::OpenAi, &uri, &headers, &body).await
+fn arrived(extension: Option<axum::Extension<Arrived>>) -> tokio::time::Instant {
+    extension.map_or_else(tokio::time::Instant::now, |axum::Extension(Arrived(at))| at)
+}
+
+async fn anthropic_route(
+    State(shared): State<Arc<Shared>>,
+    at: Option<axum::Extension<Arrived>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(&shared, WireApi::Anthropic, &uri, &headers, &body, arrived(at)).await
+}
+
+async fn openai_route(
+    State(shared): State<Arc<Shared>>,
+    at: Option<axum::Extension<Arrived>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(&shared, WireApi::OpenAi, &uri, &headers, &body, arrived(at)).await
 }
 
 async fn unknown_route(
     State(shared): State<Arc<Shared>>,
+    at: Option<axum::Extension<Arrived>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -124,6 +151,7 @@ async fn unknown_route(
             turn_index: None,
             rejection: Some(rejection),
             at: tokio::time::Instant::now(),
+            first_byte: arrived(at),
         },
     );
     drop(state);
@@ -156,8 +184,15 @@ fn lossy(raw: &[u8]) -> Value {
     Value::String(String::from_utf8_lossy(raw).into_owned())
 }
 
-async fn handle(shared: &Shared, api: WireApi, uri: &Uri, headers: &HeaderMap, raw: &[u8]) -> Response {
-    let (request_id, verdict) = admit_and_record(shared, api, uri, headers, raw);
+async fn handle(
+    shared: &Shared,
+    api: WireApi,
+    uri: &Uri,
+    headers: &HeaderMap,
+    raw: &[u8],
+    first_byte: tokio::time::Instant,
+) -> Response {
+    let (request_id, verdict) = admit_and_record(shared, api, uri, headers, raw, first_byte);
     let extra = [(request_id_header(api), request_id)];
     match verdict {
         Ok(served) => respond(api, served, &extra).await,
@@ -172,6 +207,7 @@ fn admit_and_record(
     uri: &Uri,
     headers: &HeaderMap,
     raw: &[u8],
+    first_byte: tokio::time::Instant,
 ) -> (String, Result<Served, Rejection>) {
     let headers = header_map(headers);
     let parsed = parse_body(raw);
@@ -194,6 +230,7 @@ fn admit_and_record(
             turn_index,
             rejection,
             at: tokio::time::Instant::now(),
+            first_byte,
         },
     );
     (request_id, verdict)

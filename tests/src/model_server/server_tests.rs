@@ -80,6 +80,9 @@ async fn wait_for_requests_returns_once_enough_arrived() {
     post_openai(&server, &openai_body(json!([{"role": "user", "content": "hi"}]))).await;
     let requests = waiter.await.unwrap().unwrap();
     assert_eq!(requests.len(), 1);
+    // The head arrived before the body was read and the request recorded.
+    assert!(requests[0].first_byte <= requests[0].at);
+    assert!(requests[0].at.duration_since(requests[0].first_byte) < Duration::from_secs(5));
 }
 
 #[tokio::test(start_paused = true)]
