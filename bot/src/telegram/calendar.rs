@@ -12,7 +12,7 @@ use axum::response::Html;
 use axum::routing::get;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::processes::SecretRedactor;
-use volcanic_google_calendar::{CALLBACK_PATH, ChatRef, GoogleCalendarConnections, GoogleConfig, is_paste_back};
+use volcanic_google_calendar::{CALLBACK_PATH, ChatRef, GoogleCalendarConnections, GoogleConfig};
 
 use super::api::{Target, Tg};
 use super::chats::chat_key;
@@ -100,11 +100,6 @@ pub async fn command(host: &Arc<Host>, m: &InMessage, target: Target, args: &str
             "Unknown `/calendar {other}`: use /calendar connect, status or disconnect."
         )),
     }
-}
-
-/// Whether `text` is a pasted sign-in address the host must take (only while Google is configured).
-pub fn is_paste(host: &Host, text: &str) -> bool {
-    host.calendar.is_configured() && is_paste_back(text)
 }
 
 /// Takes a pasted address: deletes the message (it carries a code), finishes the sign-in, answers.

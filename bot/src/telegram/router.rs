@@ -119,7 +119,7 @@ impl Host {
         }
         // A pasted Google sign-in address: taken here, never shown to a session or the model.
         let pasted = self.strip_mention(&m.text);
-        if super::calendar::is_paste(self, &pasted) {
+        if self.calendar.is_paste(&pasted) {
             let host = self.clone();
             tokio::spawn(async move {
                 super::calendar::paste(&host, &m, &pasted).await;
@@ -206,13 +206,7 @@ impl Host {
     }
 
     fn strip_mention(&self, text: &str) -> String {
-        let mention = format!("@{}", self.bot_username);
-        let mut out = text.replace(&mention, "");
-        // `/cmd@bot args` → `/cmd args`.
-        if out.starts_with('/') {
-            out = out.replacen(&mention.to_lowercase(), "", 1);
-        }
-        out.trim().to_owned()
+        strip_mention(text, &self.bot_username)
     }
 
     async fn on_callback(self: &Arc<Self>, update_id: i64, c: InCallback) {
@@ -340,5 +334,49 @@ impl Host {
             tracing::error!("migration of the allowed chat failed: {e}");
         }
         tracing::info!(old_id, new_id, "group migrated to a supergroup");
+    }
+}
+
+/// `text` without any `@username` of the bot, in any case (Telegram usernames are
+/// case-insensitive), so `/cmd@Bot args` becomes `/cmd args`; `@usernameX` is left alone.
+pub fn strip_mention(text: &str, username: &str) -> String {
+    let mention = format!("@{username}");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('@') {
+        let (before, from_at) = rest.split_at(at);
+        out.push_str(before);
+        let matched = from_at
+            .get(..mention.len())
+            .is_some_and(|m| m.eq_ignore_ascii_case(&mention))
+            && !from_at[mention.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if matched {
+            rest = &from_at[mention.len()..];
+        } else {
+            out.push('@');
+            rest = &from_at[1..];
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_mention;
+
+    #[test]
+    fn mentions_are_stripped_in_any_case() {
+        assert_eq!(
+            strip_mention("@MyBot http://127.0.0.1/?code=x", "mybot"),
+            "http://127.0.0.1/?code=x"
+        );
+        assert_eq!(strip_mention("@mybot hi", "MyBot"), "hi");
+        assert_eq!(strip_mention("/calendar@MYBOT connect", "MyBot"), "/calendar connect");
+        assert_eq!(strip_mention("ask @MyBotX or @other", "MyBot"), "ask @MyBotX or @other");
+        assert_eq!(strip_mention("é@MyBot", "MyBot"), "é");
     }
 }

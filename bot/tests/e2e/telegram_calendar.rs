@@ -89,10 +89,12 @@ async fn calendar_by_paste_back_in_tokyo_with_refresh_and_invalid_grant() {
     tg.push_update(updates::text_message(OWNER, OWNER, &landed));
     nth_text(&tg, OWNER, "unknown or was already used", 1, &bot).await;
 
-    // The real paste-back: taken before the session, deleted from the chat, confirmed.
+    // The real paste-back, with words around it and without its scheme: taken before the
+    // session, deleted from the chat, confirmed.
     let url = connect_link(&tg, OWNER, OWNER, &bot).await;
     let landed = g.consent(&url).await.unwrap();
-    let pasted = tg.push_update(updates::text_message(OWNER, OWNER, &landed));
+    let message = format!("here: {}", landed.trim_start_matches("http://"));
+    let pasted = tg.push_update(updates::text_message(OWNER, OWNER, &message));
     let confirmed = nth_text(&tg, OWNER, "Google Calendar connected", 1, &bot).await;
     assert!(confirmed.contains("ann@example.com"), "{confirmed}");
     let pasted_id = pasted["message"]["message_id"].as_i64().unwrap();

@@ -145,7 +145,16 @@ impl GoogleCalendarConnections {
         })
     }
 
-    /// A pasted loopback address, from `chat` and `user_id`.
+    /// Whether the host must take `text` before any session sees it: Google is configured and
+    /// the text contains a loopback address with a `code` or `state` ([`is_paste_back`]), or the
+    /// `state` of a pending sign-in, anywhere.
+    ///
+    /// [`is_paste_back`]: crate::is_paste_back
+    pub fn is_paste(&self, text: &str) -> bool {
+        self.is_configured() && (crate::flow::is_paste_back(text) || self.flows.mentioned_in(text))
+    }
+
+    /// A pasted loopback address (anywhere in `text`), from `chat` and `user_id`.
     pub async fn finish_paste(&self, chat: &ChatRef, user_id: i64, text: &str) -> Result<Connected> {
         let redirect = parse_redirect(&query_of(text)?)?;
         let pending = self.flows.take(&redirect.state, Some((chat, user_id)))?;

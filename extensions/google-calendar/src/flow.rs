@@ -165,25 +165,72 @@ pub fn parse_redirect(params: &HashMap<String, String>) -> Result<Redirect> {
     }
 }
 
-/// Whether `text` is (only) a loopback address carrying a `state`: what a user pastes back after
-/// the browser landed on [`LOOPBACK_REDIRECT`](crate::config::LOOPBACK_REDIRECT). The host takes
-/// such a message before the session sees it.
-pub fn is_paste_back(text: &str) -> bool {
-    let text = text.trim();
-    if text.contains(char::is_whitespace) {
-        return false;
-    }
-    let Ok(url) = url::Url::parse(text) else {
-        return false;
-    };
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    loopback && url.query_pairs().any(|(k, _)| k == "state")
+/// Whether `host` is a loopback host (`127.0.0.1`, `localhost`, `[::1]`).
+fn is_loopback(host: Option<&str>) -> bool {
+    matches!(host, Some("127.0.0.1" | "localhost" | "[::1]"))
 }
 
-/// The query parameters of a pasted address.
+/// The pieces of `text` that may be an address: split at whitespace and at characters that
+/// cannot be in one (quotes, brackets), with trailing punctuation removed.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '\'' | '`' | '(' | ')'))
+        .map(|w| w.trim_end_matches(['.', ',', ';', ':', '!']))
+        .filter(|w| !w.is_empty())
+}
+
+/// A word read as an address: as is when it has a scheme, else as `http://<word>`.
+fn as_url(word: &str) -> Option<url::Url> {
+    if word.contains("://") {
+        url::Url::parse(word).ok()
+    } else {
+        url::Url::parse(&format!("http://{word}")).ok()
+    }
+}
+
+/// Whether a query carries what a redirect carries (`state` or `code`).
+fn has_redirect_params(pairs: &HashMap<String, String>) -> bool {
+    pairs.contains_key("state") || pairs.contains_key("code")
+}
+
+/// The redirect parameters in one word: an address's query, or a bare `state=…&code=…`.
+fn redirect_params(word: &str) -> Option<HashMap<String, String>> {
+    if let Some(url) = as_url(word) {
+        let pairs: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        if has_redirect_params(&pairs) {
+            return Some(pairs);
+        }
+    }
+    let query = word.rsplit_once('?').map_or(word, |(_, q)| q);
+    let pairs: HashMap<String, String> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    has_redirect_params(&pairs).then_some(pairs)
+}
+
+/// Whether `text` contains, anywhere, a loopback address carrying a `code` or a `state` (with
+/// or without its `http://`): what a user pastes back after the browser landed on
+/// [`LOOPBACK_REDIRECT`](crate::config::LOOPBACK_REDIRECT), maybe with words around it. The host
+/// takes such a message before the session sees it (as it does a message containing the
+/// `state` of a pending sign-in: [`GoogleCalendarConnections::is_paste`](crate::GoogleCalendarConnections::is_paste)).
+pub fn is_paste_back(text: &str) -> bool {
+    words(text).any(|w| {
+        as_url(w)
+            .is_some_and(|u| is_loopback(u.host_str()) && u.query_pairs().any(|(k, _)| k == "code" || k == "state"))
+    })
+}
+
+/// The redirect parameters of a pasted message: the query of the first address (or bare
+/// query) in it that carries a `state` or a `code`.
 pub fn query_of(text: &str) -> Result<HashMap<String, String>> {
-    let url = url::Url::parse(text.trim()).map_err(|e| CalendarError::BadRedirect(e.to_string()))?;
-    Ok(url.query_pairs().into_owned().collect())
+    words(text)
+        .find_map(redirect_params)
+        .ok_or_else(|| CalendarError::BadRedirect("it has no address with `state` and `code`".into()))
+}
+
+impl Flows {
+    /// Whether `text` contains the `state` of a pending sign-in.
+    pub(crate) fn mentioned_in(&self, text: &str) -> bool {
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.keys().any(|state| text.contains(state.as_str()))
+    }
 }
 
 #[cfg(test)]
@@ -224,14 +271,41 @@ mod tests {
     }
 
     #[test]
-    fn pasted_loopback_addresses_are_recognised() {
-        assert!(is_paste_back(
-            " http://127.0.0.1:53682/volcanic/oauth?state=abc&code=4/0x "
-        ));
-        assert!(!is_paste_back("http://127.0.0.1:53682/volcanic/oauth?code=4/0x"));
-        assert!(!is_paste_back("see http://127.0.0.1/?state=a"));
-        assert!(!is_paste_back("https://example.org/?state=a"));
+    fn pasted_loopback_addresses_are_recognised_anywhere_in_a_message() {
+        for text in [
+            " http://127.0.0.1:53682/volcanic/oauth?state=abc&code=4/0x ",
+            "http://127.0.0.1:53682/volcanic/oauth?code=4/0x",
+            "here: http://127.0.0.1:53682/volcanic/oauth?state=abc&code=4/0x thanks",
+            "127.0.0.1:53682/volcanic/oauth?state=abc&code=4/0x",
+            "done (localhost:53682/?code=4/0x).",
+            "<http://[::1]:53682/?state=abc&code=4/0x>",
+        ] {
+            assert!(is_paste_back(text), "{text}");
+        }
+        assert!(!is_paste_back("https://example.org/?state=a&code=b"));
+        assert!(!is_paste_back("http://127.0.0.1:8080/index.html"));
         assert!(!is_paste_back("hello"));
+    }
+
+    #[test]
+    fn the_redirect_is_found_inside_a_message() -> Result<()> {
+        let q = query_of("here: 127.0.0.1:53682/volcanic/oauth?state=abc&code=4/0x, thanks")?;
+        assert_eq!(q.get("state").map(String::as_str), Some("abc"));
+        assert_eq!(q.get("code").map(String::as_str), Some("4/0x"));
+        let bare = query_of("state=abc&code=4/0y")?;
+        assert_eq!(bare.get("code").map(String::as_str), Some("4/0y"));
+        assert!(query_of("hello there").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn a_pending_state_is_found_anywhere() {
+        let flows = Flows::default();
+        let (state, _) = flows.start(chat(1), 7, None, "r".into());
+        assert!(flows.mentioned_in(&format!("look: {state}")));
+        assert!(!flows.mentioned_in("look: nothing"));
+        assert!(flows.take(&state, None).is_ok());
+        assert!(!flows.mentioned_in(&format!("look: {state}")));
     }
 
     #[test]

@@ -28,6 +28,30 @@ async fn paste_back_connects_and_refuses_replays_and_other_chats() {
     let replay = s.connections.finish_paste(&chat(1), 7, &location).await;
     assert!(matches!(replay, Err(CalendarError::UnknownState)), "{replay:?}");
 
+    // The address with words around it, without its scheme: still taken and used.
+    let link = s
+        .connections
+        .connect(chat(1), 7, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let state = url::Url::parse(&link.url)
+        .ok()
+        .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))
+        .unwrap_or_default();
+    assert!(
+        s.connections.is_paste(&format!("is it {state}?")),
+        "a pending state anywhere"
+    );
+    let location = s.google.consent(&link.url).await.unwrap_or_else(|e| panic!("{e:?}"));
+    let pasted = format!("here: {}, thanks", location.trim_start_matches("http://"));
+    assert!(s.connections.is_paste(&pasted), "{pasted}");
+    let connected = s
+        .connections
+        .finish_paste(&chat(1), 7, &pasted)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(connected.email.as_deref(), Some("ann@example.com"));
+    assert!(!s.connections.is_paste("what is on my calendar?"));
+
     let connected = s.connect(&chat(1)).await;
     assert_eq!(connected.email.as_deref(), Some("ann@example.com"));
     assert_eq!(connected.missing, Vec::<String>::new());
