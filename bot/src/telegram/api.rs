@@ -190,17 +190,21 @@ impl Tg {
 
     /// Deletes a message (best effort).
     pub async fn delete(&self, to: Target, message_id: i32) {
-        self.journal.barrier().await;
-        let r = self
-            .with_flood_control(to.chat_id, || {
-                self.bot
-                    .delete_message(ChatId(to.chat_id), MessageId(message_id))
-                    .into_future()
-            })
-            .await;
-        if let Err(e) = r {
+        if let Err(e) = self.try_delete(to, message_id).await {
             tracing::debug!(chat = to.chat_id, "delete failed: {e}");
         }
+    }
+
+    /// Deletes a message; the error says why it could not be.
+    pub async fn try_delete(&self, to: Target, message_id: i32) -> Result<(), RequestError> {
+        self.journal.barrier().await;
+        self.with_flood_control(to.chat_id, || {
+            self.bot
+                .delete_message(ChatId(to.chat_id), MessageId(message_id))
+                .into_future()
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Fetches a file a user sent: `getFile` (under flood control), then its bytes from the

@@ -102,6 +102,10 @@ pub async fn command(host: &Arc<Host>, m: &InMessage, target: Target, args: &str
     }
 }
 
+/// Added to the answer when the pasted address could not be deleted.
+pub const UNDELETED: &str = "\n\n⚠️ I could not delete your message with the address (it carries a sign-in code): \
+                             please delete it yourself.";
+
 /// Takes a pasted address: deletes the message (it carries a code), finishes the sign-in, answers.
 pub async fn paste(host: &Arc<Host>, m: &InMessage, text: &str) {
     let target = Target {
@@ -109,11 +113,15 @@ pub async fn paste(host: &Arc<Host>, m: &InMessage, text: &str) {
         thread: m.thread,
     };
     let message_id = i32::try_from(m.message_id).unwrap_or_default();
-    host.tg.delete(target, message_id).await;
-    let answer = match host.calendar.finish_paste(&chat_ref(m.chat_id), m.from_id, text).await {
+    let deleted = host.tg.try_delete(target, message_id).await;
+    let mut answer = match host.calendar.finish_paste(&chat_ref(m.chat_id), m.from_id, text).await {
         Ok(connected) => connected.message(),
         Err(e) => format!("⚠️ {e}"),
     };
+    if let Err(e) = deleted {
+        tracing::warn!(chat = m.chat_id, "could not delete a pasted sign-in address: {e}");
+        answer.push_str(UNDELETED);
+    }
     let _ = host.tg.send_plain(target, &answer, None).await;
 }
 

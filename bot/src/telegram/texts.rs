@@ -58,6 +58,7 @@ pub fn envelope(m: &InMessage, text: &str, tz: chrono_tz::Tz) -> String {
     if let Some((_, quoted)) = &m.reply_to
         && !quoted.is_empty()
     {
+        let quoted = scrub_sign_in(quoted);
         let short: String = quoted.chars().take(300).collect();
         let ellipsis = if quoted.chars().count() > 300 { "…" } else { "" };
         head.push_str(" (replying to)");
@@ -68,6 +69,30 @@ pub fn envelope(m: &InMessage, text: &str, tz: chrono_tz::Tz) -> String {
         }
     }
     format!("{head}\n{out}{text}")
+}
+
+/// What replaces a sign-in address in a quote.
+pub const SIGN_IN_REMOVED: &str = "[sign-in address removed]";
+
+/// `text` with every word that may carry an OAuth sign-in (a `code=` or `state=` parameter, or a
+/// loopback address) replaced by [`SIGN_IN_REMOVED`]: a reply to a pasted address that could
+/// not be deleted must not bring its code to the model.
+pub fn scrub_sign_in(text: &str) -> String {
+    let risky = |w: &str| {
+        let w = w.to_ascii_lowercase();
+        ["code=", "state=", "127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .any(|n| w.contains(n))
+    };
+    text.lines()
+        .map(|line| {
+            line.split(' ')
+                .map(|w| if risky(w) { SIGN_IN_REMOVED } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A byte count for people: `512 B`, `12.3 KB`, `4.0 MB` (binary units).
@@ -153,6 +178,25 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(envelope(&private, "hi", chrono_tz::UTC), "[Thu 2026-01-01 00:00]\nhi");
+    }
+
+    #[test]
+    fn a_quoted_sign_in_address_is_scrubbed() {
+        let m = InMessage {
+            chat_type: "private".into(),
+            date: 1_767_225_600,
+            reply_to: Some((
+                1,
+                "here: 127.0.0.1:53682/volcanic/oauth?state=abc&code=4/0secret ok\nand\tcode=4/0x".into(),
+            )),
+            ..Default::default()
+        };
+        let e = envelope(&m, "why?", chrono_tz::UTC);
+        assert!(!e.contains("4/0"), "{e}");
+        assert!(
+            e.contains("> here: [sign-in address removed] ok\n> [sign-in address removed]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -84,8 +84,11 @@ async fn calendar_by_paste_back_in_tokyo_with_refresh_and_invalid_grant() {
     let url = connect_link(&tg, OWNER, OWNER, &bot).await;
     let landed = g.consent(&url).await.unwrap();
     assert!(landed.starts_with("http://127.0.0.1:53682/"), "{landed}");
+    // (and a paste that cannot be deleted asks the user to delete it)
+    tg.fail_next("deleteMessage", 400, "Bad Request: message can't be deleted", None);
     tg.push_update(updates::text_message(FRIEND, FRIEND, &landed));
-    nth_text(&tg, FRIEND, "another chat", 1, &bot).await;
+    let refused = nth_text(&tg, FRIEND, "another chat", 1, &bot).await;
+    assert!(refused.contains("delete it yourself"), "{refused}");
     tg.push_update(updates::text_message(OWNER, OWNER, &landed));
     nth_text(&tg, OWNER, "unknown or was already used", 1, &bot).await;
 
