@@ -33,7 +33,7 @@ pub(crate) async fn run(
 ) -> Result<ToolResult, CalendarError> {
     match run_once(tool, args.clone(), tool_call_id, chat_zone).await {
         Err(CalendarError::Unauthorized) => {
-            tool.connections.expire_access(&tool.chat)?;
+            tool.connections.expire_access(&tool.chat).await?;
             run_once(tool, args, tool_call_id, chat_zone).await
         }
         other => other,

@@ -201,7 +201,11 @@ impl GoogleCalendarConnections {
             connected_at: now,
         };
         self.register(&account);
-        self.store.save(&pending.chat.key, &account)?;
+        {
+            let lock = self.lock_for(&pending.chat.key);
+            let _guard = lock.lock().await;
+            self.store.save(&pending.chat.key, &account)?;
+        }
         Ok(Connected {
             chat: pending.chat,
             topic: pending.topic,
@@ -267,7 +271,9 @@ impl GoogleCalendarConnections {
     }
 
     /// Forgets the chat's access token (the API refused it), so the next use refreshes.
-    pub fn expire_access(&self, chat: &ChatRef) -> Result<()> {
+    pub async fn expire_access(&self, chat: &ChatRef) -> Result<()> {
+        let lock = self.lock_for(&chat.key);
+        let _guard = lock.lock().await;
         if let Some(mut account) = self.store.load(&chat.key) {
             account.expires_at = 0;
             self.store.save(&chat.key, &account)?;
@@ -276,7 +282,10 @@ impl GoogleCalendarConnections {
     }
 
     /// `/calendar disconnect`: revokes at Google, deletes the tokens even if revoking failed.
+    /// Holds the chat's lock throughout, so a refresh in flight cannot write the tokens back.
     pub async fn disconnect(&self, chat: &ChatRef) -> Result<String> {
+        let lock = self.lock_for(&chat.key);
+        let _guard = lock.lock().await;
         let Some(account) = self.store.load(&chat.key) else {
             return Ok("This chat has no Google Calendar connected.".into());
         };

@@ -91,23 +91,31 @@ impl TokenStore {
             .collect()
     }
 
-    /// Writes the chat's account atomically with mode 0600.
+    /// Writes the chat's account atomically with mode 0600: through a temporary file of its
+    /// own (created new, with a random name), so concurrent writers never share one.
     pub fn save(&self, chat_key: &str, account: &Account) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let path = self.path(chat_key);
-        let tmp = self.dir.join(format!(".{chat_key}.json.tmp"));
         let text = serde_json::to_vec_pretty(account).map_err(std::io::Error::other)?;
-        {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            file.write_all(&text)?;
-            file.sync_all()?;
+        let (tmp, mut file) = loop {
+            let tmp = self
+                .dir
+                .join(format!(".{chat_key}.json.{:016x}.tmp", rand::random::<u64>()));
+            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp) {
+                Ok(file) => break (tmp, file),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        };
+        let written = file
+            .write_all(&text)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        drop(file);
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
         }
-        std::fs::rename(&tmp, &path)?;
         if let Ok(dir) = std::fs::File::open(&self.dir) {
             let _ = dir.sync_all();
         }
@@ -152,6 +160,39 @@ mod tests {
         store.delete("42")?;
         assert_eq!(store.load("42"), None);
         store.delete("42")
+    }
+
+    #[test]
+    fn concurrent_saves_never_share_a_temporary_file() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = TokenStore::new(dir.path());
+        let failures: Vec<String> = std::thread::scope(|scope| {
+            let writers: Vec<_> = (0..6)
+                .map(|n| {
+                    let store = &store;
+                    scope.spawn(move || {
+                        let mut a = account();
+                        (0..40)
+                            .filter_map(|i| {
+                                a.expires_at = n * 1000 + i;
+                                store.save("5", &a).err().map(|e| e.to_string())
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            writers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_else(|_| vec!["writer panicked".into()]))
+                .collect()
+        });
+        assert_eq!(failures, Vec::<String>::new());
+        assert!(store.load("5").is_some());
+        let left: Vec<String> = std::fs::read_dir(dir.path().join("google"))?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        assert_eq!(left, vec!["5.json".to_owned()], "no temporary file left behind");
+        Ok(())
     }
 
     #[test]

@@ -147,6 +147,11 @@ impl GoogleServer {
         self.shared.lock().rotate_refresh = rotate;
     }
 
+    /// Makes `POST /token` wait `delay` before answering (a slow or hanging token endpoint).
+    pub fn delay_token(&self, delay: std::time::Duration) {
+        self.shared.lock().token_delay = delay;
+    }
+
     /// Revokes every grant: refreshes get `invalid_grant`, API calls 401.
     pub fn revoke_all(&self) {
         let mut s = self.shared.lock();
@@ -229,6 +234,12 @@ async fn serve(
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    if path == "/token" {
+        let delay = shared.lock().token_delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
     let mut state = shared.lock();
     state.requests.push(GoogleRequest {
         method: method.as_str().to_owned(),

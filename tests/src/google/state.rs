@@ -98,6 +98,8 @@ pub(crate) struct State {
     pub(crate) requests: Vec<GoogleRequest>,
     pub(crate) faults: VecDeque<Fault>,
     pub(crate) revocations: Vec<String>,
+    /// How long `POST /token` waits before answering.
+    pub(crate) token_delay: std::time::Duration,
 }
 
 impl State {
@@ -122,6 +124,7 @@ impl State {
             requests: Vec::new(),
             faults: VecDeque::new(),
             revocations: Vec::new(),
+            token_delay: std::time::Duration::ZERO,
         }
     }
 

@@ -234,3 +234,25 @@ async fn a_token_revoked_before_it_expires_leads_to_one_reconnect_notice() {
     assert_eq!(told.lock().unwrap_or_else(|p| p.into_inner()).len(), 1);
     assert!(s.connections.account(&chat(9)).is_some_and(|a| a.needs_reconnect));
 }
+
+#[tokio::test]
+async fn a_disconnect_during_a_refresh_is_not_undone_by_it() {
+    let s = setup(None).await;
+    s.google.set_token_lifetime(30); // every use refreshes
+    s.connect(&chat(11)).await;
+    s.google.delay_token(std::time::Duration::from_millis(400));
+    let tool = CalendarTool::new(s.connections.clone(), chat(11));
+    let call = tokio::spawn(async move { tool.call(args(json!({"action": "list_calendars"})), "c1", "UTC").await });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let text = s
+        .connections
+        .disconnect(&chat(11))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.starts_with("Disconnected"), "{text}");
+    let _ = call.await;
+    assert!(
+        s.connections.account(&chat(11)).is_none(),
+        "the refresh in flight wrote the deleted tokens back"
+    );
+}
