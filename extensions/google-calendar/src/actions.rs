@@ -3,7 +3,7 @@
 use chrono::{Duration, Utc};
 use chrono_tz::Tz;
 use google_calendar3::api::{
-    Event, EventAttendee, EventDateTime, EventReminder, EventReminders, FreeBusyRequest, FreeBusyRequestItem,
+    Event, EventAttendee, EventReminder, EventReminders, FreeBusyRequest, FreeBusyRequestItem,
 };
 use serde_json::json;
 use volcanic_abstractions::tools::ToolResult;
@@ -13,6 +13,7 @@ use crate::error::CalendarError;
 use crate::event_id::event_id;
 use crate::times::{self, all_day, show, show_span, timed};
 use crate::tool::{Action, CalendarArgs, CalendarTool};
+use crate::update;
 
 const EVENTS: Needs = Needs {
     scope: "calendar.events",
@@ -285,32 +286,75 @@ async fn update_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Ca
         .event_id
         .as_deref()
         .ok_or_else(|| invalid("update_event needs `event_id`"))?;
-    let mut patch = event_from(args, cx.tz)?;
-    if args.start.is_some() && args.end.is_none() && args.duration.is_none() && args.all_day != Some(true) {
-        // Keep the event's length when only the start moves.
+    let fields = CalendarArgs {
+        start: None,
+        end: None,
+        duration: None,
+        all_day: None,
+        time_zone: None,
+        ..args.clone()
+    };
+    let mut patch = event_from(&fields, cx.tz)?;
+    let mut replace = None;
+    if update::changes_times(args) {
         let (_, old) = with_backoff(cx.backoff, EVENTS, || cx.hub.events().get(&cx.calendar, id).doit()).await?;
-        if let (Some(os), Some(oe), Some(ns)) = (
-            old.start.as_ref().and_then(|s| s.date_time),
-            old.end.as_ref().and_then(|e| e.date_time),
-            patch.start.as_ref().and_then(|s| s.date_time),
-        ) {
-            let zone = patch.start.as_ref().and_then(|s| s.time_zone.clone());
-            patch.end = Some(EventDateTime {
-                date: None,
-                date_time: Some(ns + (oe - os)),
-                time_zone: zone,
-            });
+        if let Some((start, end)) = update::new_times(args, &old, cx.tz)? {
+            let was_all_day = old.start.as_ref().is_some_and(|s| s.date.is_some());
+            if was_all_day == start.date.is_some() {
+                patch.start = Some(start);
+                patch.end = Some(end);
+            } else {
+                // A PATCH merges `start`/`end` into the stored ones and google-calendar3 drops
+                // the nulls that would clear the other kind's field: the switch is a full update.
+                let mut full = old;
+                overlay(&mut full, patch.clone());
+                full.start = Some(start);
+                full.end = Some(end);
+                replace = Some(full);
+            }
         }
     }
-    let (_, updated) = with_backoff(cx.backoff, EVENTS, || {
-        cx.hub.events().patch(patch.clone(), &cx.calendar, id).doit()
-    })
-    .await?;
+    let (_, updated) = match replace {
+        Some(full) => {
+            with_backoff(cx.backoff, EVENTS, || {
+                cx.hub.events().update(full.clone(), &cx.calendar, id).doit()
+            })
+            .await?
+        }
+        None => {
+            with_backoff(cx.backoff, EVENTS, || {
+                cx.hub.events().patch(patch.clone(), &cx.calendar, id).doit()
+            })
+            .await?
+        }
+    };
     Ok(ToolResult::text(format!(
         "Updated: {}",
         describe(&updated, cx.tz).trim_start_matches("- ")
     ))
     .with_details(json!({"event_id": updated.id})))
+}
+
+/// Puts the fields set in `patch` (not times) onto `event`.
+fn overlay(event: &mut Event, patch: Event) {
+    if patch.summary.is_some() {
+        event.summary = patch.summary;
+    }
+    if patch.description.is_some() {
+        event.description = patch.description;
+    }
+    if patch.location.is_some() {
+        event.location = patch.location;
+    }
+    if patch.attendees.is_some() {
+        event.attendees = patch.attendees;
+    }
+    if patch.recurrence.is_some() {
+        event.recurrence = patch.recurrence;
+    }
+    if patch.reminders.is_some() {
+        event.reminders = patch.reminders;
+    }
 }
 
 async fn delete_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, CalendarError> {

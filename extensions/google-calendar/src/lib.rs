@@ -32,6 +32,7 @@ mod store;
 mod times;
 mod tokens;
 mod tool;
+mod update;
 
 pub use config::{
     CALLBACK_PATH, GOOGLE_API_BASE_URL, GOOGLE_AUTH_URL, GOOGLE_REVOKE_URL, GOOGLE_TOKEN_URL, GoogleConfig,

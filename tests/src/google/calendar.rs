@@ -100,6 +100,7 @@ pub(crate) fn handle(
         ("POST", ["calendars", _, "events"]) => (&[FULL, EVENTS], insert_event),
         ("GET", ["calendars", _, "events", _]) => (&[FULL, READONLY, EVENTS, EVENTS_READONLY], get_event),
         ("PATCH", ["calendars", _, "events", _]) => (&[FULL, EVENTS], patch_event),
+        ("PUT", ["calendars", _, "events", _]) => (&[FULL, EVENTS], put_event),
         ("DELETE", ["calendars", _, "events", _]) => (&[FULL, EVENTS], delete_event),
         ("GET", ["calendars", _, "events", _, "instances"]) => (&[FULL, READONLY, EVENTS, EVENTS_READONLY], instances),
         ("POST", ["freeBusy"]) => (&[FULL, READONLY, FREEBUSY], free_busy),
@@ -338,8 +339,63 @@ fn patch_event(state: &mut State, seg: &[&str], _: &HashMap<String, String>, bod
     let mut updated = event;
     for (k, v) in patch {
         if k != "id" {
-            updated[k.as_str()] = v;
+            merge(&mut updated[k.as_str()], v);
         }
+    }
+    if let Err(r) = check_times(&updated) {
+        return r.into_response();
+    }
+    updated["updated"] = json!(Utc::now().to_rfc3339());
+    if let Some(c) = state.events.get_mut(&email) {
+        c.insert(seg[3].to_owned(), updated.clone());
+    }
+    axum::Json(updated).into_response()
+}
+
+/// Patch semantics as Google has them: objects are merged field by field (a `null` clears the
+/// field), anything else (arrays included) replaces.
+fn merge(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(&k);
+                } else {
+                    merge(t.entry(k).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (t, p) => *t = p,
+    }
+}
+
+/// `PUT …/events/{id}` (update): replaces the event's fields, keeping what Google keeps
+/// (id, creation, creator, organizer, links).
+fn put_event(state: &mut State, seg: &[&str], _: &HashMap<String, String>, body: &str) -> Response {
+    let Ok(Value::Object(mut new)) = serde_json::from_str::<Value>(body) else {
+        return api_error(400, "parseError", "Parse Error");
+    };
+    new.retain(|_, v| !v.is_null());
+    let email = state.email.clone();
+    let Some(old) = state.events.get(&email).and_then(|c| c.get(seg[3])).cloned() else {
+        return api_error(404, "notFound", "Not Found");
+    };
+    if old["status"] == "cancelled" {
+        return api_error(410, "deleted", "Resource has been deleted");
+    }
+    let mut updated = Value::Object(new);
+    for k in [
+        "id",
+        "kind",
+        "etag",
+        "status",
+        "htmlLink",
+        "iCalUID",
+        "created",
+        "creator",
+        "organizer",
+    ] {
+        updated[k] = old[k].clone();
     }
     if let Err(r) = check_times(&updated) {
         return r.into_response();

@@ -20,7 +20,7 @@
 //!   a revoked or unknown refresh token is `invalid_grant`.
 //! - `POST /revoke` ([`revoke_url`](GoogleServer::revoke_url)): revokes the token's grant.
 //! - `/calendar/v3/` ([`api_base_url`](GoogleServer::api_base_url)): `users/me/calendarList`,
-//!   `calendars/{id}/events` list/insert, `…/events/{id}` get/patch/delete,
+//!   `calendars/{id}/events` list/insert, `…/events/{id}` get/patch (nested objects merged, as Google does)/update/delete,
 //!   `…/events/{id}/instances`, `freeBusy`; see `calendar.rs` for the rules. Each endpoint
 //!   refuses a token without one of its scopes (403 `insufficientPermissions`); an expired or
 //!   revoked token is 401 `authError`.

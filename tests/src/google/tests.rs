@@ -335,3 +335,51 @@ async fn events_are_checked_like_google_and_recurring_ones_expand() {
     let (status, body) = api(reqwest::Method::GET, format!("{events}/standup01"), access, None).await;
     assert_eq!((status, body["summary"].as_str()), (200, Some("Daily")));
 }
+
+#[tokio::test]
+async fn patch_merges_nested_objects_and_update_replaces() {
+    let g = GoogleServer::start("cid", "secret")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let token = connected(&g, ALL).await;
+    let access = token["access_token"].as_str().unwrap_or_default();
+    let events = format!("{}calendars/primary/events", g.api_base_url());
+    let one = format!("{events}/revu0001");
+    let timed = json!({"id": "revu0001", "summary": "Review",
+        "start": {"dateTime": "2030-05-02T11:00:00Z", "timeZone": "Europe/Berlin"},
+        "end": {"dateTime": "2030-05-02T12:00:00Z", "timeZone": "Europe/Berlin"}});
+    assert_eq!(
+        api(reqwest::Method::POST, events.clone(), access, Some(timed)).await.0,
+        200
+    );
+    // Merged into `start`: the zone stays; a date next to the dateTime is refused, as Google does.
+    let (status, body) = api(
+        reqwest::Method::PATCH,
+        one.clone(),
+        access,
+        Some(json!({"start": {"dateTime": "2030-05-02T10:00:00Z"}})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["start"]["timeZone"].as_str()),
+        (200, Some("Europe/Berlin"))
+    );
+    let to_day = json!({"start": {"date": "2030-05-02"}, "end": {"date": "2030-05-03"}});
+    assert_eq!(
+        api(reqwest::Method::PATCH, one.clone(), access, Some(to_day.clone()))
+            .await
+            .0,
+        400
+    );
+    // Explicit nulls clear the other kind's fields.
+    let cleared = json!({"start": {"date": "2030-05-02", "dateTime": null, "timeZone": null},
+        "end": {"date": "2030-05-03", "dateTime": null, "timeZone": null}});
+    let (status, body) = api(reqwest::Method::PATCH, one.clone(), access, Some(cleared)).await;
+    assert_eq!((status, body["start"].clone()), (200, json!({"date": "2030-05-02"})));
+    // PUT replaces: the summary not sent is gone, the id stays.
+    let (status, body) = api(reqwest::Method::PUT, one, access, Some(to_day)).await;
+    assert_eq!(
+        (status, body["id"].as_str(), body.get("summary")),
+        (200, Some("revu0001"), None)
+    );
+}

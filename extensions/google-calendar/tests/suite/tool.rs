@@ -196,3 +196,59 @@ async fn updates_patch_and_free_busy_and_rate_limits_back_off() {
         .unwrap_or_default();
     assert!(text.contains("- 2030-05-02 15:00 – 2030-05-02 16:00"), "{text}");
 }
+
+#[tokio::test]
+async fn updates_keep_or_switch_the_kind_and_derive_the_end() {
+    let s = setup(None).await;
+    s.connect(&chat(4)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(4));
+    let call = |v: serde_json::Value, id: &'static str| tool.call(args(v), id, "UTC");
+    let create = json!({"action": "create_event", "summary": "Review", "start": "2030-05-02 13:00"});
+    call(create, "c1").await.unwrap_or_else(|e| panic!("{e}"));
+    let id = event_id("4", "c1");
+    let stored = || {
+        s.google
+            .events()
+            .into_iter()
+            .find(|e| e["id"] == json!(id))
+            .unwrap_or_default()
+    };
+    // A duration alone moves the end.
+    call(
+        json!({"action": "update_event", "event_id": id, "duration": "2h"}),
+        "u1",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored()["end"]["dateTime"], json!("2030-05-02T15:00:00Z"));
+    // Timed → all-day: no dateTime left.
+    call(
+        json!({"action": "update_event", "event_id": id, "all_day": true, "start": "2030-05-03"}),
+        "u2",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored()["start"], json!({"date": "2030-05-03"}));
+    assert_eq!(stored()["summary"], json!("Review"));
+    // Moving an all-day event without `all_day` keeps it all-day.
+    call(
+        json!({"action": "update_event", "event_id": id, "start": "2030-05-10"}),
+        "u3",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (stored()["start"].clone(), stored()["end"].clone()),
+        (json!({"date": "2030-05-10"}), json!({"date": "2030-05-11"}))
+    );
+    // All-day → timed.
+    call(
+        json!({"action": "update_event", "event_id": id, "all_day": false, "start": "2030-05-10 09:00"}),
+        "u4",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored()["start"]["dateTime"], json!("2030-05-10T09:00:00Z"));
+    assert_eq!(stored()["start"].get("date"), None);
+    assert_eq!(stored()["end"]["dateTime"], json!("2030-05-10T10:00:00Z"));
+}
