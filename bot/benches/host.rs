@@ -2,7 +2,8 @@
 //! scripted model server. Run with `cargo bench -p volcanic-bot --bench host`; without
 //! `--bench` (as `cargo test --all-targets` runs it) it does a tiny smoke version.
 //!
-//! Knobs (environment): `HOST_BENCH_ONLY=overhead` runs only the overhead figures;
+//! Knobs (environment): `HOST_BENCH_ONLY=overhead` runs only the overhead figures,
+//! `HOST_BENCH_ONLY=rss` only the memory ones;
 //! `HOST_BENCH_BIN=<path>` measures another build of the binary (to compare);
 //! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`; `HOST_BENCH_LOG_COPY=<file>` keeps
 //! each bot's log as `<file>.<n>` (n counts the bots started); `HOST_BENCH_WRAP="strace -f -tt
@@ -430,7 +431,8 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let only_overhead = std::env::var("HOST_BENCH_ONLY").is_ok_and(|v| v == "overhead");
-        let starts = if only_overhead {
+        let only_rss = std::env::var("HOST_BENCH_ONLY").is_ok_and(|v| v == "rss");
+        let starts = if only_overhead || only_rss {
             vec![f64::NAN]
         } else {
             start_latency(&sizes).await
@@ -442,6 +444,10 @@ fn main() {
         } else {
             rss(&sizes, &seed).await
         };
+        if only_rss {
+            eprintln!("idle RSS {idle:.2} MiB, after the conversations {busy:.2} MiB");
+            return;
+        }
         settle().await;
         let (known, known_parsed) = overhead(&sizes, Some(&seed)).await;
         spread("host overhead, known idle chats", &known);

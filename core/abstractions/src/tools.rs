@@ -173,9 +173,21 @@ pub trait TypedTool: Send + Sync + 'static {
     ) -> Result<ToolResult, ToolError>;
 }
 
-/// Wraps a [`TypedTool`] as a [`Tool`].
+/// Wraps a [`TypedTool`] as a [`Tool`]. Its schema is generated once per argument type in the
+/// process (it is sent with every model request; every session has its own tool instances).
 pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn Tool> {
     Arc::new(Typed(tool))
+}
+
+/// The schema of `T`, generated once per type and shared.
+fn cached_schema<T: JsonSchema + 'static>() -> Arc<Value> {
+    type Cache = std::sync::Mutex<std::collections::HashMap<std::any::TypeId, Arc<Value>>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(std::any::TypeId::of::<T>())
+        .or_insert_with(|| Arc::new(schema_for::<T>()))
+        .clone()
 }
 
 /// The JSON Schema of `T` as a tool-parameters object (no `$schema`, `title` kept out).
@@ -204,7 +216,7 @@ impl<T: TypedTool> Tool for Typed<T> {
         self.0.description()
     }
     fn parameters(&self) -> Value {
-        schema_for::<T::Args>()
+        (*cached_schema::<T::Args>()).clone()
     }
     fn prompt_snippet(&self) -> Option<String> {
         self.0.prompt_snippet()
