@@ -107,7 +107,7 @@ fn window(cx: &Cx<'_>, args: &CalendarArgs) -> Result<(chrono::DateTime<Utc>, ch
     };
     let to = match &args.to {
         Some(t) => times::instant(t, cx.tz)?,
-        None => from + Duration::days(7),
+        None => update::later(from, Duration::days(7))?,
     };
     if to <= from {
         return Err(invalid("`to` must be after `from`"));
@@ -186,14 +186,17 @@ fn event_from(args: &CalendarArgs, tz_default: Tz) -> Result<Event, CalendarErro
                 return Err(invalid("`end` (the last day) is before `start`"));
             }
             // Google's all-day end date is exclusive: the day after the last day.
+            let after = last
+                .succ_opt()
+                .ok_or_else(|| invalid("the last day is out of range: give an earlier `end`"))?;
             e.start = Some(all_day(first));
-            e.end = Some(all_day(last + Duration::days(1)));
+            e.end = Some(all_day(after));
         } else {
             let s = times::instant(start, tz)?;
             let end = match (&args.end, &args.duration) {
                 (Some(end), _) => times::instant(end, tz)?,
-                (None, Some(d)) => s + times::duration(d)?,
-                (None, None) => s + Duration::hours(1),
+                (None, Some(d)) => update::later(s, times::duration(d)?)?,
+                (None, None) => update::later(s, Duration::hours(1))?,
             };
             if end <= s {
                 return Err(invalid("the event must end after it starts"));
@@ -295,6 +298,9 @@ async fn update_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Ca
         ..args.clone()
     };
     let mut patch = event_from(&fields, cx.tz)?;
+    if let Some(d) = &args.duration {
+        times::duration(d)?; // refused before any request
+    }
     let mut replace = None;
     if update::changes_times(args) {
         let (_, old) = with_backoff(cx.backoff, EVENTS, || cx.hub.events().get(&cx.calendar, id).doit()).await?;

@@ -196,7 +196,7 @@ impl GoogleCalendarConnections {
             scopes: granted,
             access_token: answer.access_token,
             refresh_token: answer.refresh_token,
-            expires_at: now + answer.expires_in.unwrap_or(3600),
+            expires_at: tokens::expiry(now, answer.expires_in),
             needs_reconnect: false,
             connected_at: now,
         };
@@ -241,7 +241,7 @@ impl GoogleCalendarConnections {
         if account.needs_reconnect {
             return Err(CalendarError::NeedsReconnect);
         }
-        if account.expires_at - 60 > chrono::Utc::now().timestamp() {
+        if account.expires_at.saturating_sub(60) > chrono::Utc::now().timestamp() {
             return Ok((account.access_token, account.scopes));
         }
         let Some(refresh_token) = account.refresh_token.clone() else {

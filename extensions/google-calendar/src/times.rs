@@ -58,13 +58,17 @@ pub(crate) fn date(text: &str) -> Result<NaiveDate, CalendarError> {
         .map_err(|_| invalid(format!("cannot read the date `{text}`: use YYYY-MM-DD")))
 }
 
-/// A duration such as `90m`, `1h30m`, `2h`, `1d`, `45s`.
+/// The longest duration accepted.
+pub(crate) const MAX_DURATION_DAYS: i64 = 366;
+
+/// A duration such as `90m`, `1h30m`, `2h`, `1d`, `45s`: positive, at most 366 days.
 pub(crate) fn duration(text: &str) -> Result<Duration, CalendarError> {
     let bad = || {
         invalid(format!(
-            "cannot read the duration `{text}`: use e.g. 30m, 1h30m, 2h, 1d"
+            "cannot read the duration `{text}`: use e.g. 30m, 1h30m, 2h, 1d (at most {MAX_DURATION_DAYS}d)"
         ))
     };
+    let max = Duration::days(MAX_DURATION_DAYS);
     let mut total = Duration::zero();
     let mut number = String::new();
     for c in text.trim().chars() {
@@ -74,13 +78,17 @@ pub(crate) fn duration(text: &str) -> Result<Duration, CalendarError> {
         }
         let n: i64 = number.parse().map_err(|_| bad())?;
         number.clear();
-        total += match c {
-            'd' => Duration::days(n),
-            'h' => Duration::hours(n),
-            'm' => Duration::minutes(n),
-            's' => Duration::seconds(n),
+        let part = match c {
+            'd' => Duration::try_days(n),
+            'h' => Duration::try_hours(n),
+            'm' => Duration::try_minutes(n),
+            's' => Duration::try_seconds(n),
             _ => return Err(bad()),
         };
+        total = part
+            .and_then(|p| total.checked_add(&p))
+            .filter(|t| *t <= max)
+            .ok_or_else(bad)?;
     }
     if !number.is_empty() || total <= Duration::zero() {
         return Err(bad());
@@ -156,6 +164,11 @@ mod tests {
         assert!(instant("next tuesday", tokyo).is_err());
         assert_eq!(duration("1h30m")?, Duration::minutes(90));
         assert!(duration("90").is_err());
+        assert_eq!(duration("366d")?, Duration::days(366));
+        for huge in ["9999999999999d", "367d", "99999999999999999999h", "366d1s"] {
+            let e = duration(huge).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("at most 366d"), "{huge}: {e}");
+        }
         assert!(zone("Mars/Base").is_err());
         Ok(())
     }

@@ -241,7 +241,7 @@ async fn classify(http: &reqwest::Client, config: &GoogleConfig, refresh_token: 
         return Ok(Refreshed {
             access_token: answer.access_token,
             refresh_token: answer.refresh_token.or_else(|| Some(refresh_token.to_owned())),
-            expires_at: chrono::Utc::now().timestamp() + answer.expires_in.unwrap_or(3600),
+            expires_at: expiry(chrono::Utc::now().timestamp(), answer.expires_in),
         });
     }
     match serde_json::from_str::<ErrorAnswer>(&text) {
@@ -251,6 +251,12 @@ async fn classify(http: &reqwest::Client, config: &GoogleConfig, refresh_token: 
             oauth_error(&text)
         ))),
     }
+}
+
+/// When a token given `expires_in` seconds ago at `now` expires: Google's value (default an
+/// hour) bounded to a day, so a wild answer cannot overflow or keep a token forever.
+pub(crate) fn expiry(now: i64, expires_in: Option<i64>) -> i64 {
+    now.saturating_add(expires_in.unwrap_or(3600).clamp(0, 86_400))
 }
 
 /// Lets the authenticator own a handle while we keep one.
@@ -264,5 +270,19 @@ impl TokenStorage for SharedStorage {
 
     async fn get(&self, scopes: &[&str]) -> Option<TokenInfo> {
         self.0.get(scopes).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expiry;
+
+    #[test]
+    fn a_wild_expires_in_neither_overflows_nor_lasts() {
+        assert_eq!(expiry(1_000, Some(3599)), 4_599);
+        assert_eq!(expiry(1_000, None), 4_600);
+        assert_eq!(expiry(1_000, Some(i64::MAX)), 87_400);
+        assert_eq!(expiry(1_000, Some(-5)), 1_000);
+        assert_eq!(expiry(i64::MAX, Some(10)), i64::MAX);
     }
 }

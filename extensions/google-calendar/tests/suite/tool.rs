@@ -252,3 +252,23 @@ async fn updates_keep_or_switch_the_kind_and_derive_the_end() {
     assert_eq!(stored()["start"].get("date"), None);
     assert_eq!(stored()["end"]["dateTime"], json!("2030-05-10T10:00:00Z"));
 }
+
+#[tokio::test]
+async fn huge_durations_are_refused_with_what_to_give() {
+    let s = setup(None).await;
+    s.connect(&chat(5)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(5));
+    for (n, v) in [
+        json!({"action": "create_event", "summary": "x", "start": "2030-05-02 13:00", "duration": "9999999999999d"}),
+        json!({"action": "create_event", "summary": "x", "start": "2030-05-02 13:00", "duration": "400d"}),
+        json!({"action": "update_event", "event_id": "abcde12345", "duration": "99999999999999999h"}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = tool.call(args(v), &format!("h{n}"), "UTC").await;
+        let text = r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(text.contains("at most 366d"), "{text}");
+    }
+    assert!(s.google.events().is_empty());
+}
