@@ -372,7 +372,11 @@ async fn delete_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Ca
         (true, Some((series, _))) => series,
         _ => given,
     };
-    with_backoff(cx.backoff, EVENTS, || cx.hub.events().delete(&cx.calendar, id).doit()).await?;
+    match with_backoff(cx.backoff, EVENTS, || cx.hub.events().delete(&cx.calendar, id).doit()).await {
+        // Gone: already deleted (e.g. by an attempt whose answer was a 5xx before the retry).
+        Ok(_) | Err(CalendarError::Api { status: 410, .. }) => {}
+        Err(e) => return Err(e),
+    }
     let what = if id != given || args.series == Some(true) {
         "the series"
     } else {
@@ -397,12 +401,24 @@ async fn free_busy(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Calen
         what: "read free/busy times",
     };
     let (_, answer) = with_backoff(cx.backoff, needs, || cx.hub.freebusy().query(request.clone()).doit()).await?;
-    let busy = answer
-        .calendars
-        .unwrap_or_default()
-        .remove(&cx.calendar)
-        .and_then(|c| c.busy)
-        .unwrap_or_default();
+    let Some(calendar) = answer.calendars.unwrap_or_default().remove(&cx.calendar) else {
+        return Err(CalendarError::FreeBusy {
+            calendar: cx.calendar.clone(),
+            reasons: "the answer has no such calendar".into(),
+        });
+    };
+    let errors = calendar.errors.unwrap_or_default();
+    if !errors.is_empty() {
+        let reasons: Vec<String> = errors
+            .iter()
+            .map(|e| e.reason.clone().unwrap_or_else(|| "unknown".into()))
+            .collect();
+        return Err(CalendarError::FreeBusy {
+            calendar: cx.calendar.clone(),
+            reasons: reasons.join(", "),
+        });
+    }
+    let busy = calendar.busy.unwrap_or_default();
     let lines: Vec<String> = busy
         .iter()
         .filter_map(|p| Some(format!("- {} – {}", show(p.start?, cx.tz), show(p.end?, cx.tz))))

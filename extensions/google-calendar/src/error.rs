@@ -63,6 +63,18 @@ pub enum CalendarError {
         /// Google's message.
         message: String,
     },
+    /// Google could not give the free/busy times of a calendar (its `calendars[id].errors`,
+    /// e.g. `notFound`): reported rather than shown as free.
+    #[error(
+        "Google could not read the free/busy times of calendar `{calendar}` ({reasons}); check the id \
+         with list_calendars"
+    )]
+    FreeBusy {
+        /// The calendar asked for.
+        calendar: String,
+        /// Google's reasons, e.g. `notFound`.
+        reasons: String,
+    },
     /// The network or Google failed in a way a later retry may fix.
     #[error("could not reach Google: {0}; try again later")]
     Transient(String),

@@ -272,3 +272,24 @@ async fn huge_durations_are_refused_with_what_to_give() {
     }
     assert!(s.google.events().is_empty());
 }
+
+#[tokio::test]
+async fn free_busy_errors_are_reported_and_a_second_delete_is_done() {
+    let s = setup(None).await;
+    s.connect(&chat(6)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(6));
+    let busy = json!({"action": "free_busy", "calendar": "bob@example.com", "from": "2030-05-02 00:00"});
+    let r = tool.call(args(busy), "f1", "UTC").await;
+    let text = r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(text.contains("bob@example.com") && text.contains("notFound"), "{text}");
+
+    let create = json!({"action": "create_event", "summary": "Gone", "start": "2030-05-02 13:00"});
+    tool.call(args(create), "c1", "UTC")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let delete = json!({"action": "delete_event", "event_id": event_id("6", "c1")});
+    for n in ["d1", "d2"] {
+        let r = tool.call(args(delete.clone()), n, "UTC").await;
+        assert!(r.is_ok(), "{n}: {r:?}");
+    }
+}
