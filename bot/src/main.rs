@@ -62,13 +62,68 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// Crates that log secrets at debug level, held at `warn` whatever `VOLCANIC_LOG` says:
+/// yup-oauth2 logs token requests and answers (refresh tokens, the client secret, access
+/// tokens) through `log`, which the subscriber forwards.
+const QUIET: &[&str] = &["yup_oauth2=warn"];
+
+/// The log filter: `VOLCANIC_LOG` (default `warn`), with [`QUIET`] added last so it wins.
+fn log_filter(env: Option<&str>) -> tracing_subscriber::EnvFilter {
+    let mut filter = env
+        .and_then(|e| tracing_subscriber::EnvFilter::try_new(e).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
+    for directive in QUIET {
+        if let Ok(d) = directive.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
+}
+
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VOLCANIC_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = log_filter(std::env::var("VOLCANIC_LOG").ok().as_deref());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Colours only for a terminal: logs piped to a file or journald stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn yup_oauth2_debug_logs_never_pass_the_filter() {
+        for env in ["debug", "trace,yup_oauth2=trace", "yup_oauth2=debug,info"] {
+            let sink = Sink::default();
+            let writer = sink.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(super::log_filter(Some(env)))
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::with_default(subscriber, || {
+                tracing::debug!(target: "yup_oauth2::refresh", "refresh_token=1//secret");
+                tracing::info!(target: "volcanic_bot", "kept line");
+            });
+            let out = String::from_utf8_lossy(&sink.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+            assert!(!out.contains("1//secret"), "{env}: {out}");
+            assert!(out.contains("kept line"), "{env}: {out}");
+        }
+    }
 }
