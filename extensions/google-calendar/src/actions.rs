@@ -54,7 +54,7 @@ async fn run_once(
     let chat_tz = times::zone(chat_zone).unwrap_or(Tz::UTC);
     let cx = Cx {
         hub: &hub,
-        backoff: config.backoff,
+        backoff: config.timing(),
         calendar: args.calendar.clone().unwrap_or_else(|| "primary".into()),
         tz: chat_tz,
     };
@@ -71,7 +71,7 @@ async fn run_once(
 /// What every action needs.
 struct Cx<'a> {
     hub: &'a Hub,
-    backoff: std::time::Duration,
+    backoff: crate::api::Timing,
     calendar: String,
     tz: Tz,
 }

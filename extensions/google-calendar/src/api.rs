@@ -87,17 +87,31 @@ pub(crate) struct Needs {
     pub(crate) what: &'static str,
 }
 
+/// The backoff's first delay and the time one attempt may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub(crate) backoff: Duration,
+    pub(crate) timeout: Duration,
+}
+
 /// Runs `call` with backoff; maps the final failure to a [`CalendarError`]. A 409 comes back as
-/// `Err(CalendarError::Api { status: 409, .. })` for the caller to decide.
-pub(crate) async fn with_backoff<T, F, Fut>(base: Duration, needs: Needs, mut call: F) -> Result<T, CalendarError>
+/// `Err(CalendarError::Api { status: 409, .. })` for the caller to decide. An attempt that takes
+/// longer than the timeout fails at once (not retried: it may have taken effect).
+pub(crate) async fn with_backoff<T, F, Fut>(timing: Timing, needs: Needs, mut call: F) -> Result<T, CalendarError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, HubError>>,
 {
-    let mut delay = base;
+    let mut delay = timing.backoff;
     let mut attempt = 0;
     loop {
-        let failure = match call().await {
+        let answer = tokio::time::timeout(timing.timeout, call()).await.map_err(|_| {
+            CalendarError::Transient(format!(
+                "Google Calendar did not answer within {} s",
+                timing.timeout.as_secs_f32()
+            ))
+        })?;
+        let failure = match answer {
             Ok(v) => return Ok(v),
             Err(e) => classify(&e)?,
         };

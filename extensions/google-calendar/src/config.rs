@@ -37,6 +37,9 @@ pub struct GoogleConfig {
     pub public_url: Option<String>,
     /// First delay of the backoff on rate-limit and quota errors (doubled per attempt, 3 retries).
     pub backoff: Duration,
+    /// How long one call to Google (a token refresh, an API call) may take before it fails
+    /// with an error saying so (default 30 s).
+    pub timeout: Duration,
 }
 
 impl std::fmt::Debug for GoogleConfig {
@@ -64,6 +67,15 @@ impl GoogleConfig {
             api_base_url: GOOGLE_API_BASE_URL.into(),
             public_url: None,
             backoff: Duration::from_secs(1),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The backoff and the per-call timeout of API calls.
+    pub(crate) fn timing(&self) -> crate::api::Timing {
+        crate::api::Timing {
+            backoff: self.backoff,
+            timeout: self.timeout,
         }
     }
 

@@ -103,8 +103,11 @@ impl GoogleCalendarConnections {
         if let Some(c) = &config {
             redactor.add_secret(&c.client_secret);
         }
+        let timeout = config
+            .as_ref()
+            .map_or(std::time::Duration::from_secs(30), |c| c.timeout);
         let http = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
+            .timeout(timeout)
             .build()
             .map_err(|e| CalendarError::Transient(format!("HTTP client: {e}")))?;
         Ok(Arc::new(Self {

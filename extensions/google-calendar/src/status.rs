@@ -31,7 +31,7 @@ impl GoogleCalendarConnections {
                             scope: "calendar.calendarlist.readonly",
                             what: "read the calendar list",
                         };
-                        match with_backoff(config.backoff, needs, || hub.calendar_list().list().doit()).await {
+                        match with_backoff(config.timing(), needs, || hub.calendar_list().list().doit()).await {
                             Ok((_, list)) => list
                                 .items
                                 .unwrap_or_default()

@@ -174,8 +174,25 @@ pub(crate) struct Refreshed {
     pub(crate) expires_at: i64,
 }
 
-/// Refreshes through yup-oauth2; on failure, one plain request classifies it.
+/// Refreshes through yup-oauth2 (on failure, one plain request classifies it), within
+/// `[google]`'s timeout: a hanging token endpoint fails the call instead of holding the chat.
 pub(crate) async fn refresh(
+    http: &reqwest::Client,
+    connector: &Connector,
+    config: &GoogleConfig,
+    refresh_token: &str,
+) -> Result<Refreshed> {
+    tokio::time::timeout(config.timeout, refresh_now(http, connector, config, refresh_token))
+        .await
+        .map_err(|_| {
+            CalendarError::Transient(format!(
+                "Google's token endpoint did not answer within {} s",
+                config.timeout.as_secs_f32()
+            ))
+        })?
+}
+
+async fn refresh_now(
     http: &reqwest::Client,
     connector: &Connector,
     config: &GoogleConfig,
@@ -204,6 +221,7 @@ pub(crate) async fn refresh(
         InstalledFlowReturnMethod::Interactive,
         CustomHyperClientBuilder::from(client),
     )
+    .with_timeout(config.timeout)
     .with_storage(Box::new(SharedStorage(storage.clone())))
     .flow_delegate(Box::new(NoInteractiveSignIn))
     .build()

@@ -152,6 +152,11 @@ impl GoogleServer {
         self.shared.lock().token_delay = delay;
     }
 
+    /// Makes every Calendar API call wait `delay` before answering.
+    pub fn delay_api(&self, delay: std::time::Duration) {
+        self.shared.lock().api_delay = delay;
+    }
+
     /// Revokes every grant: refreshes get `invalid_grant`, API calls 401.
     pub fn revoke_all(&self) {
         let mut s = self.shared.lock();
@@ -234,11 +239,15 @@ async fn serve(
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if path == "/token" {
-        let delay = shared.lock().token_delay;
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
+    let delay = if path == "/token" {
+        shared.lock().token_delay
+    } else if path.starts_with("/calendar/v3/") {
+        shared.lock().api_delay
+    } else {
+        std::time::Duration::ZERO
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
     let mut state = shared.lock();
     state.requests.push(GoogleRequest {

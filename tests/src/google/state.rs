@@ -100,6 +100,8 @@ pub(crate) struct State {
     pub(crate) revocations: Vec<String>,
     /// How long `POST /token` waits before answering.
     pub(crate) token_delay: std::time::Duration,
+    /// How long Calendar API calls wait before answering.
+    pub(crate) api_delay: std::time::Duration,
 }
 
 impl State {
@@ -125,6 +127,7 @@ impl State {
             faults: VecDeque::new(),
             revocations: Vec::new(),
             token_delay: std::time::Duration::ZERO,
+            api_delay: std::time::Duration::ZERO,
         }
     }
 

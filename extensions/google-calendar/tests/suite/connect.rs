@@ -256,3 +256,27 @@ async fn a_disconnect_during_a_refresh_is_not_undone_by_it() {
         "the refresh in flight wrote the deleted tokens back"
     );
 }
+
+#[tokio::test]
+async fn a_hanging_google_fails_the_call_and_frees_the_chat() {
+    let s = setup(None).await;
+    s.google.set_token_lifetime(30); // every use refreshes
+    s.connect(&chat(12)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(12));
+    s.google.delay_token(std::time::Duration::from_secs(60));
+    let started = std::time::Instant::now();
+    let r = tool.call(args(json!({"action": "list_calendars"})), "c1", "UTC").await;
+    let text = r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(text.contains("token endpoint did not answer within 2 s"), "{text}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
+    s.google.delay_token(std::time::Duration::ZERO);
+    s.google.delay_api(std::time::Duration::from_secs(60));
+    let r = tool.call(args(json!({"action": "list_calendars"})), "c2", "UTC").await;
+    let text = r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(text.contains("Google Calendar did not answer within 2 s"), "{text}");
+
+    s.google.delay_api(std::time::Duration::ZERO);
+    let r = tool.call(args(json!({"action": "list_calendars"})), "c3", "UTC").await;
+    assert!(r.is_ok(), "the chat's lock was released: {r:?}");
+}

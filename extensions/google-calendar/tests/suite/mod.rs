@@ -59,6 +59,7 @@ pub async fn setup(public_url: Option<&str>) -> Setup {
     config.api_base_url = google.api_base_url();
     config.public_url = public_url.map(str::to_owned);
     config.backoff = Duration::from_millis(20);
+    config.timeout = Duration::from_secs(2);
     if let Some(p) = public_url {
         google.register_redirect_uri(&format!("{p}/oauth/google/callback"));
     }
