@@ -55,6 +55,23 @@ pub fn chat_ref(chat_id: i64) -> ChatRef {
     }
 }
 
+/// Told in a group when its sign-in link went to the user privately.
+pub const LINK_SENT_PRIVATELY: &str =
+    "I sent you the sign-in link in a private message: only you can connect this group's Google Calendar with it.";
+
+/// Told in a group when the bot cannot write to the user privately.
+pub fn no_private_chat(bot_username: &str) -> String {
+    format!(
+        "⚠️ I can send the sign-in link only privately, and cannot write to you yet: open a private chat \
+         with @{bot_username}, press Start, then run /calendar connect here again."
+    )
+}
+
+/// The private message carrying a group's sign-in link.
+pub const PRIVATE_LINK: &str = "Sign-in for the group you ran /calendar connect in: open the link below and allow \
+                                access; I confirm in the group when it is done. The link works once, for 10 \
+                                minutes. Do not share it: whoever signs in with it connects their account to the group.";
+
 /// `/calendar …`; `None` when the answer was already sent (the link with its button).
 pub async fn command(host: &Arc<Host>, m: &InMessage, target: Target, args: &str) -> Option<String> {
     let chat = chat_ref(m.chat_id);
@@ -77,6 +94,25 @@ pub async fn command(host: &Arc<Host>, m: &InMessage, target: Target, args: &str
                 return Some("⚠️ the sign-in address is not a valid URL: check `[google] auth_url`".into());
             };
             let markup = InlineKeyboardMarkup::new([[InlineKeyboardButton::url("Connect Google Calendar", url)]]);
+            if m.is_group() && !link.paste_back {
+                // The callback cannot tell who opened the link: in a group only the user who
+                // asked gets it, privately.
+                let private = Target {
+                    chat_id: m.from_id,
+                    thread: None,
+                };
+                return Some(match host.tg.send_plain(private, PRIVATE_LINK, Some(markup)).await {
+                    Ok(_) => LINK_SENT_PRIVATELY.to_owned(),
+                    Err(e) => {
+                        tracing::info!(
+                            chat = m.chat_id,
+                            user = m.from_id,
+                            "cannot send the sign-in link privately: {e}"
+                        );
+                        no_private_chat(&host.bot_username)
+                    }
+                });
+            }
             if let Err(e) = host.tg.send_plain(target, text, Some(markup)).await {
                 return Some(format!("⚠️ cannot send the sign-in link: {e}"));
             }

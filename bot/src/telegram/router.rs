@@ -306,7 +306,8 @@ impl Host {
         true
     }
 
-    /// A group became a supergroup: its workspace, settings and sessions move to the new key.
+    /// A group became a supergroup: its workspace, settings, sessions and Google Calendar
+    /// tokens move to the new key.
     fn migrate(&self, old_id: i64, new_id: i64) {
         let (old, new) = (chat_key(old_id), chat_key(new_id));
         let moves = [
@@ -317,6 +318,11 @@ impl Host {
             (
                 self.config.state_dir.join("sessions").join(&old),
                 self.config.state_dir.join("sessions").join(&new),
+            ),
+            // The Google Calendar connection (its token file is named by the chat key).
+            (
+                self.config.state_dir.join("google").join(format!("{old}.json")),
+                self.config.state_dir.join("google").join(format!("{new}.json")),
             ),
         ];
         for (from, to) in moves {

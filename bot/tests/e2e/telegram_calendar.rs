@@ -250,6 +250,78 @@ async fn calendar_by_callback_status_and_disconnect() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calendar_in_a_group_links_privately_and_moves_with_a_migration() {
+    const GROUP: i64 = -5001;
+    const SUPERGROUP: i64 = -1_005_001;
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let g = google().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let public = format!("http://127.0.0.1:{port}");
+    g.register_redirect_uri(&format!("{public}/oauth/google/callback"));
+    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n");
+    let env = Env::new(
+        &model.url(),
+        &format!(
+            "{}{}{}",
+            telegram_config(&tg, &format!("allowed_chats = [{GROUP}]")),
+            http,
+            google_config(&g)
+        ),
+    );
+    let bot = BotProcess::start(&env, TOKEN);
+    let me = tg.bot_username();
+    let connect = format!("/calendar@{me} connect");
+
+    // No private chat with the user yet: the link is not shown in the group.
+    tg.push_update(updates::group_message(GROUP, OWNER, &connect, None));
+    nth_text(&tg, GROUP, "open a private chat", 1, &bot).await;
+    assert!(tg.messages(GROUP).iter().all(|m| m.reply_markup.is_none()));
+
+    tg.add_chat(OWNER);
+    tg.push_update(updates::group_message(GROUP, OWNER, &connect, None));
+    nth_text(&tg, GROUP, "in a private message", 1, &bot).await;
+    tg.wait_for(|s| s.messages(OWNER).iter().any(|m| m.reply_markup.is_some()), T)
+        .await
+        .unwrap();
+    assert!(tg.messages(GROUP).iter().all(|m| m.reply_markup.is_none()));
+    let m = tg
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| m.reply_markup.is_some())
+        .unwrap();
+    let url = m.reply_markup.unwrap()["inline_keyboard"][0][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let landed = g.consent(&url).await.unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let page = reqwest::Client::new().get(&landed).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let confirmed = nth_text(&tg, GROUP, "Google Calendar connected", 1, &bot).await;
+    assert!(confirmed.contains("ann@example.com"), "{confirmed}");
+
+    // The group becomes a supergroup: its tokens move with it.
+    let google_dir = env.dir.path().join("data/google");
+    assert!(google_dir.join("g5001.json").exists());
+    tg.push_update(updates::migrate_to_chat(GROUP, SUPERGROUP, OWNER));
+    let moved = google_dir.join("g1005001.json");
+    for _ in 0..100 {
+        if moved.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(moved.exists(), "bot log:\n{}", bot.log());
+    assert!(!google_dir.join("g5001.json").exists());
+    drop(bot);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calendar_connect_without_google_config_says_what_to_set() {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
