@@ -67,16 +67,47 @@ pub(crate) fn classify(e: &HubError) -> Result<ApiFailure, CalendarError> {
                 .as_str()
                 .unwrap_or("unknown")
                 .to_owned(),
-            message: v["error"]["message"].as_str().unwrap_or_default().to_owned(),
+            message: bounded(v["error"]["message"].as_str().unwrap_or_default()),
         }),
         HubError::Failure(r) => Ok(ApiFailure {
             status: r.status().as_u16(),
             reason: "unknown".into(),
             message: r.status().canonical_reason().unwrap_or_default().to_owned(),
         }),
-        HubError::HttpError(e) => Err(CalendarError::Transient(e.to_string())),
-        HubError::Io(e) => Err(CalendarError::Transient(e.to_string())),
-        other => Err(CalendarError::Transient(other.to_string())),
+        HubError::HttpError(e) => Err(CalendarError::Transient(bounded(&e.to_string()))),
+        HubError::Io(e) => Err(CalendarError::Transient(bounded(&e.to_string()))),
+        // A `JsonDecodeError` shows the whole body it could not read: bounded.
+        other => Err(CalendarError::Transient(bounded(&other.to_string()))),
+    }
+}
+
+/// The longest error text taken from an answer.
+const MAX_ERROR_CHARS: usize = 300;
+
+/// `text` cut at [`MAX_ERROR_CHARS`] characters (an ellipsis marks the cut).
+pub(crate) fn bounded(text: &str) -> String {
+    if text.chars().count() <= MAX_ERROR_CHARS {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(MAX_ERROR_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_whole_body_in_an_error_is_cut() {
+        let body = "x".repeat(10_000);
+        let e = google_calendar3::common::Error::JsonDecodeError(
+            body.clone(),
+            serde_json::from_str::<serde_json::Value>("{")
+                .err()
+                .unwrap_or_else(|| panic!("parsed")),
+        );
+        let text = super::classify(&e).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(text.chars().count() < 400 && text.contains('…'), "{}", text.len());
+        assert!(!text.contains(&body));
     }
 }
 

@@ -18,14 +18,22 @@ use crate::tokens::{self, Connector};
 /// out to be revoked or expired.
 pub type Notifier = Arc<dyn Fn(i64, String) + Send + Sync>;
 
-/// How a sign-in link is to be finished.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a sign-in link is to be finished (its `Debug` hides the URL, which carries the `state`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct ConnectLink {
     /// The authorization URL (for an inline URL button).
     pub url: String,
     /// True for the paste-back flow (no public URL): the user pastes the address the browser
     /// ended on back into the chat.
     pub paste_back: bool,
+}
+
+impl std::fmt::Debug for ConnectLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectLink")
+            .field("paste_back", &self.paste_back)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A finished sign-in.

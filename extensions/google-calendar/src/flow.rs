@@ -42,7 +42,7 @@ pub struct ChatRef {
 }
 
 /// A sign-in waiting for its redirect.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Pending {
     pub(crate) chat: ChatRef,
     pub(crate) user_id: i64,
@@ -54,9 +54,27 @@ pub(crate) struct Pending {
 }
 
 /// The pending sign-ins.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Flows {
     pending: Mutex<HashMap<String, Pending>>,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("chat", &self.chat)
+            .field("user_id", &self.user_id)
+            .field("topic", &self.topic)
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Flows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.pending.lock().unwrap_or_else(|p| p.into_inner()).len();
+        f.debug_struct("Flows").field("pending", &n).finish()
+    }
 }
 
 /// `n` random bytes, base64url without padding.
@@ -139,13 +157,19 @@ pub(crate) fn authorization_url(
     Ok(url.to_string())
 }
 
-/// What came back on the redirect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What came back on the redirect (its `Debug` hides both values).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Redirect {
     /// The `state` parameter.
     pub state: String,
     /// The authorization code.
     pub code: String,
+}
+
+impl std::fmt::Debug for Redirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redirect").finish_non_exhaustive()
+    }
 }
 
 /// Reads a redirect's query parameters (`state`, `code`, or `error`).
@@ -306,6 +330,20 @@ mod tests {
         assert!(!flows.mentioned_in("look: nothing"));
         assert!(flows.take(&state, None).is_ok());
         assert!(!flows.mentioned_in(&format!("look: {state}")));
+    }
+
+    #[test]
+    fn debug_output_hides_codes_states_and_verifiers() {
+        let flows = Flows::default();
+        let (state, verifier) = flows.start(chat(1), 7, None, "r".into());
+        let redirect = Redirect {
+            state: state.clone(),
+            code: "4/0secretcode".into(),
+        };
+        let shown = format!("{flows:?} {redirect:?} {:?}", flows.take(&state, None).ok());
+        for secret in [state.as_str(), verifier.as_str(), "4/0secretcode"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub(crate) fn connector() -> Result<Connector> {
 }
 
 /// A token endpoint answer (RFC 6749 §5.1; Google adds `id_token` and `scope`).
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 pub(crate) struct TokenAnswer {
     pub(crate) access_token: String,
     pub(crate) expires_in: Option<i64>,
@@ -166,12 +166,29 @@ impl InstalledFlowDelegate for NoInteractiveSignIn {
 }
 
 /// A refreshed access token.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Refreshed {
     pub(crate) access_token: String,
     pub(crate) refresh_token: Option<String>,
     /// Unix seconds.
     pub(crate) expires_at: i64,
+}
+
+impl std::fmt::Debug for Refreshed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Refreshed")
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for TokenAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenAnswer")
+            .field("expires_in", &self.expires_in)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Refreshes through yup-oauth2 (on failure, one plain request classifies it), within
@@ -294,6 +311,24 @@ impl TokenStorage for SharedStorage {
 #[cfg(test)]
 mod tests {
     use super::expiry;
+
+    #[test]
+    fn debug_output_hides_tokens() {
+        let answer: super::TokenAnswer = serde_json::from_str(
+            r#"{"access_token": "ya29.secret", "refresh_token": "1//secret", "id_token": "a.b.c", "expires_in": 5}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let refreshed = super::Refreshed {
+            access_token: "ya29.other".into(),
+            refresh_token: Some("1//other".into()),
+            expires_at: 1,
+        };
+        let shown = format!("{answer:?} {refreshed:?}");
+        assert!(
+            !shown.contains("secret") && !shown.contains("other") && !shown.contains("a.b.c"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn a_wild_expires_in_neither_overflows_nor_lasts() {
