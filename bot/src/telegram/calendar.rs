@@ -38,10 +38,10 @@ pub fn connections(
     });
     let connections = GoogleCalendarConnections::new(google, &config.state_dir, redactor)?;
     let handle = tokio::runtime::Handle::current();
-    connections.set_notifier(Arc::new(move |chat_id, text| {
+    connections.set_notifier(Arc::new(move |chat_id, thread, text| {
         let tg = tg.clone();
         handle.spawn(async move {
-            let _ = tg.send_plain(Target { chat_id, thread: None }, &text, None).await;
+            let _ = tg.send_plain(Target { chat_id, thread }, &text, None).await;
         });
     }));
     Ok(connections)

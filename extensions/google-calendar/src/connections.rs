@@ -15,8 +15,9 @@ use crate::store::{Account, TokenStore};
 use crate::tokens::{self, Connector};
 
 /// Tells a chat something (the host sends it as a message): used once when a connection turns
-/// out to be revoked or expired.
-pub type Notifier = Arc<dyn Fn(i64, String) + Send + Sync>;
+/// out to be revoked or expired. Arguments: the chat id, the forum topic the chat was connected
+/// from (`None`: the main thread), the text.
+pub type Notifier = Arc<dyn Fn(i64, Option<i32>, String) + Send + Sync>;
 
 /// How a sign-in link is to be finished (its `Debug` hides the URL, which carries the `state`).
 #[derive(Clone, PartialEq, Eq)]
@@ -210,6 +211,7 @@ impl GoogleCalendarConnections {
             expires_at: tokens::expiry(now, answer.expires_in),
             needs_reconnect: false,
             connected_at: now,
+            topic: pending.topic,
         };
         self.register(&account);
         {
@@ -273,7 +275,7 @@ impl GoogleCalendarConnections {
                 tracing::warn!(chat = %chat.key, "Google refused the refresh token (invalid_grant); the chat must reconnect");
                 let notifier = self.notifier.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 if let Some(n) = notifier {
-                    n(chat.id, CalendarError::NeedsReconnect.to_string());
+                    n(chat.id, account.topic, CalendarError::NeedsReconnect.to_string());
                 }
                 Err(CalendarError::NeedsReconnect)
             }

@@ -28,6 +28,9 @@ pub struct Account {
     pub needs_reconnect: bool,
     /// When the chat was connected, Unix seconds.
     pub connected_at: i64,
+    /// The forum topic `/calendar connect` was run in (where notices about the connection go).
+    #[serde(default)]
+    pub topic: Option<i32>,
 }
 
 impl std::fmt::Debug for Account {
@@ -145,6 +148,7 @@ mod tests {
             expires_at: 10,
             needs_reconnect: false,
             connected_at: 1,
+            topic: None,
         }
     }
 

@@ -123,7 +123,7 @@ async fn refresh_keeps_the_refresh_token_and_invalid_grant_is_told_once() {
     let before = s.connections.account(&chat(3)).and_then(|a| a.refresh_token);
     let told: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
     let sink = told.clone();
-    s.connections.set_notifier(Arc::new(move |id, text| {
+    s.connections.set_notifier(Arc::new(move |id, _topic, text| {
         sink.lock().unwrap_or_else(|p| p.into_inner()).push((id, text))
     }));
     let tool = CalendarTool::new(s.connections.clone(), chat(3));
@@ -224,7 +224,7 @@ async fn a_token_revoked_before_it_expires_leads_to_one_reconnect_notice() {
     s.connect(&chat(9)).await;
     let told: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
     let sink = told.clone();
-    s.connections.set_notifier(Arc::new(move |id, text| {
+    s.connections.set_notifier(Arc::new(move |id, _topic, text| {
         sink.lock().unwrap_or_else(|p| p.into_inner()).push((id, text))
     }));
     s.google.revoke_all();
@@ -279,4 +279,29 @@ async fn a_hanging_google_fails_the_call_and_frees_the_chat() {
     s.google.delay_api(std::time::Duration::ZERO);
     let r = tool.call(args(json!({"action": "list_calendars"})), "c3", "UTC").await;
     assert!(r.is_ok(), "the chat's lock was released: {r:?}");
+}
+
+#[tokio::test]
+async fn the_reconnect_notice_goes_to_the_topic_the_chat_was_connected_from() {
+    let s = setup(None).await;
+    let link = s
+        .connections
+        .connect(chat(13), 7, Some(77))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let location = s.google.consent(&link.url).await.unwrap_or_else(|e| panic!("{e:?}"));
+    s.connections
+        .finish_paste(&chat(13), 7, &location)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    type Told = Arc<Mutex<Vec<(i64, Option<i32>)>>>;
+    let told: Told = Arc::default();
+    let sink = told.clone();
+    s.connections.set_notifier(Arc::new(move |id, topic, _text| {
+        sink.lock().unwrap_or_else(|p| p.into_inner()).push((id, topic))
+    }));
+    s.google.revoke_all();
+    let tool = CalendarTool::new(s.connections.clone(), chat(13));
+    let r = tool.call(args(json!({"action": "list_calendars"})), "c1", "UTC").await;
+    assert!(matches!(r, Err(CalendarError::NeedsReconnect)), "{r:?}");
+    assert_eq!(*told.lock().unwrap_or_else(|p| p.into_inner()), vec![(13, Some(77))]);
 }
