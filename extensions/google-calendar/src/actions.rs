@@ -82,7 +82,7 @@ async fn list_calendars(cx: &Cx<'_>) -> Result<ToolResult, CalendarError> {
         what: "list calendars",
     };
     let (_, list) = with_backoff(cx.backoff, needs, || cx.hub.calendar_list().list().doit()).await?;
-    let items = list.items.unwrap_or_default();
+    let items = list.items.clone().unwrap_or_default();
     let lines: Vec<String> = items
         .iter()
         .map(|c| {
@@ -97,7 +97,12 @@ async fn list_calendars(cx: &Cx<'_>) -> Result<ToolResult, CalendarError> {
         })
         .collect();
     let ids: Vec<&str> = items.iter().filter_map(|c| c.id.as_deref()).collect();
-    Ok(ToolResult::text(format!("Calendars:\n{}", lines.join("\n"))).with_details(json!({"calendars": ids})))
+    let more = if list.next_page_token.is_some() {
+        "\n(more calendars than shown: only the first page was read)"
+    } else {
+        ""
+    };
+    Ok(ToolResult::text(format!("Calendars:\n{}{more}", lines.join("\n"))).with_details(json!({"calendars": ids})))
 }
 
 fn window(cx: &Cx<'_>, args: &CalendarArgs) -> Result<(chrono::DateTime<Utc>, chrono::DateTime<Utc>), CalendarError> {
@@ -149,6 +154,7 @@ async fn list_events(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Cal
         call.doit()
     })
     .await?;
+    let cut = events.next_page_token.is_some();
     let items = events.items.unwrap_or_default();
     let head = format!(
         "Events from {} to {} (times in {}):",
@@ -157,11 +163,17 @@ async fn list_events(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Cal
         cx.tz.name()
     );
     let body: Vec<String> = items.iter().map(|e| describe(e, cx.tz)).collect();
-    let text = if body.is_empty() {
+    let mut text = if body.is_empty() {
         format!("{head}\n(none)")
     } else {
         format!("{head}\n{}", body.join("\n"))
     };
+    if cut {
+        text.push_str(&format!(
+            "\n(the list is cut after these {} events: give a narrower `from`/`to` or a `query` to see the rest)",
+            items.len()
+        ));
+    }
     let ids: Vec<&str> = items.iter().filter_map(|e| e.id.as_deref()).collect();
     Ok(ToolResult::text(text).with_details(json!({"event_ids": ids})))
 }
@@ -368,10 +380,14 @@ async fn delete_event(cx: &Cx<'_>, args: &CalendarArgs) -> Result<ToolResult, Ca
         .event_id
         .as_deref()
         .ok_or_else(|| invalid("delete_event needs `event_id`"))?;
-    let id = match (args.series == Some(true), given.rsplit_once('_')) {
-        (true, Some((series, _))) => series,
-        _ => given,
+    let series = if args.series == Some(true) {
+        // The occurrence names its series (ids themselves may contain `_`).
+        let (_, event) = with_backoff(cx.backoff, EVENTS, || cx.hub.events().get(&cx.calendar, given).doit()).await?;
+        event.recurring_event_id
+    } else {
+        None
     };
+    let id = series.as_deref().unwrap_or(given);
     match with_backoff(cx.backoff, EVENTS, || cx.hub.events().delete(&cx.calendar, id).doit()).await {
         // Gone: already deleted (e.g. by an attempt whose answer was a 5xx before the retry).
         Ok(_) | Err(CalendarError::Api { status: 410, .. }) => {}

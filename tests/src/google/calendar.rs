@@ -239,13 +239,23 @@ fn list_events(state: &mut State, _: &[&str], query: &HashMap<String, String>, _
             })
         })
         .collect();
-    axum::Json(json!({
+    let limit = query
+        .get("maxResults")
+        .and_then(|m| m.parse::<usize>().ok())
+        .unwrap_or(250)
+        .min(state.page_size);
+    let mut items = items;
+    let mut page = json!({
         "kind": "calendar#events",
         "summary": state.email,
         "timeZone": state.time_zone,
-        "items": items,
-    }))
-    .into_response()
+    });
+    if items.len() > limit {
+        items.truncate(limit);
+        page["nextPageToken"] = json!(random_token(16));
+    }
+    page["items"] = json!(items);
+    axum::Json(page).into_response()
 }
 
 /// Checks an event's times as Google does; `Err` is the 400 answer.
@@ -319,8 +329,19 @@ fn insert_event(state: &mut State, _: &[&str], _: &HashMap<String, String>, body
 }
 
 fn get_event(state: &mut State, seg: &[&str], _: &HashMap<String, String>, _: &str) -> Response {
-    match state.events.get(&state.email).and_then(|c| c.get(seg[3])) {
-        Some(e) => axum::Json(e.clone()).into_response(),
+    if let Some(e) = state.events.get(&state.email).and_then(|c| c.get(seg[3])) {
+        return axum::Json(e.clone()).into_response();
+    }
+    // An occurrence of a recurring event, with its `recurringEventId`.
+    if state.cancelled_instances.contains(seg[3]) {
+        return api_error(410, "deleted", "Resource has been deleted");
+    }
+    match single_events(state, None, None)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|e| e["id"] == seg[3])
+    {
+        Some(e) => axum::Json(e).into_response(),
         None => api_error(404, "notFound", "Not Found"),
     }
 }

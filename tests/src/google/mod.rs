@@ -152,6 +152,12 @@ impl GoogleServer {
         self.shared.lock().token_delay = delay;
     }
 
+    /// The most events one list page holds (default 2500, as Google's cap of `maxResults`); a
+    /// longer list gets a `nextPageToken`.
+    pub fn set_page_size(&self, events: usize) {
+        self.shared.lock().page_size = events;
+    }
+
     /// Makes every Calendar API call wait `delay` before answering.
     pub fn delay_api(&self, delay: std::time::Duration) {
         self.shared.lock().api_delay = delay;

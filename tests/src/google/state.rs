@@ -102,6 +102,8 @@ pub(crate) struct State {
     pub(crate) token_delay: std::time::Duration,
     /// How long Calendar API calls wait before answering.
     pub(crate) api_delay: std::time::Duration,
+    /// The most events a list page holds (Google: `maxResults`, at most 2500).
+    pub(crate) page_size: usize,
 }
 
 impl State {
@@ -128,6 +130,7 @@ impl State {
             revocations: Vec::new(),
             token_delay: std::time::Duration::ZERO,
             api_delay: std::time::Duration::ZERO,
+            page_size: 2500,
         }
     }
 

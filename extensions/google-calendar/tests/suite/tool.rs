@@ -293,3 +293,42 @@ async fn free_busy_errors_are_reported_and_a_second_delete_is_done() {
         assert!(r.is_ok(), "{n}: {r:?}");
     }
 }
+
+#[tokio::test]
+async fn a_cut_list_says_so_and_a_series_is_found_from_its_occurrence() {
+    let s = setup(None).await;
+    s.connect(&chat(7)).await;
+    let tool = CalendarTool::new(s.connections.clone(), chat(7));
+    let weekly = json!({"action": "create_event", "summary": "Standup", "start": "2030-03-04 09:00",
+        "recurrence": ["RRULE:FREQ=WEEKLY;COUNT=3"]});
+    tool.call(args(weekly), "w1", "UTC")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.google.set_page_size(2);
+    let list = json!({"action": "list_events", "from": "2030-03-01", "to": "2030-04-01"});
+    let text = tool
+        .call(args(list), "l1", "UTC")
+        .await
+        .map(|r| r.text_content())
+        .unwrap_or_default();
+    assert!(text.contains("the list is cut after these 2 events"), "{text}");
+
+    let one = format!("{}_20300311T090000Z", event_id("7", "w1"));
+    let r = tool
+        .call(
+            args(json!({"action": "delete_event", "event_id": one, "series": true})),
+            "d1",
+            "UTC",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.text_content().contains("the series"), "{}", r.text_content());
+    assert!(
+        s.google
+            .requests()
+            .iter()
+            .any(|q| q.method == "GET" && q.path.ends_with(&format!("/events/{one}"))),
+        "the series is read from the occurrence"
+    );
+    assert_eq!(s.google.events()[0]["status"], json!("cancelled"));
+}
