@@ -28,21 +28,30 @@ fn instant(v: &Value) -> DateTime<Utc> {
         .unwrap_or_else(|e| panic!("{v}: {e}"))
 }
 
-/// Waits (up to `T` plus the 30 s of a watcher's period) until the chat's jobs file satisfies `f`.
-async fn wait_jobs(env: &Env, chat: i64, what: &str, bot: &BotProcess, f: impl Fn(&Value) -> bool) -> Value {
+/// Polls `probe` every 50 ms until it gives `Some` (up to `T` plus the 30 s of a watcher's
+/// period); fails with `what`, the last probe's state and the bot's log.
+async fn eventually<R>(what: &str, bot: &BotProcess, mut probe: impl FnMut() -> Result<R, String>) -> R {
     let deadline = std::time::Instant::now() + T + Duration::from_secs(30);
     loop {
-        let v = jobs_file(env, chat);
-        if f(&v) {
-            return v;
+        match probe() {
+            Ok(r) => return r,
+            Err(state) => assert!(
+                std::time::Instant::now() < deadline,
+                "never got to: {what}; now {state}\nbot log:\n{}",
+                bot.log()
+            ),
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "jobs.json never got to: {what}; now {v:#}\nbot log:\n{}",
-            bot.log()
-        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits until the chat's jobs file satisfies `f`.
+async fn wait_jobs(env: &Env, chat: i64, what: &str, bot: &BotProcess, f: impl Fn(&Value) -> bool) -> Value {
+    eventually(what, bot, || {
+        let v = jobs_file(env, chat);
+        if f(&v) { Ok(v) } else { Err(format!("{v:#}")) }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,11 +140,14 @@ async fn a_restart_between_scheduling_and_firing_loses_nothing_and_duplicates_no
 
     // Once more: the done reminder does not come again.
     let bot = BotProcess::start(&env, TOKEN);
-    let deadline = std::time::Instant::now() + T;
-    while !bot.log().contains("scheduled jobs loaded") {
-        assert!(std::time::Instant::now() < deadline, "bot log:\n{}", bot.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("jobs loaded", &bot, || {
+        if bot.log().contains("scheduled jobs loaded") {
+            Ok(())
+        } else {
+            Err("not yet".into())
+        }
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let reminders = texts(&tg, OWNER)
         .into_iter()
@@ -179,15 +191,15 @@ async fn a_watcher_wakes_the_agent_exactly_once_when_its_file_appears() {
     assert_eq!(model.requests().len(), 2, "a quiet watcher does not call the model");
     std::fs::write(ws.join("arrived.txt"), "hello from the file").unwrap();
 
-    let deadline = std::time::Instant::now() + T + Duration::from_secs(30);
-    while !texts(&tg, OWNER).iter().any(|t| t.contains("The file appeared")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no reply; bot log:\n{}",
-            bot.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the watcher's reply", &bot, || {
+        let all = texts(&tg, OWNER);
+        if all.iter().any(|t| t.contains("The file appeared")) {
+            Ok(())
+        } else {
+            Err(format!("{all:?}"))
+        }
+    })
+    .await;
     let prompt = serde_json::to_string(model.requests()[2].messages()).unwrap();
     assert!(prompt.contains("new file: hello from the file"), "{prompt}");
     let second_slot = first_slot + chrono::Duration::seconds(30);
