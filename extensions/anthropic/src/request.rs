@@ -78,6 +78,60 @@ pub(crate) fn limits(model: &Model, options: &StreamOptions) -> (u64, Option<u64
 
 /// The request body for one streamed call.
 pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
+    let mut body = base(model, context, options);
+    if !context.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
+    }
+    Value::Object(body)
+}
+
+/// [`body`] serialized, the tools written from their specs by reference (see
+/// `WireApi::body_bytes`).
+pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+    let body = base(model, context, options);
+    if context.tools.is_empty() {
+        return Value::Object(body).to_string().into_bytes();
+    }
+    let tools: Vec<ToolRef<'_>> = context.tools.iter().map(ToolRef).collect();
+    volcanic_provider_support::object_with(&body, "tools", &tools)
+}
+
+/// A tool as the API wants it, written from its spec without copying the schema.
+struct ToolRef<'a>(&'a ToolSpec);
+
+impl serde::Serialize for ToolRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("name", &self.0.name)?;
+        map.serialize_entry("description", &self.0.description)?;
+        map.serialize_entry("input_schema", &SchemaRef(&self.0.parameters))?;
+        map.end()
+    }
+}
+
+/// An input schema with `"type": "object"` when it has no type (as [`tool`] makes it).
+struct SchemaRef<'a>(&'a Value);
+
+impl serde::Serialize for SchemaRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let empty = Map::new();
+        let schema = self.0.as_object().unwrap_or(&empty);
+        if schema.contains_key("type") {
+            return schema.serialize(s);
+        }
+        let mut map = s.serialize_map(Some(schema.len() + 1))?;
+        for (k, v) in schema {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("type", "object")?;
+        map.end()
+    }
+}
+
+/// Everything of the body but the tools.
+fn base(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Map<String, Value> {
     let (max_tokens, budget) = limits(model, options);
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
@@ -94,9 +148,6 @@ pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOpt
         );
     }
     body.insert("messages".into(), Value::Array(messages(model, &context.messages)));
-    if !context.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
-    }
     match budget {
         Some(budget) => {
             body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
@@ -107,7 +158,7 @@ pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOpt
             }
         }
     }
-    Value::Object(body)
+    body
 }
 
 /// A tool-call id as the API accepts it.

@@ -208,6 +208,21 @@ fn body_has_system_tools_thinking_and_limits() {
         ..StreamOptions::default()
     };
     let body = body(&model(true, true, 64_000), &context, &options);
+    // What is sent (tools written by reference) is the same JSON.
+    let sent: serde_json::Value =
+        serde_json::from_slice(&body_bytes(&model(true, true, 64_000), &context, &options)).unwrap();
+    assert_eq!(sent, body);
+    let with_typed = ProviderContext {
+        tools: vec![ToolSpec {
+            name: "typed".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }],
+        ..context.clone()
+    };
+    let sent: serde_json::Value =
+        serde_json::from_slice(&body_bytes(&model(true, true, 64_000), &with_typed, &options)).unwrap();
+    assert_eq!(sent, super::body(&model(true, true, 64_000), &with_typed, &options));
     assert_eq!(
         body,
         json!({

@@ -94,6 +94,10 @@ impl WireApi for ChatCompletions {
         request::body(model, context, options)
     }
 
+    fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+        request::body_bytes(model, context, options)
+    }
+
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)
     }

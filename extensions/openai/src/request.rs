@@ -43,6 +43,52 @@ pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
 
 /// The request body for one streamed call.
 pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
+    let mut body = base(model, context, options);
+    if !context.tools.is_empty() {
+        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
+    }
+    Value::Object(body)
+}
+
+/// [`body`] serialized, the tools written from their specs by reference (see
+/// `WireApi::body_bytes`).
+pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+    let body = base(model, context, options);
+    if context.tools.is_empty() {
+        return Value::Object(body).to_string().into_bytes();
+    }
+    let tools: Vec<FunctionTool<'_>> = context
+        .tools
+        .iter()
+        .map(|t| FunctionTool {
+            kind: "function",
+            function: Function {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+            },
+        })
+        .collect();
+    volcanic_provider_support::object_with(&body, "tools", &tools)
+}
+
+/// A tool as the API wants it, borrowing its spec.
+#[derive(serde::Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// Everything of the body but the tools.
+fn base(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Map<String, Value> {
     let mut messages = Vec::new();
     if !context.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": context.system_prompt}));
@@ -66,15 +112,12 @@ pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOpt
     if let Some(temperature) = options.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
-    if !context.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
-    }
     if model.reasoning
         && let Some(effort) = reasoning_effort(options.thinking_level)
     {
         body.insert("reasoning_effort".into(), json!(effort));
     }
-    Value::Object(body)
+    body
 }
 
 /// A tool-call id as the API accepts it (at most 40 characters).

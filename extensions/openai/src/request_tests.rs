@@ -222,6 +222,14 @@ fn body_has_system_tools_reasoning_and_limits() {
         ..StreamOptions::default()
     };
     let body = body(&model("https://api.openai.com/v1", true, true), &context, &options);
+    // What is sent (tools written by reference) is the same JSON.
+    let sent: serde_json::Value = serde_json::from_slice(&body_bytes(
+        &model("https://api.openai.com/v1", true, true),
+        &context,
+        &options,
+    ))
+    .unwrap();
+    assert_eq!(sent, body);
     assert_eq!(
         body,
         json!({

@@ -100,6 +100,28 @@ pub fn tool_arguments(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
+/// `object` serialized with one more entry `key: value` written last, without building a new
+/// tree (so `value` can borrow, e.g. tool schemas by reference). A key already in `object` is
+/// written once, from `value`. Serializing a JSON map cannot fail; should `value` fail, the
+/// result is the object alone.
+pub fn object_with<T: serde::Serialize>(object: &Map<String, Value>, key: &str, value: &T) -> Vec<u8> {
+    struct With<'a, T>(&'a Map<String, Value>, &'a str, &'a T);
+    impl<T: serde::Serialize> serde::Serialize for With<'_, T> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = s.serialize_map(None)?;
+            for (k, v) in self.0.iter().filter(|(k, _)| k.as_str() != self.1) {
+                map.serialize_entry(k, v)?;
+            }
+            map.serialize_entry(self.1, self.2)?;
+            map.end()
+        }
+    }
+    serde_json::to_vec(&With(object, key, value))
+        .or_else(|_| serde_json::to_vec(object))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

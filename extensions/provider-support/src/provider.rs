@@ -49,6 +49,14 @@ pub trait WireApi: Send + Sync + 'static {
     /// The JSON request body of one streamed call.
     fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value;
 
+    /// The same body serialized (what is sent when no `on_payload` hook wants the tree). A wire
+    /// API overrides it to write the tools from their specs by reference: a tree would deep-copy
+    /// every tool schema for every in-flight request (a thousand chats asking at once kept
+    /// megabytes of copies in the heap).
+    fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+        Self::body(model, context, options).to_string().into_bytes()
+    }
+
     /// The `(kind, message)` of an HTTP error body, when it has the API's error shape.
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)>;
 
@@ -230,13 +238,15 @@ async fn call<W: WireApi>(
     if cancel.is_cancelled() {
         return Err(fail(empty(), ProviderError::Aborted, 0));
     }
-    let mut body = W::body(model, context, options);
-    if let Some(hook) = &options.on_payload {
-        body = cancellable(cancel, hook(body))
-            .await
-            .ok_or_else(|| fail(empty(), ProviderError::Aborted, 0))?;
-    }
-    let body = Bytes::from(body.to_string());
+    let body = match &options.on_payload {
+        Some(hook) => {
+            let body = cancellable(cancel, hook(W::body(model, context, options)))
+                .await
+                .ok_or_else(|| fail(empty(), ProviderError::Aborted, 0))?;
+            Bytes::from(body.to_string())
+        }
+        None => Bytes::from(W::body_bytes(model, context, options)),
+    };
     let url = W::endpoint(&model.base_url);
     let headers = W::headers(options);
     let retries = inner.config.retries_for(options.max_retries);
