@@ -78,22 +78,13 @@ pub(crate) fn limits(model: &Model, options: &StreamOptions) -> (u64, Option<u64
 
 /// The request body for one streamed call.
 pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    let mut body = base(model, context, options);
-    if !context.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
-    }
-    Value::Object(body)
+    volcanic_provider_support::body_tree(base(model, context, options), &context.tools, tool)
 }
 
 /// [`body`] serialized, the tools written from their specs by reference (see
 /// `WireApi::body_bytes`).
 pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    let body = base(model, context, options);
-    if context.tools.is_empty() {
-        return Value::Object(body).to_string().into_bytes();
-    }
-    let tools: Vec<ToolRef<'_>> = context.tools.iter().map(ToolRef).collect();
-    volcanic_provider_support::object_with(&body, "tools", &tools)
+    volcanic_provider_support::body_bytes(&base(model, context, options), &context.tools, ToolRef)
 }
 
 /// A tool as the API wants it, written from its spec without copying the schema.

@@ -43,33 +43,20 @@ pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
 
 /// The request body for one streamed call.
 pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    let mut body = base(model, context, options);
-    if !context.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(context.tools.iter().map(tool).collect()));
-    }
-    Value::Object(body)
+    volcanic_provider_support::body_tree(base(model, context, options), &context.tools, tool)
 }
 
 /// [`body`] serialized, the tools written from their specs by reference (see
 /// `WireApi::body_bytes`).
 pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    let body = base(model, context, options);
-    if context.tools.is_empty() {
-        return Value::Object(body).to_string().into_bytes();
-    }
-    let tools: Vec<FunctionTool<'_>> = context
-        .tools
-        .iter()
-        .map(|t| FunctionTool {
-            kind: "function",
-            function: Function {
-                name: &t.name,
-                description: &t.description,
-                parameters: &t.parameters,
-            },
-        })
-        .collect();
-    volcanic_provider_support::object_with(&body, "tools", &tools)
+    volcanic_provider_support::body_bytes(&base(model, context, options), &context.tools, |t| FunctionTool {
+        kind: "function",
+        function: Function {
+            name: &t.name,
+            description: &t.description,
+            parameters: &t.parameters,
+        },
+    })
 }
 
 /// A tool as the API wants it, borrowing its spec.
