@@ -119,6 +119,11 @@ pub trait SecretRedactor: Send + Sync {
     fn redact(&self, text: &str) -> String;
     /// Adds a secret value (values shorter than 6 bytes are ignored: too many false hits).
     fn add_secret(&self, value: &str);
+    /// Stops redacting a secret that was replaced (e.g. an OAuth access token after its refresh),
+    /// so the set does not grow for ever. The default keeps it: redacting too much is safe.
+    fn remove_secret(&self, value: &str) {
+        let _ = value;
+    }
 }
 
 /// The replacement text for a secret.

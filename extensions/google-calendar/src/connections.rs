@@ -262,8 +262,16 @@ impl GoogleCalendarConnections {
         };
         match tokens::refresh(&self.http, &self.connector, config, &refresh_token).await {
             Ok(r) => {
-                account.access_token = r.access_token;
-                account.refresh_token = r.refresh_token.or(Some(refresh_token));
+                // The expired access token is no longer redacted (the set would grow by one an
+                // hour per chat); a replaced refresh token likewise.
+                let old_access = std::mem::replace(&mut account.access_token, r.access_token);
+                if old_access != account.access_token {
+                    self.redactor.remove_secret(&old_access);
+                }
+                if let Some(new_refresh) = r.refresh_token.filter(|n| *n != refresh_token) {
+                    self.redactor.remove_secret(&refresh_token);
+                    account.refresh_token = Some(new_refresh);
+                }
                 account.expires_at = r.expires_at;
                 self.register(&account);
                 self.store.save(&chat.key, &account)?;

@@ -107,6 +107,15 @@ impl Inner {
 }
 
 impl SecretRedactor for Redactor {
+    fn remove_secret(&self, value: &str) {
+        let mut inner = self.write();
+        let before = inner.secrets.len();
+        inner.secrets.retain(|s| s != value);
+        if inner.secrets.len() != before {
+            inner.rebuild();
+        }
+    }
+
     fn redact(&self, text: &str) -> String {
         let inner = self.read();
         let Some(matcher) = inner.matcher.as_ref() else {

@@ -53,3 +53,17 @@ fn multibyte_text_around_secrets_survives() {
     let r = Redactor::with_secrets(["сек-рет-ключ"]);
     assert_eq!(r.redact("ключ: сек-рет-ключ ✓"), "ключ: [REDACTED] ✓");
 }
+
+#[test]
+fn a_removed_secret_is_no_longer_redacted_and_the_others_still_are() {
+    let r = Redactor::with_secrets(["old-access-token", "refresh-token-1"]);
+    r.remove_secret("old-access-token");
+    r.add_secret("new-access-token");
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        r.redact("old-access-token new-access-token refresh-token-1"),
+        "old-access-token [REDACTED] [REDACTED]"
+    );
+    r.remove_secret("not-there");
+    assert_eq!(r.len(), 2);
+}

@@ -121,6 +121,12 @@ async fn refresh_keeps_the_refresh_token_and_invalid_grant_is_told_once() {
     s.google.set_token_lifetime(30); // under a minute: every use refreshes
     s.connect(&chat(3)).await;
     let before = s.connections.account(&chat(3)).and_then(|a| a.refresh_token);
+    let old_access = s
+        .connections
+        .account(&chat(3))
+        .map(|a| a.access_token)
+        .unwrap_or_default();
+    assert!(s.secrets.all().contains(&old_access));
     let told: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
     let sink = told.clone();
     s.connections.set_notifier(Arc::new(move |id, _topic, text| {
@@ -144,6 +150,16 @@ async fn refresh_keeps_the_refresh_token_and_invalid_grant_is_told_once() {
         after, before,
         "a refresh answer without a refresh token keeps the old one"
     );
+    // The expired access token left the redactor's set; the new one and the refresh token are in.
+    let new_access = s
+        .connections
+        .account(&chat(3))
+        .map(|a| a.access_token)
+        .unwrap_or_default();
+    let secrets = s.secrets.all();
+    assert_ne!(new_access, old_access);
+    assert!(!secrets.contains(&old_access), "{secrets:?}");
+    assert!(secrets.contains(&new_access) && before.as_ref().is_some_and(|r| secrets.contains(r)));
 
     s.google.revoke_all();
     let first = tool.call(args(json!({"action": "list_calendars"})), "c2", "UTC").await;

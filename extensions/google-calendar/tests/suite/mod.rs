@@ -30,6 +30,9 @@ impl SecretRedactor for Secrets {
     fn add_secret(&self, value: &str) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(value.to_owned());
     }
+    fn remove_secret(&self, value: &str) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).retain(|s| s != value);
+    }
 }
 
 pub struct Setup {
