@@ -60,14 +60,7 @@ impl Slot {
 
 /// Every chat the bot has in memory.
 pub struct Chats {
-    factory: AgentSessionFactory,
-    config: Arc<Config>,
-    settings: Arc<SettingsStore>,
-    tg: Arc<Tg>,
-    journal: Arc<Journal>,
-    pending: Arc<Pending>,
-    marks: Arc<super::progress_marks::ProgressMarks>,
-    scheduler: volcanic_scheduler::JobScheduler,
+    deps: ChatsDeps,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
     /// Google Calendar: every chat session gets the `calendar` tool bound to its chat.
     calendar: std::sync::OnceLock<Arc<volcanic_google_calendar::GoogleCalendarConnections>>,
@@ -102,25 +95,8 @@ pub struct ChatsDeps {
 impl Chats {
     /// A registry creating sessions with `deps.factory`.
     pub fn new(deps: ChatsDeps) -> Self {
-        let ChatsDeps {
-            factory,
-            config,
-            settings,
-            tg,
-            journal,
-            pending,
-            marks,
-            scheduler,
-        } = deps;
         Chats {
-            factory,
-            config,
-            settings,
-            tg,
-            journal,
-            pending,
-            marks,
-            scheduler,
+            deps,
             slots: Mutex::new(HashMap::new()),
             calendar: std::sync::OnceLock::new(),
         }
@@ -133,7 +109,7 @@ impl Chats {
 
     /// The settings store.
     pub fn settings(&self) -> &SettingsStore {
-        &self.settings
+        &self.deps.settings
     }
 
     /// The slot of `target` (created on first contact; its session loads on first use).
@@ -145,7 +121,7 @@ impl Chats {
                 Arc::new(Slot {
                     target,
                     session: tokio::sync::Mutex::new(None),
-                    output: Output::spawn(self.tg.clone(), self.marks.clone(), target),
+                    output: Output::spawn(self.deps.tg.clone(), self.deps.marks.clone(), target),
                     last_active: Mutex::new(Instant::now()),
                     run_updates: Arc::new(Mutex::new(Vec::new())),
                     intake: super::merge::Intake::default(),
@@ -156,7 +132,7 @@ impl Chats {
 
     /// The workspace of a chat, created on first contact.
     pub fn workspace(&self, chat_id: i64) -> std::io::Result<PathBuf> {
-        let dir = self.config.workspaces_dir.join(chat_key(chat_id));
+        let dir = self.deps.config.workspaces_dir.join(chat_key(chat_id));
         std::fs::create_dir_all(&dir)?;
         std::fs::canonicalize(&dir)
     }
@@ -170,23 +146,24 @@ impl Chats {
         }
         let target = slot.target;
         let key = chat_key(target.chat_id);
-        let settings = self.settings.get(&key);
+        let settings = self.deps.settings.get(&key);
         let tz = settings
             .time_zone
             .as_deref()
             .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
-            .unwrap_or(self.config.default_time_zone);
+            .unwrap_or(self.deps.config.default_time_zone);
         let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
         let cwd = self.workspace(target.chat_id)?;
         let mut extra_extensions = crate::host::workspace_extensions(&cwd);
         extra_extensions.push(volcanic_scheduler::SchedulerExtension::factory(
-            self.scheduler.clone(),
+            self.deps.scheduler.clone(),
             super::scheduling::job_target(target),
         ));
         if let Some(c) = self.calendar.get() {
             extra_extensions.push(c.extension_factory(super::calendar::chat_ref(target.chat_id)));
         }
         let session = self
+            .deps
             .factory
             .create(AgentSessionOptions {
                 extra_extensions,
@@ -197,18 +174,18 @@ impl Chats {
                 model: settings.model.clone(),
                 thinking: settings.thinking,
                 ui: Some(Arc::new(TelegramUi {
-                    tg: self.tg.clone(),
+                    tg: self.deps.tg.clone(),
                     target,
-                    pending: self.pending.clone(),
+                    pending: self.deps.pending.clone(),
                 })),
                 channel: Some(Arc::new(TelegramChannel {
-                    tg: self.tg.clone(),
+                    tg: self.deps.tg.clone(),
                     target,
                 })),
             })
             .await?;
         let output = slot.output.clone();
-        let journal = self.journal.clone();
+        let journal = self.deps.journal.clone();
         let run_updates = slot.run_updates.clone();
         let tool_marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         session.subscribe(move |e| {
@@ -248,12 +225,13 @@ impl Chats {
     /// The commands a chat session gets from its extensions, from a throw-away in-memory session.
     pub async fn probe_commands(&self) -> anyhow::Result<Vec<volcanic_abstractions::extensions::CommandInfo>> {
         let session = self
+            .deps
             .factory
             .create(AgentSessionOptions {
-                cwd: self.config.state_dir.clone(),
+                cwd: self.deps.config.state_dir.clone(),
                 session: SessionSelect::InMemory,
                 extra_extensions: vec![volcanic_scheduler::SchedulerExtension::factory(
-                    self.scheduler.clone(),
+                    self.deps.scheduler.clone(),
                     volcanic_scheduler::JobTarget {
                         chat_id: 0,
                         topic: None,
@@ -285,7 +263,7 @@ impl Chats {
 
     /// Drops from memory the sessions idle for longer than the configured minutes.
     pub async fn evict_idle(&self) {
-        let idle = self.config.session_idle;
+        let idle = self.deps.config.session_idle;
         let slots = self.all_slots();
         for slot in slots {
             let last = *slot.last_active.lock().unwrap_or_else(|e| e.into_inner());
