@@ -12,9 +12,12 @@
 //!
 //! - Every record is written (`write(2)`) at once, in order: a killed process (`kill -9`, a
 //!   panic) loses nothing that was recorded, whatever was synced.
-//! - Syncing (`fdatasync`) is grouped: a background thread syncs as soon as something was
-//!   written, and one sync covers every record written before it. Nothing on the way from an
-//!   update to its model request waits for the disk.
+//! - Syncing (`fdatasync`) is grouped: a background thread syncs when asked, and one sync covers
+//!   every record written before it. It is asked once updates are handed over (the poll waits
+//!   for them, [`Journal::durable`]), by a `done` mark, and by anyone waiting for the disk; a
+//!   `started` mark rides along with the next sync. Nothing on the way from an update to its
+//!   model request waits for the disk, or wakes the thread (on two cores its wake-up and
+//!   `fdatasync` compete with the run being started).
 //! - An update is synced before its offset is acknowledged ([`Journal::durable`]: the next
 //!   `getUpdates`, or a webhook's 200), and everything recorded is synced before anything else
 //!   leaves the bot for Telegram ([`Journal::barrier`], in every message sent, edited or deleted):
@@ -36,6 +39,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Write};
@@ -64,10 +68,19 @@ pub enum Progress {
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "lowercase")]
-enum Record {
-    Update { id: i64, update: Value },
-    State { id: i64, s: Progress },
-    Seen { id: i64 },
+enum Record<'a> {
+    /// Borrowed when written (an update is not copied to be journaled).
+    Update {
+        id: i64,
+        update: Cow<'a, Value>,
+    },
+    State {
+        id: i64,
+        s: Progress,
+    },
+    Seen {
+        id: i64,
+    },
 }
 
 /// An update that was accepted but not finished when the bot last stopped.
@@ -116,6 +129,8 @@ struct SyncState {
     written: u64,
     /// Records known durable.
     synced: u64,
+    /// Records someone asked to be durable (the background thread syncs while this is ahead).
+    requested: u64,
     /// A sync is running.
     syncing: bool,
     /// The journal is being dropped: the background thread syncs what is left and stops.
@@ -128,12 +143,24 @@ impl GroupSync {
     }
 
     /// Counts one more written record (under the file lock, so numbers follow the file);
-    /// returns its number.
-    fn written(&self) -> u64 {
+    /// returns its number. `sync_soon`: ask the background thread to sync it now.
+    fn written(&self, sync_soon: bool) -> u64 {
         let mut st = self.lock();
         st.written += 1;
-        self.changed.notify_all();
+        if sync_soon {
+            st.requested = st.written;
+            self.changed.notify_all();
+        }
         st.written
+    }
+
+    /// Asks the background thread to sync up to record `n` (if not yet durable).
+    fn request(&self, n: u64) {
+        let mut st = self.lock();
+        if st.synced < n && st.requested < n {
+            st.requested = n;
+            self.changed.notify_all();
+        }
     }
 
     /// Records written so far.
@@ -170,17 +197,19 @@ impl GroupSync {
         if *self.synced.borrow() >= n {
             return;
         }
+        self.request(n);
         let mut rx = self.synced.subscribe();
         // The sender lives as long as `self`.
         let _ = rx.wait_for(|&synced| synced >= n).await;
     }
 
-    /// The background thread: syncs whatever was written and not yet synced, until stopped.
+    /// The background thread: when asked, syncs whatever was written and not yet synced; when
+    /// stopped, syncs what is left.
     fn run(&self) {
         loop {
             let target = {
                 let mut st = self.lock();
-                while st.written <= st.synced && !st.stop {
+                while st.requested <= st.synced && !st.stop {
                     st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
                 }
                 if st.written <= st.synced {
@@ -210,7 +239,7 @@ impl Journal {
                 match serde_json::from_str::<Record>(&line) {
                     Ok(Record::Update { id, update }) => {
                         last_id = last_id.max(Some(id));
-                        updates.insert(id, (update, Progress::Accepted));
+                        updates.insert(id, (update.into_owned(), Progress::Accepted));
                     }
                     Ok(Record::State { id, s }) => {
                         if let Some(u) = updates.get_mut(&id) {
@@ -239,7 +268,7 @@ impl Journal {
         for u in &unfinished {
             text.push_str(&line(&Record::Update {
                 id: u.id,
-                update: u.update.clone(),
+                update: Cow::Borrowed(&u.update),
             }));
             if u.progress != Progress::Accepted {
                 text.push_str(&line(&Record::State {
@@ -275,10 +304,11 @@ impl Journal {
     }
 
     /// Writes `text` (whole records) at the end; returns the number to wait for.
-    fn write(&self, text: &str) -> std::io::Result<u64> {
+    /// `sync_soon`: have the background thread sync it at once.
+    fn write(&self, text: &str, sync_soon: bool) -> std::io::Result<u64> {
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
         f.write_all(text.as_bytes())?;
-        Ok(self.sync.written())
+        Ok(self.sync.written(sync_soon))
     }
 
     /// Waits until the updates of an [`accept`](Self::accept) are on disk: acknowledge them to
@@ -318,10 +348,11 @@ impl Journal {
         for (id, update) in &fresh {
             text.push_str(&line(&Record::Update {
                 id: *id,
-                update: update.clone(),
+                update: Cow::Borrowed(update),
             }));
         }
-        let n = self.write(&text)?;
+        // Synced once they are handed over: `durable` asks for it.
+        let n = self.write(&text, false)?;
         *last = fresh.iter().map(|(id, _)| *id).max().max(*last);
         Ok((fresh, Durable(n)))
     }
@@ -330,7 +361,10 @@ impl Journal {
     /// are durable when this returns; `started` and `done` are synced in the background (see the
     /// module docs).
     pub fn mark(&self, id: i64, progress: Progress) {
-        match self.write(&line(&Record::State { id, s: progress })) {
+        // `done` is synced soon (a power failure then cannot make the update run again);
+        // `started` waits for the next sync (the barrier before anything reaches Telegram).
+        let sync_soon = progress == Progress::Done;
+        match self.write(&line(&Record::State { id, s: progress }), sync_soon) {
             Ok(n) if matches!(progress, Progress::Tool | Progress::Retried) => {
                 volcanic_core::blocking::run(|| self.sync.wait(n));
             }
@@ -351,7 +385,7 @@ impl Drop for Journal {
     }
 }
 
-fn line(r: &Record) -> String {
+fn line(r: &Record<'_>) -> String {
     let mut s = serde_json::to_string(r).unwrap_or_default();
     s.push('\n');
     s
@@ -434,5 +468,30 @@ mod tests {
         let (fresh, durable) = j.accept(vec![(7, json!({"update_id": 7}))]).unwrap();
         assert!(fresh.is_empty());
         j.durable(durable).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn only_what_must_be_durable_soon_wakes_the_sync_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open(dir.path()).unwrap();
+        let (_, durable) = j.accept(vec![(8, json!({"update_id": 8}))]).unwrap();
+        j.mark(8, Progress::Started);
+        // Neither the accepted update (until it is handed over and waited for) nor a `started`
+        // mark asks for a sync; give a woken thread time to show.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let (synced, requested) = {
+            let st = j.sync.lock();
+            (st.synced, st.requested)
+        };
+        assert_eq!((synced, requested), (0, 0));
+        j.durable(durable).await;
+        assert!(j.sync.lock().synced >= 1);
+        // `done` is synced without anyone waiting.
+        j.mark(8, Progress::Done);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while j.sync.lock().synced < 3 {
+            assert!(std::time::Instant::now() < deadline, "the done mark was never synced");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
     }
 }

@@ -79,6 +79,9 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
         for (id, update) in fresh {
             host.handle(id, update).await;
         }
+        // The prompts' tasks go first, to their model requests; then the disk sync is asked for
+        // (on two cores its wake-up would compete with them). Only the next poll waits for it.
+        tokio::task::yield_now().await;
         host.journal.durable(durable).await;
     }
     tracing::info!("polling stopped");
@@ -87,7 +90,7 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
 async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<(i64, Value)>, String> {
     let resp = resp.map_err(|e| e.to_string())?;
     let status = resp.status();
-    let v: Value = resp.json().await.map_err(|e| format!("{status}: {e}"))?;
+    let mut v: Value = resp.json().await.map_err(|e| format!("{status}: {e}"))?;
     if v["ok"].as_bool() != Some(true) {
         return Err(format!(
             "{} {}",
@@ -95,12 +98,12 @@ async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<(i64
             v["description"].as_str().unwrap_or("no description")
         ));
     }
-    Ok(v["result"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|u| u["update_id"].as_i64().map(|id| (id, u.clone())))
-                .collect()
-        })
-        .unwrap_or_default())
+    let updates = match v["result"].take() {
+        Value::Array(a) => a,
+        _ => Vec::new(),
+    };
+    Ok(updates
+        .into_iter()
+        .filter_map(|u| u["update_id"].as_i64().map(|id| (id, u)))
+        .collect())
 }

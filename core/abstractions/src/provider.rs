@@ -161,8 +161,9 @@ pub struct ToolSpec {
     pub name: String,
     /// Description.
     pub description: String,
-    /// JSON Schema of the arguments (an object schema).
-    pub parameters: Value,
+    /// JSON Schema of the arguments (an object schema); shared with the tool, which builds it
+    /// once ([`Tool::parameters`](crate::tools::Tool::parameters)).
+    pub parameters: Arc<Value>,
 }
 
 /// What one provider call sends: system prompt, normalised transcript, tools.

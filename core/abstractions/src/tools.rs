@@ -120,8 +120,9 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     /// Description for the model.
     fn description(&self) -> &str;
-    /// JSON Schema of the arguments (an object schema).
-    fn parameters(&self) -> Value;
+    /// JSON Schema of the arguments (an object schema). Asked for with every model request:
+    /// return a value built once (a `static`, or a field), not a new one each time.
+    fn parameters(&self) -> Arc<Value>;
     /// One line for the system prompt's tools section.
     fn prompt_snippet(&self) -> Option<String> {
         None
@@ -215,8 +216,8 @@ impl<T: TypedTool> Tool for Typed<T> {
     fn description(&self) -> &str {
         self.0.description()
     }
-    fn parameters(&self) -> Value {
-        (*cached_schema::<T::Args>()).clone()
+    fn parameters(&self) -> Arc<Value> {
+        cached_schema::<T::Args>()
     }
     fn prompt_snippet(&self) -> Option<String> {
         self.0.prompt_snippet()

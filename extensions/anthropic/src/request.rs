@@ -158,7 +158,7 @@ pub(crate) fn tool_id(id: &str) -> String {
 }
 
 fn tool(spec: &ToolSpec) -> Value {
-    let mut schema = match &spec.parameters {
+    let mut schema = match &*spec.parameters {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };

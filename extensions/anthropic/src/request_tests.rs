@@ -199,7 +199,7 @@ fn body_has_system_tools_thinking_and_limits() {
         tools: vec![ToolSpec {
             name: "read".into(),
             description: "Read a file".into(),
-            parameters: json!({"properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            parameters: std::sync::Arc::new(json!({"properties": {"path": {"type": "string"}}, "required": ["path"]})),
         }],
     };
     let options = StreamOptions {
@@ -216,7 +216,7 @@ fn body_has_system_tools_thinking_and_limits() {
         tools: vec![ToolSpec {
             name: "typed".into(),
             description: "d".into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters: std::sync::Arc::new(json!({"type": "object", "properties": {}})),
         }],
         ..context.clone()
     };

@@ -212,7 +212,7 @@ fn body_has_system_tools_reasoning_and_limits() {
         tools: vec![ToolSpec {
             name: "read".into(),
             description: "Read a file".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            parameters: std::sync::Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
         }],
     };
     let options = StreamOptions {

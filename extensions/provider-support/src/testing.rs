@@ -213,11 +213,11 @@ pub fn bash_tool() -> ToolSpec {
     ToolSpec {
         name: "bash".into(),
         description: "Run a shell command".into(),
-        parameters: json!({
+        parameters: std::sync::Arc::new(json!({
             "type": "object",
             "properties": {"command": {"type": "string"}},
             "required": ["command"],
-        }),
+        })),
     }
 }
 
@@ -305,11 +305,11 @@ fn weather_tool() -> ToolSpec {
     ToolSpec {
         name: "get_weather".into(),
         description: "Current weather of a city".into(),
-        parameters: json!({
+        parameters: std::sync::Arc::new(json!({
             "type": "object",
             "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
             "required": ["city"],
-        }),
+        })),
     }
 }
 

@@ -151,7 +151,7 @@ impl SessionActions for Inner {
             .map(|t| ToolInfo {
                 name: t.name().to_owned(),
                 description: t.description().to_owned(),
-                parameters: t.parameters(),
+                parameters: (*t.parameters()).clone(),
             })
             .collect()
     }

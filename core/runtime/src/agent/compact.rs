@@ -36,8 +36,7 @@ impl CompactReason {
 }
 
 /// Context tokens of the session now (usage where fresh, estimates elsewhere; the system prompt
-/// and tool definitions are estimated when no usage is fresh). Checked twice per run, so the
-/// tool definitions are only serialized for the estimate when it is needed.
+/// and tool definitions are estimated when no usage is fresh; each tool's estimate is kept).
 pub(crate) fn current_tokens(inner: &Inner) -> ContextTokens {
     let (mut tokens, system_prompt) = {
         let st = inner.lock_state();
@@ -47,17 +46,12 @@ pub(crate) fn current_tokens(inner: &Inner) -> ContextTokens {
         )
     };
     if tokens.from_usage == 0 {
-        let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner());
         let overhead = system_prompt
-            + tools
-                .specs()
-                .iter()
-                .map(|t| {
-                    estimate_text_tokens(&t.name)
-                        + estimate_text_tokens(&t.description)
-                        + estimate_text_tokens(&t.parameters.to_string())
-                })
-                .sum::<u64>();
+            + inner
+                .tools
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .definition_tokens();
         tokens.tokens += overhead;
         tokens.estimated += overhead;
     }

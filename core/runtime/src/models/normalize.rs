@@ -20,22 +20,27 @@ use volcanic_abstractions::model::{Api, Model};
 /// Text of the error result added for a tool call without a result.
 pub const MISSING_RESULT: &str = "No result provided";
 
-/// Returns the transcript as `target` may receive it. Pure: same input, same output.
-pub fn normalize_transcript(messages: &[Message], target: &Model) -> Vec<Message> {
+/// Returns the transcript as `target` may receive it. Pure: same input, same output. Takes the
+/// messages by value (called before every model request: they are moved, not copied).
+pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     let mut ids = IdMapper::new(&target.api);
+    // Slots, so that a look-ahead can take a message out of its place.
+    let mut slots: Vec<Option<Message>> = messages.into_iter().map(Some).collect();
     let mut i = 0;
-    while i < messages.len() {
-        let m = &messages[i];
+    while i < slots.len() {
+        let Some(m) = slots[i].take() else {
+            i += 1;
+            continue;
+        };
         i += 1;
         match m {
-            Message::Assistant(a) => {
+            Message::Assistant(mut a) => {
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
-                let mut a = a.clone();
                 let same_model = a.provider == target.provider && a.api == target.api.as_str() && a.model == target.id;
-                a.content = convert_blocks(a.content, same_model, &mut ids);
+                a.content = convert_blocks(std::mem::take(&mut a.content), same_model, &mut ids);
                 let calls: Vec<(String, String)> = a.tool_calls().map(|c| (c.id.clone(), c.name.clone())).collect();
                 if a.content.is_empty() {
                     continue;
@@ -48,19 +53,21 @@ pub fn normalize_transcript(messages: &[Message], target: &Model) -> Vec<Message
                 let wanted: HashSet<&str> = calls.iter().map(|(id, _)| id.as_str()).collect();
                 let mut results: HashMap<String, ToolResultMessage> = HashMap::new();
                 let mut deferred: Vec<Message> = Vec::new();
-                while i < messages.len() && results.len() < calls.len() {
-                    match &messages[i] {
-                        Message::ToolResult(r) => {
+                while i < slots.len() && results.len() < calls.len() {
+                    if matches!(slots[i], Some(Message::Assistant(_))) {
+                        break;
+                    }
+                    match slots[i].take() {
+                        Some(Message::ToolResult(mut r)) => {
                             let mapped = ids.map(&r.tool_call_id);
                             if wanted.contains(mapped.as_str()) && !results.contains_key(&mapped) {
-                                let mut r = r.clone();
                                 r.tool_call_id = mapped.clone();
                                 results.insert(mapped, r);
                             }
                             // Orphans and duplicates are dropped.
                         }
-                        Message::Assistant(_) => break,
-                        other => deferred.push(other.clone()),
+                        Some(other) => deferred.push(other),
+                        None => {}
                     }
                     i += 1;
                 }
@@ -82,7 +89,7 @@ pub fn normalize_transcript(messages: &[Message], target: &Model) -> Vec<Message
             }
             // A result not directly after its call: an orphan.
             Message::ToolResult(_) => {}
-            other => out.push(other.clone()),
+            other => out.push(other),
         }
     }
     out

@@ -79,7 +79,10 @@ fn errored_and_aborted_assistants_are_dropped() {
         assistant(vec![text("cut")], StopReason::Aborted),
         user("b"),
     ];
-    assert_eq!(roles(&normalize_transcript(&t, &anthropic())), vec!["user", "user"]);
+    assert_eq!(
+        roles(&normalize_transcript(t.clone(), &anthropic())),
+        vec!["user", "user"]
+    );
 }
 
 #[test]
@@ -89,7 +92,7 @@ fn missing_result_becomes_error_result() {
         assistant(vec![call("c1"), call("c2")], StopReason::ToolUse),
         result("c2"),
     ];
-    let out = normalize_transcript(&t, &anthropic());
+    let out = normalize_transcript(t.clone(), &anthropic());
     assert_eq!(roles(&out), vec!["user", "assistant", "toolResult", "toolResult"]);
     let Message::ToolResult(r) = &out[2] else { panic!() };
     assert_eq!((r.tool_call_id.as_str(), r.is_error), ("c1", true));
@@ -115,7 +118,7 @@ fn orphan_and_duplicate_results_are_dropped() {
         user("b"),
     ];
     assert_eq!(
-        roles(&normalize_transcript(&t, &anthropic())),
+        roles(&normalize_transcript(t.clone(), &anthropic())),
         vec!["user", "assistant", "toolResult", "user"]
     );
 }
@@ -129,7 +132,7 @@ fn user_message_inside_a_tool_span_moves_after_the_results() {
         user("steer"),
         result("c2"),
     ];
-    let out = normalize_transcript(&t, &anthropic());
+    let out = normalize_transcript(t.clone(), &anthropic());
     assert_eq!(
         roles(&out),
         vec!["user", "assistant", "toolResult", "toolResult", "user"]
@@ -143,7 +146,7 @@ fn ids_are_mapped_consistently_for_anthropic() {
         assistant(vec![call("call|abc.def")], StopReason::ToolUse),
         result("call|abc.def"),
     ];
-    let out = normalize_transcript(&t, &anthropic());
+    let out = normalize_transcript(t.clone(), &anthropic());
     let Message::Assistant(a) = &out[1] else { panic!() };
     let id = a.tool_calls().next().unwrap().id.clone();
     assert!(
@@ -162,7 +165,7 @@ fn long_ids_fit_openai_limit() {
         assistant(vec![call(&long)], StopReason::ToolUse),
         result(&long),
     ];
-    let out = normalize_transcript(&t, &model(Api::OpenAiCompletions, "openai", "gpt"));
+    let out = normalize_transcript(t.clone(), &model(Api::OpenAiCompletions, "openai", "gpt"));
     let Message::ToolResult(r) = &out[2] else { panic!() };
     assert!(r.tool_call_id.len() <= 40);
 }
@@ -179,11 +182,11 @@ fn thinking_from_another_model_becomes_text() {
         assistant(vec![thinking.clone(), text("answer")], StopReason::Stop),
     ];
     // Same model: kept with its signature.
-    let same = normalize_transcript(&t, &anthropic());
+    let same = normalize_transcript(t.clone(), &anthropic());
     let Message::Assistant(a) = &same[1] else { panic!() };
     assert_eq!(a.content[0], thinking);
     // Other provider: plain text, no signature.
-    let other = normalize_transcript(&t, &model(Api::OpenAiCompletions, "openai", "gpt"));
+    let other = normalize_transcript(t.clone(), &model(Api::OpenAiCompletions, "openai", "gpt"));
     let Message::Assistant(a) = &other[1] else { panic!() };
     assert_eq!(a.content[0], text("reasoning"));
 }
@@ -235,9 +238,9 @@ proptest! {
     #[test]
     fn output_is_always_well_paired_and_idempotent(t in prop::collection::vec(arb_message(), 0..24)) {
         let m = anthropic();
-        let once = normalize_transcript(&t, &m);
+        let once = normalize_transcript(t.clone(), &m);
         prop_assert!(is_well_paired(&once), "{:?}", roles(&once));
-        prop_assert_eq!(normalize_transcript(&once, &m), once.clone());
+        prop_assert_eq!(normalize_transcript(once.clone(), &m), once.clone());
         // No user message is lost.
         let users = |ms: &[Message]| ms.iter().filter(|m| m.role() == "user").count();
         prop_assert_eq!(users(&once), users(&t));

@@ -239,7 +239,7 @@ impl ModelRegistry {
                 Err(e) => return error_stream(model, e.to_string()),
             }
         }
-        context.messages = normalize_transcript(&context.messages, model);
+        context.messages = normalize_transcript(std::mem::take(&mut context.messages), model);
         let inner = reg.provider.stream(model, context, options);
         guard_terminal(model.clone(), inner)
     }

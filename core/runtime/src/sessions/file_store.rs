@@ -159,6 +159,23 @@ impl SessionStore for FileSessionStore {
         Ok(None)
     }
 
+    /// As [`latest`](SessionStore::latest) then [`open`](SessionStore::open), reading the
+    /// chosen file once (a chat's first message after a restart waits for this).
+    fn open_latest(&self, scope: &str) -> Result<Option<Box<dyn SessionLog>>, SessionStoreError> {
+        for (path, _, _) in self.candidates(scope)? {
+            match FileSessionStore::open_file(&path) {
+                Ok(log) => return Ok(Some(Box::new(log))),
+                Err(error @ SessionStoreError::BadHeader { .. }) => {
+                    tracing::warn!(%error, "passing over a session file without a readable header")
+                }
+                // Removed since it was listed.
+                Err(SessionStoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
     fn list(&self, scope: &str) -> Result<Vec<SessionSummary>, SessionStoreError> {
         let mut out = Vec::new();
         for (path, modified, size) in self.candidates(scope)? {

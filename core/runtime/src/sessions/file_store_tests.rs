@@ -168,6 +168,16 @@ fn latest_is_the_most_recently_modified_readable_session() {
     assert_eq!(ids, ["old", "new"]);
     set_mtime(new.location(), 2_100_000_000);
     assert_eq!(store.latest("chat").unwrap().as_ref(), Some(new.location()));
+    // The newest file has no header: both pass over it; `open_latest` opens what `latest` names.
+    let broken = SessionLocation::File(scope.join("2026-01-03T00-00-00-000Z_broken.jsonl"));
+    set_mtime(&broken, 2_200_000_000);
+    assert_eq!(store.latest("chat").unwrap().as_ref(), Some(new.location()));
+    let opened = store.open_latest("chat").unwrap().unwrap();
+    assert_eq!(
+        (opened.location(), opened.header().id.as_str()),
+        (new.location(), "new")
+    );
+    assert!(store.open_latest("elsewhere").unwrap().is_none());
 }
 
 #[test]

@@ -191,6 +191,10 @@ fn scan_parts(file: &File, from: u64, to: u64) -> std::io::Result<Vec<Part>> {
         Ok(part)
     };
     let ranges: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    if let [only] = ranges.as_slice() {
+        // A small file: no thread scope to set up.
+        return Ok(vec![scan_one(*only)?]);
+    }
     std::thread::scope(|scope| {
         let Some((first, rest)) = ranges.split_first() else {
             return Ok(Vec::new());

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -53,15 +54,19 @@ impl Tool for BashTool {
          timeout (seconds; 0 means none)."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The bash command to run"},
-                "timeout": {"type": "number", "minimum": 0, "description": "Timeout in seconds (default 180; 0 for none)"}
-            },
-            "required": ["command"]
-        })
+    fn parameters(&self) -> Arc<Value> {
+        // Sent with every model request: built once per process.
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+            Arc::new(json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The bash command to run"},
+                    "timeout": {"type": "number", "minimum": 0, "description": "Timeout in seconds (default 180; 0 for none)"}
+                },
+                "required": ["command"]
+            }))
+        });
+        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {

@@ -10,6 +10,7 @@ use super::{io_error, parse_args, until_cancelled};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::{Arc, LazyLock};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::tools::{ExecutionMode, Tool, ToolError, ToolInvocation, ToolResult};
 
@@ -44,27 +45,31 @@ impl Tool for EditTool {
          touch the same or neighbouring lines into one edit."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File to edit: relative to the working directory, or absolute"},
-                "edits": {
-                    "type": "array",
-                    "minItems": 1,
-                    "description": "Replacements, each matched against the original file",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "oldText": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file"},
-                            "newText": {"type": "string", "description": "Text to put in its place"}
-                        },
-                        "required": ["oldText", "newText"]
+    fn parameters(&self) -> Arc<Value> {
+        // Sent with every model request: built once per process.
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+            Arc::new(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File to edit: relative to the working directory, or absolute"},
+                    "edits": {
+                        "type": "array",
+                        "minItems": 1,
+                        "description": "Replacements, each matched against the original file",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "oldText": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file"},
+                                "newText": {"type": "string", "description": "Text to put in its place"}
+                            },
+                            "required": ["oldText", "newText"]
+                        }
                     }
-                }
-            },
-            "required": ["path", "edits"]
-        })
+                },
+                "required": ["path", "edits"]
+            }))
+        });
+        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::{Arc, LazyLock};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::messages::{ImageContent, TextContent, UserContent};
 use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
@@ -42,16 +43,20 @@ impl Tool for ReadTool {
          jpg, gif, webp) come back as image attachments."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File to read: relative to the working directory, or absolute"},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
-                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"}
-            },
-            "required": ["path"]
-        })
+    fn parameters(&self) -> Arc<Value> {
+        // Sent with every model request: built once per process.
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+            Arc::new(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File to read: relative to the working directory, or absolute"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"}
+                },
+                "required": ["path"]
+            }))
+        });
+        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {

@@ -1,6 +1,7 @@
 //! [`ToolRegistry`]: the tools a session knows, which of them are active, and their validators.
 
 use super::validation;
+use crate::compaction::estimate_text_tokens;
 use jsonschema::Validator;
 use serde_json::Value;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -49,6 +50,8 @@ struct Entry {
     active: bool,
     /// The compiled parameter schema, built on first validation.
     validator: OnceLock<Result<Arc<Validator>, String>>,
+    /// Estimated tokens of its definition, computed on first use.
+    tokens: OnceLock<u64>,
 }
 
 impl Entry {
@@ -58,6 +61,7 @@ impl Entry {
             source,
             active,
             validator: OnceLock::new(),
+            tokens: OnceLock::new(),
         }
     }
 }
@@ -171,6 +175,23 @@ impl ToolRegistry {
                 parameters: e.tool.parameters(),
             })
             .collect()
+    }
+
+    /// Estimated tokens of the active tools' definitions (name, description, schema; see
+    /// [`estimate_text_tokens`]), each tool's estimated once: compaction checks the context
+    /// before every run when no usage is fresh.
+    pub fn definition_tokens(&self) -> u64 {
+        self.read()
+            .iter()
+            .filter(|e| e.active)
+            .map(|e| {
+                *e.tokens.get_or_init(|| {
+                    estimate_text_tokens(e.tool.name())
+                        + estimate_text_tokens(e.tool.description())
+                        + estimate_text_tokens(&e.tool.parameters().to_string())
+                })
+            })
+            .sum()
     }
 
     /// Validates `args` against the parameter schema of tool `name` (compiled once per tool).

@@ -17,8 +17,8 @@ impl Tool for Named {
     fn description(&self) -> &str {
         self.1
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        std::sync::Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))
     }
     async fn execute(&self, _a: Value, _i: ToolInvocation, _c: CancellationToken) -> Result<ToolResult, ToolError> {
         Ok(ToolResult::text(self.1))

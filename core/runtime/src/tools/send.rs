@@ -6,6 +6,7 @@ use super::{parse_args, until_cancelled};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::{Arc, LazyLock};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
 
@@ -34,15 +35,19 @@ impl Tool for SendTool {
          must arrive while you keep working."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File to send: relative to the working directory, or absolute"},
-                "text": {"type": "string", "description": "Message text (Markdown) to send instead of a file"},
-                "caption": {"type": "string", "description": "Caption for the file"}
-            }
-        })
+    fn parameters(&self) -> Arc<Value> {
+        // Sent with every model request: built once per process.
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+            Arc::new(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File to send: relative to the working directory, or absolute"},
+                    "text": {"type": "string", "description": "Message text (Markdown) to send instead of a file"},
+                    "caption": {"type": "string", "description": "Caption for the file"}
+                }
+            }))
+        });
+        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {

@@ -5,6 +5,7 @@ use super::{io_error, parse_args, until_cancelled};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::{Arc, LazyLock};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::tools::{ExecutionMode, Tool, ToolError, ToolInvocation, ToolResult};
 
@@ -30,15 +31,19 @@ impl Tool for WriteTool {
          creates missing parent directories."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File to write: relative to the working directory, or absolute"},
-                "content": {"type": "string", "description": "The complete new content of the file"}
-            },
-            "required": ["path", "content"]
-        })
+    fn parameters(&self) -> Arc<Value> {
+        // Sent with every model request: built once per process.
+        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+            Arc::new(json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File to write: relative to the working directory, or absolute"},
+                    "content": {"type": "string", "description": "The complete new content of the file"}
+                },
+                "required": ["path", "content"]
+            }))
+        });
+        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {

@@ -31,8 +31,8 @@ impl Tool for NamedTool {
     fn description(&self) -> &str {
         "test tool"
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}})
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        std::sync::Arc::new(json!({"type": "object", "properties": {}}))
     }
     async fn execute(&self, _: Value, _: ToolInvocation, _: CancellationToken) -> Result<ToolResult, ToolError> {
         Ok(ToolResult::text("ran"))
@@ -363,8 +363,8 @@ impl Tool for PanickyTool {
     fn description(&self) -> &str {
         "panics"
     }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}})
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        std::sync::Arc::new(json!({"type": "object", "properties": {}}))
     }
     async fn execute(&self, _: Value, _: ToolInvocation, _: CancellationToken) -> Result<ToolResult, ToolError> {
         panic!("overflow in date arithmetic")
