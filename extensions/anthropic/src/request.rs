@@ -14,7 +14,9 @@
 //! block of the last user message. Tool-call ids are made to match `^[a-zA-Z0-9_-]{1,64}$`
 //! (the same mapping for a call and its result).
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
@@ -76,18 +78,161 @@ pub(crate) fn limits(model: &Model, options: &StreamOptions) -> (u64, Option<u64
     }
 }
 
-/// The request body for one streamed call.
+/// The request body for one streamed call, as a tree (for a `before_provider_request` hook).
 pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    volcanic_provider_support::body_tree(base(model, context, options), &context.tools, tool)
+    serde_json::to_value(Body::new(model, context, options)).unwrap_or_default()
 }
 
-/// [`body`] serialized, the tools written from their specs by reference (see
-/// `WireApi::body_bytes`).
+/// The same body serialized: written straight from the context, nothing copied into a tree
+/// (built before every model request, with the whole transcript).
 pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    volcanic_provider_support::body_bytes(&base(model, context, options), &context.tools, ToolRef)
+    serde_json::to_vec(&Body::new(model, context, options)).unwrap_or_default()
+}
+
+/// A Messages API request body, borrowing from the context it was made from.
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u64,
+    stream: bool,
+    /// The system prompt (with `cache_control`), left out when empty.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    system: Vec<Marked<'a>>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<ToolRef<'a>>,
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+        let (max_tokens, budget) = limits(model, options);
+        let system = if context.system_prompt.is_empty() {
+            Vec::new()
+        } else {
+            vec![Marked {
+                block: Block::Text {
+                    text: Cow::Borrowed(&context.system_prompt),
+                },
+                cache_control: Some(EPHEMERAL),
+            }]
+        };
+        Body {
+            model: &model.id,
+            max_tokens,
+            stream: true,
+            system,
+            messages: messages(model, &context.messages),
+            thinking: budget.map(|budget_tokens| Thinking {
+                kind: "enabled",
+                budget_tokens,
+            }),
+            // The API refuses a temperature together with thinking.
+            temperature: options.temperature.filter(|_| budget.is_none()),
+            tools: context.tools.iter().map(ToolRef).collect(),
+        }
+    }
+}
+
+/// `{"type": "enabled", "budget_tokens": …}`.
+#[derive(Debug, Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u64,
+}
+
+/// `{"type": "ephemeral"}`: prompt caching up to this block.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+/// One message of the `messages` array.
+#[derive(Debug, Serialize)]
+pub(crate) struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Marked<'a>>,
+}
+
+/// A content block, with `cache_control` when it is the last block of the last user message.
+#[derive(Debug, Serialize)]
+struct Marked<'a> {
+    #[serde(flatten)]
+    block: Block<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+impl<'a> From<Block<'a>> for Marked<'a> {
+    fn from(block: Block<'a>) -> Self {
+        Marked {
+            block,
+            cache_control: None,
+        }
+    }
+}
+
+/// Content blocks of the Messages API.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: Cow<'a, str>,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: String,
+        name: &'a str,
+        /// The arguments: an object (anything else goes as `{}`).
+        input: Cow<'a, Map<String, Value>>,
+    },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<ResultContent<'a>>,
+        is_error: bool,
+    },
+}
+
+/// `{"type": "base64", "media_type": …, "data": …}`.
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// A tool result's content: its text, or blocks when it has images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(String),
+    Blocks(Vec<Marked<'a>>),
+}
+
+fn text_block(text: impl Into<Cow<'static, str>>) -> Marked<'static> {
+    Block::Text { text: text.into() }.into()
 }
 
 /// A tool as the API wants it, written from its spec without copying the schema.
+#[derive(Debug)]
 struct ToolRef<'a>(&'a ToolSpec);
 
 impl serde::Serialize for ToolRef<'_> {
@@ -101,7 +246,7 @@ impl serde::Serialize for ToolRef<'_> {
     }
 }
 
-/// An input schema with `"type": "object"` when it has no type (as [`tool`] makes it).
+/// An input schema, with `"type": "object"` when it has no type.
 struct SchemaRef<'a>(&'a Value);
 
 impl serde::Serialize for SchemaRef<'_> {
@@ -121,115 +266,97 @@ impl serde::Serialize for SchemaRef<'_> {
     }
 }
 
-/// Everything of the body but the tools.
-fn base(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Map<String, Value> {
-    let (max_tokens, budget) = limits(model, options);
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert("max_tokens".into(), json!(max_tokens));
-    body.insert("stream".into(), json!(true));
-    if !context.system_prompt.is_empty() {
-        body.insert(
-            "system".into(),
-            json!([{
-                "type": "text",
-                "text": context.system_prompt,
-                "cache_control": {"type": "ephemeral"},
-            }]),
-        );
-    }
-    body.insert("messages".into(), Value::Array(messages(model, &context.messages)));
-    match budget {
-        Some(budget) => {
-            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
-        }
-        None => {
-            if let Some(temperature) = options.temperature {
-                body.insert("temperature".into(), json!(temperature));
-            }
-        }
-    }
-    body
-}
-
 /// A tool-call id as the API accepts it.
 pub(crate) fn tool_id(id: &str) -> String {
     sanitize_id(id, MAX_ID_LEN, |c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-fn tool(spec: &ToolSpec) -> Value {
-    let mut schema = match &*spec.parameters {
-        Value::Object(map) => map.clone(),
-        _ => Map::new(),
-    };
-    schema.entry("type").or_insert_with(|| json!("object"));
-    json!({
-        "name": spec.name,
-        "description": spec.description,
-        "input_schema": schema,
-    })
-}
-
 /// The transcript as API messages, with `cache_control` on the last user block.
-pub(crate) fn messages(model: &Model, transcript: &[Message]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
+pub(crate) fn messages<'a>(model: &Model, transcript: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let mut out: Vec<WireMessage<'a>> = Vec::new();
     let mut index = 0;
     while let Some(message) = transcript.get(index) {
         index += 1;
         match message {
-            Message::User(user) => push_user(&mut out, user_blocks(model, &user.content)),
-            Message::Custom(custom) => push_user(&mut out, user_blocks(model, &custom.content)),
+            Message::User(user) => push_user(&mut out, body_blocks(model, &user.content)),
+            Message::Custom(custom) => push_user(&mut out, body_blocks(model, &custom.content)),
             Message::BashExecution(bash) => {
                 if let Some(text) = bash_execution_text(bash) {
-                    push_user(&mut out, vec![text_block(&text)]);
+                    push_user(&mut out, vec![text_block(text)]);
                 }
             }
             Message::BranchSummary(summary) => {
-                push_user(&mut out, vec![text_block(&branch_summary_text(summary))]);
+                push_user(&mut out, vec![text_block(branch_summary_text(summary))]);
             }
             Message::CompactionSummary(summary) => {
-                push_user(&mut out, vec![text_block(&compaction_summary_text(summary))]);
+                push_user(&mut out, vec![text_block(compaction_summary_text(summary))]);
             }
             Message::Assistant(assistant) => {
-                let blocks = assistant_blocks(assistant);
-                if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
+                let content = assistant_blocks(assistant);
+                if !content.is_empty() {
+                    out.push(WireMessage {
+                        role: "assistant",
+                        content,
+                    });
                 }
             }
             Message::ToolResult(first) => {
-                let mut results = vec![tool_result(model, first)];
+                let mut content = vec![tool_result(model, first)];
                 while let Some(Message::ToolResult(next)) = transcript.get(index) {
-                    results.push(tool_result(model, next));
+                    content.push(tool_result(model, next));
                     index += 1;
                 }
-                out.push(json!({"role": "user", "content": results}));
+                out.push(WireMessage { role: "user", content });
             }
         }
     }
-    mark_last_user_block(&mut out);
+    // Prompt caching as pi does it: up to the last block of the last user message.
+    if let Some(last) = out.last_mut().filter(|m| m.role == "user")
+        && let Some(block) = last.content.last_mut()
+    {
+        block.cache_control = Some(EPHEMERAL);
+    }
     out
 }
 
-fn push_user(out: &mut Vec<Value>, blocks: Vec<Value>) {
-    if !blocks.is_empty() {
-        out.push(json!({"role": "user", "content": blocks}));
+fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, content: Vec<Marked<'a>>) {
+    if !content.is_empty() {
+        out.push(WireMessage { role: "user", content });
     }
 }
 
-fn text_block(text: &str) -> Value {
-    json!({"type": "text", "text": text})
+/// A user message's content as blocks (plain text is one text block).
+fn body_blocks<'a>(model: &Model, body: &'a UserBody) -> Vec<Marked<'a>> {
+    match body {
+        UserBody::Text(text) if text.trim().is_empty() => Vec::new(),
+        UserBody::Text(text) => vec![
+            Block::Text {
+                text: Cow::Borrowed(text),
+            }
+            .into(),
+        ],
+        UserBody::Blocks(blocks) => user_blocks(model, blocks),
+    }
 }
 
-fn user_blocks(model: &Model, body: &UserBody) -> Vec<Value> {
-    body.blocks()
+fn user_blocks<'a>(model: &Model, blocks: &'a [UserContent]) -> Vec<Marked<'a>> {
+    blocks
         .iter()
         .filter_map(|block| match block {
-            UserContent::Text(text) => (!text.text.trim().is_empty()).then(|| text_block(&text.text)),
-            UserContent::Image(image) => Some(if model.takes_images() {
-                json!({
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+            UserContent::Text(text) => (!text.text.trim().is_empty()).then(|| {
+                Marked::from(Block::Text {
+                    text: Cow::Borrowed(&text.text),
                 })
+            }),
+            UserContent::Image(image) => Some(if model.takes_images() {
+                Block::Image {
+                    source: ImageSource {
+                        kind: "base64",
+                        media_type: &image.mime_type,
+                        data: &image.data,
+                    },
+                }
+                .into()
             } else {
                 text_block(IMAGE_OMITTED)
             }),
@@ -237,82 +364,74 @@ fn user_blocks(model: &Model, body: &UserBody) -> Vec<Value> {
         .collect()
 }
 
-fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+fn assistant_blocks(message: &AssistantMessage) -> Vec<Marked<'_>> {
     message
         .content
         .iter()
         .filter_map(|block| match block {
-            AssistantContent::Text(text) => (!text.text.trim().is_empty()).then(|| text_block(&text.text)),
+            AssistantContent::Text(text) => (!text.text.trim().is_empty()).then(|| {
+                Marked::from(Block::Text {
+                    text: Cow::Borrowed(&text.text),
+                })
+            }),
             AssistantContent::Thinking(thinking) => {
                 let signature = thinking.thinking_signature.as_deref().filter(|s| !s.trim().is_empty());
                 match (thinking.redacted == Some(true), signature) {
-                    (true, Some(data)) => Some(json!({"type": "redacted_thinking", "data": data})),
+                    (true, Some(data)) => Some(Block::RedactedThinking { data }.into()),
                     (true, None) => None,
                     (false, _) if thinking.thinking.trim().is_empty() => None,
-                    (false, Some(signature)) => Some(json!({
-                        "type": "thinking",
-                        "thinking": thinking.thinking,
-                        "signature": signature,
-                    })),
-                    (false, None) => Some(text_block(&thinking.thinking)),
+                    (false, Some(signature)) => Some(
+                        Block::Thinking {
+                            thinking: &thinking.thinking,
+                            signature,
+                        }
+                        .into(),
+                    ),
+                    // Unsigned thinking (an aborted stream) goes back as plain text.
+                    (false, None) => Some(
+                        Block::Text {
+                            text: Cow::Borrowed(&thinking.thinking),
+                        }
+                        .into(),
+                    ),
                 }
             }
-            AssistantContent::ToolCall(call) => {
-                let input = match &call.arguments {
-                    Value::Object(map) => Value::Object(map.clone()),
-                    _ => Value::Object(Map::new()),
-                };
-                Some(json!({
-                    "type": "tool_use",
-                    "id": tool_id(&call.id),
-                    "name": call.name,
-                    "input": input,
-                }))
-            }
+            AssistantContent::ToolCall(call) => Some(
+                Block::ToolUse {
+                    id: tool_id(&call.id),
+                    name: &call.name,
+                    input: match &call.arguments {
+                        Value::Object(map) => Cow::Borrowed(map),
+                        _ => Cow::Owned(Map::new()),
+                    },
+                }
+                .into(),
+            ),
         })
         .collect()
 }
 
-fn tool_result(model: &Model, result: &ToolResultMessage) -> Value {
+fn tool_result<'a>(model: &Model, result: &'a ToolResultMessage) -> Marked<'a> {
     let has_images = result
         .content
         .iter()
         .any(|block| matches!(block, UserContent::Image(_)));
-    let mut block = Map::new();
-    block.insert("type".into(), json!("tool_result"));
-    block.insert("tool_use_id".into(), json!(tool_id(&result.tool_call_id)));
-    if has_images {
-        let mut blocks = user_blocks(model, &UserBody::Blocks(result.content.clone()));
-        if !blocks.iter().any(|b| b.get("type") == Some(&json!("text"))) {
+    let content = if has_images {
+        let mut blocks = user_blocks(model, &result.content);
+        if !blocks.iter().any(|b| matches!(b.block, Block::Text { .. })) {
             blocks.insert(0, text_block("(see attached image)"));
         }
-        block.insert("content".into(), Value::Array(blocks));
+        Some(ResultContent::Blocks(blocks))
     } else {
         let text = volcanic_abstractions::join_text(&result.content);
-        if !text.is_empty() {
-            block.insert("content".into(), json!(text));
-        }
-    }
-    block.insert("is_error".into(), json!(result.is_error));
-    Value::Object(block)
-}
-
-/// Puts `cache_control` on the last block of the last message when it is the user's.
-fn mark_last_user_block(messages: &mut [Value]) {
-    let Some(last) = messages.last_mut() else {
-        return;
+        (!text.is_empty()).then_some(ResultContent::Text(text))
     };
-    if last.get("role") != Some(&json!("user")) {
-        return;
+    Block::ToolResult {
+        tool_use_id: tool_id(&result.tool_call_id),
+        content,
+        is_error: result.is_error,
     }
-    if let Some(block) = last
-        .get_mut("content")
-        .and_then(Value::as_array_mut)
-        .and_then(|blocks| blocks.last_mut())
-        .and_then(Value::as_object_mut)
-    {
-        block.insert("cache_control".into(), json!({"type": "ephemeral"}));
-    }
+    .into()
 }
 
 #[cfg(test)]
