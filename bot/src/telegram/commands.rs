@@ -55,12 +55,15 @@ pub async fn announced(host: &Host) -> Vec<BotCommand> {
     list
 }
 
-/// Runs a command line (`/name args`, mention already stripped).
-pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str) {
-    let target = Target {
-        chat_id: m.chat_id,
-        thread: m.thread,
-    };
+/// Commands that act at once, out of turn: `/stop` must not wait behind what it stops.
+const OUT_OF_TURN: [&str; 3] = ["stop", "start", "help"];
+
+/// Commands that keep their place in the chat's line until they are applied, so that a message
+/// sent after them is handled with what they set (`/tz Asia/Tokyo`, then a question).
+const APPLIED_IN_TURN: [&str; 7] = ["tz", "model", "thinking", "new", "session", "allow", "deny"];
+
+/// The command's name (lowercase, without `/` and `@bot`) and its arguments.
+fn split(line: &str) -> (String, &str) {
     let (head, args) = line
         .split_once(char::is_whitespace)
         .map_or((line, ""), |(h, a)| (h, a.trim()));
@@ -70,11 +73,38 @@ pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str) {
         .next()
         .unwrap_or_default()
         .to_lowercase();
+    (name, args)
+}
+
+/// Whether `line` takes a place in its chat's line ([`Turnstile`](super::merge::Turnstile), with
+/// the prompts): every command but [`OUT_OF_TURN`]. Take the ticket where the arrival order is
+/// known, and give it to [`handle`].
+pub fn takes_turn(line: &str) -> bool {
+    !OUT_OF_TURN.contains(&split(line).0.as_str())
+}
+
+/// Runs a command line (`/name args`, mention already stripped). `turn`: its place in the chat's
+/// line ([`takes_turn`]): it waits for the commands and prompts before it; the settings commands
+/// ([`APPLIED_IN_TURN`]) let the next one go once applied and answered, the others (a compaction,
+/// an extension's command, which may wait for a button) as soon as they start.
+pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str, mut turn: Option<super::merge::Ticket>) {
+    let target = Target {
+        chat_id: m.chat_id,
+        thread: m.thread,
+    };
+    let (name, args) = split(line);
+    if let Some(t) = turn.as_mut() {
+        t.wait().await;
+    }
+    if !APPLIED_IN_TURN.contains(&name.as_str()) {
+        drop(turn.take());
+    }
     let reply = run(host, m, target, &name, args).await;
     if let Some(text) = reply {
         let slot = host.chats.slot(target);
         slot.output.notice(text);
     }
+    drop(turn);
 }
 
 async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: &str) -> Option<String> {

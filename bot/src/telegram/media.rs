@@ -73,6 +73,8 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
             };
             let prepared = ctx.prepare(&parts).await;
             turn.wait().await;
+            // A `/tz` sent just before this message has been applied by now.
+            let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
             if !prepared.notices.is_empty() {
                 slot.output.notice(prepared.notices.join("\n\n"));
             }

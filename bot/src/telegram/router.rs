@@ -147,9 +147,11 @@ impl Host {
             return;
         }
         if text.starts_with('/') {
+            // In arrival order with the chat's prompts (taken here, before the task starts).
+            let turn = commands::takes_turn(&text).then(|| self.chats.slot(Self::target(&m)).intake.order.ticket());
             let host = self.clone();
             tokio::spawn(async move {
-                commands::handle(&host, &m, &text).await;
+                commands::handle(&host, &m, &text, turn).await;
                 host.journal.mark(update_id, Progress::Done);
             });
             return;

@@ -148,7 +148,6 @@ async fn time_zone_survives_a_restart_and_sigterm_exits_zero() {
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "/tz Mars/Olympus"));
     tg.push_update(updates::text_message(OWNER, OWNER, "/tz Europe/Berlin"));
-    // Commands run side by side, so the two replies may come in either order.
     tg.wait_for(
         |s| {
             let t = texts(s, OWNER);
@@ -173,6 +172,51 @@ async fn time_zone_survives_a_restart_and_sigterm_exits_zero() {
     .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
     let settings = std::fs::read_to_string(env.dir.path().join("data/chat-settings.json")).unwrap();
     assert!(settings.contains("Europe/Berlin"));
+}
+
+/// Commands and messages of a chat are handled in the order they were sent: two quick `/tz`
+/// apply (and answer) in order, and a question sent right after them runs in the zone they set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_and_messages_of_a_chat_apply_in_order() {
+    use chrono::TimeZone;
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("It is late."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "/tz Asia/Tokyo"));
+    tg.push_update(updates::text_message(OWNER, OWNER, "/tz Europe/Berlin"));
+    let question = tg.push_update(updates::text_message(OWNER, OWNER, "what time is it?"));
+    tg.wait_for(|s| texts(s, OWNER).iter().any(|t| t == "It is late."), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+    let seen: Vec<String> = tg
+        .messages(OWNER)
+        .into_iter()
+        .filter_map(|m| m.visible_text)
+        .filter(|t| t.starts_with("Time zone:") || t == "It is late.")
+        .collect();
+    assert_eq!(
+        seen,
+        ["Time zone: Asia/Tokyo", "Time zone: Europe/Berlin", "It is late."],
+        "{}",
+        bot.log()
+    );
+    // The envelope gives the message's local time in Berlin (Tokyo is 7-8 hours ahead).
+    let date = question["message"]["date"].as_i64().unwrap();
+    let berlin = chrono_tz::Europe::Berlin
+        .timestamp_opt(date, 0)
+        .single()
+        .unwrap()
+        .format("[%a %Y-%m-%d %H:%M]")
+        .to_string();
+    let sent = model.requests()[0].messages()[0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(sent.starts_with(&berlin), "expected {berlin}: {sent}");
+    let settings = std::fs::read_to_string(env.dir.path().join("data/chat-settings.json")).unwrap();
+    assert!(settings.contains("Europe/Berlin"), "{settings}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
