@@ -193,36 +193,11 @@ pub struct Config {
     pub http_listen: String,
     /// `[http] public_url`.
     pub public_url: String,
-    /// `[google]`: `None` without a client id and secret (the bot runs; `/calendar connect`
-    /// says what to configure).
-    pub google: Option<GoogleSettings>,
-}
-
-/// `[google]`, resolved: the OAuth client (from the file, else `GOOGLE_CLIENT_ID` /
-/// `GOOGLE_CLIENT_SECRET`) and the endpoints (Google's unless set, e.g. to a test double).
-#[derive(Clone, PartialEq)]
-pub struct GoogleSettings {
-    /// OAuth client id.
-    pub client_id: String,
-    /// OAuth client secret.
-    pub client_secret: String,
-    /// Authorization endpoint.
-    pub auth_url: String,
-    /// Token endpoint.
-    pub token_url: String,
-    /// Revocation endpoint.
-    pub revoke_url: String,
-    /// Calendar API base URL.
-    pub api_base_url: String,
-}
-
-impl std::fmt::Debug for GoogleSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GoogleSettings")
-            .field("client_id", &self.client_id)
-            .field("auth_url", &self.auth_url)
-            .finish_non_exhaustive()
-    }
+    /// `[google]`, resolved: the OAuth client (from the file, else `GOOGLE_CLIENT_ID` /
+    /// `GOOGLE_CLIENT_SECRET`), the endpoints (Google's unless set, e.g. to a test double) and
+    /// `[http] public_url` for the callback flow. `None` without a client id and secret (the bot
+    /// runs; `/calendar connect` says what to configure).
+    pub google: Option<volcanic_google_calendar::GoogleConfig>,
 }
 
 /// The default model.
@@ -347,7 +322,8 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     {
         return Err(invalid("http.public_url", format!("`{u}` is not an http(s) URL")));
     }
-    let google = resolve_google(raw.google.unwrap_or_default())?;
+    let public_url = http.public_url.unwrap_or_default();
+    let google = resolve_google(raw.google.unwrap_or_default(), &public_url)?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -370,12 +346,15 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         },
         providers,
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
-        public_url: http.public_url.unwrap_or_default(),
+        public_url,
         google,
     })
 }
 
-fn resolve_google(g: RawGoogle) -> Result<Option<GoogleSettings>, ConfigError> {
+fn resolve_google(
+    g: RawGoogle,
+    public_url: &str,
+) -> Result<Option<volcanic_google_calendar::GoogleConfig>, ConfigError> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let id = g
         .client_id
@@ -401,14 +380,15 @@ fn resolve_google(g: RawGoogle) -> Result<Option<GoogleSettings>, ConfigError> {
         volcanic_google_calendar::GOOGLE_API_BASE_URL,
     )?;
     match (id, secret) {
-        (Some(client_id), Some(client_secret)) => Ok(Some(GoogleSettings {
-            client_id,
-            client_secret,
-            auth_url,
-            token_url,
-            revoke_url,
-            api_base_url,
-        })),
+        (Some(client_id), Some(client_secret)) => {
+            let mut c = volcanic_google_calendar::GoogleConfig::new(client_id, client_secret);
+            c.auth_url = auth_url;
+            c.token_url = token_url;
+            c.revoke_url = revoke_url;
+            c.api_base_url = api_base_url;
+            c.public_url = (!public_url.is_empty()).then(|| public_url.trim_end_matches('/').to_owned());
+            Ok(Some(c))
+        }
         (None, None) => Ok(None),
         (Some(_), None) => Err(invalid(
             "google.client_secret",
@@ -607,6 +587,25 @@ mod tests {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn google_resolves_to_the_calendar_config_with_the_public_url() {
+        let c = parse(
+            "[google]\nclient_id = \"id\"\nclient_secret = \"secret\"\napi_base_url = \"http://127.0.0.1:9/\"\n\
+             [http]\npublic_url = \"https://bot.example.org/\"",
+        )
+        .unwrap();
+        let g = c.google.unwrap();
+        assert_eq!((g.client_id.as_str(), g.client_secret.as_str()), ("id", "secret"));
+        assert_eq!(g.api_base_url, "http://127.0.0.1:9/");
+        assert_eq!(g.token_url, volcanic_google_calendar::GOOGLE_TOKEN_URL);
+        assert_eq!(g.public_url.as_deref(), Some("https://bot.example.org"));
+        assert_eq!(
+            g.redirect_uri(),
+            format!("https://bot.example.org{}", volcanic_google_calendar::CALLBACK_PATH)
+        );
+        assert!(parse("").unwrap().google.is_none() || std::env::var("GOOGLE_CLIENT_ID").is_ok());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use axum::response::Html;
 use axum::routing::get;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::processes::SecretRedactor;
-use volcanic_google_calendar::{CALLBACK_PATH, ChatRef, GoogleCalendarConnections, GoogleConfig};
+use volcanic_google_calendar::{CALLBACK_PATH, ChatRef, GoogleCalendarConnections};
 
 use super::api::{Target, Tg};
 use super::chats::chat_key;
@@ -27,16 +27,7 @@ pub fn connections(
     redactor: Arc<dyn SecretRedactor>,
     tg: Arc<Tg>,
 ) -> anyhow::Result<Arc<GoogleCalendarConnections>> {
-    let google = config.google.as_ref().map(|g| {
-        let mut c = GoogleConfig::new(g.client_id.clone(), g.client_secret.clone());
-        c.auth_url = g.auth_url.clone();
-        c.token_url = g.token_url.clone();
-        c.revoke_url = g.revoke_url.clone();
-        c.api_base_url = g.api_base_url.clone();
-        c.public_url = (!config.public_url.is_empty()).then(|| config.public_url.trim_end_matches('/').to_owned());
-        c
-    });
-    let connections = GoogleCalendarConnections::new(google, &config.state_dir, redactor)?;
+    let connections = GoogleCalendarConnections::new(config.google.clone(), &config.state_dir, redactor)?;
     let handle = tokio::runtime::Handle::current();
     connections.set_notifier(Arc::new(move |chat_id, thread, text| {
         let tg = tg.clone();
