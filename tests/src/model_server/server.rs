@@ -84,8 +84,14 @@ impl Shared {
 /// The router serving both wire APIs, plus a recording 404 for anything else.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/v1/messages", post(anthropic_route))
-        .route("/v1/chat/completions", post(openai_route))
+        .route(
+            "/v1/messages",
+            post(api_route).layer(axum::Extension(WireApi::Anthropic)),
+        )
+        .route(
+            "/v1/chat/completions",
+            post(api_route).layer(axum::Extension(WireApi::OpenAi)),
+        )
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(stamp_arrival))
@@ -105,24 +111,16 @@ fn arrived(extension: Option<axum::Extension<Arrived>>) -> tokio::time::Instant 
     extension.map_or_else(tokio::time::Instant::now, |axum::Extension(Arrived(at))| at)
 }
 
-async fn anthropic_route(
+/// `POST` on an API's path; the route's layer says which API.
+async fn api_route(
     State(shared): State<Arc<Shared>>,
+    axum::Extension(api): axum::Extension<WireApi>,
     at: Option<axum::Extension<Arrived>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    handle(&shared, WireApi::Anthropic, &uri, &headers, &body, arrived(at)).await
-}
-
-async fn openai_route(
-    State(shared): State<Arc<Shared>>,
-    at: Option<axum::Extension<Arrived>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    handle(&shared, WireApi::OpenAi, &uri, &headers, &body, arrived(at)).await
+    handle(&shared, api, &uri, &headers, &body, arrived(at)).await
 }
 
 async fn unknown_route(
