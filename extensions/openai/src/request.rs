@@ -17,8 +17,9 @@
 //! Tool-call ids longer than OpenAI's 40 characters are shortened (the same mapping for a call
 //! and its result).
 
-use serde_json::{Map, Value, json};
-use volcanic_abstractions::provider::ToolSpec;
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
     ToolResultMessage, UserBody, UserContent,
@@ -41,70 +42,156 @@ pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
     }
 }
 
-/// The request body for one streamed call.
+/// The request body for one streamed call, as a tree (for a `before_provider_request` hook).
 pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    volcanic_provider_support::body_tree(base(model, context, options), &context.tools, tool)
+    serde_json::to_value(Body::new(model, context, options)).unwrap_or_default()
 }
 
-/// [`body`] serialized, the tools written from their specs by reference (see
-/// `WireApi::body_bytes`).
+/// The same body serialized: written straight from the context, nothing copied into a tree
+/// (built before every model request, with the whole transcript).
 pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    volcanic_provider_support::body_bytes(&base(model, context, options), &context.tools, |t| FunctionTool {
-        kind: "function",
-        function: Function {
-            name: &t.name,
-            description: &t.description,
-            parameters: &t.parameters,
-        },
-    })
+    serde_json::to_vec(&Body::new(model, context, options)).unwrap_or_default()
+}
+
+/// A Chat Completions request body, borrowing from the context it was made from.
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    stream_options: StreamUsage,
+    /// OpenAI's own API wants the newer name (reasoning models refuse `max_tokens`);
+    /// compatible servers know the older one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<FunctionTool<'a>>,
+}
+
+impl<'a> Body<'a> {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+        let mut messages = Vec::new();
+        if !context.system_prompt.is_empty() {
+            messages.push(WireMessage::System {
+                content: &context.system_prompt,
+            });
+        }
+        messages.extend(convert_messages(model, &context.messages));
+        let openai = model.base_url.contains("api.openai.com");
+        Body {
+            model: &model.id,
+            messages,
+            stream: true,
+            stream_options: StreamUsage { include_usage: true },
+            max_completion_tokens: options.max_tokens.filter(|_| openai),
+            max_tokens: options.max_tokens.filter(|_| !openai),
+            temperature: options.temperature,
+            reasoning_effort: if model.reasoning {
+                reasoning_effort(options.thinking_level)
+            } else {
+                None
+            },
+            tools: context
+                .tools
+                .iter()
+                .map(|t| FunctionTool {
+                    kind: "function",
+                    function: Function {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `{"include_usage": true}`: the last chunk carries the usage.
+#[derive(Debug, Serialize)]
+struct StreamUsage {
+    include_usage: bool,
 }
 
 /// A tool as the API wants it, borrowing its spec.
-#[derive(serde::Serialize)]
+#[derive(Debug, Serialize)]
 struct FunctionTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     function: Function<'a>,
 }
 
-#[derive(serde::Serialize)]
+#[derive(Debug, Serialize)]
 struct Function<'a> {
     name: &'a str,
     description: &'a str,
     parameters: &'a Value,
 }
 
-/// Everything of the body but the tools.
-fn base(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Map<String, Value> {
-    let mut messages = Vec::new();
-    if !context.system_prompt.is_empty() {
-        messages.push(json!({"role": "system", "content": context.system_prompt}));
-    }
-    messages.extend(convert_messages(model, &context.messages));
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    if let Some(max_tokens) = options.max_tokens {
-        // OpenAI's own API wants the newer name (reasoning models refuse `max_tokens`);
-        // compatible servers know the older one.
-        let field = if model.base_url.contains("api.openai.com") {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
-        body.insert(field.into(), json!(max_tokens));
-    }
-    if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if model.reasoning
-        && let Some(effort) = reasoning_effort(options.thinking_level)
-    {
-        body.insert("reasoning_effort".into(), json!(effort));
-    }
-    body
+/// One message of the `messages` array.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub(crate) enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserWire<'a>,
+    },
+    Assistant {
+        /// `null` when the message is only tool calls.
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A user message's content: a string, or parts when it has images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum UserWire<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+/// A content part.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum Part<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// `{"url": "data:<type>;base64,<data>"}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct ImageUrl {
+    url: String,
+}
+
+/// `{"id", "type": "function", "function": {"name", "arguments"}}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct WireCall<'a> {
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    /// A JSON string; a malformed call's raw text as it was.
+    arguments: Cow<'a, str>,
 }
 
 /// A tool-call id as the API accepts it (at most 40 characters).
@@ -112,20 +199,9 @@ pub(crate) fn tool_id(id: &str) -> String {
     sanitize_id(id, MAX_ID_LEN, |c| !c.is_control())
 }
 
-fn tool(spec: &ToolSpec) -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters,
-        },
-    })
-}
-
 /// The transcript as API messages (without the system prompt).
-pub(crate) fn convert_messages(model: &Model, transcript: &[Message]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
+pub(crate) fn convert_messages<'a>(model: &Model, transcript: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let mut out: Vec<WireMessage<'a>> = Vec::new();
     let mut index = 0;
     while let Some(message) = transcript.get(index) {
         index += 1;
@@ -134,12 +210,12 @@ pub(crate) fn convert_messages(model: &Model, transcript: &[Message]) -> Vec<Val
             Message::Custom(custom) => push_user(&mut out, model, &custom.content),
             Message::BashExecution(bash) => {
                 if let Some(text) = bash_execution_text(bash) {
-                    out.push(user_text(&text));
+                    out.push(user_text(text));
                 }
             }
-            Message::BranchSummary(summary) => out.push(user_text(&branch_summary_text(summary))),
+            Message::BranchSummary(summary) => out.push(user_text(branch_summary_text(summary))),
             Message::CompactionSummary(summary) => {
-                out.push(user_text(&compaction_summary_text(summary)));
+                out.push(user_text(compaction_summary_text(summary)));
             }
             Message::Assistant(assistant) => {
                 if let Some(converted) = assistant_message(assistant) {
@@ -154,12 +230,13 @@ pub(crate) fn convert_messages(model: &Model, transcript: &[Message]) -> Vec<Val
                     index += 1;
                 }
                 if !images.is_empty() {
-                    let mut parts = vec![json!({
-                        "type": "text",
-                        "text": "Attached image(s) from tool result:",
-                    })];
+                    let mut parts = vec![Part::Text {
+                        text: Cow::Borrowed("Attached image(s) from tool result:"),
+                    }];
                     parts.extend(images);
-                    out.push(json!({"role": "user", "content": parts}));
+                    out.push(WireMessage::User {
+                        content: UserWire::Parts(parts),
+                    });
                 }
             }
         }
@@ -167,76 +244,91 @@ pub(crate) fn convert_messages(model: &Model, transcript: &[Message]) -> Vec<Val
     out
 }
 
-fn user_text(text: &str) -> Value {
-    json!({"role": "user", "content": text})
+fn user_text<'a>(text: impl Into<Cow<'a, str>>) -> WireMessage<'a> {
+    WireMessage::User {
+        content: UserWire::Text(text.into()),
+    }
 }
 
-fn image_part(mime_type: &str, data: &str) -> Value {
-    json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
+fn image_part(mime_type: &str, data: &str) -> Part<'static> {
+    Part::ImageUrl {
+        image_url: ImageUrl {
+            url: format!("data:{mime_type};base64,{data}"),
+        },
+    }
 }
 
-fn push_user(out: &mut Vec<Value>, model: &Model, body: &UserBody) {
-    let blocks = body.blocks();
+fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, model: &Model, body: &'a UserBody) {
+    let blocks = match body {
+        UserBody::Text(text) => {
+            if !text.trim().is_empty() {
+                out.push(user_text(text.as_str()));
+            }
+            return;
+        }
+        UserBody::Blocks(blocks) => blocks,
+    };
     let has_images = blocks.iter().any(|b| matches!(b, UserContent::Image(_)));
     if !has_images {
         let text = body.text();
         if !text.trim().is_empty() {
-            out.push(user_text(&text));
+            out.push(user_text(text));
         }
         return;
     }
-    let parts: Vec<Value> = blocks
+    let parts: Vec<Part<'a>> = blocks
         .iter()
         .filter_map(|block| match block {
-            UserContent::Text(text) => {
-                (!text.text.trim().is_empty()).then(|| json!({"type": "text", "text": text.text}))
-            }
+            UserContent::Text(text) => (!text.text.trim().is_empty()).then(|| Part::Text {
+                text: Cow::Borrowed(&text.text),
+            }),
             UserContent::Image(image) => Some(if model.takes_images() {
                 image_part(&image.mime_type, &image.data)
             } else {
-                json!({"type": "text", "text": IMAGE_OMITTED})
+                Part::Text {
+                    text: Cow::Borrowed(IMAGE_OMITTED),
+                }
             }),
         })
         .collect();
-    out.push(json!({"role": "user", "content": parts}));
+    out.push(WireMessage::User {
+        content: UserWire::Parts(parts),
+    });
 }
 
-fn assistant_message(message: &AssistantMessage) -> Option<Value> {
+fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
     let mut text = String::new();
-    let mut calls = Vec::new();
+    let mut tool_calls = Vec::new();
     for block in &message.content {
         match block {
             AssistantContent::Text(block) => text.push_str(&block.text),
             AssistantContent::Thinking(_) => {}
-            AssistantContent::ToolCall(call) => {
-                let arguments = match &call.arguments {
-                    Value::String(raw) => raw.clone(),
-                    other => other.to_string(),
-                };
-                calls.push(json!({
-                    "id": tool_id(&call.id),
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": arguments},
-                }));
-            }
+            AssistantContent::ToolCall(call) => tool_calls.push(WireCall {
+                id: tool_id(&call.id),
+                kind: "function",
+                function: CallFunction {
+                    name: &call.name,
+                    arguments: match &call.arguments {
+                        Value::String(raw) => Cow::Borrowed(raw),
+                        other => Cow::Owned(other.to_string()),
+                    },
+                },
+            }),
         }
     }
     let has_text = !text.trim().is_empty();
-    if !has_text && calls.is_empty() {
+    if !has_text && tool_calls.is_empty() {
         return None;
     }
-    let mut out = Map::new();
-    out.insert("role".into(), json!("assistant"));
-    out.insert("content".into(), if has_text { json!(text) } else { Value::Null });
-    if !calls.is_empty() {
-        out.insert("tool_calls".into(), Value::Array(calls));
-    }
-    Some(Value::Object(out))
+    Some(WireMessage::Assistant {
+        content: has_text.then_some(text),
+        tool_calls,
+    })
 }
 
 /// A `role: "tool"` message; the result's images go to `images` (or a note when the model
 /// takes none).
-fn tool_message(model: &Model, result: &ToolResultMessage, images: &mut Vec<Value>) -> Value {
+fn tool_message<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> WireMessage<'a> {
     let mut text = volcanic_abstractions::join_text(&result.content);
     let mut has_images = false;
     for block in &result.content {
@@ -259,11 +351,10 @@ fn tool_message(model: &Model, result: &ToolResultMessage, images: &mut Vec<Valu
             "(no output)"
         });
     }
-    json!({
-        "role": "tool",
-        "tool_call_id": tool_id(&result.tool_call_id),
-        "content": text,
-    })
+    WireMessage::Tool {
+        tool_call_id: tool_id(&result.tool_call_id),
+        content: text,
+    }
 }
 
 #[cfg(test)]

@@ -100,54 +100,6 @@ pub fn tool_arguments(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
-/// A request body as a tree: `base` plus `"tools"` (when there are any), each made by `tool`.
-pub fn body_tree(
-    mut base: Map<String, Value>,
-    tools: &[volcanic_abstractions::provider::ToolSpec],
-    tool: impl Fn(&volcanic_abstractions::provider::ToolSpec) -> Value,
-) -> Value {
-    if !tools.is_empty() {
-        base.insert("tools".into(), Value::Array(tools.iter().map(tool).collect()));
-    }
-    Value::Object(base)
-}
-
-/// The same body serialized, each tool written by `tool_ref` borrowing its spec (no copy of the
-/// schemas): what `WireApi::body_bytes` sends.
-pub fn body_bytes<'a, T: serde::Serialize>(
-    base: &Map<String, Value>,
-    tools: &'a [volcanic_abstractions::provider::ToolSpec],
-    tool_ref: impl Fn(&'a volcanic_abstractions::provider::ToolSpec) -> T,
-) -> Vec<u8> {
-    if tools.is_empty() {
-        return serde_json::to_vec(base).unwrap_or_default();
-    }
-    let tools: Vec<T> = tools.iter().map(tool_ref).collect();
-    object_with(base, "tools", &tools)
-}
-
-/// `object` serialized with one more entry `key: value` written last, without building a new
-/// tree (so `value` can borrow, e.g. tool schemas by reference). A key already in `object` is
-/// written once, from `value`. Serializing a JSON map cannot fail; should `value` fail, the
-/// result is the object alone.
-pub fn object_with<T: serde::Serialize>(object: &Map<String, Value>, key: &str, value: &T) -> Vec<u8> {
-    struct With<'a, T>(&'a Map<String, Value>, &'a str, &'a T);
-    impl<T: serde::Serialize> serde::Serialize for With<'_, T> {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-            use serde::ser::SerializeMap;
-            let mut map = s.serialize_map(None)?;
-            for (k, v) in self.0.iter().filter(|(k, _)| k.as_str() != self.1) {
-                map.serialize_entry(k, v)?;
-            }
-            map.serialize_entry(self.1, self.2)?;
-            map.end()
-        }
-    }
-    serde_json::to_vec(&With(object, key, value))
-        .or_else(|_| serde_json::to_vec(object))
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

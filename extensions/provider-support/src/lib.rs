@@ -25,8 +25,7 @@ mod stream;
 pub mod testing;
 
 pub use convert::{
-    IMAGE_OMITTED, bash_execution_text, body_bytes, body_tree, branch_summary_text, compaction_summary_text,
-    object_with, sanitize_id, tool_arguments,
+    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_arguments,
 };
 pub use error::{ProviderError, Result};
 pub use http::{ProviderConfig, truncate};

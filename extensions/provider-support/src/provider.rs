@@ -50,9 +50,9 @@ pub trait WireApi: Send + Sync + 'static {
     fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value;
 
     /// The same body serialized (what is sent when no `on_payload` hook wants the tree). A wire
-    /// API overrides it to write the tools from their specs by reference: a tree would deep-copy
-    /// every tool schema for every in-flight request (a thousand chats asking at once kept
-    /// megabytes of copies in the heap).
+    /// API overrides it to write the body straight from the context: a tree deep-copies the
+    /// transcript and every tool schema for every request (a thousand chats asking at once kept
+    /// megabytes of copies in the heap; a hundred long conversations spent a tenth of the CPU).
     fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
         Self::body(model, context, options).to_string().into_bytes()
     }
