@@ -59,8 +59,9 @@ pub async fn announced(host: &Host) -> Vec<BotCommand> {
 const OUT_OF_TURN: [&str; 3] = ["stop", "start", "help"];
 
 /// Commands that keep their place in the chat's line until they are applied, so that a message
-/// sent after them is handled with what they set (`/tz Asia/Tokyo`, then a question).
-const APPLIED_IN_TURN: [&str; 7] = ["tz", "model", "thinking", "new", "session", "allow", "deny"];
+/// sent after them is handled with what they set (`/tz Asia/Tokyo`, then a question; `/compact`,
+/// then a message that runs on the compacted context).
+const APPLIED_IN_TURN: [&str; 8] = ["tz", "model", "thinking", "new", "session", "allow", "deny", "compact"];
 
 /// The command's name (lowercase, without `/` and `@bot`) and its arguments.
 fn split(line: &str) -> (String, &str) {
@@ -84,9 +85,9 @@ pub fn takes_turn(line: &str) -> bool {
 }
 
 /// Runs a command line (`/name args`, mention already stripped). `turn`: its place in the chat's
-/// line ([`takes_turn`]): it waits for the commands and prompts before it; the settings commands
-/// ([`APPLIED_IN_TURN`]) let the next one go once applied and answered, the others (a compaction,
-/// an extension's command, which may wait for a button) as soon as they start.
+/// line ([`takes_turn`]): it waits for the commands and prompts before it; the commands of
+/// [`APPLIED_IN_TURN`] let the next one go once applied and answered, the others (`/calendar`,
+/// an extension's command, which may wait for a button) when their turn comes, before they run.
 pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str, mut turn: Option<super::merge::Ticket>) {
     let target = Target {
         chat_id: m.chat_id,

@@ -342,7 +342,9 @@ impl Journal {
             .filter(|(id, _)| last.is_none_or(|l| *id > l) && in_batch.insert(*id))
             .collect();
         if fresh.is_empty() {
-            return Ok((fresh, Durable(0)));
+            // Repeats: their first delivery's records must be on disk before this one is
+            // acknowledged too (a sync is asked for only once that delivery was handed over).
+            return Ok((fresh, Durable(self.sync.written_so_far())));
         }
         let mut text = String::new();
         for (id, update) in &fresh {

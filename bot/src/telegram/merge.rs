@@ -184,6 +184,15 @@ impl<T: Send + 'static> Buffer<T> {
         self.arm(sender, 0);
     }
 
+    /// Hands `sender`'s held group on now, if there is one (a command from the sender must not
+    /// overtake the album or paste they sent before it).
+    pub fn release(&self, sender: i64) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = held.remove(&sender) {
+            (h.flush)(h.items);
+        }
+    }
+
     /// Hands `sender`'s group on after the hold, unless another part came meanwhile.
     fn arm(&self, sender: i64, generation: u64) {
         let held = self.held.clone();

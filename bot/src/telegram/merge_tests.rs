@@ -127,3 +127,18 @@ async fn tickets_go_in_the_order_they_were_taken() {
     }
     assert_eq!(*order.lock().unwrap_or_else(|e| e.into_inner()), vec![1, 2, 3, 5]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn release_hands_a_held_group_on_at_once() {
+    let buffer = Buffer::new(HOLD);
+    let (log, flush) = recorder();
+    buffer.offer(1, Merge::LongText, "part 1", flush.clone());
+    buffer.offer(2, Merge::LongText, "other sender", flush);
+    assert!(seen(&log).is_empty());
+    buffer.release(1);
+    assert_eq!(seen(&log), vec![vec!["part 1"]]);
+    // Nothing held: nothing happens; the timer of the released group finds nothing.
+    buffer.release(1);
+    advance(HOLD.as_millis() as u64 + 10).await;
+    assert_eq!(seen(&log), vec![vec!["part 1"], vec!["other sender"]]);
+}

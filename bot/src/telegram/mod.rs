@@ -252,6 +252,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     if tokio::time::timeout(Duration::from_secs(5), flushed).await.is_err() {
         tracing::warn!("some output was not delivered before exit");
     }
+    // Progress recorded last (a `started` mark rides along with the next sync) is on disk.
+    host.journal.barrier().await;
     Ok(0)
 }
 

@@ -147,8 +147,13 @@ impl Host {
             return;
         }
         if text.starts_with('/') {
-            // In arrival order with the chat's prompts (taken here, before the task starts).
-            let turn = commands::takes_turn(&text).then(|| self.chats.slot(Self::target(&m)).intake.order.ticket());
+            // In arrival order with the chat's prompts (taken here, before the task starts), after
+            // an album or long paste of the sender's still being gathered.
+            let turn = commands::takes_turn(&text).then(|| {
+                let slot = self.chats.slot(Self::target(&m));
+                slot.intake.buffer.release(m.from_id);
+                slot.intake.order.ticket()
+            });
             let host = self.clone();
             tokio::spawn(async move {
                 commands::handle(&host, &m, &text, turn).await;

@@ -165,7 +165,8 @@ impl SessionStore for FileSessionStore {
         for (path, _, _) in self.candidates(scope)? {
             match FileSessionStore::open_file(&path) {
                 Ok(log) => return Ok(Some(Box::new(log))),
-                Err(error @ SessionStoreError::BadHeader { .. }) => {
+                // As `latest` does: a file whose header cannot be read is passed over.
+                Err(error @ (SessionStoreError::BadHeader { .. } | SessionStoreError::Io { .. })) => {
                     tracing::warn!(%error, "passing over a session file without a readable header")
                 }
                 // Removed since it was listed.
