@@ -20,6 +20,16 @@ async fn google() -> GoogleServer {
     g
 }
 
+/// The public URL and an `[http]` section serving it on a free port, its callback registered
+/// with the double.
+fn callback_http(g: &GoogleServer) -> (String, String) {
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    g.register_redirect_uri(&format!("{public}/oauth/google/callback"));
+    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n");
+    (public, http)
+}
+
 fn google_config(g: &GoogleServer) -> String {
     format!(
         "[google]\nclient_id = \"{CLIENT_ID}\"\nclient_secret = \"{CLIENT_SECRET}\"\nauth_url = \"{}\"\n\
@@ -192,14 +202,7 @@ async fn calendar_by_callback_status_and_disconnect() {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let g = google().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let public = format!("http://127.0.0.1:{port}");
-    g.register_redirect_uri(&format!("{public}/oauth/google/callback"));
-    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n");
+    let (public, http) = callback_http(&g);
     let env = Env::new(
         &model.url(),
         &format!("{}{}{}", telegram_config(&tg, ""), http, google_config(&g)),
@@ -260,14 +263,7 @@ async fn calendar_in_a_group_links_privately_and_moves_with_a_migration() {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let g = google().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let public = format!("http://127.0.0.1:{port}");
-    g.register_redirect_uri(&format!("{public}/oauth/google/callback"));
-    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n");
+    let (_, http) = callback_http(&g);
     let env = Env::new(
         &model.url(),
         &format!(

@@ -14,14 +14,6 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_mode_receives_updates_from_telegram_and_refuses_forged_ones() {
     let model = ModelServer::start().await.unwrap();

@@ -2,7 +2,6 @@
 //! nothing of the answer was streamed, ending in exactly one `done` or `error` event.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
 use volcanic_abstractions::{Api, Model, Provider, ProviderContext, ProviderStream, StreamOptions};
 use volcanic_provider_support::{ProviderConfig, SseProvider, WireApi};
 
@@ -74,7 +73,7 @@ impl Provider for AnthropicProvider {
 
 /// The Messages API as [`SseProvider`] speaks it.
 #[derive(Debug)]
-struct Messages;
+pub(crate) struct Messages;
 
 impl WireApi for Messages {
     const NAME: &'static str = "anthropic";
@@ -101,12 +100,10 @@ impl WireApi for Messages {
         );
     }
 
-    fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-        request::body(model, context, options)
-    }
+    type Body<'a> = request::Body<'a>;
 
-    fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-        request::body_bytes(model, context, options)
+    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
+        request::Body::new(model, context, options)
     }
 
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {

@@ -78,20 +78,8 @@ pub(crate) fn limits(model: &Model, options: &StreamOptions) -> (u64, Option<u64
     }
 }
 
-/// The request body for one streamed call, as a tree (for a `before_provider_request` hook).
-pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    serde_json::to_value(Body::new(model, context, options)).unwrap_or_default()
-}
-
-/// The same body serialized: written straight from the context, nothing copied into a tree
-/// (built before every model request, with the whole transcript).
-pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    serde_json::to_vec(&Body::new(model, context, options)).unwrap_or_default()
-}
-
-/// A Messages API request body, borrowing from the context it was made from.
 #[derive(Debug, Serialize)]
-struct Body<'a> {
+pub(crate) struct Body<'a> {
     model: &'a str,
     max_tokens: u64,
     stream: bool,
@@ -108,7 +96,8 @@ struct Body<'a> {
 }
 
 impl<'a> Body<'a> {
-    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    /// The body of one call to `model` with `context`.
+    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let (max_tokens, budget) = limits(model, options);
         let system = if context.system_prompt.is_empty() {
             Vec::new()

@@ -11,6 +11,15 @@ use volcanic_abstractions::{
 
 use super::*;
 
+/// The body as a hook sees it, and as it is sent.
+fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> serde_json::Value {
+    volcanic_provider_support::body_tree::<crate::provider::Messages>(model, context, options)
+}
+
+fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+    volcanic_provider_support::body_bytes::<crate::provider::Messages>(model, context, options)
+}
+
 fn model(reasoning: bool, images: bool, max_tokens: u64) -> Model {
     let mut input = vec![InputKind::Text];
     if images {
@@ -220,7 +229,7 @@ fn body_has_system_tools_thinking_and_limits() {
     };
     let sent: serde_json::Value =
         serde_json::from_slice(&body_bytes(&model(true, true, 64_000), &with_typed, &options)).unwrap();
-    assert_eq!(sent, super::body(&model(true, true, 64_000), &with_typed, &options));
+    assert_eq!(sent, self::body(&model(true, true, 64_000), &with_typed, &options));
     assert_eq!(
         body,
         json!({

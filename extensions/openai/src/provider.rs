@@ -3,7 +3,6 @@
 //! event.
 
 use reqwest::header::{AUTHORIZATION, HeaderName};
-use serde_json::Value;
 use volcanic_abstractions::{Api, Model, Provider, ProviderContext, ProviderStream, StreamOptions};
 use volcanic_provider_support::{ProviderConfig, SseProvider, WireApi};
 
@@ -75,7 +74,7 @@ impl Provider for OpenAiCompletionsProvider {
 
 /// The Chat Completions API as [`SseProvider`] speaks it.
 #[derive(Debug)]
-struct ChatCompletions;
+pub(crate) struct ChatCompletions;
 
 impl WireApi for ChatCompletions {
     const NAME: &'static str = "openai-completions";
@@ -90,12 +89,10 @@ impl WireApi for ChatCompletions {
         (AUTHORIZATION, format!("Bearer {key}"))
     }
 
-    fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-        request::body(model, context, options)
-    }
+    type Body<'a> = request::Body<'a>;
 
-    fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-        request::body_bytes(model, context, options)
+    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
+        request::Body::new(model, context, options)
     }
 
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {

@@ -42,20 +42,8 @@ pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
     }
 }
 
-/// The request body for one streamed call, as a tree (for a `before_provider_request` hook).
-pub(crate) fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    serde_json::to_value(Body::new(model, context, options)).unwrap_or_default()
-}
-
-/// The same body serialized: written straight from the context, nothing copied into a tree
-/// (built before every model request, with the whole transcript).
-pub(crate) fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    serde_json::to_vec(&Body::new(model, context, options)).unwrap_or_default()
-}
-
-/// A Chat Completions request body, borrowing from the context it was made from.
 #[derive(Debug, Serialize)]
-struct Body<'a> {
+pub(crate) struct Body<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
@@ -75,7 +63,8 @@ struct Body<'a> {
 }
 
 impl<'a> Body<'a> {
-    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    /// The body of one call to `model` with `context`.
+    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let mut messages = Vec::new();
         if !context.system_prompt.is_empty() {
             messages.push(WireMessage::System {

@@ -11,6 +11,15 @@ use volcanic_abstractions::{
 
 use super::*;
 
+/// The body as a hook sees it, and as it is sent.
+fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> serde_json::Value {
+    volcanic_provider_support::body_tree::<crate::provider::ChatCompletions>(model, context, options)
+}
+
+fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+    volcanic_provider_support::body_bytes::<crate::provider::ChatCompletions>(model, context, options)
+}
+
 fn model(base_url: &str, reasoning: bool, images: bool) -> Model {
     let mut input = vec![InputKind::Text];
     if images {

@@ -29,5 +29,5 @@ pub use convert::{
 };
 pub use error::{ProviderError, Result};
 pub use http::{ProviderConfig, truncate};
-pub use provider::{SseProvider, WireApi};
+pub use provider::{SseProvider, WireApi, body_bytes, body_tree};
 pub use stream::EventMapper;

@@ -46,16 +46,15 @@ pub trait WireApi: Send + Sync + 'static {
         let _ = map;
     }
 
-    /// The JSON request body of one streamed call.
-    fn body(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value;
+    /// The request body of one streamed call, borrowing from what it is made of; serialized
+    /// straight to bytes ([`body_bytes`]), or to a tree when a `before_provider_request` hook
+    /// wants one ([`body_tree`]). A tree built for every request would deep-copy the transcript
+    /// and every tool schema (a thousand chats asking at once kept megabytes of copies in the
+    /// heap; a hundred long conversations spent a tenth of the CPU).
+    type Body<'a>: serde::Serialize;
 
-    /// The same body serialized (what is sent when no `on_payload` hook wants the tree). A wire
-    /// API overrides it to write the body straight from the context: a tree deep-copies the
-    /// transcript and every tool schema for every request (a thousand chats asking at once kept
-    /// megabytes of copies in the heap; a hundred long conversations spent a tenth of the CPU).
-    fn body_bytes(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-        Self::body(model, context, options).to_string().into_bytes()
-    }
+    /// Builds the body of one streamed call.
+    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self::Body<'a>;
 
     /// The `(kind, message)` of an HTTP error body, when it has the API's error shape.
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)>;
@@ -218,6 +217,16 @@ async fn run<W: WireApi>(
     emitter.emit(last);
 }
 
+/// `W`'s request body as a JSON tree (what a `before_provider_request` hook gets).
+pub fn body_tree<W: WireApi>(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
+    serde_json::to_value(W::body(model, context, options)).unwrap_or_default()
+}
+
+/// `W`'s request body serialized (what is sent when no hook wants the tree).
+pub fn body_bytes<W: WireApi>(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
+    serde_json::to_vec(&W::body(model, context, options)).unwrap_or_default()
+}
+
 /// Builds the body, then attempts the request until it succeeds, fails for good, or the
 /// retries run out.
 async fn call<W: WireApi>(
@@ -240,12 +249,12 @@ async fn call<W: WireApi>(
     }
     let body = match &options.on_payload {
         Some(hook) => {
-            let body = cancellable(cancel, hook(W::body(model, context, options)))
+            let body = cancellable(cancel, hook(body_tree::<W>(model, context, options)))
                 .await
                 .ok_or_else(|| fail(empty(), ProviderError::Aborted, 0))?;
             Bytes::from(body.to_string())
         }
-        None => Bytes::from(W::body_bytes(model, context, options)),
+        None => Bytes::from(body_bytes::<W>(model, context, options)),
     };
     let url = W::endpoint(&model.base_url);
     let headers = W::headers(options);
@@ -379,7 +388,9 @@ mod tests {
             map.insert(HeaderName::from_static("api-version"), HeaderValue::from_static("1"));
         }
 
-        fn body(_: &Model, _: &ProviderContext, _: &StreamOptions) -> Value {
+        type Body<'a> = Value;
+
+        fn body<'a>(_: &'a Model, _: &'a ProviderContext, _: &StreamOptions) -> Value {
             Value::Null
         }
 

@@ -363,18 +363,23 @@ fn patch_event(state: &mut State, seg: &[&str], _: &HashMap<String, String>, bod
             merge(&mut updated[k.as_str()], v);
         }
     }
-    if let Err(r) = check_times(&updated) {
-        return r.into_response();
-    }
-    updated["updated"] = json!(Utc::now().to_rfc3339());
-    if let Some(c) = state.events.get_mut(&email) {
-        c.insert(seg[3].to_owned(), updated.clone());
-    }
-    axum::Json(updated).into_response()
+    store_updated(state, &email, seg[3], updated)
 }
 
 /// Patch semantics as Google has them: objects are merged field by field (a `null` clears the
 /// field), anything else (arrays included) replaces.
+/// Stores a changed event (its times checked, `updated` stamped) and answers with it.
+fn store_updated(state: &mut State, email: &str, id: &str, mut updated: Value) -> Response {
+    if let Err(r) = check_times(&updated) {
+        return r.into_response();
+    }
+    updated["updated"] = json!(Utc::now().to_rfc3339());
+    if let Some(c) = state.events.get_mut(email) {
+        c.insert(id.to_owned(), updated.clone());
+    }
+    axum::Json(updated).into_response()
+}
+
 fn merge(target: &mut Value, patch: Value) {
     match (target, patch) {
         (Value::Object(t), Value::Object(p)) => {
@@ -418,14 +423,7 @@ fn put_event(state: &mut State, seg: &[&str], _: &HashMap<String, String>, body:
     ] {
         updated[k] = old[k].clone();
     }
-    if let Err(r) = check_times(&updated) {
-        return r.into_response();
-    }
-    updated["updated"] = json!(Utc::now().to_rfc3339());
-    if let Some(c) = state.events.get_mut(&email) {
-        c.insert(seg[3].to_owned(), updated.clone());
-    }
-    axum::Json(updated).into_response()
+    store_updated(state, &email, seg[3], updated)
 }
 
 fn delete_event(state: &mut State, seg: &[&str], _: &HashMap<String, String>, _: &str) -> Response {
