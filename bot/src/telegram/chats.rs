@@ -4,7 +4,8 @@
 
 use super::api::{Target, Tg};
 use super::channel::TelegramChannel;
-use super::journal::{Journal, Progress};
+use super::journal::Journal;
+use super::ledger::Ledger;
 use super::output::Output;
 use super::settings::SettingsStore;
 use super::ui::{Pending, TelegramUi};
@@ -13,7 +14,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, SessionSelect};
 
 /// The folder name of a chat: the chat id for private chats, `g<id without the minus>` for
@@ -34,8 +34,8 @@ pub struct Slot {
     /// Delivery of its output.
     pub output: Output,
     last_active: Mutex<Instant>,
-    /// Updates taking part in the current run (journal progress).
-    run_updates: Arc<Mutex<Vec<i64>>>,
+    /// Its prompts in flight, message by message (journal progress).
+    pub ledger: Arc<Ledger>,
     /// Albums and long pastes being gathered, and the order prompts reach the session in.
     pub intake: super::merge::Intake,
 }
@@ -48,22 +48,15 @@ impl std::fmt::Debug for Slot {
     }
 }
 
-impl Slot {
-    /// Adds an update to the current (or next) run, for crash recovery.
-    pub fn track(&self, update_id: i64) {
-        self.run_updates
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(update_id);
-    }
-}
-
 /// Every chat the bot has in memory.
 pub struct Chats {
     deps: ChatsDeps,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
     /// Google Calendar: every chat session gets the `calendar` tool bound to its chat.
     calendar: std::sync::OnceLock<Arc<volcanic_google_calendar::GoogleCalendarConnections>>,
+    /// Set at shutdown: runs aborted from then on keep their journal marks (recovered after the
+    /// restart), while a user's `/stop` finishes them.
+    shutting_down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Chats {
@@ -99,7 +92,13 @@ impl Chats {
             deps,
             slots: Mutex::new(HashMap::new()),
             calendar: std::sync::OnceLock::new(),
+            shutting_down: Arc::default(),
         }
+    }
+
+    /// Marks the shutdown (see the field).
+    pub fn shutting_down(&self) {
+        self.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Gives every session created from now on the `calendar` tool of its chat.
@@ -121,9 +120,14 @@ impl Chats {
                 Arc::new(Slot {
                     target,
                     session: tokio::sync::Mutex::new(None),
-                    output: Output::spawn(self.deps.tg.clone(), self.deps.marks.clone(), target),
+                    output: Output::spawn(
+                        self.deps.tg.clone(),
+                        self.deps.journal.clone(),
+                        self.deps.marks.clone(),
+                        target,
+                    ),
                     last_active: Mutex::new(Instant::now()),
-                    run_updates: Arc::new(Mutex::new(Vec::new())),
+                    ledger: Arc::new(Ledger::new(self.deps.journal.clone(), self.shutting_down.clone())),
                     intake: super::merge::Intake::default(),
                 })
             })
@@ -185,39 +189,8 @@ impl Chats {
             })
             .await?;
         let output = slot.output.clone();
-        let journal = self.deps.journal.clone();
-        let run_updates = slot.run_updates.clone();
-        let tool_marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        session.subscribe(move |e| {
-            output.on_event(e);
-            let ids = || run_updates.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            match e {
-                AgentSessionEvent::AgentStart => {
-                    tool_marked.store(false, std::sync::atomic::Ordering::Relaxed);
-                    for id in ids() {
-                        journal.mark(id, Progress::Started);
-                    }
-                }
-                AgentSessionEvent::ToolExecutionStart { .. }
-                    if !tool_marked.swap(true, std::sync::atomic::Ordering::Relaxed) =>
-                {
-                    for id in ids() {
-                        journal.mark(id, Progress::Tool);
-                    }
-                }
-                AgentSessionEvent::AgentSettled => {
-                    let done: Vec<i64> = run_updates
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .drain(..)
-                        .collect();
-                    for id in done {
-                        journal.mark(id, Progress::Done);
-                    }
-                }
-                _ => {}
-            }
-        });
+        let ledger = slot.ledger.clone();
+        session.subscribe(move |e| output.on_event(e, ledger.on_event(e)));
         *guard = Some(session.clone());
         Ok(session)
     }

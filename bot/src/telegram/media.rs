@@ -7,14 +7,14 @@
 //! the prompt, e.g. `[file saved: inbox/report.pdf (12.3 KB)]`. Nothing over the Bot API's
 //! [`DOWNLOAD_LIMIT`] is downloaded: the user is told instead. A caption is the prompt text.
 //!
-//! Every part's `update_id` is tracked by the slot (journal progress). Prompts of one slot reach
+//! Every part's `update_id` is tracked by the slot's [`Ledger`](super::ledger::Ledger) (journal
+//! progress, message by message). Prompts of one slot reach
 //! the session in arrival order even though their downloads run in parallel (see
 //! [`merge`](super::merge)). A prompt left with nothing to say (every file refused, no text) is
-//! not sent; its updates are done.
+//! not sent; its updates are done once the notices were delivered.
 
 use super::api::{FetchError, Target};
 use super::inbound::{InMedia, InMessage, MediaKind};
-use super::journal::Progress;
 use super::merge::Part;
 use super::router::Host;
 use super::texts;
@@ -53,14 +53,12 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
     tokio::spawn(tracing::Instrument::instrument(
         async move {
             let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
-            let done = |host: &Host| ids.iter().for_each(|id| host.journal.mark(*id, Progress::Done));
             let session = match host.chats.session(&slot).await {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
                     turn.wait().await;
-                    slot.output.notice(format!("⚠️ {e}"));
-                    done(&host);
+                    slot.output.notice_for(format!("⚠️ {e}"), ids);
                     return;
                 }
             };
@@ -79,12 +77,9 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                 slot.output.notice(prepared.notices.join("\n\n"));
             }
             let Some(first) = parts.first().filter(|_| !prepared.is_empty()) else {
-                done(&host);
+                slot.output.done(ids);
                 return;
             };
-            for id in &ids {
-                slot.track(*id);
-            }
             let input = PromptInput {
                 text: texts::envelope(&first.message, &prepared.text, tz),
                 images: prepared.images,
@@ -93,6 +88,8 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                     QueueMode::Steer => SessionQueue::Steer,
                 }),
             };
+            // Before the hand-over: its `message_end` may come during the first poll.
+            slot.ledger.queue(&ids, &input.text);
             // The first poll hands the message to the session (a run starts, or it is queued); only
             // then may the next prompt go, so the session sees them in order.
             let mut run = std::pin::pin!(session.prompt(input));
@@ -102,9 +99,14 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                 Poll::Ready(r) => r,
                 Poll::Pending => run.await,
             };
-            if let Err(e) = result {
-                slot.output.notice(format!("⚠️ {e}"));
-                done(&host);
+            match result {
+                Err(e) => {
+                    slot.ledger.forget(&ids);
+                    slot.output.notice_for(format!("⚠️ {e}"), ids);
+                }
+                // Idle and still queued: an extension consumed it (nothing reached the transcript).
+                Ok(()) if session.is_idle() && slot.ledger.forget(&ids) => slot.output.done(ids),
+                Ok(()) => {}
             }
         },
         span,

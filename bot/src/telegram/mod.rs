@@ -14,11 +14,13 @@ mod chats;
 mod commands;
 mod inbound;
 mod journal;
+mod ledger;
 mod media;
 mod merge;
 mod output;
 mod poller;
 mod progress_marks;
+mod recovery;
 pub mod render;
 mod router;
 mod scheduling;
@@ -129,6 +131,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         calendar,
     });
     delivery.bind(Arc::downgrade(&host));
+    // Each recovering chat takes its place in line before any new message can.
+    recovery::recover(&host, unfinished);
 
     let shutdown = CancellationToken::new();
     let client = reqwest::Client::builder().build().context("HTTP client")?;
@@ -179,7 +183,6 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             }
         });
     }
-    recover(&host, unfinished);
     // Jobs of every workspace: loaded after polling started (the scan grows with the chats).
     let timer = scheduler.start(shutdown.clone());
     {
@@ -218,6 +221,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     wait_for_signal().await;
     tracing::info!("shutting down");
     delivery.shutting_down();
+    host.chats.shutting_down();
     shutdown.cancel();
     for task in [polling, listening].into_iter().flatten() {
         let _ = task.await;
@@ -255,34 +259,6 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     // Progress recorded last (a `started` mark rides along with the next sync) is on disk.
     host.journal.barrier().await;
     Ok(0)
-}
-
-/// Updates accepted before a crash or restart: never lost, never answered twice. Not started →
-/// handled now; started but no tool ran → retried once; otherwise the chat is told.
-fn recover(host: &Arc<router::Host>, unfinished: Vec<journal::Unfinished>) {
-    for u in unfinished {
-        let host = host.clone();
-        tokio::spawn(async move {
-            match u.progress {
-                journal::Progress::Accepted => host.handle(u.id, u.update).await,
-                journal::Progress::Started => {
-                    host.journal.mark(u.id, journal::Progress::Retried);
-                    // If the prompt reached the session file before the crash, continue from it
-                    // rather than sending it twice.
-                    if !host.continue_interrupted(u.id, &u.update).await {
-                        host.handle(u.id, u.update).await;
-                    }
-                }
-                journal::Progress::Retried | journal::Progress::Tool => {
-                    if let inbound::Inbound::Message(m) = inbound::parse(&u.update) {
-                        host.offer_retry(u.id, &u.update, &m).await;
-                    }
-                    host.journal.mark(u.id, journal::Progress::Done);
-                }
-                journal::Progress::Done => {}
-            }
-        });
-    }
 }
 
 async fn wait_for_signal() {

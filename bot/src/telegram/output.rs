@@ -2,8 +2,14 @@
 //! with the tool names (edited at most about once a second, deleted when the run ends), and the
 //! final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's events;
 //! delivery runs in its own task so the agent loop never waits for Telegram.
+//!
+//! An answer carries the updates it answers ([`Ledger`](super::ledger::Ledger)): before each chunk
+//! goes out its number is journaled (`sent`), and the updates are marked `done` only once
+//! Telegram took the last chunk, so a crash in between is recovered from the transcript without
+//! sending twice what was delivered.
 
 use super::api::{Target, Tg};
+use super::journal::{Journal, Progress};
 use super::progress_marks::ProgressMarks;
 use super::render::markdown_chunks;
 use std::sync::Arc;
@@ -21,8 +27,19 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 enum Out {
     RunStart,
     Tool(String),
-    Answer(String),
-    Error(String),
+    /// An answer (Markdown) for `ids`, from chunk `from` on (0 unless recovering).
+    Answer {
+        md: String,
+        ids: Vec<i64>,
+        from: usize,
+    },
+    /// A failure shown to the chat, finishing `ids`.
+    Error {
+        msg: String,
+        ids: Vec<i64>,
+    },
+    /// `ids` are finished once everything before this was delivered.
+    Done(Vec<i64>),
     RunEnd,
     /// Answered once everything queued before it was delivered.
     Flush(tokio::sync::oneshot::Sender<()>),
@@ -39,10 +56,18 @@ pub struct Output {
 impl Output {
     /// Starts the delivery task for `to`.
     /// `marks` remembers the progress message on disk while it is shown.
-    pub fn spawn(tg: Arc<Tg>, marks: Arc<ProgressMarks>, to: Target) -> Output {
+    /// `journal` records which answer chunk is being sent and when updates are done.
+    pub fn spawn(tg: Arc<Tg>, journal: Arc<Journal>, marks: Arc<ProgressMarks>, to: Target) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        tokio::spawn(deliver(tg, marks, to, rx, failed.clone()));
+        let delivery = Delivery {
+            tg,
+            journal,
+            marks,
+            to,
+            failed: failed.clone(),
+        };
+        tokio::spawn(delivery.run(rx));
         Output { tx, failed }
     }
 
@@ -51,8 +76,12 @@ impl Output {
         self.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Turns a session event into output (called synchronously on the agent loop).
-    pub fn on_event(&self, e: &AgentSessionEvent) {
+    /// Turns a session event into output (called synchronously on the agent loop); `ids` are the
+    /// updates the event answers or finishes ([`Ledger::on_event`](super::ledger::Ledger::on_event)),
+    /// marked `done` once what it shows was delivered.
+    pub fn on_event(&self, e: &AgentSessionEvent, ids: Vec<i64>) {
+        let mut ids = Some(ids);
+        let mut take = || ids.take().unwrap_or_default();
         let out = match e {
             AgentSessionEvent::AgentStart => Some(Out::RunStart),
             AgentSessionEvent::ToolExecutionStart { tool_name, .. } => Some(Out::Tool(tool_name.clone())),
@@ -61,20 +90,52 @@ impl Output {
                     && matches!(message.stop_reason, StopReason::Stop | StopReason::Length) =>
             {
                 let text = message.text();
-                (!text.trim().is_empty()).then_some(Out::Answer(text))
+                (!text.trim().is_empty()).then(|| Out::Answer {
+                    md: text,
+                    ids: take(),
+                    from: 0,
+                })
             }
             // The turn's final message: a context overflow recovered by compaction is not shown.
-            AgentSessionEvent::TurnEnd { message: a, .. } if a.stop_reason == StopReason::Error => Some(Out::Error(
-                a.error_message
+            AgentSessionEvent::TurnEnd { message: a, .. } if a.stop_reason == StopReason::Error => Some(Out::Error {
+                msg: a
+                    .error_message
                     .clone()
                     .unwrap_or_else(|| "the model call failed".into()),
-            )),
+                ids: take(),
+            }),
             AgentSessionEvent::AgentSettled => Some(Out::RunEnd),
             _ => None,
         };
+        let rest = take();
+        if !rest.is_empty() {
+            let _ = self.tx.send(Out::Done(rest));
+        }
         if let Some(o) = out {
             let _ = self.tx.send(o);
         }
+    }
+
+    /// Sends `md` (an answer found in the transcript after a restart) for `ids`, from chunk
+    /// `from` on (the chunks before it were delivered), then marks them `done`.
+    pub fn answer(&self, md: String, ids: Vec<i64>, from: usize) {
+        let _ = self.tx.send(Out::Answer { md, ids, from });
+    }
+
+    /// Marks `ids` `done` once everything queued before was delivered.
+    pub fn done(&self, ids: Vec<i64>) {
+        if !ids.is_empty() {
+            let _ = self.tx.send(Out::Done(ids));
+        }
+    }
+
+    /// Sends a notice (Markdown) that finishes `ids`, in order with the answers.
+    pub fn notice_for(&self, markdown: impl Into<String>, ids: Vec<i64>) {
+        let _ = self.tx.send(Out::Answer {
+            md: markdown.into(),
+            ids,
+            from: 0,
+        });
     }
 
     /// Waits until everything queued so far was delivered (shutdown, scheduled runs).
@@ -87,80 +148,96 @@ impl Output {
 
     /// Sends a notice (Markdown) in order with the answers.
     pub fn notice(&self, markdown: impl Into<String>) {
-        let _ = self.tx.send(Out::Answer(markdown.into()));
+        self.notice_for(markdown, Vec::new());
     }
 }
 
-async fn deliver(
+/// The delivery task of one chat or topic.
+struct Delivery {
     tg: Arc<Tg>,
+    journal: Arc<Journal>,
     marks: Arc<ProgressMarks>,
     to: Target,
-    mut rx: mpsc::UnboundedReceiver<Out>,
     failed: Arc<std::sync::atomic::AtomicU64>,
-) {
-    let mut running = false;
-    let mut tools: Vec<String> = Vec::new();
-    let mut progress: Option<i32> = None;
-    let mut dirty = false;
-    let mut typing = tokio::time::interval(TYPING_EVERY);
-    let mut edits = tokio::time::interval(PROGRESS_EVERY);
-    loop {
-        tokio::select! {
-            msg = rx.recv() => {
-                let Some(msg) = msg else { break };
-                match msg {
-                    Out::RunStart => {
-                        running = true;
-                        tg.typing(to).await;
-                        typing.reset();
-                    }
-                    Out::Tool(name) => {
-                        tools.push(name);
-                        if progress.is_none() {
-                            if let Ok(m) = tg.send_plain(to, &progress_text(&tools), None).await {
-                                progress = Some(m.id.0);
-                                marks.set(to, m.id.0);
-                            }
-                            edits.reset();
-                        } else {
-                            dirty = true;
+}
+
+impl Delivery {
+    async fn run(self, mut rx: mpsc::UnboundedReceiver<Out>) {
+        let (tg, to) = (&self.tg, self.to);
+        let mut running = false;
+        let mut tools: Vec<String> = Vec::new();
+        let mut progress: Option<i32> = None;
+        let mut dirty = false;
+        let mut typing = tokio::time::interval(TYPING_EVERY);
+        let mut edits = tokio::time::interval(PROGRESS_EVERY);
+        loop {
+            tokio::select! {
+                msg = rx.recv() => {
+                    let Some(msg) = msg else { break };
+                    match msg {
+                        Out::RunStart => {
+                            running = true;
+                            tg.typing(to).await;
+                            typing.reset();
                         }
-                    }
-                    Out::Answer(md) => {
-                        for chunk in markdown_chunks(&md) {
-                            if let Err(e) = tg.send_html(to, &chunk.html, &chunk.source, None).await {
-                                failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                                tracing::error!(chat = to.chat_id, "cannot deliver the answer: {e}");
+                        Out::Tool(name) => {
+                            tools.push(name);
+                            if progress.is_none() {
+                                if let Ok(m) = tg.send_plain(to, &progress_text(&tools), None).await {
+                                    progress = Some(m.id.0);
+                                    self.marks.set(to, m.id.0);
+                                }
+                                edits.reset();
+                            } else {
+                                dirty = true;
                             }
                         }
-                    }
-                    Out::Error(msg) => {
-                        if let Err(e) = tg.send_plain(to, &format!("⚠️ {msg}"), None).await {
-                            tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
+                        Out::Answer { md, ids, from } => self.answer(&md, &ids, from).await,
+                        Out::Error { msg, ids } => {
+                            if let Err(e) = tg.send_plain(to, &format!("⚠️ {msg}"), None).await {
+                                tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
+                            }
+                            self.journal.mark_all(&ids, Progress::Done);
+                        }
+                        Out::Done(ids) => self.journal.mark_all(&ids, Progress::Done),
+                        Out::RunEnd => {
+                            running = false;
+                            dirty = false;
+                            tools.clear();
+                            if let Some(id) = progress.take() {
+                                tg.delete(to, id).await;
+                                self.marks.clear(to);
+                            }
+                        }
+                        Out::Flush(done) => {
+                            let _ = done.send(());
                         }
                     }
-                    Out::RunEnd => {
-                        running = false;
-                        dirty = false;
-                        tools.clear();
-                        if let Some(id) = progress.take() {
-                            tg.delete(to, id).await;
-                            marks.clear(to);
-                        }
-                    }
-                    Out::Flush(done) => {
-                        let _ = done.send(());
-                    }
                 }
-            }
-            _ = typing.tick(), if running => tg.typing(to).await,
-            _ = edits.tick(), if dirty => {
-                if let Some(id) = progress {
-                    tg.edit_progress(to, id, &progress_text(&tools)).await;
+                _ = typing.tick(), if running => tg.typing(to).await,
+                _ = edits.tick(), if dirty => {
+                    if let Some(id) = progress {
+                        tg.edit_progress(to, id, &progress_text(&tools)).await;
+                    }
+                    dirty = false;
                 }
-                dirty = false;
             }
         }
+    }
+
+    /// Sends the chunks of `md` from `from` on, each journaled (`sent`) before it leaves, then
+    /// marks `ids` done.
+    async fn answer(&self, md: &str, ids: &[i64], from: usize) {
+        for (n, chunk) in markdown_chunks(md).iter().enumerate().skip(from) {
+            if !ids.is_empty() {
+                self.journal.sending(ids, u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            if let Err(e) = self.tg.send_html(self.to, &chunk.html, &chunk.source, None).await {
+                self.failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
+            }
+        }
+        self.journal.mark_all(ids, Progress::Done);
     }
 }
 

@@ -9,10 +9,6 @@ use super::inbound::{self, InCallback, InMessage, Inbound};
 use super::journal::{Journal, Progress};
 use super::merge;
 use super::ui::Pending;
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
-
-/// Callback data of the Retry button: `retry:<update_id>`.
-const RETRY_PREFIX: &str = "retry:";
 use super::{commands, texts};
 use crate::config::Config;
 use serde_json::Value;
@@ -217,100 +213,30 @@ impl Host {
     }
 
     async fn on_callback(self: &Arc<Self>, update_id: i64, c: InCallback) {
-        self.journal.mark(update_id, Progress::Done);
         let _ = self.tg.bot_answer_callback(&c.id).await;
+        let retry = c
+            .data
+            .strip_prefix(super::recovery::RETRY_PREFIX)
+            .and_then(|i| i.parse::<i64>().ok());
         if !self.access.is_allowed_user(c.from_id) {
+            self.journal.mark(update_id, Progress::Done);
             return;
         }
         let target = Target {
             chat_id: c.chat_id,
             thread: c.thread,
         };
-        if let Some(id) = c.data.strip_prefix(RETRY_PREFIX).and_then(|i| i.parse::<i64>().ok()) {
-            self.retry(id, target, c.message_id).await;
+        if let Some(kept) = retry {
+            // Finished when the retried run's answer is delivered (a crash meanwhile is
+            // recovered like any message).
+            self.retry(update_id, kept, target, c.message_id).await;
             return;
         }
+        self.journal.mark(update_id, Progress::Done);
         match self.pending.press(target, &c.data) {
             Some(choice) => tracing::debug!(chat = c.chat_id, %choice, "question answered"),
             None => tracing::debug!(chat = c.chat_id, data = %c.data, "button without a waiting question"),
         }
-    }
-
-    fn retry_file(&self, update_id: i64) -> std::path::PathBuf {
-        self.config.state_dir.join("retry").join(format!("{update_id}.json"))
-    }
-
-    /// After a restart cut off a run in which tools had already run: keeps the update aside and
-    /// tells the chat, with a Retry button.
-    pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage) {
-        let path = self.retry_file(update_id);
-        if let Err(e) = super::store_file::save_json(&path, update) {
-            tracing::error!(file = %path.display(), "cannot keep the interrupted update for a retry: {e}");
-        }
-        let quoted: String = m.text.chars().take(200).collect();
-        let button = InlineKeyboardButton::callback("Retry", format!("{RETRY_PREFIX}{update_id}"));
-        let r = self
-            .tg
-            .send_plain(
-                Self::target(m),
-                &texts::interrupted(&quoted),
-                Some(InlineKeyboardMarkup::new(vec![vec![button]])),
-            )
-            .await;
-        if let Err(e) = r {
-            tracing::error!(chat = m.chat_id, "cannot tell the chat about the interrupted run: {e}");
-        }
-    }
-
-    /// The Retry button: runs the kept update again (once: the file is removed first).
-    async fn retry(self: &Arc<Self>, update_id: i64, target: Target, button_message: i64) {
-        let path = self.retry_file(update_id);
-        let update: Option<Value> = match super::store_file::load_json(&path) {
-            Ok(super::store_file::Loaded::Ok(v)) => Some(v),
-            _ => None,
-        };
-        let _ = std::fs::remove_file(&path);
-        if let Ok(id) = i32::try_from(button_message) {
-            self.tg.edit_progress(target, id, "🔁 Retrying.").await;
-        }
-        match update.map(|u| inbound::parse(&u)) {
-            Some(Inbound::Message(m)) if m.chat_id == target.chat_id => {
-                let text = self.strip_mention(&m.text);
-                self.prompt(update_id, m, text);
-            }
-            _ => {
-                let _ = self.tg.send_plain(target, texts::RETRY_GONE, None).await;
-            }
-        }
-    }
-
-    /// After a crash cut off a run before any tool started: when the chat's session ends with
-    /// this update's prompt (already persisted), runs the agent on it again and returns `true`.
-    pub async fn continue_interrupted(self: &Arc<Self>, update_id: i64, update: &Value) -> bool {
-        let Inbound::Message(m) = inbound::parse(update) else {
-            return false;
-        };
-        let slot = self.chats.slot(Self::target(&m));
-        let Ok(session) = self.chats.session(&slot).await else {
-            return false;
-        };
-        let text = self.strip_mention(&m.text);
-        let last_is_this = matches!(
-            session.messages().last(),
-            Some(volcanic_abstractions::messages::Message::User(u)) if !text.is_empty() && u.content.text().ends_with(&text)
-        );
-        if !last_is_this {
-            return false;
-        }
-        slot.track(update_id);
-        let host = self.clone();
-        tokio::spawn(async move {
-            if let Err(e) = session.continue_run().await {
-                slot.output.notice(format!("⚠️ {e}"));
-                host.journal.mark(update_id, Progress::Done);
-            }
-        });
-        true
     }
 
     /// A group became a supergroup: its workspace, settings, sessions and Google Calendar

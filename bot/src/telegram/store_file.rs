@@ -38,6 +38,20 @@ pub enum Loaded<T> {
     SetAside(PathBuf),
 }
 
+/// Where a corrupt `path` is set aside: `<path>.corrupt-<unix time>` (`-<n>` added when that
+/// name is taken, so an earlier copy is never overwritten).
+pub fn corrupt_path(path: &Path) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let first = PathBuf::from(format!("{}.corrupt-{stamp}", path.display()));
+    std::iter::once(first.clone())
+        .chain((1..100).map(|n| PathBuf::from(format!("{}-{n}", first.display()))))
+        .find(|p| !p.exists())
+        .unwrap_or(first)
+}
+
 /// Reads JSON from `path`. A file that does not parse is renamed to `<path>.corrupt-<unix time>`
 /// and reported, never overwritten.
 pub fn load_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<Loaded<T>> {
@@ -49,11 +63,7 @@ pub fn load_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<Loaded<T>>
     match serde_json::from_slice(&bytes) {
         Ok(v) => Ok(Loaded::Ok(v)),
         Err(e) => {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            let aside = PathBuf::from(format!("{}.corrupt-{stamp}", path.display()));
+            let aside = corrupt_path(path);
             std::fs::rename(path, &aside)?;
             tracing::warn!(
                 file = %path.display(),

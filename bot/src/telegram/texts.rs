@@ -33,6 +33,15 @@ pub fn interrupted(quoted: &str) -> String {
     )
 }
 
+/// Told after a restart when a message's run was cut off twice before any tool ran (it was run
+/// again once automatically; not again, in case the message itself stops the bot).
+pub fn interrupted_twice(quoted: &str) -> String {
+    format!(
+        "⚠️ I was restarted twice while working on your message:\n> {quoted}\n\nNo tool had run. \
+         Press Retry to run it again."
+    )
+}
+
 /// The Retry button of a message that was already retried (or whose copy is gone).
 pub const RETRY_GONE: &str = "That message was already retried (or is no longer kept).";
 

@@ -1,0 +1,242 @@
+//! Which accepted updates a slot's session is working on, message by message, for the journal.
+//!
+//! A prompt (one message, an album or a split paste: a group of `update_id`s) is *queued* when it
+//! is handed to the session, becomes *active* when its user message reaches the transcript
+//! (`message_end`; matched by the digest of its text, so follow-ups queued behind a running run
+//! get their own marks when they are taken, not the run's), is marked `tool` (durably, before
+//! the tool runs) when a tool starts while it is active, and is *answered* by the next final
+//! assistant message (no tool calls), whose delivery marks it `done` ([`Output`](super::output)).
+//! A run that ends without an answer (an error, `/stop`, nothing to say) finishes its active
+//! groups when it settles. At shutdown a run cut off keeps its marks, so the restart recovers its
+//! messages ([`recovery`](super::recovery)).
+
+use super::journal::{Journal, Progress, prompt_digest};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::messages::{Message, StopReason};
+
+/// One prompt's updates.
+#[derive(Debug)]
+struct Group {
+    ids: Vec<i64>,
+    /// [`prompt_digest`] of the prompt's text.
+    digest: String,
+    /// A `tool` mark was written for it.
+    tool: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Handed to the session, not yet in the transcript.
+    queued: Vec<Group>,
+    /// In the transcript, not answered yet.
+    active: Vec<Group>,
+}
+
+/// A slot's prompts in flight (see the module docs).
+#[derive(Debug)]
+pub struct Ledger {
+    journal: Arc<Journal>,
+    /// Set once the bot is shutting down: an aborted run then keeps its marks.
+    shutting_down: Arc<AtomicBool>,
+    state: Mutex<State>,
+}
+
+impl Ledger {
+    /// A ledger writing to `journal`.
+    pub fn new(journal: Arc<Journal>, shutting_down: Arc<AtomicBool>) -> Self {
+        Ledger {
+            journal,
+            shutting_down,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes that the prompt of `ids`, whose text is `text`, is being handed to the session
+    /// (call it before the hand-over, so its `message_end` cannot come first).
+    pub fn queue(&self, ids: &[i64], text: &str) {
+        self.lock().queued.push(Group {
+            ids: ids.to_vec(),
+            digest: prompt_digest(text),
+            tool: false,
+        });
+    }
+
+    /// Takes back the prompt of `ids` (the session refused it, an extension consumed it, or a
+    /// resumed run did not start); returns whether it was still there.
+    pub fn forget(&self, ids: &[i64]) -> bool {
+        let mut st = self.lock();
+        let before = st.queued.len() + st.active.len();
+        st.queued.retain(|g| g.ids != ids);
+        st.active.retain(|g| g.ids != ids);
+        st.queued.len() + st.active.len() != before
+    }
+
+    /// Notes that the prompt of `ids` (digest `digest`) is already in the transcript and its run
+    /// is being continued (recovery after a crash).
+    pub fn resume(&self, ids: &[i64], digest: &str) {
+        self.lock().active.push(Group {
+            ids: ids.to_vec(),
+            digest: digest.to_owned(),
+            tool: false,
+        });
+    }
+
+    /// Follows one session event (called synchronously, in order, by the session's
+    /// subscriber); returns the updates it answers or finishes, whose `done` mark waits for the
+    /// delivery of what the event shows.
+    pub fn on_event(&self, e: &AgentSessionEvent) -> Vec<i64> {
+        match e {
+            AgentSessionEvent::MessageEnd {
+                message: Message::User(u),
+            } => {
+                let arrived = {
+                    let mut st = self.lock();
+                    if st.queued.is_empty() {
+                        return Vec::new();
+                    }
+                    let digest = prompt_digest(&u.content.text());
+                    let at = st.queued.iter().position(|g| g.digest == digest);
+                    at.map(|i| {
+                        let g = st.queued.remove(i);
+                        let out = (g.ids.clone(), g.digest.clone());
+                        st.active.push(g);
+                        out
+                    })
+                };
+                if let Some((ids, digest)) = arrived {
+                    self.journal.started(&ids, &digest);
+                }
+                Vec::new()
+            }
+            AgentSessionEvent::ToolExecutionStart { .. } => {
+                let ids: Vec<i64> = {
+                    let mut st = self.lock();
+                    st.active
+                        .iter_mut()
+                        .filter(|g| !g.tool)
+                        .flat_map(|g| {
+                            g.tool = true;
+                            g.ids.iter().copied()
+                        })
+                        .collect()
+                };
+                // Durable before the tool runs: a crash from here on never runs it again.
+                if !ids.is_empty() {
+                    self.journal.mark_all(&ids, Progress::Tool);
+                }
+                Vec::new()
+            }
+            AgentSessionEvent::TurnEnd { message, .. } if message.tool_calls().next().is_none() => {
+                let cut_off = message.stop_reason == StopReason::Aborted && self.stopping();
+                if cut_off { Vec::new() } else { self.take_active() }
+            }
+            AgentSessionEvent::AgentSettled if !self.stopping() => self.take_active(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    fn take_active(&self) -> Vec<i64> {
+        let mut st = self.lock();
+        st.active.drain(..).flat_map(|g| g.ids).collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use volcanic_abstractions::messages::{AssistantMessage, UserBody, UserMessage};
+
+    fn user(text: &str) -> AgentSessionEvent {
+        AgentSessionEvent::MessageEnd {
+            message: Message::User(UserMessage {
+                content: UserBody::Text(text.into()),
+                timestamp: 0,
+            }),
+        }
+    }
+
+    fn answer(stop: StopReason) -> AgentSessionEvent {
+        let mut a = AssistantMessage::empty("anthropic-messages", "anthropic", "m", 0);
+        a.stop_reason = stop;
+        AgentSessionEvent::TurnEnd {
+            message: a,
+            tool_results: Vec::new(),
+        }
+    }
+
+    fn tool() -> AgentSessionEvent {
+        AgentSessionEvent::ToolExecutionStart {
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            args: serde_json::Value::Null,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_follow_up_gets_its_own_marks_when_it_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, _) = Journal::open(dir.path()).unwrap();
+        let journal = Arc::new(journal);
+        let (_, durable) = journal
+            .accept(vec![
+                (1, serde_json::json!({"update_id": 1})),
+                (2, serde_json::json!({"update_id": 2})),
+            ])
+            .unwrap();
+        journal.durable(durable).await;
+        let ledger = Ledger::new(journal.clone(), Arc::new(AtomicBool::new(false)));
+        ledger.queue(&[1], "first");
+        assert!(ledger.on_event(&user("first")).is_empty());
+        // A follow-up queued while the first runs: the first's tool is not on its behalf.
+        ledger.queue(&[2], "second");
+        assert!(ledger.on_event(&tool()).is_empty());
+        assert_eq!(ledger.on_event(&answer(StopReason::Stop)), vec![1]);
+        assert!(ledger.on_event(&user("second")).is_empty());
+        assert_eq!(ledger.on_event(&answer(StopReason::Stop)), vec![2]);
+        assert!(ledger.on_event(&AgentSessionEvent::AgentSettled).is_empty());
+        drop(ledger);
+        drop(journal);
+        // `done` is the delivery's to write: both are still unfinished, each with its own marks.
+        let (_, unfinished) = Journal::open(dir.path()).unwrap();
+        let got: Vec<(i64, Progress, Option<String>)> =
+            unfinished.into_iter().map(|u| (u.id, u.progress, u.prompt)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, Progress::Tool, Some(prompt_digest("first"))),
+                (2, Progress::Started, Some(prompt_digest("second")))
+            ]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_cut_off_by_shutdown_keeps_its_marks_but_a_stop_finishes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, _) = Journal::open(dir.path()).unwrap();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let ledger = Ledger::new(Arc::new(journal), stopping.clone());
+        ledger.queue(&[5, 6], "album");
+        ledger.on_event(&user("album"));
+        assert_eq!(ledger.on_event(&answer(StopReason::Aborted)), vec![5, 6]);
+        ledger.queue(&[7], "next");
+        ledger.on_event(&user("next"));
+        stopping.store(true, Ordering::SeqCst);
+        assert!(ledger.on_event(&answer(StopReason::Aborted)).is_empty());
+        assert!(ledger.on_event(&AgentSessionEvent::AgentSettled).is_empty());
+        // A prompt an extension consumed never arrives: it is taken back.
+        ledger.queue(&[8], "consumed");
+        assert!(ledger.forget(&[8]));
+        assert!(!ledger.forget(&[8]));
+    }
+}

@@ -1,0 +1,357 @@
+//! After a crash or restart: every update the journal holds unfinished is finished, message by
+//! message, by the rule the README gives:
+//!
+//! - its prompt never reached the session (`accepted`): handled now, as if it just arrived;
+//! - its answer is in the transcript but was not (wholly) delivered: the rest is sent, from the
+//!   chunk after the last one journaled as handed to Telegram (that one went out, or was being
+//!   sent when the process died: sending it again could show it twice), never run again;
+//! - its run was cut off before any tool ran on its behalf (`started`): run again, once (from the
+//!   transcript when its prompt is the last message there, else handed over again);
+//! - its run was cut off after a tool ran (`tool`): the chat is told, with a Retry button;
+//!   cut off again in its one automatic re-run: the chat is told, with a Retry button.
+//!
+//! A pressed Retry is an update of its own (a `callback_query`), journaled like a message and
+//! finished only when the retried run's answer is delivered: its copy of the message stays in
+//! `<state_dir>/retry/` until then, so a crash during the retried run is recovered like any
+//! message. Each slot's updates are recovered in order before that slot's new prompts (its
+//! turnstile ticket is taken before polling starts), so a new message's answer is never taken
+//! for an old one's.
+
+use super::api::Target;
+use super::inbound::{self, InMessage, Inbound};
+use super::journal::{Progress, Unfinished};
+use super::merge::Ticket;
+use super::router::Host;
+use super::texts;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
+use volcanic_abstractions::messages::{Message, StopReason};
+
+/// Callback data of the Retry button: `retry:<update_id>`.
+pub const RETRY_PREFIX: &str = "retry:";
+
+/// An unfinished update with the message its prompt was made from.
+struct Item {
+    u: Unfinished,
+    /// The message (for a pressed Retry: the message being retried).
+    m: InMessage,
+    /// The message's update as received (kept for a Retry button).
+    message_update: Value,
+}
+
+/// Starts recovering `unfinished` (in id order). Call before polling starts: each slot's place
+/// in line is taken here, ahead of any new message.
+pub fn recover(host: &Arc<Host>, unfinished: Vec<Unfinished>) {
+    let pressed_live: HashSet<i64> = unfinished.iter().map(|u| u.id).collect();
+    host.sweep_retry_files(&pressed_live);
+    let mut by_slot: BTreeMap<(i64, i32), Vec<Item>> = BTreeMap::new();
+    for u in unfinished {
+        match host.resolve(u.id, &u.update) {
+            Some((m, message_update)) => by_slot
+                .entry((m.chat_id, m.thread.unwrap_or(0)))
+                .or_default()
+                .push(Item { u, m, message_update }),
+            // Not a prompt (a command, a button, anything else): handled again, as it came.
+            None => {
+                let host = host.clone();
+                tokio::spawn(async move { host.handle(u.id, u.update).await });
+            }
+        }
+    }
+    for items in by_slot.into_values() {
+        let Some(first) = items.first() else { continue };
+        let slot = host.chats.slot(Target {
+            chat_id: first.m.chat_id,
+            thread: first.m.thread,
+        });
+        let turn = slot.intake.order.ticket();
+        let host = host.clone();
+        tokio::spawn(async move { recover_slot(&host, items, turn).await });
+    }
+}
+
+/// Recovers one slot's updates, holding its place in line while it reads the transcript.
+async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
+    turn.wait().await;
+    let Some(first) = items.first() else { return };
+    let target = Target {
+        chat_id: first.m.chat_id,
+        thread: first.m.thread,
+    };
+    let slot = host.chats.slot(target);
+    let (mut again, started): (Vec<Item>, Vec<Item>) = items
+        .into_iter()
+        .partition(|i| i.u.progress == Progress::Accepted && i.u.retries == 0);
+    // The updates of one prompt (an album, a paste) share its digest; without one (cut off
+    // before its prompt reached the session again) each stands alone.
+    let mut groups: Vec<(Option<String>, Vec<Item>)> = Vec::new();
+    for i in started {
+        match groups.iter_mut().find(|(d, _)| d.is_some() && *d == i.u.prompt) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((i.u.prompt.clone(), vec![i])),
+        }
+    }
+    let session = match host.chats.session(&slot).await {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::error!(chat = target.chat_id, "recovery cannot open the chat's session: {e:#}");
+            None
+        }
+    };
+    let messages = session.as_ref().map(|s| s.messages()).unwrap_or_default();
+    let mut answered: HashSet<usize> = HashSet::new();
+    for (digest, group) in groups {
+        let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
+        let at = digest.as_deref().and_then(|d| locate(&messages, d));
+        if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
+            if answered.insert(index) {
+                let from = group
+                    .iter()
+                    .filter_map(|i| i.u.sent)
+                    .max()
+                    .map_or(0, |n| n as usize + 1);
+                tracing::info!(
+                    chat = target.chat_id,
+                    ?ids,
+                    from,
+                    "delivering an answer a crash held back"
+                );
+                slot.output.answer(text, ids, from);
+            } else {
+                slot.output.done(ids);
+            }
+            continue;
+        }
+        let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
+        let retried = group.iter().any(|i| i.u.retries > 0);
+        if tool || retried {
+            let lead = &group[0];
+            let quoted: String = lead.m.text.chars().take(200).collect();
+            let text = if tool {
+                texts::interrupted(&quoted)
+            } else {
+                texts::interrupted_twice(&quoted)
+            };
+            host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
+            host.journal.mark_all(&ids, Progress::Done);
+            continue;
+        }
+        host.journal.mark_all(&ids, Progress::Retried);
+        let last = messages.len().checked_sub(1);
+        match (&session, digest) {
+            (Some(session), Some(d)) if at.is_some() && at == last && session.is_idle() => {
+                tracing::info!(chat = target.chat_id, ?ids, "continuing a run a crash cut off");
+                slot.ledger.resume(&ids, &d);
+                let session = session.clone();
+                let (host, slot) = (host.clone(), slot.clone());
+                tokio::spawn(async move {
+                    match session.continue_run().await {
+                        Ok(true) => {}
+                        // Busy after all: handed over again instead.
+                        Ok(false) => {
+                            slot.ledger.forget(&ids);
+                            for i in group {
+                                host.handle(i.u.id, i.u.update).await;
+                            }
+                        }
+                        Err(e) => slot.output.notice_for(format!("⚠️ {e}"), ids),
+                    }
+                });
+            }
+            _ => again.extend(group),
+        }
+    }
+    // New prompts of this slot may go now; what runs again lines up behind them.
+    drop(turn);
+    again.sort_by_key(|i| i.u.id);
+    for i in again {
+        host.handle(i.u.id, i.u.update).await;
+    }
+}
+
+/// The index of the last user message whose text has `digest`.
+fn locate(messages: &[Message], digest: &str) -> Option<usize> {
+    messages.iter().rposition(|m| match m {
+        Message::User(u) => super::journal::prompt_digest(&u.content.text()) == digest,
+        _ => false,
+    })
+}
+
+/// The answer to the prompt at `index`: the first final assistant message after it (passing the
+/// other prompts taken in the same turn), as `(its index, what to show)`; `None` when the run
+/// was cut off before one.
+fn answer_after(messages: &[Message], index: usize) -> Option<(usize, String)> {
+    let mut in_prompts = true;
+    for (i, m) in messages.iter().enumerate().skip(index + 1) {
+        match m {
+            Message::User(_) if !in_prompts => return None,
+            Message::User(_) | Message::Custom(_) => {}
+            Message::Assistant(a) if a.tool_calls().next().is_none() => match a.stop_reason {
+                StopReason::Stop | StopReason::Length => return Some((i, a.text())),
+                StopReason::Error => {
+                    let why = a.error_message.as_deref().unwrap_or("the model call failed");
+                    return Some((i, format!("⚠️ {why}")));
+                }
+                _ => return None,
+            },
+            _ => in_prompts = false,
+        }
+    }
+    None
+}
+
+impl Host {
+    fn retry_dir(&self) -> PathBuf {
+        self.config.state_dir.join("retry")
+    }
+
+    /// The copy kept for a Retry button of `update_id`.
+    fn retry_file(&self, update_id: i64) -> PathBuf {
+        self.retry_dir().join(format!("{update_id}.json"))
+    }
+
+    /// The copy taken by the press `press_id` of that button (kept until the press is finished).
+    fn pressed_file(&self, update_id: i64, press_id: i64) -> PathBuf {
+        self.retry_dir().join(format!("{update_id}-pressed-{press_id}.json"))
+    }
+
+    /// Removes the copies of presses that are finished (not in `unfinished`).
+    fn sweep_retry_files(&self, unfinished: &HashSet<i64>) {
+        let Ok(entries) = std::fs::read_dir(self.retry_dir()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let press = name
+                .strip_suffix(".json")
+                .and_then(|n| n.split_once("-pressed-"))
+                .and_then(|(_, p)| p.parse::<i64>().ok());
+            if press.is_some_and(|p| !unfinished.contains(&p)) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    /// The message an update's prompt is made from, and that message's update: the message
+    /// itself, or for a pressed Retry the message it retries. `None` for anything else.
+    fn resolve(&self, update_id: i64, update: &Value) -> Option<(InMessage, Value)> {
+        match inbound::parse(update) {
+            Inbound::Message(m) if !m.text.trim_start().starts_with('/') => Some((m, update.clone())),
+            Inbound::Callback(c) => {
+                let kept = c.data.strip_prefix(RETRY_PREFIX)?.parse::<i64>().ok()?;
+                let v = load(&self.pressed_file(kept, update_id))?;
+                match inbound::parse(&v) {
+                    Inbound::Message(m) => Some((m, v)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Tells the chat that the run of `m` (update `update_id`) was cut off (`text`), keeping the
+    /// message for a Retry button.
+    pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage, text: &str) {
+        let path = self.retry_file(update_id);
+        if let Err(e) = super::store_file::save_json(&path, update) {
+            tracing::error!(file = %path.display(), "cannot keep the interrupted update for a retry: {e}");
+        }
+        let button = InlineKeyboardButton::callback("Retry", format!("{RETRY_PREFIX}{update_id}"));
+        let to = Target {
+            chat_id: m.chat_id,
+            thread: m.thread,
+        };
+        let r = self
+            .tg
+            .send_plain(to, text, Some(InlineKeyboardMarkup::new(vec![vec![button]])))
+            .await;
+        if let Err(e) = r {
+            tracing::error!(chat = m.chat_id, "cannot tell the chat about the interrupted run: {e}");
+        }
+    }
+
+    /// The Retry button of `kept`, pressed (update `press_id`): runs the kept message again as
+    /// the press's own prompt. Once: the first press takes the kept copy; a press handled again
+    /// after a crash finds the copy it took.
+    pub async fn retry(self: &Arc<Self>, press_id: i64, kept: i64, target: Target, button_message: i64) {
+        let offered = self.retry_file(kept);
+        let pressed = self.pressed_file(kept, press_id);
+        if offered.exists()
+            && let Err(e) = std::fs::rename(&offered, &pressed)
+        {
+            tracing::error!(file = %offered.display(), "cannot take the kept message for a retry: {e}");
+        }
+        let update = load(&pressed);
+        if let Ok(id) = i32::try_from(button_message) {
+            self.tg.edit_progress(target, id, "🔁 Retrying.").await;
+        }
+        match update.map(|u| inbound::parse(&u)) {
+            Some(Inbound::Message(m)) if m.chat_id == target.chat_id => {
+                let text = super::router::strip_mention(&m.text, &self.bot_username);
+                self.prompt(press_id, m, text);
+            }
+            _ => {
+                let _ = self.tg.send_plain(target, texts::RETRY_GONE, None).await;
+                self.journal.mark(press_id, Progress::Done);
+            }
+        }
+    }
+}
+
+fn load(path: &std::path::Path) -> Option<Value> {
+    match super::store_file::load_json(path) {
+        Ok(super::store_file::Loaded::Ok(v)) => Some(v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use volcanic_abstractions::messages::{AssistantMessage, UserBody, UserMessage};
+
+    fn user(t: &str) -> Message {
+        Message::User(UserMessage {
+            content: UserBody::Text(t.into()),
+            timestamp: 0,
+        })
+    }
+
+    fn assistant(t: &str, stop: StopReason) -> Message {
+        let mut a = AssistantMessage::empty("anthropic-messages", "anthropic", "m", 0);
+        a.content.push(volcanic_abstractions::messages::AssistantContent::Text(
+            volcanic_abstractions::messages::TextContent {
+                text: t.into(),
+                text_signature: None,
+            },
+        ));
+        a.stop_reason = stop;
+        Message::Assistant(a)
+    }
+
+    #[test]
+    fn an_answer_is_the_first_final_message_after_its_prompt_and_the_prompts_taken_with_it() {
+        let msgs = vec![
+            user("p1"),
+            assistant("a1", StopReason::Stop),
+            user("p2"),
+            user("p3"),
+            assistant("a23", StopReason::Stop),
+            user("p4"),
+        ];
+        let d = |t: &str| super::super::journal::prompt_digest(t);
+        assert_eq!(locate(&msgs, &d("p2")), Some(2));
+        assert_eq!(answer_after(&msgs, 2), Some((4, "a23".into())));
+        assert_eq!(answer_after(&msgs, 3), Some((4, "a23".into())));
+        assert_eq!(answer_after(&msgs, 0), Some((1, "a1".into())));
+        // Cut off: nothing after it, or only an aborted message.
+        assert_eq!(answer_after(&msgs, 5), None);
+        let cut = vec![user("p"), assistant("", StopReason::Aborted), user("q")];
+        assert_eq!(answer_after(&cut, 0), None);
+        assert_eq!(locate(&msgs, &d("nope")), None);
+    }
+}
