@@ -50,6 +50,20 @@ pub struct Tg {
 /// How many times one request is retried after flood control.
 const MAX_FLOOD_RETRIES: u32 = 5;
 
+/// One attempt of a send, as reported to a [`Tg::send_html_reporting`] caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// About to leave (reported before the journal's barrier, so a record written for it is on
+    /// disk before the request is).
+    Sending,
+    /// Telegram took it.
+    Sent,
+    /// Telegram answered with an error (429, a refusal): not shown.
+    Refused,
+    /// No answer came (the connection failed): Telegram may or may not show it.
+    Unknown,
+}
+
 impl Tg {
     /// Wraps a bot; sends wait for `journal`.
     pub fn new(bot: Bot, journal: Arc<Journal>) -> Self {
@@ -121,9 +135,22 @@ impl Tg {
         fallback: &str,
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
-        self.journal.barrier().await;
+        self.send_html_reporting(to, html, fallback, markup, &|_| {}).await
+    }
+
+    /// [`send_html`](Self::send_html), telling `report` about every attempt (each flood-control
+    /// retry and the plain-text fallback): an answer's delivery journals them, so that after a
+    /// crash it knows which chunks Telegram took.
+    pub async fn send_html_reporting(
+        &self,
+        to: Target,
+        html: &str,
+        fallback: &str,
+        markup: Option<InlineKeyboardMarkup>,
+        report: &(dyn Fn(Attempt) + Send + Sync),
+    ) -> Result<Message, RequestError> {
         let sent = self
-            .with_flood_control(to.chat_id, || {
+            .with_flood_control_reporting(to.chat_id, report, || {
                 let mut req = self
                     .bot
                     .send_message(ChatId(to.chat_id), html)
@@ -143,10 +170,58 @@ impl Tg {
                     chat = to.chat_id,
                     "Telegram rejected the HTML ({e}); sending the Markdown source as plain text"
                 );
-                self.send_plain(to, fallback, markup).await
+                self.with_flood_control_reporting(to.chat_id, report, || {
+                    self.plain_request(to, fallback, markup.clone()).into_future()
+                })
+                .await
             }
             other => other,
         }
+    }
+
+    /// [`with_flood_control`](Self::with_flood_control) with each attempt reported, and the
+    /// journal's barrier before each (the `Sending` record on disk before the request).
+    async fn with_flood_control_reporting<T, F, Fut>(
+        &self,
+        chat: i64,
+        report: &(dyn Fn(Attempt) + Send + Sync),
+        mut call: F,
+    ) -> Result<T, RequestError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, RequestError>>,
+    {
+        self.with_flood_control(chat, || {
+            report(Attempt::Sending);
+            let attempt = call();
+            async move {
+                self.journal.barrier().await;
+                let r = attempt.await;
+                report(match &r {
+                    Ok(_) => Attempt::Sent,
+                    Err(RequestError::Network(_) | RequestError::Io(_)) => Attempt::Unknown,
+                    Err(_) => Attempt::Refused,
+                });
+                r
+            }
+        })
+        .await
+    }
+
+    fn plain_request(
+        &self,
+        to: Target,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> teloxide::requests::JsonRequest<teloxide::payloads::SendMessage> {
+        let mut req = self.bot.send_message(ChatId(to.chat_id), text);
+        if let Some(t) = to.thread {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Some(m) = markup {
+            req = req.reply_markup(m);
+        }
+        req
     }
 
     /// Sends plain text (no parse mode).

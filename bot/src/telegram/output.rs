@@ -8,8 +8,8 @@
 //! Telegram took the last chunk, so a crash in between is recovered from the transcript without
 //! sending twice what was delivered.
 
-use super::api::{Target, Tg};
-use super::journal::{Journal, Progress};
+use super::api::{Attempt, Target, Tg};
+use super::journal::{ChunkState, Journal, Progress};
 use super::progress_marks::ProgressMarks;
 use super::render::markdown_chunks;
 use std::sync::Arc;
@@ -225,14 +225,28 @@ impl Delivery {
         }
     }
 
-    /// Sends the chunks of `md` from `from` on, each journaled (`sent`) before it leaves, then
-    /// marks `ids` done.
+    /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then marks
+    /// `ids` done.
     async fn answer(&self, md: &str, ids: &[i64], from: usize) {
         for (n, chunk) in markdown_chunks(md).iter().enumerate().skip(from) {
-            if !ids.is_empty() {
-                self.journal.sending(ids, u32::try_from(n).unwrap_or(u32::MAX));
-            }
-            if let Err(e) = self.tg.send_html(self.to, &chunk.html, &chunk.source, None).await {
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            let report = |a: Attempt| {
+                let s = match a {
+                    Attempt::Sending => ChunkState::Sending,
+                    Attempt::Sent => ChunkState::Sent,
+                    Attempt::Refused => ChunkState::Refused,
+                    // Left in flight: Telegram may show it.
+                    Attempt::Unknown => return,
+                };
+                if !ids.is_empty() {
+                    self.journal.chunk(ids, n, s);
+                }
+            };
+            if let Err(e) = self
+                .tg
+                .send_html_reporting(self.to, &chunk.html, &chunk.source, None, &report)
+                .await
+            {
                 self.failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
             }

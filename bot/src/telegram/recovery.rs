@@ -3,8 +3,9 @@
 //!
 //! - its prompt never reached the session (`accepted`): handled now, as if it just arrived;
 //! - its answer is in the transcript but was not (wholly) delivered: the rest is sent, from the
-//!   chunk after the last one journaled as handed to Telegram (that one went out, or was being
-//!   sent when the process died: sending it again could show it twice), never run again;
+//!   chunk after the last one Telegram took ([`Chunks::resume_at`](super::journal::Chunks); a
+//!   chunk whose request was in flight when the process died is not sent again: it may have
+//!   been shown), never run again;
 //! - its run was cut off before any tool ran on its behalf (`started`): run again, once (from the
 //!   transcript when its prompt is the last message there, else handed over again);
 //! - its run was cut off after a tool ran (`tool`): the chat is told, with a Retry button;
@@ -108,11 +109,7 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
         let at = digest.as_deref().and_then(|d| locate(&messages, d));
         if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
             if answered.insert(index) {
-                let from = group
-                    .iter()
-                    .filter_map(|i| i.u.sent)
-                    .max()
-                    .map_or(0, |n| n as usize + 1);
+                let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
                 tracing::info!(
                     chat = target.chat_id,
                     ?ids,

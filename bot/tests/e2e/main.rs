@@ -2,6 +2,7 @@
 
 mod compaction;
 mod console;
+mod exactly_once;
 mod scheduler;
 mod support;
 mod telegram;

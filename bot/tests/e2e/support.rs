@@ -288,3 +288,50 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// How many of the bot's messages in `chat` contain `needle`.
+pub fn count(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64, needle: &str) -> usize {
+    texts(tg, chat).iter().filter(|t| t.contains(needle)).count()
+}
+
+/// Everything a model request sends as conversation, as one JSON string.
+pub fn conversation(r: &volcanic_testkit::model_server::RecordedRequest) -> String {
+    serde_json::to_string(r.messages()).unwrap()
+}
+
+/// `@` and the bot's username.
+pub fn mention(tg: &volcanic_testkit::bot_api::BotApiServer) -> String {
+    format!("@{}", tg.bot_username())
+}
+
+/// Waits until `chat` shows a message containing `needle`; fails with the bot's log.
+pub async fn wait_text(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64, needle: &str, bot: &BotProcess) {
+    tg.wait_for(|s| count(s, chat, needle) > 0, T)
+        .await
+        .unwrap_or_else(|e| panic!("waiting for {needle:?} in chat {chat}: {e}\nbot log:\n{}", bot.log()));
+}
+
+/// Waits until the model got `n` requests; fails with the bot's log.
+pub async fn wait_requests(
+    model: &volcanic_testkit::model_server::ModelServer,
+    n: usize,
+    bot: &BotProcess,
+) -> Vec<volcanic_testkit::model_server::RecordedRequest> {
+    model
+        .wait_for_requests(n, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()))
+}
+
+/// Polls a condition that no double observes (files on disk) every 50 ms, up to `T`.
+pub async fn eventually(what: &str, bot: &BotProcess, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + T;
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}\nbot log:\n{}",
+            bot.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -9,48 +9,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
-use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
-
-/// How many of the bot's messages in `chat` contain `needle`.
-fn count(tg: &BotApiServer, chat: i64, needle: &str) -> usize {
-    texts(tg, chat).iter().filter(|t| t.contains(needle)).count()
-}
-
-/// Everything a model request sends as conversation, as one JSON string.
-fn conversation(r: &RecordedRequest) -> String {
-    serde_json::to_string(r.messages()).unwrap()
-}
-
-fn mention(tg: &BotApiServer) -> String {
-    format!("@{}", tg.bot_username())
-}
-
-/// Waits until `chat` shows a message containing `needle`; fails with the bot's log.
-async fn wait_text(tg: &BotApiServer, chat: i64, needle: &str, bot: &BotProcess) {
-    tg.wait_for(|s| count(s, chat, needle) > 0, T)
-        .await
-        .unwrap_or_else(|e| panic!("waiting for {needle:?} in chat {chat}: {e}\nbot log:\n{}", bot.log()));
-}
-
-async fn wait_requests(model: &ModelServer, n: usize, bot: &BotProcess) -> Vec<RecordedRequest> {
-    model
-        .wait_for_requests(n, T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()))
-}
-
-/// Polls a condition that no double observes (files on disk) every 50 ms, up to `T`.
-async fn eventually(what: &str, bot: &BotProcess, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + T;
-    while !check() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\nbot log:\n{}",
-            bot.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use volcanic_testkit::model_server::{ModelServer, Turn};
 
 /// Words of the form `w0000`..`w9999`, in order.
 fn tokens(text: &str) -> Vec<String> {

@@ -2,16 +2,17 @@
 //! it is handed over and synced to disk before its offset is acknowledged to Telegram, then the
 //! progress of each update is recorded on its own (not per run): whether its prompt reached the
 //! session (`started`, with a digest of the prompt's text as the transcript holds it), whether a
-//! tool ran on its behalf (`tool`), which chunk of its answer was being handed to Telegram
-//! (`sent`), and that its answer was delivered (`done`, only after Telegram accepted the last
-//! chunk). After a crash nothing accepted is lost and nothing is answered twice (the rules are
+//! tool ran on its behalf (`tool`), each chunk of its answer being handed to Telegram
+//! (`chunk`: `sending` before each attempt, then `sent` once Telegram took it or `refused` when
+//! Telegram answered with an error), and that its answer was delivered (`done`, only after
+//! Telegram accepted the last chunk). After a crash nothing accepted is lost and nothing is answered twice (the rules are
 //! in [`recovery`](super::recovery)). Records (one JSON object per line):
 //!
 //! ```text
 //! {"t":"update","id":17,"update":{…Bot API Update…}}
 //! {"t":"state","id":17,"s":"started","p":"<prompt digest>"}
 //! {"t":"state","id":17,"s":"tool"|"retried"|"done"}
-//! {"t":"sent","id":17,"n":0}            chunk n of the answer is being sent
+//! {"t":"chunk","id":17,"n":0,"s":"sending"|"sent"|"refused"}   chunk n (0-based) of its answer
 //! {"t":"seen","id":17}                   the highest id, kept by a rewrite
 //! ```
 //!
@@ -29,12 +30,12 @@
 //!   `getUpdates`, or a webhook's 200), and everything recorded is synced before anything else
 //!   leaves the bot for Telegram ([`Journal::barrier`], in every message sent, edited or deleted):
 //!   no answer is ever seen for an update, or for a run's start, that a power failure could take
-//!   back; a `sent` mark is therefore on disk before its chunk leaves. A `tool` or `retried` mark
+//!   back; a `sending` mark is therefore on disk before its chunk leaves. A `tool` or `retried` mark
 //!   is synced before [`Journal::mark`] returns (a tool must not run twice, nor a retry happen
 //!   twice).
 //! - What a power failure (not a process crash) can still do: a `done` mark written just after
 //!   the answer left but not yet synced (one sync, milliseconds) is lost, and the update's answer
-//!   is judged from its `sent` marks as after a crash; a session file line that reached the disk
+//!   is judged from its `chunk` marks as after a crash; a session file line that reached the disk
 //!   before the journal records of its update (nothing was sent yet) makes that prompt appear
 //!   twice in the transcript, answered once.
 //! - A failed sync stops the bot (exit status 3): after a failed `fdatasync` nothing written
@@ -92,14 +93,64 @@ enum Record<'a> {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         p: Option<Cow<'a, str>>,
     },
-    /// Chunk `n` (0-based) of the update's answer is being handed to Telegram.
-    Sent {
+    /// Chunk `n` (0-based) of the update's answer: being handed to Telegram, taken, or refused.
+    Chunk {
         id: i64,
         n: u32,
+        s: ChunkState,
     },
     Seen {
         id: i64,
     },
+}
+
+/// What became of one attempt to hand a chunk of an answer to Telegram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChunkState {
+    /// The attempt is about to leave.
+    Sending,
+    /// Telegram took it.
+    Sent,
+    /// Telegram answered with an error (flood control, a refusal): not shown.
+    Refused,
+}
+
+/// How far the delivery of an answer got (chunks are sent in order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chunks {
+    /// The last chunk Telegram took.
+    pub delivered: Option<u32>,
+    /// A chunk whose attempt left with no answer recorded (the process died meanwhile): Telegram
+    /// may or may not show it.
+    pub in_flight: Option<u32>,
+}
+
+impl Chunks {
+    fn note(&mut self, n: u32, s: ChunkState) {
+        match s {
+            ChunkState::Sending => self.in_flight = Some(n),
+            ChunkState::Sent => {
+                self.delivered = self.delivered.max(Some(n));
+                if self.in_flight.is_some_and(|f| f <= n) {
+                    self.in_flight = None;
+                }
+            }
+            ChunkState::Refused => {
+                if self.in_flight == Some(n) {
+                    self.in_flight = None;
+                }
+            }
+        }
+    }
+
+    /// The first chunk to send when delivering the answer again: after the last one delivered,
+    /// and after one that was in flight when the process died (sending that again could show it
+    /// twice; the journal cannot know, and a duplicate is worse than a cut: see the README).
+    pub fn resume_at(&self) -> usize {
+        let next = |n: Option<u32>| n.map_or(0, |n| n as usize + 1);
+        next(self.delivered).max(next(self.in_flight))
+    }
 }
 
 /// An update that was accepted but not finished when the bot last stopped.
@@ -113,8 +164,8 @@ pub struct Unfinished {
     pub progress: Progress,
     /// The digest of its prompt in the session ([`prompt_digest`]), once it got there.
     pub prompt: Option<String>,
-    /// The highest answer chunk handed to Telegram (0-based), if any.
-    pub sent: Option<u32>,
+    /// How far the delivery of its answer got.
+    pub chunks: Chunks,
     /// How many times it was run again after a crash.
     pub retries: u32,
 }
@@ -126,7 +177,7 @@ impl Unfinished {
             update,
             progress: Progress::Accepted,
             prompt: None,
-            sent: None,
+            chunks: Chunks::default(),
             retries: 0,
         }
     }
@@ -194,9 +245,9 @@ fn read(bytes: &[u8]) -> Read {
                     }
                 }
             }
-            Ok(Record::Sent { id, n }) => {
+            Ok(Record::Chunk { id, n, s }) => {
                 if let Some(u) = out.updates.get_mut(&id) {
-                    u.sent = u.sent.max(Some(n));
+                    u.chunks.note(n, s);
                 }
             }
             Ok(Record::Seen { id }) => out.last_id = out.last_id.max(Some(id)),
@@ -368,10 +419,11 @@ impl Journal {
         self.append(&text, Progress::Started);
     }
 
-    /// Records that chunk `n` (0-based) of the answer of `ids` is about to be sent. Not synced
-    /// here: the barrier of the send itself puts it on disk before the chunk leaves.
-    pub fn sending(&self, ids: &[i64], n: u32) {
-        let text: String = ids.iter().map(|&id| line(&Record::Sent { id, n })).collect();
+    /// Records how chunk `n` (0-based) of the answer of `ids` fares. `sending` is written
+    /// before each attempt and must be on disk before the attempt leaves (call it before the
+    /// send's [`barrier`](Self::barrier), or wait for one).
+    pub fn chunk(&self, ids: &[i64], n: u32, s: ChunkState) {
+        let text: String = ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
         self.append(&text, Progress::Started);
     }
 
@@ -430,8 +482,19 @@ fn unfinished_lines(u: &Unfinished) -> String {
     if u.progress > written {
         text.push_str(&state(u.progress, None));
     }
-    if let Some(n) = u.sent {
-        text.push_str(&line(&Record::Sent { id: u.id, n }));
+    if let Some(n) = u.chunks.delivered {
+        text.push_str(&line(&Record::Chunk {
+            id: u.id,
+            n,
+            s: ChunkState::Sent,
+        }));
+    }
+    if let Some(n) = u.chunks.in_flight {
+        text.push_str(&line(&Record::Chunk {
+            id: u.id,
+            n,
+            s: ChunkState::Sending,
+        }));
     }
     text
 }

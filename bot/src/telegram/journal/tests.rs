@@ -98,3 +98,80 @@ async fn only_what_must_be_durable_soon_wakes_the_sync_thread() {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
+
+#[test]
+fn junk_anywhere_is_copied_aside_and_every_readable_record_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inbound.jsonl");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"t\":\"update\",\"id\":1,\"update\":{\"update_id\":1}}\n");
+    bytes.extend_from_slice(b"\xff\xfe garbage \xc3\x28\n");
+    bytes.extend_from_slice(b"{\"t\":\"update\",\"id\":2,\"update\":{\"update_id\":2}}\n");
+    bytes.extend_from_slice(b"{\"t\":\"state\",\"id\":2,\"s\":\"sta\n");
+    bytes.extend_from_slice(b"{\"t\":\"state\",\"id\":1,\"s\":\"done\"}\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let (j, unfinished) = Journal::open(dir.path()).unwrap();
+    let ids: Vec<(i64, Progress)> = unfinished.iter().map(|u| (u.id, u.progress)).collect();
+    assert_eq!(ids, vec![(2, Progress::Accepted)]);
+    assert_eq!(j.last_id(), Some(2));
+    let aside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("inbound.jsonl.corrupt-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "one copy set aside");
+    assert_eq!(
+        std::fs::read(aside[0].path()).unwrap(),
+        bytes,
+        "the copy is the file as it was"
+    );
+    // The rewritten journal reads cleanly: no second copy at the next start.
+    drop(j);
+    let (_, unfinished) = Journal::open(dir.path()).unwrap();
+    assert_eq!(unfinished.len(), 1);
+    let copies = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .count();
+    assert_eq!(copies, 1);
+}
+
+#[test]
+fn per_message_progress_survives_the_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path()).unwrap();
+    let batch = (1..=4).map(|id| (id, json!({"update_id": id}))).collect();
+    let _ = j.accept(batch).unwrap();
+    j.started(&[1, 2], "d12");
+    j.mark(1, Progress::Tool);
+    j.chunk(&[1], 0, ChunkState::Sending);
+    j.chunk(&[1], 0, ChunkState::Sent);
+    j.chunk(&[1], 1, ChunkState::Sending);
+    j.chunk(&[2], 0, ChunkState::Sending);
+    j.chunk(&[2], 0, ChunkState::Refused);
+    j.started(&[3], "d3");
+    j.mark(3, Progress::Retried);
+    j.started(&[3], "d3b");
+    j.mark(4, Progress::Retried);
+    drop(j);
+    for _ in 0..2 {
+        // Read, rewritten, read again: the same.
+        let (j, unfinished) = Journal::open(dir.path()).unwrap();
+        let got: Vec<_> = unfinished
+            .iter()
+            .map(|u| (u.id, u.progress, u.prompt.clone(), u.chunks.resume_at(), u.retries))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                // Chunk 1 was in flight: not sent again; chunk 0 of 2 was refused: sent again.
+                (1, Progress::Tool, Some("d12".into()), 2, 0),
+                (2, Progress::Started, Some("d12".into()), 0, 0),
+                (3, Progress::Retried, Some("d3b".into()), 0, 1),
+                (4, Progress::Retried, None, 0, 1),
+            ]
+        );
+        drop(j);
+    }
+}

@@ -1,0 +1,180 @@
+//! Exactly once, message by message, through the real binary killed with `kill -9`: a follow-up
+//! queued behind a running run keeps its own journal progress, an answer held back by a crash is
+//! delivered from the transcript without asking the model again, and a pressed Retry survives a
+//! crash of its own run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::*;
+use serde_json::json;
+use std::time::Duration;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::model_server::{ModelServer, Turn};
+
+/// The messages of `chat` with a Retry button, their texts.
+fn retry_notices(tg: &BotApiServer, chat: i64) -> Vec<String> {
+    tg.messages(chat)
+        .into_iter()
+        .filter(|m| {
+            m.reply_markup
+                .as_ref()
+                .is_some_and(|k| k.to_string().contains("retry:"))
+        })
+        .map(|m| m.visible_text.unwrap_or_default())
+        .collect()
+}
+
+/// Presses the Retry button of the newest notice in `chat`.
+async fn press_retry(tg: &BotApiServer, chat: i64) {
+    let notice = tg
+        .messages(chat)
+        .into_iter()
+        .rev()
+        .find(|m| {
+            m.reply_markup
+                .as_ref()
+                .is_some_and(|k| k.to_string().contains("retry:"))
+        })
+        .expect("a notice with a Retry button");
+    let data = notice.reply_markup.as_ref().unwrap()["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tg.push_update(json!({
+        "callback_query": {
+            "id": format!("q{}", notice.message_id),
+            "from": updates::user(OWNER),
+            "chat_instance": "ci",
+            "data": data,
+            "message": {
+                "message_id": notice.message_id,
+                "date": 1_700_000_000,
+                "chat": {"id": chat, "type": "private"},
+                "from": {"id": tg.bot_id(), "is_bot": true, "first_name": "bot"},
+                "text": notice.visible_text.clone().unwrap_or_default(),
+            },
+        }
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_queued_behind_a_run_keeps_its_own_progress() {
+    let model = ModelServer::start().await.unwrap();
+    // The first message's turn streams slowly, then runs a long tool.
+    model.push(
+        Turn::call(
+            "toolu_f1",
+            "bash",
+            json!({"command": "touch started.flag; sleep 8; echo done"}),
+        )
+        .delay(Duration::from_secs(2)),
+    );
+    model.push(Turn::reply("answer to the follow-up"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "run the long job"));
+    wait_requests(&model, 1, &bot).await;
+    // Sent while the first is still streaming, before its tool: queued as a follow-up.
+    tg.push_update(updates::text_message(OWNER, OWNER, "and then this follow-up"));
+    let flag = env.dir.path().join("workspaces/1001/started.flag");
+    eventually("the tool to start", &bot, || flag.exists()).await;
+    bot.kill9();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_text(&tg, OWNER, "answer to the follow-up", &bot).await;
+    wait_text(&tg, OWNER, "I was restarted", &bot).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Only the message whose tool ran is reported; the follow-up never reached the model, so it
+    // ran (once) instead.
+    let notices = retry_notices(&tg, OWNER);
+    assert_eq!(notices.len(), 1, "{:?}", texts(&tg, OWNER));
+    assert!(notices[0].contains("run the long job"), "{}", notices[0]);
+    assert!(!notices[0].contains("follow-up"), "{}", notices[0]);
+    assert_eq!(count(&tg, OWNER, "answer to the follow-up"), 1);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "{}", bot.log());
+    assert_eq!(conversation(&requests[1]).matches("and then this follow-up").count(), 1);
+    drop(bot);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_a_crash_held_back_is_delivered_from_the_transcript() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("the answer that was held back"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    // Telegram holds the answer back for a minute: the bot waits, and dies meanwhile.
+    tg.fail_next("sendMessage", 429, "Too Many Requests: retry after 60", Some(60));
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "what is the answer?"));
+    tg.wait_for_calls("sendMessage", 1, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    let journal = env.dir.path().join("data/inbound.jsonl");
+    let read = || std::fs::read_to_string(&journal).unwrap_or_default();
+    eventually("the refusal to be journaled", &bot, || read().contains("\"refused\"")).await;
+    assert!(!read().contains("\"done\""), "{}", read());
+    bot.kill9();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    // Delivered from the session's transcript, once, without asking the model again.
+    wait_text(&tg, OWNER, "the answer that was held back", &bot).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&tg, OWNER, "the answer that was held back"), 1);
+    assert_eq!(model.requests().len(), 1, "the model was asked again\n{}", bot.log());
+    // And a further restart has nothing left to do.
+    assert_eq!(bot.terminate(T), Some(0));
+    let bot = BotProcess::start(&env, TOKEN);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&tg, OWNER, "the answer that was held back"), 1);
+    assert_eq!(model.requests().len(), 1);
+    drop(bot);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pressed_retry_survives_a_crash_of_its_own_run() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call(
+        "toolu_r1",
+        "bash",
+        json!({"command": "touch started.flag; sleep 8; echo done"}),
+    ));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "deploy the thing"));
+    let flag = env.dir.path().join("workspaces/1001/started.flag");
+    eventually("the tool to start", &bot, || flag.exists()).await;
+    bot.kill9();
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_text(&tg, OWNER, "I was restarted", &bot).await;
+
+    // The retried run is killed too, while the model streams (before any tool).
+    model.push(Turn::reply("never delivered").delay(Duration::from_secs(5)));
+    press_retry(&tg, OWNER).await;
+    wait_requests(&model, 2, &bot).await;
+    bot.kill9();
+
+    model.push(Turn::reply("the retried answer"));
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_text(&tg, OWNER, "the retried answer", &bot).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&tg, OWNER, "the retried answer"), 1);
+    assert_eq!(count(&tg, OWNER, "never delivered"), 0);
+    // The one notice became "Retrying"; no second notice came (no tool ran in the retried run).
+    assert_eq!(retry_notices(&tg, OWNER).len(), 0, "{:?}", texts(&tg, OWNER));
+    assert_eq!(count(&tg, OWNER, "I was restarted"), 0, "{:?}", texts(&tg, OWNER));
+    assert_eq!(count(&tg, OWNER, "Retrying"), 1, "{:?}", texts(&tg, OWNER));
+    // The retried prompt is in the conversation once, after the first one.
+    let requests = wait_requests(&model, 3, &bot).await;
+    assert_eq!(requests.len(), 3, "{}", bot.log());
+    assert_eq!(conversation(&requests[2]).matches("deploy the thing").count(), 2);
+    // A further restart repeats nothing.
+    assert_eq!(bot.terminate(T), Some(0));
+    let bot = BotProcess::start(&env, TOKEN);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&tg, OWNER, "the retried answer"), 1);
+    assert_eq!(model.requests().len(), 3);
+    drop(bot);
+}
