@@ -88,8 +88,8 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
     }
     match unreadable::decode_update(&body) {
         Decoded::Update(id, update) => match deliver(&hook.host, vec![(id, update)]).await {
-            Ok(_) => StatusCode::OK,
-            Err(()) => StatusCode::INTERNAL_SERVER_ERROR,
+            Some(_) => StatusCode::OK,
+            None => StatusCode::INTERNAL_SERVER_ERROR,
         },
         Decoded::Unreadable(u) => {
             // Kept, journaled by its id, answered 200: never a retry storm. Not kept: 500, and
@@ -101,8 +101,8 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
             for a in &aside {
                 let fresh = match a.update.id {
                     Some(id) => match deliver(&hook.host, vec![unreadable::placeholder(id)]).await {
-                        Ok(fresh) => !fresh.is_empty(),
-                        Err(()) => return StatusCode::INTERNAL_SERVER_ERROR,
+                        Some(fresh) => !fresh.is_empty(),
+                        None => return StatusCode::INTERNAL_SERVER_ERROR,
                     },
                     None => false,
                 };
@@ -116,9 +116,9 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
 }
 
 /// Journals `batch`, hands the fresh updates over and waits until they are on disk (the 200
-/// acknowledges them). Returns the ids that were fresh; `Err` when the journal cannot be
-/// written (logged): nothing is acknowledged.
-async fn deliver(host: &Arc<Host>, batch: Vec<(i64, Value)>) -> Result<Vec<i64>, ()> {
+/// acknowledges them). Returns the ids that were fresh; `None` when the journal cannot be
+/// written (logged): nothing may be acknowledged.
+async fn deliver(host: &Arc<Host>, batch: Vec<(i64, Value)>) -> Option<Vec<i64>> {
     match host.journal.accept(batch) {
         Ok((fresh, durable)) => {
             let ids = fresh.iter().map(|(id, _)| *id).collect();
@@ -126,12 +126,12 @@ async fn deliver(host: &Arc<Host>, batch: Vec<(i64, Value)>) -> Result<Vec<i64>,
                 host.handle(id, update).await;
             }
             host.journal.durable(durable).await;
-            Ok(ids)
+            Some(ids)
         }
         Err(e) => {
             // Not persisted, so not acknowledged: Telegram sends it again.
             tracing::error!("cannot write the inbound journal: {e}");
-            Err(())
+            None
         }
     }
 }

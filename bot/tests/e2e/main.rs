@@ -2,6 +2,7 @@
 
 mod compaction;
 mod console;
+mod poison;
 mod scheduler;
 mod support;
 mod telegram;

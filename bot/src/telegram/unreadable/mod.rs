@@ -214,7 +214,7 @@ pub fn keep_all(state_dir: &Path, updates: Vec<Unreadable>) -> (Vec<Aside>, Opti
             Ok(new) => kept.push(Aside { update, file, new }),
             Err(e) => {
                 tracing::error!(
-                    update_id = ?update.id, file = %file.display(),
+                    update_id = update.id, file = %file.display(),
                     "cannot set an unreadable update aside ({e}): it is not acknowledged, and Telegram sends it again"
                 );
                 if let Some(id) = update.id {
@@ -239,7 +239,7 @@ fn content_hash(bytes: &[u8]) -> u64 {
 pub fn report(host: &Arc<Host>, aside: &Aside) {
     let to = chat_to_tell(&aside.update.raw, &host.access, &host.bot_username);
     tracing::warn!(
-        update_id = ?aside.update.id,
+        update_id = aside.update.id,
         file = %aside.file.display(),
         reason = %aside.update.reason,
         chat_told = to.is_some(),

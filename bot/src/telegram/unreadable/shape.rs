@@ -41,6 +41,7 @@ fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "a number",
         Value::Number(_) => "a number that is not a 64-bit integer",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",

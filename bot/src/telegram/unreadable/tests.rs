@@ -60,7 +60,11 @@ fn bytes_that_are_not_utf8_spoil_only_their_update() {
 #[test]
 fn fields_of_another_type_make_an_update_unreadable_and_are_named() {
     let cases = [
-        (r#""text":"hi""#, r#""text":5"#, "`message.text` is a number"),
+        (
+            r#""text":"hi""#,
+            r#""text":5"#,
+            "`message.text` is a number where the Bot API gives a string",
+        ),
         (
             r#""chat":{"id":7,"#,
             r#""chat":{"id":"x","#,
