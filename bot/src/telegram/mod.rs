@@ -28,6 +28,7 @@ mod settings;
 mod store_file;
 mod texts;
 mod ui;
+mod unreadable;
 mod webhook;
 
 use crate::config::Config;

@@ -1,10 +1,14 @@
 //! Long polling with "persist before acknowledge": each batch from `getUpdates` is written to
 //! the journal and synced before the next request moves `offset` past it (teloxide's stock
 //! `Polling` acknowledges before handlers finish, so this is our own listener). Repeats of an
-//! `update_id` are ignored.
+//! `update_id` are ignored. Each update of a batch is decoded on its own: one that cannot be read
+//! is set aside ([`unreadable`]) and the rest handled, so no update stops polling. No log line
+//! carries the request URL (it holds the token): errors go through [`describe`].
 
 use super::router::Host;
-use serde_json::{Value, json};
+use super::unreadable::{self, BatchError, Decoded};
+use serde_json::json;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -31,21 +35,21 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
             () = shutdown.cancelled() => break,
             r = req => r,
         };
-        let batch = match read_batch(resp).await {
+        let decoded = match read_batch(resp).await {
             Ok(b) => {
                 backoff = Duration::from_millis(500);
                 b
             }
-            Err(e) if e.starts_with("409") && e.contains("webhook") => {
+            Err(BatchError::Api { code: 409, description }) if description.contains("webhook") => {
                 // Left over from webhook mode: polling needs it gone (updates stay queued).
-                tracing::warn!("a webhook is set ({e}); deleting it to poll");
+                tracing::warn!("a webhook is set (409 {description}); deleting it to poll");
                 let r = client
                     .post(format!("{base}/deleteWebhook"))
                     .json(&json!({"drop_pending_updates": false}))
                     .send()
                     .await;
                 if let Err(e) = r {
-                    tracing::warn!("deleteWebhook failed: {e}");
+                    tracing::warn!("deleteWebhook failed: {}", describe(e));
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(30));
                 }
@@ -53,16 +57,32 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
             }
             Err(e) => {
                 tracing::warn!("getUpdates failed: {e}; retrying in {} ms", backoff.as_millis());
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    () = tokio::time::sleep(backoff) => {}
+                if !pause(&shutdown, &mut backoff).await {
+                    break;
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(30));
                 continue;
             }
         };
+        let received = decoded.len();
+        let mut batch = Vec::with_capacity(received);
+        let mut bad = Vec::new();
+        for d in decoded {
+            match d {
+                Decoded::Update(id, update) => batch.push((id, update)),
+                Decoded::Unreadable(u) => bad.push(u),
+            }
+        }
+        // Their bytes are on disk before anything is acknowledged; placeholders take their ids.
+        let (aside, not_kept) = unreadable::keep_all(&host.config.state_dir, bad);
+        batch.extend(aside.iter().filter_map(|a| a.update.id).map(unreadable::placeholder));
+        batch.sort_by_key(|(id, _)| *id);
+        let before = offset;
         if let Some(max) = batch.iter().map(|(id, _)| *id).max() {
             offset = Some(offset.map_or(max + 1, |o| o.max(max + 1)));
+        }
+        if let Some(id) = not_kept {
+            // Fetched again (with what follows it, which the journal then ignores as repeats).
+            offset = Some(offset.map_or(id, |o| o.min(id)));
         }
         let (fresh, durable) = match host.journal.accept(batch) {
             Ok(f) => f,
@@ -74,36 +94,86 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
                 continue;
             }
         };
+        let fresh_ids: HashSet<i64> = fresh.iter().map(|(id, _)| *id).collect();
         // Handed over as soon as they are written (a killed process keeps them); the disk sync
         // runs meanwhile, and the next `getUpdates` acknowledges them only once it is done.
         for (id, update) in fresh {
             host.handle(id, update).await;
         }
+        for a in &aside {
+            if a.new || a.update.id.is_some_and(|id| fresh_ids.contains(&id)) {
+                unreadable::report(&host, a);
+            }
+        }
         // The prompts' tasks go first, to their model requests; then the disk sync is asked for
         // (on two cores its wake-up would compete with them). Only the next poll waits for it.
         tokio::task::yield_now().await;
         host.journal.durable(durable).await;
+        // Updates that could not move the offset (no readable id, or not kept) come back at
+        // once: not in a tight loop.
+        let stuck = (received > 0 && offset == before) || not_kept.is_some();
+        if stuck && !pause(&shutdown, &mut backoff).await {
+            break;
+        }
     }
     tracing::info!("polling stopped");
 }
 
-async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<(i64, Value)>, String> {
-    let resp = resp.map_err(|e| e.to_string())?;
-    let status = resp.status();
-    let mut v: Value = resp.json().await.map_err(|e| format!("{status}: {e}"))?;
-    if v["ok"].as_bool() != Some(true) {
-        return Err(format!(
-            "{} {}",
-            v["error_code"].as_i64().unwrap_or(i64::from(status.as_u16())),
-            v["description"].as_str().unwrap_or("no description")
-        ));
+/// Sleeps `backoff` (then doubles it, up to 30 s); `false` when shutdown came first.
+async fn pause(shutdown: &CancellationToken, backoff: &mut Duration) -> bool {
+    tokio::select! {
+        () = shutdown.cancelled() => return false,
+        () = tokio::time::sleep(*backoff) => {}
     }
-    let updates = match v["result"].take() {
-        Value::Array(a) => a,
-        _ => Vec::new(),
-    };
-    Ok(updates
-        .into_iter()
-        .filter_map(|u| u["update_id"].as_i64().map(|id| (id, u)))
-        .collect())
+    *backoff = (*backoff * 2).min(Duration::from_secs(30));
+    true
+}
+
+/// A failed request's error without its URL (`<api_url>/bot<token>/<method>`: the token must
+/// never reach a log line), followed by its causes (where reqwest puts "connection refused").
+pub fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<Decoded>, BatchError> {
+    let resp = resp.map_err(|e| BatchError::Transport(describe(e)))?;
+    let status = resp.status().as_u16();
+    let body = resp
+        .bytes()
+        .await
+        .map_err(|e| BatchError::Transport(format!("reading the answer (HTTP {status}): {}", describe(e))))?;
+    unreadable::decode_batch(status, &body)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::describe;
+
+    #[tokio::test]
+    async fn a_failed_request_is_described_without_its_url_and_with_its_cause() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/bot123456:SECRET-token/getUpdates");
+        let e = reqwest::Client::new().post(&url).send().await.unwrap_err();
+        assert!(e.to_string().contains("SECRET-token"), "reqwest's own text: {e}");
+        let text = describe(e);
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(text.to_lowercase().contains("connect"), "the cause is kept: {text}");
+    }
 }

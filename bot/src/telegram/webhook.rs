@@ -5,9 +5,12 @@
 //! The same rule as polling holds: an update is answered `200 OK` (Telegram's acknowledgement)
 //! only after the journal has persisted it; a failure answers 500 and Telegram sends it again.
 //! Requests without Telegram's `X-Telegram-Bot-Api-Secret-Token` header carrying this start's
-//! random secret are refused with 401 and never reach the journal.
+//! random secret are refused with 401 and never reach the journal. A body that cannot be read is
+//! set aside ([`unreadable`]) and answered 200, so it never comes back in a retry storm.
 
+use super::poller::describe;
 use super::router::Host;
+use super::unreadable::{self, Decoded};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -42,8 +45,17 @@ pub async fn register(client: &reqwest::Client, base: &str, public_url: &str, se
         "secret_token": secret,
         "allowed_updates": ["message", "callback_query"],
     });
-    let resp = client.post(format!("{base}/setWebhook")).json(&body).send().await?;
-    let v: Value = resp.json().await?;
+    // reqwest's errors carry the URL, which holds the token: `describe` leaves it out.
+    let resp = client
+        .post(format!("{base}/setWebhook"))
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("setWebhook failed: {}", describe(e)))?;
+    let v: Value = resp
+        .json()
+        .await
+        .map_err(|e| anyhow::anyhow!("setWebhook failed: {}", describe(e)))?;
     if v["ok"].as_bool() != Some(true) {
         anyhow::bail!(
             "setWebhook for {url} failed: {} (check `http.public_url`: Telegram needs a public https URL)",
@@ -74,25 +86,52 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
         tracing::warn!("webhook request without the right secret token refused");
         return StatusCode::UNAUTHORIZED;
     }
-    let Ok(update) = serde_json::from_slice::<Value>(&body) else {
-        return StatusCode::BAD_REQUEST;
-    };
-    let Some(id) = update["update_id"].as_i64() else {
-        return StatusCode::BAD_REQUEST;
-    };
-    match hook.host.journal.accept(vec![(id, update)]) {
-        Ok((fresh, durable)) => {
-            for (id, update) in fresh {
-                hook.host.handle(id, update).await;
+    match unreadable::decode_update(&body) {
+        Decoded::Update(id, update) => match deliver(&hook.host, vec![(id, update)]).await {
+            Some(_) => StatusCode::OK,
+            None => StatusCode::INTERNAL_SERVER_ERROR,
+        },
+        Decoded::Unreadable(u) => {
+            // Kept, journaled by its id, answered 200: never a retry storm. Not kept: 500, and
+            // Telegram sends it again.
+            let (aside, not_kept) = unreadable::keep_all(&hook.host.config.state_dir, vec![u]);
+            if not_kept.is_some() {
+                return StatusCode::INTERNAL_SERVER_ERROR;
             }
-            // The 200 acknowledges the update: only once it is on disk.
-            hook.host.journal.durable(durable).await;
+            for a in &aside {
+                let fresh = match a.update.id {
+                    Some(id) => match deliver(&hook.host, vec![unreadable::placeholder(id)]).await {
+                        Some(fresh) => !fresh.is_empty(),
+                        None => return StatusCode::INTERNAL_SERVER_ERROR,
+                    },
+                    None => false,
+                };
+                if fresh || a.new {
+                    unreadable::report(&hook.host, a);
+                }
+            }
             StatusCode::OK
+        }
+    }
+}
+
+/// Journals `batch`, hands the fresh updates over and waits until they are on disk (the 200
+/// acknowledges them). Returns the ids that were fresh; `None` when the journal cannot be
+/// written (logged): nothing may be acknowledged.
+async fn deliver(host: &Arc<Host>, batch: Vec<(i64, Value)>) -> Option<Vec<i64>> {
+    match host.journal.accept(batch) {
+        Ok((fresh, durable)) => {
+            let ids = fresh.iter().map(|(id, _)| *id).collect();
+            for (id, update) in fresh {
+                host.handle(id, update).await;
+            }
+            host.journal.durable(durable).await;
+            Some(ids)
         }
         Err(e) => {
             // Not persisted, so not acknowledged: Telegram sends it again.
             tracing::error!("cannot write the inbound journal: {e}");
-            StatusCode::INTERNAL_SERVER_ERROR
+            None
         }
     }
 }

@@ -3,6 +3,7 @@
 mod compaction;
 mod console;
 mod exactly_once;
+mod poison;
 mod scheduler;
 mod support;
 mod telegram;

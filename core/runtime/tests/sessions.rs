@@ -317,6 +317,60 @@ fn bad_middle_line_is_skipped_and_left_in_place() {
 }
 
 #[test]
+fn a_lost_middle_entry_keeps_the_rest_of_the_context_and_the_session_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = store(dir.path());
+    let mut session = SessionManager::create(st.clone(), "chat", dir.path()).unwrap();
+    let turns = ["one", "two", "three"];
+    for (i, t) in turns.iter().enumerate() {
+        session
+            .append_message(Message::user_text(format!("question {t}"), i as i64))
+            .unwrap();
+        session
+            .append_message(Message::user_text(format!("answer {t}"), i as i64))
+            .unwrap();
+    }
+    let path = session.session_file().unwrap();
+    drop(session);
+    // The line of "answer one" (line 3: header, question one, answer one) becomes garbage
+    // bytes of another length, not valid UTF-8.
+    let text = fs::read(&path).unwrap();
+    let mut lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    assert!(std::str::from_utf8(lines[2]).unwrap().contains("answer one"));
+    lines[2] = b"\xff\xfe\x00 disk garbage";
+    let damaged = lines.join(&b'\n');
+    fs::write(&path, &damaged).unwrap();
+
+    let mut session = open(&path);
+    let said = |s: &SessionManager| -> Vec<String> {
+        s.build_context()
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::User(u) => u.content.text(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let kept = [
+        "question one",
+        "question two",
+        "answer two",
+        "question three",
+        "answer three",
+    ];
+    assert_eq!(said(&session), kept);
+    session.append_message(Message::user_text("question four", 9)).unwrap();
+    let after = fs::read(&path).unwrap();
+    assert!(
+        after.starts_with(&damaged),
+        "the garbage line stays where it was, byte for byte"
+    );
+    let reopened = open(&path);
+    assert_eq!(said(&reopened), [&kept[..], &["question four"]].concat());
+}
+
+#[test]
 fn unreadable_header_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, &[u8]); 4] = [

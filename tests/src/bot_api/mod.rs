@@ -85,6 +85,7 @@ mod messages;
 mod methods;
 mod params;
 mod polling;
+mod raw;
 mod recorded;
 mod server;
 mod state;

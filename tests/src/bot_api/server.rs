@@ -48,6 +48,7 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
         Err(error) => (Params::default(), Err(error)),
     };
     let response = match &outcome {
+        Ok(result) if method == "getupdates" => super::raw::updates_response(result),
         Ok(result) => (StatusCode::OK, Json(json!({"ok": true, "result": result}))).into_response(),
         Err(error) => error_response(error),
     };

@@ -34,7 +34,10 @@ pub(crate) async fn deliver(shared: Arc<Shared>, via: String) {
             continue;
         };
         let id = update["update_id"].as_i64().unwrap_or(0);
-        let mut request = client.post(format!("{via}{path}")).json(&update);
+        let mut request = client
+            .post(format!("{via}{path}"))
+            .header("content-type", "application/json")
+            .body(super::raw::update_text(&update));
         if !secret.is_empty() {
             request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
         }

@@ -24,9 +24,12 @@
 //!   waits for the disk leave the async worker threads ([`crate::blocking::run`]).
 //! - Damage is contained. A torn last line (a crash mid-write: no newline, or not parsable) is
 //!   copied to `<file>.torn-<unix time>` and cut off before the next append, never before (a
-//!   reader changes nothing). A bad line elsewhere is skipped with a warning and left in place;
-//!   lines are indexed by a prefix scan, so a line whose body is damaged is found (and skipped,
-//!   with a warning) when it is read. A header that cannot be read is an error naming the file.
+//!   reader changes nothing). A bad line elsewhere is skipped with a warning naming its line and
+//!   left in place, byte for byte; an entry whose parent was on it (its parent id is on no line
+//!   of the file) continues from the last readable entry before that line, logged with both
+//!   lines, so the context loses that one entry, not everything before it. Lines are indexed by
+//!   a prefix scan, so a line whose body is damaged keeps its place in the tree and is skipped,
+//!   with a warning, when it is read. A header that cannot be read is an error naming the file.
 //! - Opening is cheap. Opening indexes each line's type, id, parent and role and keeps only that
 //!   and the line's offset; entries are parsed when read, and [`SessionManager::build_context`]
 //!   parses only the context path, in parallel.

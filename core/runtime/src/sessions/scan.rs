@@ -11,11 +11,12 @@ use super::file_store::Span;
 use memchr::{memchr, memrchr};
 use serde::Deserialize;
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use volcanic_abstractions::sessions::{
-    EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionStoreError,
+    EntryPos, EntryTag, RoleTag, SessionEntry, SessionHeader, SessionIndex, SessionStoreError,
 };
 
 /// Bytes read per chunk while indexing.
@@ -75,30 +76,7 @@ pub(crate) fn scan(file: &File, path: &Path) -> Result<Scanned, SessionStoreErro
     }
     let (tail, scan_end) = check_tail(file, path, header_end, len)?;
     let parts = scan_parts(file, header_end, scan_end).map_err(io)?;
-    let entries: usize = parts.iter().map(|p| p.recs.len()).sum();
-    let mut index = SessionIndex::with_capacity(entries);
-    let mut spans = Vec::with_capacity(entries);
-    let mut line_base = 1; // the header's line
-    for part in &parts {
-        for r in &part.recs {
-            let parent = r.parent.map(|p| part.str(p));
-            index.push(part.str(r.id), parent, r.tag, r.role);
-            spans.push(Span {
-                offset: r.offset,
-                len: r.len,
-            });
-        }
-        for &(line, offset, header) in &part.skipped {
-            let (file, line) = (path.display(), line_base + line);
-            if header {
-                tracing::warn!(%file, line, "skipping a second session header");
-            } else {
-                tracing::warn!(%file, line, offset, "skipping an unreadable session line (left in place)");
-            }
-        }
-        line_base += part.lines;
-    }
-    index.finish();
+    let (index, spans) = build_index(&parts, path);
     Ok(Scanned {
         header,
         index,
@@ -108,10 +86,88 @@ pub(crate) fn scan(file: &File, path: &Path) -> Result<Scanned, SessionStoreErro
     })
 }
 
+/// An entry as logged: its position and line number.
+type Seen = Option<(EntryPos, usize)>;
+
+/// Indexes the parts' lines in file order. An entry whose parent is in no line of the file
+/// but follows an unreadable line (its parent was, most likely, on that line) continues from
+/// the last readable entry before that line, so the path to the root passes over the loss
+/// instead of stopping there. Both are logged with their line numbers; the file is unchanged.
+fn build_index(parts: &[Part], path: &Path) -> (SessionIndex, Vec<Span>) {
+    let entries: usize = parts.iter().map(|p| p.recs.len()).sum();
+    let mut index = SessionIndex::with_capacity(entries);
+    let mut spans = Vec::with_capacity(entries);
+    // Every id of the file, only when a line was lost (without a loss, a parent id found
+    // nowhere is pi's reading of a root, and left so).
+    let lost_any = parts.iter().any(|p| p.skipped.iter().any(|&(_, _, header)| !header));
+    let ids: HashSet<&str> = if lost_any {
+        parts.iter().flat_map(|p| p.recs.iter().map(|r| p.str(r.id))).collect()
+    } else {
+        HashSet::new()
+    };
+    let file = path.display();
+    // The last unreadable line so far, and the last entry read before it.
+    let mut gap: Option<(usize, Seen)> = None;
+    let mut last: Seen = None;
+    let mut line_base = 1; // the header's line
+    for part in parts {
+        let mut skipped = part.skipped.iter().peekable();
+        let mut skip_until = |upto: u64, gap: &mut Option<(usize, Seen)>, last: Seen| {
+            while let Some(&(line, offset, header)) = skipped.next_if(|s| s.1 < upto) {
+                let line = line_base + line;
+                if header {
+                    tracing::warn!(%file, line, "skipping a second session header");
+                } else {
+                    tracing::warn!(%file, line, offset, "skipping an unreadable session line (left in place)");
+                    *gap = Some((line, last));
+                }
+            }
+        };
+        for r in &part.recs {
+            skip_until(r.offset, &mut gap, last);
+            let line = line_base + r.line as usize;
+            let mut parent = r.parent.map(|p| part.str(p));
+            let relinked: Option<String>;
+            if let (Some(missing), Some((gap_line, before))) = (parent, gap)
+                && !ids.contains(missing)
+            {
+                relinked = before.map(|(pos, _)| index.id(pos).to_owned());
+                let id = part.str(r.id);
+                match before {
+                    Some((_, before_line)) => tracing::warn!(
+                        %file, line, id, missing, continues_from = relinked.as_deref(),
+                        continues_from_line = before_line, unreadable_line = gap_line,
+                        "the parent of an entry was on an unreadable line: the entry continues from \
+                         the last readable one before that line, and the context keeps everything else"
+                    ),
+                    None => tracing::warn!(
+                        %file, line, id, missing, unreadable_line = gap_line,
+                        "the parent of an entry was on an unreadable line before any readable entry: \
+                         the context starts at this entry"
+                    ),
+                }
+                parent = relinked.as_deref();
+            }
+            let pos = index.push(part.str(r.id), parent, r.tag, r.role);
+            spans.push(Span {
+                offset: r.offset,
+                len: r.len,
+            });
+            last = Some((pos, line));
+        }
+        skip_until(u64::MAX, &mut gap, last);
+        line_base += part.lines;
+    }
+    index.finish();
+    (index, spans)
+}
+
 /// One indexed line of a part; strings are ranges of the part's arena.
 #[derive(Debug)]
 struct Rec {
     offset: u64,
+    /// Line within the part (1-based).
+    line: u32,
     len: u32,
     tag: EntryTag,
     role: Option<RoleTag>,
@@ -155,6 +211,7 @@ impl Part {
                 let tag = EntryTag::from_type_name(info.tag_name.as_bytes());
                 self.recs.push(Rec {
                     offset,
+                    line: self.lines as u32,
                     len: line.len() as u32,
                     tag,
                     role: info.role,

@@ -236,3 +236,126 @@ fn a_large_file_is_indexed_in_parts_exactly_as_line_by_line() {
         assert_eq!(s.spans[pos as usize], *span);
     }
 }
+
+/// The ids on the path from the root to the last entry.
+fn path_ids(s: &super::scan::Scanned) -> Vec<String> {
+    let last = s.index.last().unwrap();
+    s.index
+        .path_to(last)
+        .into_iter()
+        .map(|p| s.index.id(p).to_owned())
+        .collect()
+}
+
+#[test]
+fn an_entry_whose_parent_line_is_unreadable_continues_from_the_entry_before_that_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |lines: &[String]| format!("{HEADER}\n{}\n", lines.join("\n"));
+    let garbage = || "\u{0}\u{0}garbage, once a3".to_owned();
+    // (lines, expected path to the last entry)
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        // a3 lost: a4 continues from a2.
+        (
+            vec![
+                line("a1", None),
+                line("a2", Some("a1")),
+                garbage(),
+                line("a4", Some("a3")),
+                line("a5", Some("a4")),
+            ],
+            vec!["a1", "a2", "a4", "a5"],
+        ),
+        // Two lines lost in a row: from the entry before both.
+        (
+            vec![line("a1", None), garbage(), garbage(), line("a4", Some("a3"))],
+            vec!["a1", "a4"],
+        ),
+        // A branch written after the loss is not taken for the lost parent.
+        (
+            vec![
+                line("a1", None),
+                line("a2", Some("a1")),
+                garbage(),
+                line("b3", Some("a2")),
+                line("a4", Some("a3")),
+            ],
+            vec!["a1", "a2", "a4"],
+        ),
+        // The first entry lost: its child starts the context.
+        (
+            vec![garbage(), line("a2", Some("a1")), line("a3", Some("a2"))],
+            vec!["a2", "a3"],
+        ),
+        // An inserted garbage line loses nothing: links stay as written.
+        (
+            vec![
+                line("a1", None),
+                line("a2", Some("a1")),
+                garbage(),
+                line("a3", Some("a2")),
+            ],
+            vec!["a1", "a2", "a3"],
+        ),
+        // A parent written later (hand-made files) is still found.
+        (
+            vec![
+                line("a1", None),
+                garbage(),
+                line("b", Some("c")),
+                line("c", Some("a1")),
+                line("d", Some("b")),
+            ],
+            vec!["a1", "c", "b", "d"],
+        ),
+    ];
+    for (lines, expected) in cases {
+        let content = file(&lines);
+        let s = scan_str(dir.path(), &content).unwrap();
+        assert_eq!(path_ids(&s), expected, "{content}");
+        assert_eq!(s.tail, Tail::Clean);
+    }
+}
+
+#[test]
+fn without_an_unreadable_line_a_missing_parent_leaves_a_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let content = format!(
+        "{HEADER}\n{}\n{}\n{}\n",
+        line("a1", None),
+        line("a2", Some("a1")),
+        line("a3", Some("gone"))
+    );
+    let s = scan_str(dir.path(), &content).unwrap();
+    assert_eq!(path_ids(&s), ["a3"], "pi's reading: the walk stops there");
+}
+
+#[test]
+fn a_lost_entry_in_a_large_file_indexed_in_parts_is_passed_over_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let pad = "y".repeat(400);
+    let entry = |i: u32| {
+        let parent = i.checked_sub(1).map_or("null".to_owned(), |p| format!("\"{p:08x}\""));
+        format!(
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"t","message":{{"role":"assistant","content":"{pad}"}}}}"#
+        )
+    };
+    let n = 15_000u32;
+    // Entries 4999 and 10001 are lost (parts are split by bytes, so at least one part boundary
+    // lies between the two losses).
+    let lines: Vec<String> = (0..n)
+        .map(|i| {
+            if i == 4_999 || i == 10_001 {
+                "#".repeat(300)
+            } else {
+                entry(i)
+            }
+        })
+        .collect();
+    let content = format!("{HEADER}\n{}\n", lines.join("\n"));
+    assert!(content.len() > 4 << 20, "big enough to be split");
+    let s = scan_str(dir.path(), &content).unwrap();
+    assert_eq!(s.index.len(), n as usize - 2);
+    let path = path_ids(&s);
+    assert_eq!(path.len(), n as usize - 2, "the walk passes over both losses");
+    assert_eq!(path[4_998..5_000], [format!("{:08x}", 4_998), format!("{:08x}", 5_000)]);
+}
