@@ -4,6 +4,7 @@ mod compaction;
 mod console;
 mod exactly_once;
 mod scheduler;
+mod secrets;
 mod support;
 mod telegram;
 mod telegram_calendar;
