@@ -4,6 +4,8 @@
 mod config;
 mod console;
 mod host;
+mod placement;
+mod secrets;
 mod telegram;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +57,15 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     let config = config::Config::load(&path, required)?;
     if let Err(e) = volcanic_core::processes::harden_host_process(config.harden_process) {
         tracing::warn!("process hardening failed: {e}");
+    }
+    // Before any host starts: every child process goes through this policy, which knows the
+    // config's secrets.
+    host::install_process_policy(&config);
+    if cli.command.is_none() {
+        let file = path.exists().then_some(path.as_path());
+        for warning in placement::warnings(&config, file) {
+            tracing::warn!("{warning}");
+        }
     }
     match cli.command {
         Some(Command::Console(args)) => console::run(config, args).await,

@@ -5,6 +5,7 @@ mod console;
 mod exactly_once;
 mod poison;
 mod scheduler;
+mod secrets;
 mod support;
 mod telegram;
 mod telegram_calendar;

@@ -19,7 +19,9 @@
 //!
 //! [`Redactor`] is the policy's [`SecretRedactor`](volcanic_abstractions::processes::SecretRedactor):
 //! it replaces every known secret with `[REDACTED]`; its set starts with the values of host
-//! variables the deny-list matches and the configured secret values, and can grow at run time.
+//! variables the deny-list matches and the configured secret values (each at least
+//! [`MIN_HOST_SECRET_CHARS`] characters), and can grow at run time. An inherited variable whose
+//! value contains a known secret is dropped like a denied one, whatever its name.
 //!
 //! [`harden_host_process`] makes the host non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`), once per
 //! process. The host calls it at start-up (`harden_process = true`); the policy never does, so test
@@ -35,7 +37,7 @@ pub use group::{GroupChild, ProcessGroupKiller, spawn_in_group};
 pub use hardening::{HardeningError, harden_host_process};
 pub use options::{DEFAULT_DENY, NamePattern, ProcessEnvironmentOptions};
 pub use policy::{EnvSource, ProcessSpawnPolicy};
-pub use redactor::{MIN_SECRET_BYTES, MIN_SEEDED_SECRET_CHARS, Redactor};
+pub use redactor::{MIN_HOST_SECRET_CHARS, MIN_SECRET_BYTES, Redactor, is_host_secret};
 
 #[cfg(test)]
 mod policy_tests;

@@ -29,8 +29,10 @@ pub struct ProcessEnvironmentOptions {
     pub deny: Vec<String>,
     /// When set, only inherited variables whose name matches one of these patterns survive.
     pub allow: Option<Vec<String>>,
-    /// Secret values: an inherited variable whose value contains one is dropped, and the redactor
-    /// replaces them in tool output (values shorter than 6 bytes are not redacted).
+    /// Secret values the host knows (the config's keys and tokens): an inherited variable whose
+    /// value contains one is dropped whatever its name, and the redactor replaces them in tool
+    /// output. Values shorter than [`MIN_HOST_SECRET_CHARS`](super::MIN_HOST_SECRET_CHARS)
+    /// characters are ignored (placeholders such as `none`; see there why).
     pub secret_values: Vec<String>,
     /// Host hooks, run in order after the environment is built; an `Err` fails the spawn.
     pub hooks: Vec<ProcessSpawnHook>,

@@ -1,7 +1,7 @@
 //! [`ProcessSpawnPolicy`]: builds the command, cwd and complete environment of a child process.
 
 use super::options::{NamePattern, ProcessEnvironmentOptions, any_matches, compile};
-use super::redactor::{MIN_SEEDED_SECRET_CHARS, Redactor};
+use super::redactor::{Redactor, is_host_secret};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -25,7 +25,8 @@ pub struct ProcessSpawnPolicy {
     inherit: bool,
     deny: Vec<NamePattern>,
     allow: Option<Vec<NamePattern>>,
-    /// Non-empty configured secret values (also the short ones, which the redactor ignores).
+    /// The configured secret values that count as secrets ([`is_host_secret`]); kept apart from
+    /// the redactor's set, whose run-time secrets may be removed again.
     secret_values: Vec<String>,
     hooks: Vec<volcanic_abstractions::processes::ProcessSpawnHook>,
     env_source: EnvSource,
@@ -40,22 +41,27 @@ impl ProcessSpawnPolicy {
 
     /// A policy over an injected base environment (tests, or a host that keeps its own copy).
     ///
-    /// The redactor is seeded now with `options.secret_values` and with the values (at least
-    /// [`MIN_SEEDED_SECRET_CHARS`] characters) of the base variables the deny-list matches.
+    /// The redactor is seeded now with `options.secret_values` and with the values of the base
+    /// variables the deny-list matches, each only from [`MIN_HOST_SECRET_CHARS`](super::MIN_HOST_SECRET_CHARS) characters.
     pub fn with_env_source(options: ProcessEnvironmentOptions, env_source: EnvSource) -> Self {
         let deny = compile(&options.deny);
         let allow = options.allow.as_deref().map(compile);
-        let redactor = Arc::new(Redactor::with_secrets(&options.secret_values));
+        let secret_values: Vec<String> = options
+            .secret_values
+            .into_iter()
+            .filter(|v| is_host_secret(v))
+            .collect();
+        let redactor = Arc::new(Redactor::with_secrets(&secret_values));
         let seeded = env_source()
             .into_iter()
-            .filter(|(name, value)| any_matches(&deny, name) && value.chars().count() >= MIN_SEEDED_SECRET_CHARS)
+            .filter(|(name, value)| any_matches(&deny, name) && is_host_secret(value))
             .map(|(_, value)| value);
         redactor.add_all(seeded);
         ProcessSpawnPolicy {
             inherit: options.inherit,
             deny,
             allow,
-            secret_values: options.secret_values.into_iter().filter(|v| !v.is_empty()).collect(),
+            secret_values,
             hooks: options.hooks,
             env_source,
             redactor,

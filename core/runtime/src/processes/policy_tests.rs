@@ -239,3 +239,60 @@ fn hardening_disabled_is_a_no_op() {
     #[cfg(target_os = "linux")]
     assert!(matches!(nix::sys::prctl::get_dumpable(), Ok(true)));
 }
+
+#[test]
+fn configured_values_shorter_than_the_minimum_are_neither_redacted_nor_matched_by_value() {
+    let options = ProcessEnvironmentOptions {
+        secret_values: vec!["a".into(), "ollama".into(), "1234567".into(), "12345678".into()],
+        ..ProcessEnvironmentOptions::default()
+    };
+    let policy = ProcessSpawnPolicy::with_env_source(
+        options,
+        source(&[
+            ("PATH", "/usr/local/bin:/bin"),
+            ("SHLVL", "1"),
+            ("LOCAL_MODEL", "ollama"),
+            ("SEVEN", "1234567"),
+            ("EIGHT", "x12345678x"),
+        ]),
+    );
+    let env = policy.prepare(&request()).map(|c| c.env).unwrap_or_default();
+    assert_eq!(names(&env), vec!["LOCAL_MODEL", "PATH", "SEVEN", "SHLVL"]);
+    assert_eq!(policy.secret_redactor().len(), 1);
+    assert_eq!(
+        policy.redactor().redact("a ollama 1234567 12345678"),
+        "a ollama 1234567 [REDACTED]"
+    );
+    assert!(!is_host_secret("1234567"));
+    assert!(is_host_secret("12345678"));
+    // Characters, not bytes: seven Cyrillic letters are 14 bytes and still too short.
+    assert!(!is_host_secret("секретн"));
+}
+
+#[test]
+fn a_custom_named_key_variable_added_to_the_deny_list_goes_by_name_and_by_value() {
+    let mut options = ProcessEnvironmentOptions::default();
+    options.deny.push("MY_LLM_KEY".into());
+    let policy = ProcessSpawnPolicy::with_env_source(
+        options,
+        source(&[
+            ("MY_LLM_KEY", "llm-key-0123456789"),
+            ("COPY_OF_IT", "Bearer llm-key-0123456789"),
+            ("PATH", "/bin"),
+        ]),
+    );
+    let env = policy.prepare(&request()).map(|c| c.env).unwrap_or_default();
+    assert_eq!(names(&env), vec!["PATH"]);
+    assert_eq!(policy.redactor().redact("k=llm-key-0123456789"), "k=[REDACTED]");
+}
+
+#[test]
+fn a_secret_added_at_run_time_also_removes_variables_holding_it() {
+    let policy = ProcessSpawnPolicy::with_env_source(
+        ProcessEnvironmentOptions::default(),
+        source(&[("SESSION_NOTE", "ya29.run-time-token"), ("PATH", "/bin")]),
+    );
+    policy.redactor().add_secret("ya29.run-time-token");
+    let env = policy.prepare(&request()).map(|c| c.env).unwrap_or_default();
+    assert_eq!(names(&env), vec!["PATH"]);
+}

@@ -7,9 +7,19 @@ use volcanic_abstractions::processes::{REDACTED, SecretRedactor};
 /// Secrets shorter than this many bytes are ignored: they would hit ordinary text too often.
 pub const MIN_SECRET_BYTES: usize = 6;
 
-/// A host variable matched by the deny-list seeds the redactor only when its value has at least
-/// this many characters (shorter values such as `1` or `true` are flags, not secrets).
-pub const MIN_SEEDED_SECRET_CHARS: usize = 8;
+/// A value the host knows as a secret (the value of a variable the deny-list matches, or one of
+/// the configured [`secret_values`](super::ProcessEnvironmentOptions::secret_values)) counts as
+/// one from this many characters. Shorter values are flags (`1`, `true`) or placeholder keys
+/// (`none`, `ollama`): redacting them would turn every `1` or every mention of `ollama` in tool
+/// output into `[REDACTED]`, and removing variables by them would drop `SHLVL=1`. They are
+/// neither redacted nor matched by value; a denied variable still goes by its name. Real
+/// credentials (API keys, bot tokens, OAuth client secrets) are 20 characters and more.
+pub const MIN_HOST_SECRET_CHARS: usize = 8;
+
+/// Whether the host treats `value` as a secret: at least [`MIN_HOST_SECRET_CHARS`] characters.
+pub fn is_host_secret(value: &str) -> bool {
+    value.chars().count() >= MIN_HOST_SECRET_CHARS
+}
 
 /// The [`SecretRedactor`] of a [`ProcessSpawnPolicy`](super::ProcessSpawnPolicy).
 ///
