@@ -95,7 +95,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     };
     let home = volcanic_home()?;
     let store = Arc::new(FileSessionStore::new(home.join("sessions")));
-    let factory = host::factory(&config, store, host::process_policy(), Some(home), None)?;
+    let factory = host::factory(&config, store, host::process_policy(&config), Some(home), None)?;
     let interactive = args.prompt.is_none();
     let (line_tx, line_rx) = mpsc::unbounded_channel::<String>();
     let lines = Arc::new(tokio::sync::Mutex::new(line_rx));

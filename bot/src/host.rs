@@ -5,7 +5,7 @@ use crate::config::Config;
 use crate::secrets::Secrets;
 use anyhow::Context;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use volcanic_abstractions::sessions::SessionStore;
 use volcanic_core::agent::{AgentSessionFactory, FactoryConfig};
 use volcanic_core::compaction::CompactionSettings;
@@ -89,9 +89,6 @@ pub fn check_model(
     Ok(model)
 }
 
-/// The process's one policy, built from the config by [`install_process_policy`].
-static PROCESS_POLICY: OnceLock<Arc<ProcessSpawnPolicy>> = OnceLock::new();
-
 /// The process policy over the host's environment: the default deny-list plus `secrets` (the
 /// config's, [`Secrets::of`]): each value redacted and removed by value from child environments,
 /// each variable holding one denied by name.
@@ -101,27 +98,15 @@ pub fn build_process_policy(secrets: &Secrets) -> Arc<ProcessSpawnPolicy> {
     Arc::new(ProcessSpawnPolicy::new(options))
 }
 
-/// Builds the policy for `config` (reading the process environment for the key variables),
-/// warns about secrets too short to count as such, and installs it as the one
-/// [`process_policy`] returns. Called by `main` once the config is resolved, before any host
-/// starts; a second call returns the first policy.
-pub fn install_process_policy(config: &Config) -> Arc<ProcessSpawnPolicy> {
+/// The policy every child process of a host starts through (tools, skill hooks, scheduler
+/// watchers and scripts), for `config` (reading the process environment for the key variables);
+/// warns about secrets too short to count as such. A host builds it once, at start.
+pub fn process_policy(config: &Config) -> Arc<ProcessSpawnPolicy> {
     let secrets = Secrets::of(config, |name| std::env::var(name).ok());
     for warning in secrets.warnings() {
         tracing::warn!("{warning}");
     }
-    Arc::clone(PROCESS_POLICY.get_or_init(|| build_process_policy(&secrets)))
-}
-
-/// The process policy every child process of a host starts through (tools, skill hooks,
-/// scheduler watchers and scripts): the one [`install_process_policy`] built from the config.
-/// Without it (never in the binary, whose `main` installs it first) a policy without the
-/// config's secrets, with an error logged.
-pub fn process_policy() -> Arc<ProcessSpawnPolicy> {
-    Arc::clone(PROCESS_POLICY.get_or_init(|| {
-        tracing::error!("the process policy was used before the config installed it: config secrets are not known");
-        Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default()))
-    }))
+    build_process_policy(&secrets)
 }
 
 /// The session factory for a host.

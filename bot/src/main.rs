@@ -58,9 +58,6 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     if let Err(e) = volcanic_core::processes::harden_host_process(config.harden_process) {
         tracing::warn!("process hardening failed: {e}");
     }
-    // Before any host starts: every child process goes through this policy, which knows the
-    // config's secrets.
-    host::install_process_policy(&config);
     if cli.command.is_none() {
         let file = path.exists().then_some(path.as_path());
         for warning in placement::warnings(&config, file) {

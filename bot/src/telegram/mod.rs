@@ -85,7 +85,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
-    let processes = host::process_policy();
+    let processes = host::process_policy(&config);
     let factory = host::factory(
         &config,
         store,
