@@ -1,15 +1,19 @@
 //! The Telegram side of the scheduler: [`TelegramDelivery`] runs a scheduled prompt in the chat's
-//! session (queued behind any run in progress) and reports whether it worked: the provider's
-//! failure after its own retries, or an answer Telegram did not take, is a failure the scheduler
-//! retries; what the model says is not judged.
+//! session (queued behind any run in progress) and reports how it ended: the provider's failure
+//! after its own retries, or an answer Telegram did not take, is a failure (retried by the
+//! scheduler unless a tool had started); a run the shutdown cut off is left to the next start,
+//! which follows the message rule (re-run once if no tool had started, else the chat is told);
+//! a `/stop` is recorded as such. The first tool the prompt's run starts is recorded in the job's
+//! file before it runs ([`ToolStarted`]). What the model says is not judged.
 
 use super::api::Target;
 use super::router::Host;
 use async_trait::async_trait;
-use std::sync::{OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_core::agent::{PromptInput, QueueMode};
-use volcanic_scheduler::{DeliveryError, JobDelivery, JobTarget, ScheduledRun};
+use volcanic_scheduler::{DeliveryError, JobDelivery, JobTarget, ScheduledRun, ToolStarted};
 
 /// Delivers scheduled runs into chats. The host is set once it exists (the scheduler is made
 /// before it: sessions get the scheduler's tool).
@@ -32,11 +36,56 @@ impl TelegramDelivery {
         self.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
-    fn host(&self) -> Result<std::sync::Arc<Host>, DeliveryError> {
+    fn host(&self) -> Result<Arc<Host>, DeliveryError> {
         self.host
             .get()
             .and_then(Weak::upgrade)
-            .ok_or_else(|| DeliveryError("the bot is shutting down".into()))
+            .ok_or_else(|| DeliveryError::CutOff("the bot is shutting down".into()))
+    }
+
+    fn stopping(&self) -> bool {
+        self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Follows one scheduled prompt through the session's events (a synchronous listener): its
+/// user message reaching the transcript (matched by the envelope's first line), the first tool
+/// started while it is unanswered (recorded durably before the tool runs), and its answer.
+struct RunWatch {
+    heading: String,
+    tool_started: ToolStarted,
+    state: Mutex<WatchState>,
+}
+
+#[derive(Default)]
+struct WatchState {
+    /// The prompt is in the transcript and not answered yet.
+    active: bool,
+    /// A tool started on its behalf.
+    tool: bool,
+}
+
+impl RunWatch {
+    fn on_event(&self, e: &AgentSessionEvent) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match e {
+            AgentSessionEvent::MessageEnd {
+                message: Message::User(u),
+            } if u.content.text().starts_with(&self.heading) => st.active = true,
+            AgentSessionEvent::ToolExecutionStart { tool_name, .. } if st.active && !st.tool => {
+                st.tool = true;
+                drop(st);
+                // On disk before the tool runs: a crash from here on never starts the run again.
+                if let Err(e) = self.tool_started.record() {
+                    tracing::error!(tool = %tool_name, "cannot record that a scheduled run's tool started: {e}");
+                }
+            }
+            // The prompt's answer (or its run's end by an error or abort).
+            AgentSessionEvent::TurnEnd { message, .. } if st.active && message.tool_calls().next().is_none() => {
+                st.active = false;
+            }
+            _ => {}
+        }
     }
 }
 
@@ -75,50 +124,75 @@ impl JobDelivery for TelegramDelivery {
             .chats
             .session(&slot)
             .await
-            .map_err(|e| DeliveryError(format!("cannot open the chat's session: {e:#}")))?;
+            .map_err(|e| DeliveryError::Failed(format!("cannot open the chat's session: {e:#}")))?;
         // Queued behind a run in progress: failures of that run's answer are not ours.
         session.wait_for_idle().await;
         slot.output.flush().await;
         let failed_before = slot.output.failed_sends();
         let heading = run.prompt.lines().next().unwrap_or_default().to_owned();
+        let watch = Arc::new(RunWatch {
+            heading: heading.clone(),
+            tool_started: run.tool_started.clone(),
+            state: Mutex::default(),
+        });
+        let listener = {
+            let watch = watch.clone();
+            session.subscribe(move |e| watch.on_event(e))
+        };
         let input = PromptInput {
             text: run.prompt,
             images: Vec::new(),
             queue: Some(QueueMode::FollowUp),
         };
-        session.prompt(input).await.map_err(|e| DeliveryError(e.to_string()))?;
+        let prompted = session.prompt(input).await;
         // Queued behind a run in progress: it ran at that run's end.
         session.wait_for_idle().await;
-        let stopping = self.shutting_down.load(std::sync::atomic::Ordering::SeqCst);
-        let outcome = outcome(&session.messages(), &heading, stopping);
+        session.unsubscribe(listener);
+        prompted.map_err(|e| DeliveryError::Failed(e.to_string()))?;
+        let tool = run.tool_started.was_recorded();
+        let outcome = outcome(&session.messages(), &heading, self.stopping(), tool);
         slot.output.flush().await;
         outcome?;
         let undelivered = slot.output.failed_sends() - failed_before;
         if undelivered > 0 {
-            return Err(DeliveryError(format!(
+            return Err(DeliveryError::Failed(format!(
                 "{undelivered} part(s) of the answer could not be sent to Telegram"
             )));
         }
         Ok("sent".into())
     }
 
-    async fn notify(&self, to: JobTarget, text: String) {
-        match self.host() {
-            Ok(host) => host.chats.slot(target(to)).output.notice(text),
-            Err(e) => tracing::warn!(chat = to.chat_id, "scheduler notice not sent: {e}"),
+    async fn notify(&self, to: JobTarget, text: String) -> Result<(), DeliveryError> {
+        let host = self.host().inspect_err(|e| {
+            tracing::warn!(chat = to.chat_id, "scheduler notice not sent: {e}");
+        })?;
+        let output = &host.chats.slot(target(to)).output;
+        let failed_before = output.failed_sends();
+        output.notice(text);
+        output.flush().await;
+        if output.failed_sends() > failed_before {
+            return Err(DeliveryError::Failed("Telegram did not take the notice".into()));
         }
+        Ok(())
     }
 }
 
 /// How the run of the prompt whose first line is `heading` ended: the last assistant message
-/// after it. An error stop is a failure, and so is an abort during shutdown; a user's `/stop` is
-/// not.
-fn outcome(messages: &[Message], heading: &str, shutting_down: bool) -> Result<(), DeliveryError> {
+/// after it. An error stop is a failure. A run that ended by an abort, or right after a tool
+/// batch (its tools cut short), is cut off when the bot is shutting down (`shutting_down`) and
+/// stopped otherwise (a user's `/stop`): never `Ok`. `tool`: a tool of the run had started.
+fn outcome(messages: &[Message], heading: &str, shutting_down: bool, tool: bool) -> Result<(), DeliveryError> {
+    let cut_off = || DeliveryError::CutOff("cut off by the bot's shutdown".into());
     let Some(start) = messages
         .iter()
         .rposition(|m| matches!(m, Message::User(u) if u.content.text().starts_with(heading)))
     else {
-        return Err(DeliveryError("the scheduled prompt did not reach the session".into()));
+        if shutting_down {
+            return Err(cut_off());
+        }
+        return Err(DeliveryError::Failed(
+            "the scheduled prompt did not reach the session".into(),
+        ));
     };
     let last = messages[start + 1..]
         .iter()
@@ -129,17 +203,24 @@ fn outcome(messages: &[Message], heading: &str, shutting_down: bool) -> Result<(
         })
         .last();
     match last {
-        Some(a) if a.stop_reason == StopReason::Error => Err(DeliveryError(
+        Some(a) if a.stop_reason == StopReason::Error => Err(DeliveryError::Failed(
             a.error_message
                 .clone()
                 .unwrap_or_else(|| "the model call failed".into()),
         )),
-        Some(a) if a.stop_reason == StopReason::Aborted && shutting_down => {
-            Err(DeliveryError("cut off by the bot's shutdown".into()))
+        Some(a) if matches!(a.stop_reason, StopReason::Aborted | StopReason::ToolUse) => {
+            if shutting_down {
+                Err(cut_off())
+            } else {
+                Err(DeliveryError::Stopped(format!(
+                    "stopped in the chat{}",
+                    if tool { " after a tool had started" } else { "" }
+                )))
+            }
         }
         Some(_) => Ok(()),
-        None if shutting_down => Err(DeliveryError("cut off by the bot's shutdown".into())),
-        None => Err(DeliveryError("the run ended without an answer".into())),
+        None if shutting_down => Err(cut_off()),
+        None => Err(DeliveryError::Failed("the run ended without an answer".into())),
     }
 }
 
@@ -154,5 +235,37 @@ mod tests {
             assert_eq!(chat_of_workspace(std::path::Path::new(&format!("/w/{key}"))), Some(id));
         }
         assert_eq!(chat_of_workspace(std::path::Path::new("/w/notes")), None);
+    }
+
+    fn transcript(stop: StopReason) -> Vec<Message> {
+        use volcanic_abstractions::messages::{AssistantMessage, UserBody, UserMessage};
+        let mut a = AssistantMessage::empty("anthropic-messages", "anthropic", "m", 0);
+        a.stop_reason = stop;
+        vec![
+            Message::User(UserMessage {
+                content: UserBody::Text("[Scheduled job abc]\nrun the backup".into()),
+                timestamp: 0,
+            }),
+            Message::Assistant(a),
+        ]
+    }
+
+    #[test]
+    fn a_run_ended_by_an_abort_or_during_its_tools_is_never_ok() {
+        let h = "[Scheduled job abc]";
+        for stop in [StopReason::Aborted, StopReason::ToolUse] {
+            let m = transcript(stop);
+            assert!(matches!(outcome(&m, h, true, true), Err(DeliveryError::CutOff(_))));
+            match outcome(&m, h, false, true) {
+                Err(DeliveryError::Stopped(e)) => assert!(e.contains("after a tool had started"), "{e}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(outcome(&transcript(StopReason::Stop), h, true, true).is_ok());
+        assert!(matches!(
+            outcome(&transcript(StopReason::Error), h, false, false),
+            Err(DeliveryError::Failed(_))
+        ));
+        assert!(matches!(outcome(&[], h, true, false), Err(DeliveryError::CutOff(_))));
     }
 }

@@ -257,3 +257,167 @@ async fn jobs_lists_the_chats_jobs_with_pause_resume_and_remove_buttons() {
     assert_eq!(jobs_file(&env, OWNER)["jobs"], json!([]));
     assert_eq!(model.requests().len(), 2, "/jobs never reaches the model");
 }
+
+/// Plants `job` (a `jobs.json` job object) as the only job of `chat`'s workspace, as the
+/// `schedule` tool would have stored it.
+fn plant_job(env: &Env, chat: i64, job: Value) {
+    let dir = env
+        .dir
+        .path()
+        .join("workspaces")
+        .join(chat.to_string())
+        .join(".volcanic/scheduler");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = json!({"version": 1, "jobs": [job]});
+    std::fs::write(dir.join("jobs.json"), serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+}
+
+/// A prompt job of `OWNER` with `schedule`, first due at `first`.
+fn prompt_job(id: &str, text: &str, schedule: Value, first: DateTime<Utc>) -> Value {
+    json!({
+        "id": id,
+        "target": {"chat_id": OWNER},
+        "kind": {"type": "prompt", "text": text},
+        "schedule": schedule,
+        "enabled": true,
+        "created": Utc::now(),
+        "next_run": first,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_killed_during_its_tool_is_told_once_and_its_next_slot_runs() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call(
+        "call_1",
+        "bash",
+        json!({"command": "echo ran >> backup.log; sleep 20"}),
+    ));
+    model.push(Turn::reply("Backup of the second slot finished."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    // The user wrote to the bot before (Telegram knows the chat).
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let first = Utc::now() + chrono::Duration::seconds(4);
+    let schedule = json!({"type": "every", "every_secs": 30, "anchor": first, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job("bkp001", "Run the backup.", schedule, first));
+    let ran = env.dir.path().join("workspaces/1001/backup.log");
+    let count_runs = || std::fs::read_to_string(&ran).unwrap_or_default().lines().count();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    eventually("the tool to start", &bot, || {
+        if count_runs() == 1 {
+            Ok(())
+        } else {
+            Err("no run yet".into())
+        }
+    })
+    .await;
+    // The tool's start was on disk before the tool ran.
+    let run = &jobs_file(&env, OWNER)["jobs"][0]["last_run"];
+    assert_eq!(run["status"], "running", "{run:#}");
+    assert!(run["tool_started"].is_string(), "{run:#}");
+    bot.kill9();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    let note = nth_text(&tg, OWNER, "cut off by a restart", 1, &bot).await;
+    assert!(
+        note.contains("bkp001") && note.contains("after a tool had started"),
+        "{note}"
+    );
+    let jobs = wait_jobs(&env, OWNER, "recorded interrupted and told", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "interrupted" && v["jobs"][0]["last_run"].get("untold").is_none()
+    })
+    .await;
+    assert_eq!(instant(&jobs["jobs"][0]["last_run"]["slot"]), first);
+
+    // The next slot fires as usual, and the cut-off run was neither repeated nor told twice.
+    let second = first + chrono::Duration::seconds(30);
+    wait_jobs(&env, OWNER, "the second slot ok", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "ok"
+            && v["jobs"][0]["last_run"]["slot"]
+                .as_str()
+                .is_some_and(|s| instant(&json!(s)) == second)
+    })
+    .await;
+    nth_text(&tg, OWNER, "Backup of the second slot finished", 1, &bot).await;
+    assert_eq!(count_runs(), 1, "the tool ran again");
+    assert_eq!(count(&tg, OWNER, "cut off by a restart"), 1, "{:?}", texts(&tg, OWNER));
+    assert_eq!(model.requests().len(), 2, "one request per slot, no replay");
+    let history = &jobs_file(&env, OWNER)["jobs"][0]["history"];
+    assert_eq!(history[history.as_array().unwrap().len() - 1]["status"], "interrupted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_killed_before_its_tool_is_run_again_once() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("never delivered").stall_after(2));
+    model.push(Turn::reply("🗄️ Backup report: all good."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let at = Utc::now() + chrono::Duration::seconds(4);
+    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job("rep001", "Report on the backup.", schedule, at));
+
+    let bot = BotProcess::start(&env, TOKEN);
+    // Killed while the model streams its answer (no tool yet).
+    wait_requests(&model, 1, &bot).await;
+    bot.kill9();
+    let run = &jobs_file(&env, OWNER)["jobs"][0]["last_run"];
+    assert_eq!(run["status"], "running", "{run:#}");
+    assert!(run.get("tool_started").is_none(), "{run:#}");
+
+    let bot = BotProcess::start(&env, TOKEN);
+    nth_text(&tg, OWNER, "Backup report: all good", 1, &bot).await;
+    let jobs = wait_jobs(&env, OWNER, "the re-run recorded ok", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "ok"
+    })
+    .await;
+    let run = &jobs["jobs"][0]["last_run"];
+    assert_eq!(
+        (run["rerun"].as_bool(), run["attempts"].as_u64()),
+        (Some(true), Some(2)),
+        "{run:#}"
+    );
+    assert_eq!(jobs["jobs"][0]["enabled"], false, "the one-shot is done");
+    let rerun = conversation(&model.requests()[1]);
+    assert!(rerun.contains("Report on the backup."), "{rerun}");
+
+    // A further restart has nothing left to do: the answer came once and nothing was said.
+    assert_eq!(bot.terminate(T), Some(0));
+    let bot = BotProcess::start(&env, TOKEN);
+    eventually("jobs loaded", &bot, || {
+        if bot.log().contains("scheduled jobs loaded") {
+            Ok(())
+        } else {
+            Err("not yet".into())
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&tg, OWNER, "Backup report: all good"), 1);
+    assert_eq!(count(&tg, OWNER, "never delivered"), 0);
+    assert_eq!(count(&tg, OWNER, "cut off"), 0, "{:?}", texts(&tg, OWNER));
+    assert_eq!(model.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_reports_a_jobs_file_that_was_set_aside() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let dir = env.dir.path().join("workspaces/1001/.volcanic/scheduler");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("jobs.json"), b"{\"version\": 1, \"jobs\": [{\"id\": ").unwrap();
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
+    let text = nth_text(&tg, OWNER, "set aside", 1, &bot).await;
+    assert!(
+        text.contains("No scheduled jobs")
+            && text.contains("not valid jobs JSON")
+            && text.contains("jobs.json.corrupt-"),
+        "{text}"
+    );
+    assert_eq!(model.requests().len(), 0, "/jobs never reaches the model");
+}

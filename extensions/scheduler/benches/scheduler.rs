@@ -64,7 +64,9 @@ impl JobDelivery for Lateness {
         self.ms.lock().unwrap().push(late);
         Ok("sent".into())
     }
-    async fn notify(&self, _target: JobTarget, _text: String) {}
+    async fn notify(&self, _target: JobTarget, _text: String) -> Result<(), DeliveryError> {
+        Ok(())
+    }
 }
 
 struct NoProcesses;

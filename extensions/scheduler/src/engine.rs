@@ -3,9 +3,9 @@
 //! workspace's `jobs.json` written (coalesced) before a run starts and after it ends.
 
 use crate::clock::Clock;
-use crate::job::{Job, JobKind, JobTarget, JobsFile, SCHEMA_VERSION, ScheduleSpec};
+use crate::job::{Job, JobKind, JobTarget, ScheduleSpec};
 use crate::slots::{self, Due, Outcome};
-use crate::store::{self, StoreError};
+use crate::store::StoreError;
 use crate::timing::Compiled;
 use crate::watcher::{self, WatchResult};
 use async_trait::async_trait;
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::processes::ProcessSpawnPolicy;
 
 /// A scheduled prompt handed to the host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ScheduledRun {
     /// The chat (and topic).
     pub target: JobTarget,
@@ -27,22 +27,38 @@ pub struct ScheduledRun {
     pub slot: DateTime<Utc>,
     /// The prompt with its envelope (`[Scheduled job …]`), as the model should see it.
     pub prompt: String,
+    /// Call [`ToolStarted::record`] when the first tool of this prompt's run starts, before the
+    /// tool runs: a run cut off after it is never started again by itself.
+    pub tool_started: ToolStarted,
 }
 
-/// A delivery failure (the provider failed after its own retries, or the answer could not be
-/// sent to the chat).
+/// How a scheduled run that did not end well ended, as the host saw it.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct DeliveryError(pub String);
+pub enum DeliveryError {
+    /// The provider failed after its own retries, or the answer could not be sent to the chat:
+    /// retried within the slot unless a tool had started.
+    #[error("{0}")]
+    Failed(String),
+    /// Cut off by the host's shutdown: the slot stays `running` on disk and the next start
+    /// resolves it as after a crash (re-run once if no tool had started, else the chat is told).
+    #[error("{0}")]
+    CutOff(String),
+    /// Stopped in the chat (`/stop`): recorded `interrupted`, never retried.
+    #[error("{0}")]
+    Stopped(String),
+}
 
 /// What the host does for the scheduler.
 #[async_trait]
 pub trait JobDelivery: Send + Sync {
     /// Runs `run.prompt` in the target's session, queued behind any run in progress, and returns
-    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`).
+    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`). The first
+    /// tool the prompt's run starts is reported through `run.tool_started` before it runs. A run
+    /// that ended by an abort after a tool started is never `Ok`.
     async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError>;
-    /// Tells the chat something, without the model (missed runs, a disabled job).
-    async fn notify(&self, target: JobTarget, text: String);
+    /// Tells the chat something, without the model (missed runs, a disabled job, a run cut off),
+    /// and returns once the chat has it: `Err` when it could not be delivered.
+    async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError>;
 }
 
 /// What the scheduler needs.
@@ -123,8 +139,8 @@ struct Workspace {
     set_aside: Option<(PathBuf, String)>,
     /// Bumped by every change; compared with what was written.
     generation: u64,
-    /// Serialises writes; holds the generation written last.
-    written: Arc<tokio::sync::Mutex<u64>>,
+    /// Serialises writes of its file.
+    writes: Arc<persist::Writes>,
 }
 
 impl Workspace {
@@ -338,19 +354,21 @@ impl JobScheduler {
                 me.persist_logged(ws).await;
             }
             for (target, text) in notes {
-                me.inner.config.delivery.notify(target, text).await;
+                let _ = me.inner.config.delivery.notify(target, text).await;
             }
         });
     }
 
     /// One attempt: record the slot durably, run, record the outcome.
     async fn run(&self, key: Key, job: Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) {
+        let tool = ToolStarted::new(self.clone(), key, &job.id, slot);
         let outcome = match self.persist(key.ws).await {
             Err(e) => Outcome::Failed {
                 error: format!("could not record the run before starting it: {e}"),
                 delivery: None,
+                after_tool: false,
             },
-            Ok(path) => self.execute(&path, &job, slot, late).await,
+            Ok(path) => self.execute(&path, &job, slot, late, &tool).await,
         };
         let now = self.now();
         let mut notes = Vec::new();
@@ -369,11 +387,18 @@ impl JobScheduler {
         self.persist_logged(key.ws).await;
         self.inner.wake.notify_one();
         for text in notes {
-            self.inner.config.delivery.notify(job.target, text).await;
+            let _ = self.inner.config.delivery.notify(job.target, text).await;
         }
     }
 
-    async fn execute(&self, ws: &Path, job: &Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) -> Outcome {
+    async fn execute(
+        &self,
+        ws: &Path,
+        job: &Job,
+        slot: DateTime<Utc>,
+        late: Option<chrono::Duration>,
+        tool: &ToolStarted,
+    ) -> Outcome {
         let zone = zone_of(&job.schedule);
         let heading = crate::envelope::heading(job, slot, late);
         let prompt = match &job.kind {
@@ -383,11 +408,26 @@ impl JobScheduler {
                 timeout_secs,
                 text,
             } => {
+                // The script is the watcher's first tool: its start is on disk before it runs, so
+                // a crash from here on is told, not replayed (its output could be lost unseen).
+                if let Err(e) = tool.record_script().await {
+                    return Outcome::Failed {
+                        error: format!("could not record the watcher's start before running it: {e}"),
+                        delivery: None,
+                        after_tool: false,
+                    };
+                }
                 // Clamped: the file may have been edited.
                 let secs = (*timeout_secs).clamp(1, crate::tool::MAX_WATCHER_TIMEOUT_SECS);
                 let timeout = std::time::Duration::from_secs(secs);
                 match watcher::run(&*self.inner.config.processes, ws, script, zone, timeout).await {
-                    WatchResult::Failed(error) => return Outcome::Failed { error, delivery: None },
+                    WatchResult::Failed(error) => {
+                        return Outcome::Failed {
+                            error,
+                            delivery: None,
+                            after_tool: false,
+                        };
+                    }
                     WatchResult::Output(out) if out.trim().is_empty() => {
                         return Outcome::Ok {
                             delivery: "nothing to send (no output)".into(),
@@ -404,59 +444,18 @@ impl JobScheduler {
             job_id: job.id.clone(),
             slot,
             prompt,
+            tool_started: tool.clone(),
         };
         match self.inner.config.delivery.run_prompt(run).await {
             Ok(delivery) => Outcome::Ok { delivery },
-            Err(e) => Outcome::Failed {
-                error: e.0,
+            Err(DeliveryError::Failed(error)) => Outcome::Failed {
+                error,
                 delivery: Some("not delivered".into()),
+                after_tool: tool.was_recorded(),
             },
+            Err(DeliveryError::CutOff(_)) => Outcome::CutOff,
+            Err(DeliveryError::Stopped(error)) => Outcome::Stopped { error },
         }
-    }
-
-    async fn persist_logged(&self, ws: u32) {
-        if let Err(e) = self.persist(ws).await {
-            tracing::error!("cannot save the scheduler's jobs: {e}");
-        }
-    }
-
-    /// Writes the workspace's jobs if they changed since the last write (coalesced: one write
-    /// covers every change made before it started). Returns the workspace's folder.
-    async fn persist(&self, ws: u32) -> Result<Arc<Path>, StoreError> {
-        let Some((path, want, written)) = self
-            .state()
-            .ws(ws)
-            .map(|w| (w.path.clone(), w.generation, w.written.clone()))
-        else {
-            return Err(StoreError::Io {
-                path: PathBuf::new(),
-                source: std::io::Error::other("unknown workspace"),
-            });
-        };
-        let mut written = written.lock().await;
-        if *written >= want {
-            return Ok(path);
-        }
-        let Some((file, generation)) = self.state().ws(ws).map(|w| {
-            (
-                JobsFile {
-                    version: SCHEMA_VERSION,
-                    jobs: w.entries().map(|e| e.job.clone()).collect(),
-                },
-                w.generation,
-            )
-        }) else {
-            return Ok(path);
-        };
-        let file_path = store::jobs_path(&path);
-        tokio::task::spawn_blocking(move || store::save(&file_path, &file))
-            .await
-            .map_err(|e| StoreError::Io {
-                path: store::jobs_path(&path),
-                source: std::io::Error::other(e),
-            })??;
-        *written = generation;
-        Ok(path)
     }
 }
 
@@ -485,4 +484,6 @@ pub(crate) fn zone_of(spec: &ScheduleSpec) -> Option<String> {
 
 mod actions;
 mod loading;
+mod persist;
 pub use actions::JobView;
+pub use persist::ToolStarted;

@@ -83,7 +83,8 @@ pub enum RunStatus {
     Error,
     /// Not run: the previous run was still going, or a missed slot outside the grace window.
     Skipped,
-    /// Cut off by a crash or restart; never started again.
+    /// Cut off by a crash or a shutdown after a tool had started (or after its one re-run), or
+    /// stopped in the chat (`/stop`); not started again by itself.
     Interrupted,
 }
 
@@ -109,6 +110,42 @@ pub struct RunRecord {
     /// What happened to the output: `sent`, `nothing to send`, or the delivery error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<String>,
+    /// When the first tool of the latest attempt started (a watcher's script counts as one),
+    /// written to disk before the tool ran. A run cut off after it is never started again by
+    /// itself (README: a message whose prompt led to a tool is not re-run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_started: Option<DateTime<Utc>>,
+    /// The slot was already started again once after a crash or shutdown cut it off before any
+    /// tool (re-run at most once).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rerun: bool,
+    /// Recorded `interrupted` at start-up and the chat not told yet: set before the notice is
+    /// sent, cleared once it reached the chat (a crash in between tells it again).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub untold: bool,
+}
+
+impl RunRecord {
+    /// A record of `slot` with `status`, nothing else known yet.
+    pub fn new(slot: DateTime<Utc>, status: RunStatus) -> Self {
+        RunRecord {
+            slot,
+            started: None,
+            finished: None,
+            status,
+            attempts: 0,
+            error: None,
+            delivery: None,
+            tool_started: None,
+            rerun: false,
+            untold: false,
+        }
+    }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A scheduled prompt or watcher of one chat.

@@ -25,19 +25,30 @@ pub async fn run(
     let Some(ui) = ctx.ui() else {
         return Err("/jobs needs a chat with buttons; ask the agent to list the jobs instead".into());
     };
+    // A corrupt file set aside at load is reported as the `schedule` tool's `list` reports it.
+    let aside = scheduler
+        .set_aside(&ws)
+        .await
+        .map(|(path, reason)| crate::tool::set_aside_note(&path, &reason));
     if jobs.is_empty() {
-        ui.notify(
-            "No scheduled jobs in this chat. Ask me to remind you of something, or to watch a script.",
-            NotifyLevel::Info,
-        )
-        .await;
+        let text = format!(
+            "No scheduled jobs in this chat. Ask me to remind you of something, or to watch a script.{}",
+            aside.as_deref().unwrap_or_default()
+        );
+        let level = if aside.is_some() {
+            NotifyLevel::Warning
+        } else {
+            NotifyLevel::Info
+        };
+        ui.notify(&text, level).await;
         return Ok(());
     }
-    let title = jobs
+    let mut title = jobs
         .iter()
         .map(|v| format!("• {}: {}", v.job.id, crate::tool::line(v, zone)))
         .collect::<Vec<_>>()
         .join("\n");
+    title.push_str(aside.as_deref().unwrap_or_default());
     let mut options = Vec::new();
     for v in &jobs {
         if v.job.enabled {

@@ -9,8 +9,12 @@
 //! Rules (each tested in `tests/`): DST as Vixie cron ([`timing`]); missed runs coalesce into at
 //! most one late run inside a grace window, min(period / 2, 1 h) for recurring jobs and 24 h for
 //! one-shots ([`slots`]); a slot is recorded before its run starts and never started again after
-//! a recorded success or an interrupted start; a job never overlaps itself; a failed run is
-//! retried within its slot (30 s → 1 m → 5 m → 15 m → 60 m) until the next slot is due; after
+//! a recorded success; a run cut off by a crash or a shutdown follows the bot's message rule: it
+//! is started again once if no tool of it had started (the first tool's start is on disk before
+//! the tool runs, [`ToolStarted`]), else recorded `interrupted` and the chat told; a run aborted
+//! after a tool started is never `ok`, and a failed one is not retried; a job never overlaps
+//! itself; a failed run is retried within its slot (30 s → 1 m → 5 m → 15 m → 60 m) until the
+//! next slot is due; after
 //! [`slots::MAX_CONSECUTIVE_FAILURES`] failed slots in a row the job is disabled; cron jobs firing
 //! more often than every 30 s are refused.
 
@@ -28,7 +32,7 @@ pub mod watcher;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
     DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, ScheduledRun, SchedulerConfig,
-    SchedulerError,
+    SchedulerError, ToolStarted,
 };
 pub use job::{Job, JobKind, JobTarget, RunRecord, RunStatus, ScheduleSpec};
 pub use slots::MAX_CONSECUTIVE_FAILURES;

@@ -54,6 +54,17 @@ pub enum Outcome {
         error: String,
         /// What happened to the output, if it got that far.
         delivery: Option<String>,
+        /// A tool of the run's prompt had started: not retried (a retry could run it twice), the
+        /// chat is told instead.
+        after_tool: bool,
+    },
+    /// Cut off by the host's shutdown: the record stays `running` on disk, and the next start
+    /// resolves it as after a crash ([`on_load`]).
+    CutOff,
+    /// Stopped in the chat (`/stop`): recorded `interrupted`, not retried.
+    Stopped {
+        /// What happened, for the record.
+        error: String,
     },
 }
 
@@ -88,13 +99,9 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
         job.next_run = compiled.next_after(now.max(floor));
         if active {
             job.record_aside(RunRecord {
-                slot: newest,
-                started: None,
                 finished: Some(now),
-                status: RunStatus::Skipped,
-                attempts: 0,
                 error: Some("the previous run was still going".into()),
-                delivery: None,
+                ..RunRecord::new(newest, RunStatus::Skipped)
             });
             return Due::Nothing;
         }
@@ -104,17 +111,13 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
         if late > grace {
             job.missed += count;
             job.push_run(RunRecord {
-                slot: newest,
-                started: None,
                 finished: Some(now),
-                status: RunStatus::Skipped,
-                attempts: 0,
                 error: Some(format!(
                     "missed while the bot was down; {} late, past the grace window of {}",
                     human(late),
                     human(grace)
                 )),
-                delivery: None,
+                ..RunRecord::new(newest, RunStatus::Skipped)
             });
             notes.push(format!(
                 "⏰ Job `{}` missed {} while the bot was down; the latest was {} ago, too late to run \
@@ -151,10 +154,7 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
             return Due::Nothing;
         }
         if let Some(run) = job.last_run.as_mut() {
-            run.status = RunStatus::Running;
-            run.attempts += 1;
-            run.started = Some(now);
-            run.finished = None;
+            restart(run, now);
             let slot = run.slot;
             return Due::Start { slot, late: None };
         }
@@ -168,25 +168,27 @@ pub fn run_now(job: &mut Job, now: DateTime<Utc>) -> DateTime<Utc> {
     if job.retry_at.take().is_some()
         && let Some(run) = job.last_run.as_mut()
     {
-        run.status = RunStatus::Running;
-        run.attempts += 1;
-        run.started = Some(now);
-        run.finished = None;
+        restart(run, now);
         return run.slot;
     }
     start(job, now, now);
     now
 }
 
+/// A new attempt of `run`'s slot starts at `now` (its tool mark is the new attempt's).
+fn restart(run: &mut RunRecord, now: DateTime<Utc>) {
+    run.status = RunStatus::Running;
+    run.attempts += 1;
+    run.started = Some(now);
+    run.finished = None;
+    run.tool_started = None;
+}
+
 fn start(job: &mut Job, slot: DateTime<Utc>, now: DateTime<Utc>) {
     job.push_run(RunRecord {
-        slot,
         started: Some(now),
-        finished: None,
-        status: RunStatus::Running,
         attempts: 1,
-        error: None,
-        delivery: None,
+        ..RunRecord::new(slot, RunStatus::Running)
     });
 }
 
@@ -214,12 +216,55 @@ pub fn finish(
                 job.enabled = false;
             }
         }
-        Outcome::Failed { error, delivery } => {
+        Outcome::CutOff => run.finished = None,
+        Outcome::Stopped { error } => {
+            run.status = RunStatus::Interrupted;
+            run.error = Some(error);
+            run.delivery = Some("not delivered".into());
+            if newest {
+                job.retry_at = None;
+            }
+            if matches!(compiled, Compiled::At(at) if *at == slot) {
+                job.enabled = false;
+            }
+        }
+        Outcome::Failed {
+            error,
+            delivery,
+            after_tool,
+        } => {
             run.status = RunStatus::Error;
             run.error = Some(error);
             run.delivery = delivery;
             if !newest {
                 // An older attempt (its slot was left behind): recorded, not retried.
+                return;
+            }
+            if after_tool {
+                job.retry_at = None;
+                let said = notes.len();
+                slot_failed(job, notes);
+                let why = "It is not retried by itself: a tool had already started, and a retry could run it \
+                           twice. Ask me to run the job now if it should run again.";
+                let added = notes.len() > said;
+                match notes.last_mut() {
+                    Some(n) if added => {
+                        n.push(' ');
+                        n.push_str(why);
+                    }
+                    _ => {
+                        let error = job
+                            .last_run
+                            .as_ref()
+                            .and_then(|r| r.error.as_deref())
+                            .unwrap_or_default();
+                        notes.push(format!(
+                            "⚠️ Job `{}` failed after a tool had started: {}. {why}",
+                            job.id,
+                            crate::envelope::clip(error, NOTE_ERROR_CHARS)
+                        ));
+                    }
+                }
                 return;
             }
             let attempts = run.attempts.max(1);
@@ -240,6 +285,90 @@ pub fn finish(
             }
         }
     }
+}
+
+/// What start-up does with the runs a crash or a shutdown left `running` (README "Exactly once":
+/// the message rule). The newest is started again, once, when no tool of it had started, it was
+/// not re-run already, the job is enabled, no newer slot is due and its slot is still within the
+/// grace window; the record is then `running` again (`rerun` set) and its slot returned. Every
+/// other is recorded `interrupted` and `untold` (the chat is told, [`cut_off_note`]). `compiled`
+/// is `None` for a schedule this build cannot read (never re-run). Returns whether the job
+/// changed.
+pub fn on_load(job: &mut Job, compiled: Option<&Compiled>, now: DateTime<Utc>) -> (Due, bool) {
+    let mut due = Due::Nothing;
+    let mut cut: Vec<DateTime<Utc>> = Vec::new();
+    let newer_due = job.next_run.is_some_and(|n| n <= now);
+    let enabled = job.enabled;
+    if let Some(run) = job.last_run.as_deref_mut().filter(|r| r.status == RunStatus::Running) {
+        let late = now - run.slot;
+        let grace = compiled.map(|c| c.grace(run.slot));
+        let why = if run.tool_started.is_some() {
+            Some(
+                "cut off by a restart after a tool had started; it is not run again by itself (the tool \
+                 could run twice): ask me to run the job now if it should"
+                    .to_owned(),
+            )
+        } else if run.rerun {
+            Some("cut off by a restart again, after it had been run once more; it is not run again".to_owned())
+        } else if !enabled {
+            Some("cut off by a restart; the job is paused, so it is not run again".to_owned())
+        } else if newer_due {
+            Some("cut off by a restart; not run again, as a newer slot is due".to_owned())
+        } else {
+            match grace {
+                Some(g) if late <= g => None,
+                Some(g) => Some(format!(
+                    "cut off by a restart; too late to run again ({} after its slot, past the grace window of {})",
+                    human(late),
+                    human(g)
+                )),
+                None => Some("cut off by a restart; its schedule cannot be read, so it is not run again".to_owned()),
+            }
+        };
+        match why {
+            None => {
+                run.rerun = true;
+                restart(run, now);
+                due = Due::Start {
+                    slot: run.slot,
+                    late: (late > TELL_LATE_AFTER).then_some(late),
+                };
+            }
+            Some(why) => {
+                interrupt(run, now, why);
+                cut.push(run.slot);
+            }
+        }
+    }
+    let mut changed = due != Due::Nothing || !cut.is_empty();
+    for run in job.history.iter_mut().filter(|r| r.status == RunStatus::Running) {
+        interrupt(run, now, "cut off by a restart; it is not run again".to_owned());
+        cut.push(run.slot);
+        changed = true;
+    }
+    // A one-shot whose own slot was cut off for good is done.
+    if matches!(job.schedule, crate::job::ScheduleSpec::At { at, .. } if cut.contains(&at)) {
+        job.enabled = false;
+    }
+    (due, changed)
+}
+
+fn interrupt(run: &mut RunRecord, now: DateTime<Utc>, why: String) {
+    run.status = RunStatus::Interrupted;
+    run.finished = Some(now);
+    run.error = Some(why);
+    run.untold = true;
+}
+
+/// What the chat is told about `run`, cut off by a restart ([`on_load`]).
+pub fn cut_off_note(job: &Job, run: &RunRecord) -> String {
+    let zone = crate::envelope::zone(&job.schedule);
+    format!(
+        "⏰ The run of job `{}` that started at {} was {}.",
+        job.id,
+        crate::envelope::local(run.started.unwrap_or(run.slot), zone),
+        run.error.as_deref().unwrap_or("cut off by a restart")
+    )
 }
 
 /// A slot failed for good (its retries ran out or the next slot came).

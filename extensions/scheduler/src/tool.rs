@@ -156,10 +156,7 @@ impl TypedTool for ScheduleTool {
                         .join("\n")
                 };
                 if let Some((aside, reason)) = s.set_aside(&ws).await {
-                    text.push_str(&format!(
-                        "\n\nNote: the jobs file was unreadable ({reason}) and was set aside as {}; its jobs are not scheduled.",
-                        aside.display()
-                    ));
+                    text.push_str(&set_aside_note(&aside, &reason));
                 }
                 return Ok(ToolResult::text(text));
             }
@@ -185,6 +182,15 @@ impl TypedTool for ScheduleTool {
         };
         Ok(ToolResult::text(result))
     }
+}
+
+/// What `list` and `/jobs` add when the chat's jobs file was unreadable and set aside at load
+/// (`aside`: where it now is; `reason`: what was wrong), after two line breaks.
+pub fn set_aside_note(aside: &std::path::Path, reason: &str) -> String {
+    format!(
+        "\n\nNote: the jobs file was unreadable ({reason}) and was set aside as {}; its jobs are not scheduled.",
+        aside.display()
+    )
 }
 
 fn err(e: SchedulerError) -> ToolError {

@@ -1,5 +1,6 @@
-//! The scheduler on a manual clock: firing, downtime, crashes, overlap, retries, corrupt files,
-//! watchers. Nothing sleeps on the clock; waits are for tasks to finish (bounded in real time).
+//! The scheduler on a manual clock: firing, downtime, overlap, retries, corrupt files, watchers
+//! (crashes and shutdowns: `cut_off_tests.rs`). Nothing sleeps on the clock; waits are for tasks
+//! to finish (bounded in real time).
 
 mod support;
 
@@ -144,34 +145,6 @@ async fn a_downtime_past_the_grace_window_skips_and_says_so() {
     h.delivery.wait_note("too late to run").await;
     assert_eq!(h.delivery.notes().len(), 1);
     h.wait_stored("missed on disk", |v| v["jobs"][0]["missed"] == 4).await;
-}
-
-#[tokio::test]
-async fn a_crash_between_recording_the_slot_and_delivering_is_not_replayed() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let clock = ManualClock::new(utc("2026-12-01T08:59:00Z"));
-    let h = Harness::start(dir.path(), clock.clone()).await;
-    let _held = h.delivery.hold_runs();
-    add(&h, prompt("daily"), cron("0 9 * * *")).await;
-    clock.set(utc("2026-12-01T09:00:00Z"));
-    h.delivery.wait_runs(1).await;
-    // The slot is on disk as running before the delivery began.
-    assert_eq!(h.stored()["jobs"][0]["last_run"]["status"], "running");
-    assert_eq!(h.stored()["jobs"][0]["next_run"], "2026-12-02T09:00:00Z");
-    h.stop(); // the crash: the held run never finishes
-    clock.set(utc("2026-12-01T09:05:00Z"));
-    let h2 = Harness::start(dir.path(), clock.clone()).await;
-    let job = h2.jobs().await.remove(0);
-    assert_eq!(job.last_run.as_ref().map(|r| r.status), Some(RunStatus::Interrupted));
-    assert_eq!(h2.stored()["jobs"][0]["last_run"]["status"], "interrupted");
-    h2.delivery.wait_note("cut off by a restart").await;
-    clock.set(utc("2026-12-02T09:00:00Z"));
-    h2.delivery.wait_runs(1).await;
-    assert_eq!(
-        h2.delivery.slots(),
-        [utc("2026-12-02T09:00:00Z")],
-        "the 1st's slot is not run again"
-    );
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 
 use super::{Entry, JobScheduler, Key, LoadReport, Workspace};
 use crate::job::{Job, JobTarget, RunStatus, ScheduleSpec};
+use crate::slots::{self, Due};
 use crate::store::{self, Loaded, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,8 +15,9 @@ struct Read {
 
 impl JobScheduler {
     /// Loads every workspace under the configured root that has a jobs file (those already
-    /// loaded are kept). Runs cut off by a crash become `interrupted` (never run again) and their
-    /// chats are told; overdue jobs are handled by the timer at once (missed-run rules).
+    /// loaded are kept). Runs a crash or a shutdown cut off are started again once if no tool of
+    /// them had started, else recorded `interrupted` and their chats told ([`slots::on_load`]);
+    /// overdue jobs are handled by the timer at once (missed-run rules).
     pub async fn load_all(&self) -> LoadReport {
         let root = self.inner.config.workspaces_root.clone();
         let read = tokio::task::spawn_blocking(move || {
@@ -93,7 +95,8 @@ impl JobScheduler {
             }
         };
         let now = self.now();
-        let mut notes: Vec<(JobTarget, String)> = Vec::new();
+        let mut reruns = Vec::new();
+        let mut untold = false;
         let mut entries = Vec::with_capacity(jobs.len());
         let mut changed = false;
         let owner = self.inner.config.chat_of_workspace.as_ref().and_then(|f| f(&r.ws));
@@ -113,43 +116,29 @@ impl JobScheduler {
                 job.target.chat_id = chat;
                 changed = true;
             }
-            let at = match job.schedule {
-                crate::job::ScheduleSpec::At { at, .. } => Some(at),
-                _ => None,
+            // Runs a crash or a shutdown left `running`: re-run once, or told (the message rule).
+            let records = || job.last_run.as_deref().into_iter().chain(job.history.iter());
+            let mut due = Due::Nothing;
+            if records().any(|r| r.status == RunStatus::Running) {
+                // Compiled only here: a cron's year table is large and most jobs have no such run.
+                let compiled = crate::timing::Compiled::compile(&job.schedule).ok();
+                let cut;
+                (due, cut) = slots::on_load(&mut job, compiled.as_ref(), now);
+                changed |= cut;
+            }
+            let records = || job.last_run.as_deref().into_iter().chain(job.history.iter());
+            untold |= records().any(|r| r.untold);
+            let active = if let Due::Start { slot, late } = due {
+                reruns.push((entries.len(), job.clone(), slot, late));
+                true
+            } else {
+                false
             };
-            let zone = crate::envelope::zone(&job.schedule);
-            let running = job
-                .last_run
-                .as_deref_mut()
-                .into_iter()
-                .chain(job.history.iter_mut())
-                .filter(|r| r.status == RunStatus::Running);
-            let mut cut_off = Vec::new();
-            for run in running {
-                run.status = RunStatus::Interrupted;
-                run.finished = Some(now);
-                run.error = Some("cut off by a restart; not run again".into());
-                cut_off.push((run.slot, run.started.unwrap_or(run.slot)));
-            }
-            for (slot, started) in cut_off {
-                changed = true;
-                notes.push((
-                    job.target,
-                    format!(
-                        "⏰ The run of job `{}` that started at {} was cut off by a restart and will not be repeated.",
-                        job.id,
-                        crate::envelope::local(started, zone)
-                    ),
-                ));
-                if at == Some(slot) {
-                    job.enabled = false;
-                }
-            }
             entries.push(Some(Entry {
                 job,
                 broken: false,
                 due: None,
-                active: false,
+                active,
             }));
         }
         let count = entries.len();
@@ -166,7 +155,7 @@ impl JobScheduler {
                 jobs: entries,
                 set_aside,
                 generation: u64::from(changed),
-                written: Arc::new(tokio::sync::Mutex::new(0)),
+                writes: Arc::default(),
             });
             st.by_path.insert(r.ws.clone(), id);
             for slot in 0..u32::try_from(count).unwrap_or(0) {
@@ -177,10 +166,71 @@ impl JobScheduler {
         if changed {
             self.persist_logged(id).await;
         }
-        for (target, text) in notes {
-            self.inner.config.delivery.notify(target, text).await;
+        for (slot_index, job, slot, late) in reruns {
+            let key = Key {
+                ws: id,
+                slot: u32::try_from(slot_index).unwrap_or(u32::MAX),
+            };
+            tracing::info!(job = %job.id, %slot, "a scheduled run cut off before any tool is run again");
+            let me = self.clone();
+            tokio::spawn(async move { me.run(key, job, slot, late).await });
+        }
+        if untold {
+            let me = self.clone();
+            tokio::spawn(async move { me.tell_cut_offs(id).await });
         }
         count
+    }
+
+    /// Tells the chats of workspace `ws` about the runs recorded `interrupted` and not told yet,
+    /// and records each as told once its notice reached the chat.
+    async fn tell_cut_offs(&self, ws: u32) {
+        let untold: Vec<(String, JobTarget, chrono::DateTime<chrono::Utc>, String)> = {
+            let st = self.state();
+            let Some(w) = st.ws(ws) else { return };
+            w.entries()
+                .flat_map(|e| {
+                    e.job
+                        .last_run
+                        .as_deref()
+                        .into_iter()
+                        .chain(e.job.history.iter())
+                        .filter(|r| r.status == RunStatus::Interrupted && r.untold)
+                        .map(|r| (e.job.id.clone(), e.job.target, r.slot, slots::cut_off_note(&e.job, r)))
+                })
+                .collect()
+        };
+        if untold.is_empty() {
+            return;
+        }
+        for (id, target, slot, text) in untold {
+            if let Err(e) = self.inner.config.delivery.notify(target, text).await {
+                tracing::warn!(job = %id, "the chat could not be told of a cut-off run (told again after the next restart): {e}");
+                continue;
+            }
+            let mut st = self.state();
+            let told = st
+                .ws_mut(ws)
+                .and_then(|w| w.jobs.iter_mut().flatten().find(|e| e.job.id == id))
+                .map(|e| {
+                    for r in e
+                        .job
+                        .last_run
+                        .as_deref_mut()
+                        .into_iter()
+                        .chain(e.job.history.iter_mut())
+                    {
+                        if r.slot == slot && r.status == RunStatus::Interrupted {
+                            r.untold = false;
+                        }
+                    }
+                })
+                .is_some();
+            if told {
+                st.touch(ws);
+            }
+        }
+        self.persist_logged(ws).await;
     }
 }
 

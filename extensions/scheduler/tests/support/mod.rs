@@ -36,6 +36,12 @@ pub struct Delivery {
     pub fail: std::sync::atomic::AtomicBool,
     /// While set, runs wait for it to be cancelled.
     pub hold: Mutex<Option<CancellationToken>>,
+    /// Runs start a tool (reported through `tool_started`) before anything else.
+    pub tool: std::sync::atomic::AtomicBool,
+    /// How runs end instead of `Ok` (a shutdown's cut, a `/stop`), when set.
+    pub end: Mutex<Option<DeliveryError>>,
+    /// Notices are not delivered while set.
+    pub notify_fails: std::sync::atomic::AtomicBool,
 }
 
 impl Delivery {
@@ -87,6 +93,9 @@ impl Delivery {
 #[async_trait]
 impl JobDelivery for Delivery {
     async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
+        if self.tool.load(std::sync::atomic::Ordering::SeqCst) {
+            run.tool_started.record().unwrap_or_else(|e| panic!("{e}"));
+        }
         if let Ok(mut r) = self.runs.lock() {
             r.push(run);
         }
@@ -96,15 +105,22 @@ impl JobDelivery for Delivery {
             h.cancelled().await;
         }
         if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(DeliveryError("provider failed: 529 overloaded".into()));
+            return Err(DeliveryError::Failed("provider failed: 529 overloaded".into()));
+        }
+        if let Some(end) = self.end.lock().ok().and_then(|e| e.clone()) {
+            return Err(end);
         }
         Ok("sent".into())
     }
 
-    async fn notify(&self, target: JobTarget, text: String) {
+    async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError> {
+        if self.notify_fails.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(DeliveryError::Failed("Telegram refused the notice".into()));
+        }
         if let Ok(mut n) = self.notes.lock() {
             n.push((target, text));
         }
+        Ok(())
     }
 }
 
