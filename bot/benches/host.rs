@@ -14,23 +14,16 @@
 // results.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
-const TOKEN: &str = "123456:BENCH-token";
-const BIN: &str = env!("CARGO_BIN_EXE_volcanic-bot");
-
-/// The binary under test: `HOST_BENCH_BIN` (another build, to compare), else this build's.
-fn bin() -> String {
-    std::env::var("HOST_BENCH_BIN").unwrap_or_else(|_| BIN.to_owned())
-}
-const FIRST_ID: i64 = 100_000;
+mod common;
+use common::{Bot, Env, FIRST_ID, TOKEN, bin, percentile, wait_all_answered};
 
 struct Sizes {
     starts: usize,
@@ -41,153 +34,11 @@ struct Sizes {
     timeout: Duration,
 }
 
-/// A temporary home with a config for one bot process.
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new(model_url: &str, tg_url: &str, users: &[i64]) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("home")).unwrap();
-        std::fs::create_dir_all(dir.path().join("workspaces")).unwrap();
-        let ids: Vec<String> = users.iter().map(i64::to_string).collect();
-        let config = format!(
-            "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n\
-             [telegram]\napi_url = \"{tg_url}\"\nallowed_users = [{ids}]\nowners = [{owner}]\n\
-             [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"BENCH_ANTHROPIC_KEY\"\n",
-            state = dir.path().join("data").display(),
-            ws = dir.path().join("workspaces").display(),
-            ids = ids.join(", "),
-            owner = users.first().copied().unwrap_or(FIRST_ID),
-        );
-        std::fs::write(dir.path().join("volcanic.toml"), config).unwrap();
-        Env { dir }
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn workspaces(&self) -> PathBuf {
-        self.dir.path().join("workspaces")
-    }
-}
-
-/// The bot process (in a process group of its own); killed on drop.
-struct Bot {
-    child: Child,
-    log: PathBuf,
-    /// Started under `HOST_BENCH_WRAP`: the whole group is killed, not just the wrapper.
-    wrapped: bool,
-}
-
-impl Bot {
-    fn start(env: &Env) -> Bot {
-        let log = env.dir.path().join("bot.log");
-        let out = std::fs::File::create(&log).unwrap();
-        let wrap = std::env::var("HOST_BENCH_WRAP").unwrap_or_default();
-        let mut parts = wrap.split_whitespace();
-        let mut cmd = match parts.next() {
-            Some(program) => {
-                let mut c = Command::new(program);
-                c.args(parts).arg(bin());
-                c
-            }
-            None => Command::new(bin()),
-        };
-        let child = cmd
-            .process_group(0)
-            .arg("--config")
-            .arg(env.dir.path().join("volcanic.toml"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", env.dir.path().join("home"))
-            .env("TELEGRAM_BOT_TOKEN", TOKEN)
-            .env("BENCH_ANTHROPIC_KEY", "test-key")
-            .env(
-                "VOLCANIC_LOG",
-                std::env::var("HOST_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .current_dir(env.dir.path())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .unwrap();
-        Bot {
-            child,
-            log,
-            wrapped: !wrap.trim().is_empty(),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// VmRSS in MiB.
-    fn rss_mb(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kb: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/<pid>/status");
-        kb / 1024.0
-    }
-}
-
-impl Drop for Bot {
-    fn drop(&mut self) {
-        if self.wrapped {
-            // Killing only the wrapper (strace, perf) would leave the bot running.
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.child.id())])
-                .status();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Ok(to) = std::env::var("HOST_BENCH_LOG_COPY") {
-            static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let _ = std::fs::copy(&self.log, format!("{to}.{n}"));
-        }
-    }
-}
-
 async fn first_get_updates(tg: &BotApiServer, bot: &Bot, timeout: Duration) -> Instant {
     tg.wait_for(|s| !s.get_updates_calls().is_empty(), timeout)
         .await
         .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
     tg.get_updates_calls()[0].at
-}
-
-/// Whether one of the chat's newest messages contains `marker` (only the newest are looked at:
-/// polling every message of a hundred chats every 50 ms would load the machine being measured).
-fn answered(tg: &BotApiServer, chat: i64, marker: &str) -> bool {
-    tg.newest_messages(chat, 3)
-        .iter()
-        .any(|m| m.visible_text.as_deref().unwrap_or_default().contains(marker))
-}
-
-/// Polls until every chat has a visible message containing `marker`.
-async fn wait_all_answered(tg: &BotApiServer, bot: &Bot, chats: &[i64], marker: &str, timeout: Duration) {
-    let deadline = Instant::now() + timeout;
-    let mut pending: Vec<i64> = chats.to_vec();
-    loop {
-        pending.retain(|&c| !answered(tg, c, marker));
-        if pending.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} of {} chats unanswered after {timeout:?}\nbot log:\n{}",
-            pending.len(),
-            chats.len(),
-            bot.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// 1. Spawn to first getUpdates, one sample per start (ms).
@@ -196,7 +47,7 @@ async fn start_latency(sizes: &Sizes) -> Vec<f64> {
     for _ in 0..sizes.starts {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
-        let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID]);
+        let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID], "");
         let t0 = Instant::now();
         let bot = Bot::start(&env);
         let first = first_get_updates(&tg, &bot, sizes.timeout).await;
@@ -224,7 +75,7 @@ type Seed = Vec<(PathBuf, String)>;
 async fn seed_session(sizes: &Sizes) -> Seed {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID]);
+    let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID], "");
     let bot = Bot::start(&env);
     model.push(Turn::reply("seed-answer"));
     tg.push_update(updates::text_message(FIRST_ID, FIRST_ID, "hello"));
@@ -269,7 +120,7 @@ async fn rss(sizes: &Sizes, seed: &Seed) -> (f64, f64) {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let chats: Vec<i64> = (0..sizes.chats as i64).map(|i| FIRST_ID + i).collect();
-    let env = Env::new(&model.url(), &tg.url(), &chats);
+    let env = Env::new(&model.url(), &tg.url(), &chats, "");
     plant(&env, &chats, seed);
     let bot = Bot::start(&env);
     first_get_updates(&tg, &bot, sizes.timeout).await;
@@ -298,7 +149,7 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     let idle_n = sizes.rounds * sizes.idle_per_round;
     let idle: Vec<i64> = (0..idle_n as i64).map(|i| FIRST_ID + 10_000 + i).collect();
     let users: Vec<i64> = busy.iter().chain(&idle).copied().collect();
-    let env = Env::new(&model.url(), &tg.url(), &users);
+    let env = Env::new(&model.url(), &tg.url(), &users, "");
     if let Some(seed) = seed {
         plant(&env, &idle, seed);
     }
@@ -370,16 +221,6 @@ async fn settle() {
     let synced = Command::new("sync").status();
     assert!(synced.as_ref().is_ok_and(|s| s.success()), "sync failed: {synced:?}");
     tokio::time::sleep(Duration::from_secs(1)).await;
-}
-
-fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
 }
 
 fn spread(label: &str, samples: &[f64]) {
