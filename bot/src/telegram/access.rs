@@ -256,8 +256,14 @@ mod tests {
         assert!(a.should_reply_to_stranger(9, Instant::now()));
         drop(a);
         let b = Access::load(dir.path(), &[], &[], &[]).unwrap();
-        assert!(!b.should_reply_to_stranger(9, Instant::now()), "remembered across the restart");
-        assert!(b.should_reply_to_stranger(10, Instant::now()), "another stranger is answered");
+        assert!(
+            !b.should_reply_to_stranger(9, Instant::now()),
+            "remembered across the restart"
+        );
+        assert!(
+            b.should_reply_to_stranger(10, Instant::now()),
+            "another stranger is answered"
+        );
         assert!(b.should_reply_to_stranger(9, Instant::now() + STRANGER_REPLY_INTERVAL));
         // A corrupt file is set aside; the bot starts.
         std::fs::write(dir.path().join("strangers.json"), b"{ torn").unwrap();

@@ -218,7 +218,12 @@ impl Tg {
         self.plain(to, text, markup).await
     }
 
-    async fn plain(&self, to: Target, text: &str, markup: Option<InlineKeyboardMarkup>) -> Result<Message, RequestError> {
+    async fn plain(
+        &self,
+        to: Target,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<Message, RequestError> {
         self.with_flood_control(to.chat_id, Kind::Message, || {
             let mut req = self.bot.send_message(ChatId(to.chat_id), text);
             if let Some(t) = to.thread {

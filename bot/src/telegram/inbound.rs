@@ -267,7 +267,10 @@ pub fn describe_kind(m: &Value) -> Option<String> {
         return Some(texts::sticker(sticker["emoji"].as_str()));
     }
     if let Some(dice) = m.get("dice") {
-        return Some(texts::dice(&s(&dice["emoji"]), dice["value"].as_i64().unwrap_or_default()));
+        return Some(texts::dice(
+            &s(&dice["emoji"]),
+            dice["value"].as_i64().unwrap_or_default(),
+        ));
     }
     if let Some(poll) = m.get("poll") {
         let options: Vec<&str> = poll["options"]

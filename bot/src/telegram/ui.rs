@@ -137,7 +137,11 @@ impl TelegramUi {
         let text = texts::could_not_ask(&e.0);
         let text = fit(&text, MESSAGE_LIMIT, texts::SHORTENED).unwrap_or(text);
         if let Err(e) = self.tg.send_plain(self.target, &text, None).await {
-            tracing::warn!(chat = self.target.chat_id, "cannot tell the chat either: {}", refusal(&e));
+            tracing::warn!(
+                chat = self.target.chat_id,
+                "cannot tell the chat either: {}",
+                refusal(&e)
+            );
         }
     }
 
@@ -247,7 +251,12 @@ impl UserInterface for TelegramUi {
         Ok(choice)
     }
 
-    async fn try_confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Result<Option<bool>, AskError> {
+    async fn try_confirm(
+        &self,
+        title: &str,
+        message: &str,
+        cancel: CancellationToken,
+    ) -> Result<Option<bool>, AskError> {
         let text = if message.is_empty() {
             title.to_owned()
         } else {
@@ -351,7 +360,10 @@ mod tests {
         let cut = fit(&long, MESSAGE_LIMIT - 10, "(cut)").unwrap_or_default();
         assert!(utf16_len(&cut) <= MESSAGE_LIMIT - 10, "{}", utf16_len(&cut));
         assert!(utf16_len(&cut) >= MESSAGE_LIMIT - 20, "as much as fits is kept");
-        assert!(cut.starts_with("Run `rm -rf build # xxx") && cut.ends_with("x\n(cut)"), "{cut}");
+        assert!(
+            cut.starts_with("Run `rm -rf build # xxx") && cut.ends_with("x\n(cut)"),
+            "{cut}"
+        );
         // 😀 is two UTF-16 units: a limit falling inside one keeps the whole emoji out.
         let emoji = "😀".repeat(10);
         let cut = fit(&emoji, 9, "…").unwrap_or_default();

@@ -2,7 +2,11 @@
 
 mod compaction;
 mod console;
+mod flood;
+mod kinds;
+mod questions;
 mod scheduler;
+mod strangers;
 mod support;
 mod telegram;
 mod telegram_calendar;

@@ -36,7 +36,12 @@ pub trait UserInterface: Send + Sync {
 
     /// [`confirm`](Self::confirm), telling a question that could not be shown (`Err`) from no
     /// answer (`Ok(None)`).
-    async fn try_confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Result<Option<bool>, AskError> {
+    async fn try_confirm(
+        &self,
+        title: &str,
+        message: &str,
+        cancel: CancellationToken,
+    ) -> Result<Option<bool>, AskError> {
         Ok(self.confirm(title, message, cancel).await)
     }
 

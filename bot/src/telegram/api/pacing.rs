@@ -131,11 +131,17 @@ mod tests {
         // Send times: the most in any one-second window is the FAQ's 30.
         let mut most = 0;
         for (i, start) in waits.iter().enumerate() {
-            let within = waits[i..].iter().take_while(|w| **w < *start + Duration::from_secs(1)).count();
+            let within = waits[i..]
+                .iter()
+                .take_while(|w| **w < *start + Duration::from_secs(1))
+                .count();
             most = most.max(within);
         }
         assert!(most as u64 <= BURST + RATE_PER_SECOND, "{most} in one second");
-        assert!(most as u64 >= RATE_PER_SECOND, "the pace is not slower than its rate: {most}");
+        assert!(
+            most as u64 >= RATE_PER_SECOND,
+            "the pace is not slower than its rate: {most}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
