@@ -107,18 +107,22 @@ impl Tg {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, RequestError>>,
     {
-        let mut tries = 0;
+        let mut tries: u32 = 0;
         loop {
             self.wait_turn(chat).await;
             if kind == Kind::Message {
                 let wait = self.pace.reserve();
                 if !wait.is_zero() {
                     tokio::time::sleep(wait).await;
+                    // Held meanwhile (another request to the chat got a 429): wait for that first.
+                    if self.is_limited(chat) {
+                        continue;
+                    }
                 }
             }
             match call().await {
                 Err(RequestError::RetryAfter(s)) => {
-                    tries += 1;
+                    tries = tries.saturating_add(1);
                     self.note_retry_after(chat, s.seconds(), tries);
                 }
                 other => return other,
