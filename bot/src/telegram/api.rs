@@ -1,15 +1,24 @@
-//! Outgoing Bot API calls through teloxide, with flood control honoured per chat and globally
-//! (a 429's `retry_after`: no request to that chat, or to any chat for a global limit, before it
-//! runs out), "message is not modified" counted as success, and a chunk whose HTML Telegram
-//! cannot parse re-sent as plain text (its Markdown source).
+//! Outgoing Bot API calls through teloxide, with flood control that is fair and never silent
+//! ([`pacing`] cites Telegram's limits): every message takes a slot of a global pace that keeps
+//! the bot under Telegram's rate for all chats together; a 429 holds only the chat that got it
+//! (no request to that chat before its `retry_after` runs out, other chats go on), and a message
+//! is tried again for as long as Telegram answers 429, so an answer or a notice is never dropped
+//! after some number of retries. Progress edits and chat actions are best effort: dropped while
+//! their chat is held. "message is not modified" counts as success; a chunk whose HTML Telegram
+//! cannot parse is re-sent as plain text (its Markdown source), and an answer Telegram still
+//! refuses is reported to its chat once ([`texts::answer_undelivered`]).
+
+mod pacing;
 
 use super::journal::Journal;
-use std::collections::HashMap;
+use super::texts;
+use pacing::{BURST, Holds, Pace, RATE_PER_SECOND};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use teloxide::prelude::*;
 use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
 use teloxide::{ApiError, RequestError};
+use tokio::time::Instant;
 
 /// Where a message goes: a chat, and a forum topic in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,12 +52,22 @@ pub enum FetchError {
 pub struct Tg {
     bot: Bot,
     journal: Arc<Journal>,
-    global_until: Mutex<Option<Instant>>,
-    chat_until: Mutex<HashMap<i64, Instant>>,
+    /// Every message (any chat) takes a slot: Telegram's global rate.
+    pace: Pace,
+    /// Chats told to wait by a 429.
+    holds: Holds,
+    /// Chats told that an answer could not be delivered, until a send there succeeds again.
+    told_undelivered: Mutex<HashSet<i64>>,
 }
 
-/// How many times one request is retried after flood control.
-const MAX_FLOOD_RETRIES: u32 = 5;
+/// Whether a request delivers a message (and so takes a slot of the global pace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `sendMessage`, `sendDocument`, `sendPhoto`.
+    Message,
+    /// Deletes, `getFile`: held with their chat, not paced.
+    Other,
+}
 
 /// One attempt of a send, as reported to a [`Tg::send_html_reporting`] caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,64 +89,105 @@ impl Tg {
         Tg {
             bot,
             journal,
-            global_until: Mutex::new(None),
-            chat_until: Mutex::new(HashMap::new()),
+            pace: Pace::new(RATE_PER_SECOND, BURST),
+            holds: Holds::default(),
+            told_undelivered: Mutex::new(HashSet::new()),
         }
     }
 
-    fn until(&self, chat: i64) -> Option<Instant> {
-        let g = *self.global_until.lock().unwrap_or_else(|e| e.into_inner());
-        let c = self
-            .chat_until
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&chat)
-            .copied();
-        g.max(c)
-    }
-
-    /// Whether a request to `chat` would have to wait for flood control now.
+    /// Whether a request to `chat` would have to wait for flood control now (a 429 for that
+    /// chat whose `retry_after` has not run out; other chats' holds do not count).
     pub fn is_limited(&self, chat: i64) -> bool {
-        self.until(chat).is_some_and(|u| u > Instant::now())
+        self.holds.until(chat, Instant::now()).is_some()
     }
 
     async fn wait_turn(&self, chat: i64) {
-        if let Some(u) = self.until(chat) {
-            tokio::time::sleep_until(u.into()).await;
+        while let Some(until) = self.holds.until(chat, Instant::now()) {
+            tokio::time::sleep_until(until).await;
         }
     }
 
-    fn note_retry_after(&self, chat: i64, secs: u32) {
-        let until = Instant::now() + Duration::from_secs(u64::from(secs.max(1)));
-        tracing::warn!(chat, secs, "Telegram flood control: waiting");
-        // Telegram's 429 does not say whether the limit is per chat or global: honour both.
-        let mut c = self.chat_until.lock().unwrap_or_else(|e| e.into_inner());
-        let e = c.entry(chat).or_insert(until);
-        *e = (*e).max(until);
-        let mut g = self.global_until.lock().unwrap_or_else(|e| e.into_inner());
-        *g = Some(g.map_or(until, |x| x.max(until)));
+    fn note_retry_after(&self, chat: i64, secs: u32, tries: u32) {
+        let until = self.holds.note(chat, secs, Instant::now());
+        let held_for = until.saturating_duration_since(Instant::now()).as_secs();
+        tracing::warn!(chat, secs, held_for, tries, "Telegram flood control: this chat waits");
     }
 
-    /// Runs `call` for `chat`, waiting out flood control and retrying after a 429.
-    async fn with_flood_control<T, F, Fut>(&self, chat: i64, mut call: F) -> Result<T, RequestError>
+    /// Runs `call` for `chat`: waits for the chat's hold and (for a message) a slot of the global
+    /// pace, and after a 429 holds the chat for its `retry_after` and tries again, as long as
+    /// Telegram answers 429. Any other outcome is returned.
+    async fn with_flood_control<T, F, Fut>(&self, chat: i64, kind: Kind, mut call: F) -> Result<T, RequestError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, RequestError>>,
     {
-        let mut tries = 0;
+        let mut tries: u32 = 0;
         loop {
             self.wait_turn(chat).await;
+            if kind == Kind::Message {
+                let wait = self.pace.reserve();
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                    // Held meanwhile (another request to the chat got a 429): wait for that first.
+                    if self.is_limited(chat) {
+                        continue;
+                    }
+                }
+            }
             match call().await {
-                Err(RequestError::RetryAfter(s)) if tries < MAX_FLOOD_RETRIES => {
-                    tries += 1;
-                    self.note_retry_after(chat, s.seconds());
+                Err(RequestError::RetryAfter(s)) => {
+                    tries = tries.saturating_add(1);
+                    self.note_retry_after(chat, s.seconds(), tries);
                 }
                 other => return other,
             }
         }
     }
 
-    /// Sends one HTML chunk; if Telegram cannot parse it, sends `fallback` as plain text instead.
+    /// After an answer chunk's last try: a success ends the chat's "told" state; a failure is
+    /// reported to the chat once (until a send there succeeds again), in its topic or, if that
+    /// fails, in the chat itself. Nothing more can be done when neither can be written to.
+    async fn settle_answer<T>(&self, to: Target, outcome: &Result<T, RequestError>) {
+        let e = match outcome {
+            Ok(_) => {
+                let mut told = self.told_undelivered.lock().unwrap_or_else(|e| e.into_inner());
+                if !told.is_empty() {
+                    told.remove(&to.chat_id);
+                }
+                return;
+            }
+            Err(e) => e,
+        };
+        let why = refusal(e);
+        tracing::error!(chat = to.chat_id, "an answer could not be delivered: {why}");
+        let first = self
+            .told_undelivered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(to.chat_id);
+        if !first {
+            return;
+        }
+        let notice = texts::answer_undelivered(&why);
+        let mut targets = vec![to];
+        if to.thread.is_some() {
+            targets.push(Target {
+                chat_id: to.chat_id,
+                thread: None,
+            });
+        }
+        for target in targets {
+            match self.plain(target, &notice, None).await {
+                Ok(_) => return,
+                Err(e) => tracing::error!(chat = to.chat_id, "cannot tell the chat either: {}", refusal(&e)),
+            }
+        }
+    }
+
+    /// Sends one answer chunk as HTML; if Telegram cannot parse it, sends `fallback` (its
+    /// Markdown source) as plain text instead. Waits out flood control for as long as it lasts.
+    /// When Telegram refuses the chunk anyway (another 400, 403, a network failure), the error
+    /// is returned and the chat is told once that an answer could not be delivered.
     pub async fn send_html(
         &self,
         to: Target,
@@ -164,7 +224,7 @@ impl Tg {
                 req.into_future()
             })
             .await;
-        match sent {
+        let sent = match sent {
             Err(RequestError::Api(ApiError::CantParseEntities(e))) => {
                 tracing::warn!(
                     chat = to.chat_id,
@@ -176,7 +236,9 @@ impl Tg {
                 .await
             }
             other => other,
-        }
+        };
+        self.settle_answer(to, &sent).await;
+        sent
     }
 
     /// [`with_flood_control`](Self::with_flood_control) with each attempt reported, and the
@@ -191,7 +253,7 @@ impl Tg {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, RequestError>>,
     {
-        self.with_flood_control(chat, || {
+        self.with_flood_control(chat, Kind::Message, || {
             report(Attempt::Sending);
             let attempt = call();
             async move {
@@ -224,7 +286,7 @@ impl Tg {
         req
     }
 
-    /// Sends plain text (no parse mode).
+    /// Sends plain text (no parse mode), waiting out flood control for as long as it lasts.
     pub async fn send_plain(
         &self,
         to: Target,
@@ -232,20 +294,22 @@ impl Tg {
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, || {
-            let mut req = self.bot.send_message(ChatId(to.chat_id), text);
-            if let Some(t) = to.thread {
-                req = req.message_thread_id(ThreadId(MessageId(t)));
-            }
-            if let Some(m) = markup.clone() {
-                req = req.reply_markup(m);
-            }
-            req.into_future()
+        self.plain(to, text, markup).await
+    }
+
+    async fn plain(
+        &self,
+        to: Target,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<Message, RequestError> {
+        self.with_flood_control(to.chat_id, Kind::Message, || {
+            self.plain_request(to, text, markup.clone()).into_future()
         })
         .await
     }
 
-    /// Edits a progress message; dropped (not queued) while flood control is active.
+    /// Edits a progress message; dropped (not queued) while the chat is held by flood control.
     /// "message is not modified" is success.
     pub async fn edit_progress(&self, to: Target, message_id: i32, text: &str) {
         if self.is_limited(to.chat_id) {
@@ -258,7 +322,7 @@ impl Tg {
             .await
         {
             Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
-            Err(RequestError::RetryAfter(s)) => self.note_retry_after(to.chat_id, s.seconds()),
+            Err(RequestError::RetryAfter(s)) => self.note_retry_after(to.chat_id, s.seconds(), 1),
             Err(e) => tracing::debug!(chat = to.chat_id, "progress edit failed: {e}"),
         }
     }
@@ -273,7 +337,7 @@ impl Tg {
     /// Deletes a message; the error says why it could not be.
     pub async fn try_delete(&self, to: Target, message_id: i32) -> Result<(), RequestError> {
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, || {
+        self.with_flood_control(to.chat_id, Kind::Other, || {
             self.bot
                 .delete_message(ChatId(to.chat_id), MessageId(message_id))
                 .into_future()
@@ -289,7 +353,7 @@ impl Tg {
         use futures::StreamExt;
         use teloxide::net::Download;
         let file = self
-            .with_flood_control(chat, || {
+            .with_flood_control(chat, Kind::Other, || {
                 self.bot
                     .get_file(teloxide::types::FileId(file_id.to_owned()))
                     .into_future()
@@ -328,7 +392,7 @@ impl Tg {
             req = req.message_thread_id(ThreadId(MessageId(t)));
         }
         if let Err(RequestError::RetryAfter(s)) = req.await {
-            self.note_retry_after(to.chat_id, s.seconds());
+            self.note_retry_after(to.chat_id, s.seconds(), 1);
         }
     }
 
@@ -340,7 +404,8 @@ impl Tg {
             .map(|_| ())
     }
 
-    /// Uploads a file as a document, or as a photo when `as_photo`.
+    /// Uploads a file as a document, or as a photo when `as_photo` (under flood control, for as
+    /// long as it lasts).
     pub async fn send_file(
         &self,
         to: Target,
@@ -350,7 +415,7 @@ impl Tg {
     ) -> Result<(), RequestError> {
         use teloxide::types::InputFile;
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, || {
+        self.with_flood_control(to.chat_id, Kind::Message, || {
             let file = InputFile::file(path.to_path_buf());
             let thread = to.thread.map(|t| ThreadId(MessageId(t)));
             let caption = caption.map(str::to_owned);
@@ -378,5 +443,43 @@ impl Tg {
             }
         })
         .await
+    }
+
+    /// Sends `bytes` as a document named `file_name`, with an optional plain caption (at most
+    /// 1024 characters, Telegram's caption limit), under flood control for as long as it lasts.
+    pub async fn send_document_bytes(
+        &self,
+        to: Target,
+        file_name: &str,
+        bytes: Vec<u8>,
+        caption: Option<&str>,
+    ) -> Result<Message, RequestError> {
+        use teloxide::types::InputFile;
+        self.journal.barrier().await;
+        self.with_flood_control(to.chat_id, Kind::Message, || {
+            let file = InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+            let mut req = self.bot.send_document(ChatId(to.chat_id), file);
+            if let Some(t) = to.thread {
+                req = req.message_thread_id(ThreadId(MessageId(t)));
+            }
+            if let Some(c) = caption {
+                req = req.caption(c.to_owned());
+            }
+            req.into_future()
+        })
+        .await
+    }
+}
+
+/// What Telegram said, for people: its description for an API error; a network, file or
+/// parsing failure named without its details (they are no use to a user).
+pub fn refusal(e: &RequestError) -> String {
+    match e {
+        RequestError::Api(api) => api.to_string(),
+        RequestError::MigrateToChatId(_) => "the group became a supergroup".to_owned(),
+        RequestError::RetryAfter(s) => format!("flood control (retry after {} s)", s.seconds()),
+        RequestError::Network(_) => "a network error".to_owned(),
+        RequestError::InvalidJson { .. } => "an answer from Telegram that could not be read".to_owned(),
+        RequestError::Io(_) => "a file that could not be read".to_owned(),
     }
 }

@@ -2,7 +2,13 @@
 //! are the Bot API's (`message`, `chat.id`, `from.id`, `message_thread_id`, `is_topic_message`,
 //! `reply_to_message`, `entities`, `caption`, `migrate_to_chat_id`, `media_group_id`, `photo`,
 //! `document`, `voice`, `audio`, `video`, `video_note`, `callback_query`).
+//!
+//! A message with neither text nor a file is never dropped silently: its kind is described in
+//! [`InMessage::text`] for the model (`sticker.emoji`, `location.latitude/longitude`,
+//! `venue.title/address`, `contact.first_name/last_name/phone_number`,
+//! `poll.question/options[].text`, `dice.emoji/value`; any other kind by its field names).
 
+use super::texts;
 use serde_json::Value;
 
 /// A text (or captioned) message.
@@ -22,7 +28,8 @@ pub struct InMessage {
     pub date: i64,
     /// Forum topic, when `is_topic_message`.
     pub thread: Option<i32>,
-    /// `text` or `caption`.
+    /// `text` or `caption`; for a message with neither and no file, a short description of
+    /// what it is (e.g. `[sticker 😀]`, see [`describe`]).
     pub text: String,
     /// `entities` / `caption_entities` as `(type, offset, length)` in UTF-16 units.
     pub entities: Vec<(String, usize, usize)>,
@@ -165,9 +172,18 @@ fn parse_message(m: &Value) -> InMessage {
         })
         .unwrap_or_default();
     let reply_to = m.get("reply_to_message").map(|r| {
-        let text = r["text"].as_str().or_else(|| r["caption"].as_str()).unwrap_or_default();
-        (r["from"]["id"].as_i64().unwrap_or_default(), text.to_owned())
+        let text = match r["text"].as_str().or_else(|| r["caption"].as_str()) {
+            Some(t) => t.to_owned(),
+            None => describe_kind(r).unwrap_or_default(),
+        };
+        (r["from"]["id"].as_i64().unwrap_or_default(), text)
     });
+    let media = parse_media(m);
+    let text = if text.is_empty() && media.is_none() {
+        describe(m)
+    } else {
+        text.to_owned()
+    };
     InMessage {
         message_id: m["message_id"].as_i64().unwrap_or_default(),
         chat_id: m["chat"]["id"].as_i64().unwrap_or_default(),
@@ -176,13 +192,112 @@ fn parse_message(m: &Value) -> InMessage {
         from_name: name_of(&m["from"]),
         date: m["date"].as_i64().unwrap_or_default(),
         thread: topic(m),
-        text: text.to_owned(),
+        text,
         entities,
         reply_to,
         migrate_to: m["migrate_to_chat_id"].as_i64(),
         media_group_id: m["media_group_id"].as_str().map(str::to_owned),
-        media: parse_media(m),
+        media,
     }
+}
+
+/// Fields of a `Message` that say nothing about its kind (who, where, when, how it is shown).
+const COMMON_FIELDS: &[&str] = &[
+    "message_id",
+    "message_thread_id",
+    "direct_messages_topic",
+    "from",
+    "sender_chat",
+    "sender_boost_count",
+    "sender_business_bot",
+    "date",
+    "business_connection_id",
+    "chat",
+    "forward_origin",
+    "is_topic_message",
+    "is_automatic_forward",
+    "reply_to_message",
+    "external_reply",
+    "quote",
+    "reply_to_story",
+    "reply_to_checklist_task_id",
+    "via_bot",
+    "edit_date",
+    "has_protected_content",
+    "is_from_offline",
+    "is_paid_post",
+    "media_group_id",
+    "author_signature",
+    "paid_star_count",
+    "text",
+    "entities",
+    "caption",
+    "caption_entities",
+    "link_preview_options",
+    "suggested_post_info",
+    "effect_id",
+    "show_caption_above_media",
+    "has_media_spoiler",
+    "reply_markup",
+];
+
+/// What a message without text, caption or file is, for the model: one of the kinds
+/// [`describe_kind`] knows, else its kind-bearing field names (`[a message of a kind I cannot
+/// read: giveaway]`). Never empty.
+pub fn describe(m: &Value) -> String {
+    if let Some(known) = describe_kind(m) {
+        return known;
+    }
+    let fields: Vec<&str> = m
+        .as_object()
+        .map(|o| {
+            o.keys()
+                .map(String::as_str)
+                .filter(|k| !COMMON_FIELDS.contains(k))
+                .collect()
+        })
+        .unwrap_or_default();
+    texts::unknown_message(&fields)
+}
+
+/// A sticker, dice, poll, venue, location or contact, described; `None` for other kinds.
+pub fn describe_kind(m: &Value) -> Option<String> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    if let Some(sticker) = m.get("sticker") {
+        return Some(texts::sticker(sticker["emoji"].as_str()));
+    }
+    if let Some(dice) = m.get("dice") {
+        return Some(texts::dice(
+            &s(&dice["emoji"]),
+            dice["value"].as_i64().unwrap_or_default(),
+        ));
+    }
+    if let Some(poll) = m.get("poll") {
+        let options: Vec<&str> = poll["options"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|o| o["text"].as_str()).collect())
+            .unwrap_or_default();
+        return Some(texts::poll(&s(&poll["question"]), &options));
+    }
+    let coordinates = |l: &Value| {
+        (
+            l["latitude"].as_f64().unwrap_or_default(),
+            l["longitude"].as_f64().unwrap_or_default(),
+        )
+    };
+    // A venue also carries `location` (Bot API): the venue says more.
+    if let Some(venue) = m.get("venue") {
+        let (lat, lon) = coordinates(&venue["location"]);
+        return Some(texts::venue(&s(&venue["title"]), &s(&venue["address"]), lat, lon));
+    }
+    if let Some(location) = m.get("location") {
+        let (lat, lon) = coordinates(location);
+        return Some(texts::location(lat, lon));
+    }
+    if let Some(contact) = m.get("contact") {
+        return Some(texts::contact(&name_of(contact), &s(&contact["phone_number"])));
+    }
+    None
 }
 
 /// The file of a message: the largest photo size, or the first of the other file fields.
@@ -287,5 +402,78 @@ mod tests {
             (media.kind, media.duration, media.file_size),
             (MediaKind::Voice, Some(7), None)
         );
+    }
+
+    fn text_of(message: Value) -> String {
+        let mut message = message;
+        message["chat"] = json!({"id": 7, "type": "private"});
+        message["from"] = json!({"id": 7, "first_name": "Ann"});
+        message["message_id"] = json!(3);
+        message["date"] = json!(1_700_000_000);
+        match parse(&json!({"update_id": 1, "message": message})) {
+            Inbound::Message(m) => {
+                assert_eq!(m.media, None);
+                m.text
+            }
+            other => panic!("not a message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kinds_without_text_are_described_for_the_model() {
+        let cases = [
+            (
+                json!({"sticker": {"file_id": "s1", "file_unique_id": "u", "type": "regular", "width": 512,
+                    "height": 512, "is_animated": false, "is_video": false, "emoji": "😀"}}),
+                "[sticker 😀]",
+            ),
+            (json!({"sticker": {"file_id": "s2"}}), "[sticker]"),
+            (
+                json!({"location": {"latitude": 52.520008, "longitude": 13.404954}}),
+                "[location 52.520008, 13.404954]",
+            ),
+            (
+                json!({"venue": {"location": {"latitude": 48.8584, "longitude": 2.2945}, "title": "Eiffel Tower",
+                    "address": "Champ de Mars, Paris"}, "location": {"latitude": 48.8584, "longitude": 2.2945}}),
+                "[venue: Eiffel Tower, Champ de Mars, Paris (48.8584, 2.2945)]",
+            ),
+            (
+                json!({"contact": {"phone_number": "+49 30 1234567", "first_name": "Ada", "last_name": "Lovelace"}}),
+                "[contact: Ada Lovelace, +49 30 1234567]",
+            ),
+            (
+                json!({"poll": {"id": "p", "question": "Lunch?", "options": [{"text": "pizza", "voter_count": 0},
+                    {"text": "sushi", "voter_count": 1}], "total_voter_count": 1, "is_closed": false,
+                    "is_anonymous": true, "type": "regular", "allows_multiple_answers": false}}),
+                "[poll: Lunch? Options: pizza / sushi]",
+            ),
+            (json!({"dice": {"emoji": "🎲", "value": 4}}), "[dice 🎲 4]"),
+            (
+                json!({"giveaway": {"chats": [], "winners_selection_date": 1, "winner_count": 1}}),
+                "[a message of a kind I cannot read: giveaway]",
+            ),
+            (json!({}), "[an empty message]"),
+        ];
+        for (message, want) in cases {
+            assert_eq!(text_of(message), want);
+        }
+    }
+
+    #[test]
+    fn a_caption_or_file_is_not_replaced_and_a_quoted_sticker_is_described() {
+        let video_note = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7},
+            "video_note": {"file_id": "vn", "length": 240, "duration": 3}}});
+        let Inbound::Message(m) = parse(&video_note) else {
+            panic!("not a message")
+        };
+        assert_eq!(m.text, "", "a video note is a file: media.rs names it");
+        assert_eq!(m.media.map(|f| f.kind), Some(MediaKind::Video));
+        let reply = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7}, "text": "why?",
+            "reply_to_message": {"message_id": 2, "from": {"id": 99}, "sticker": {"file_id": "s", "emoji": "🔥"}}}});
+        let Inbound::Message(m) = parse(&reply) else {
+            panic!("not a message")
+        };
+        assert_eq!(m.text, "why?");
+        assert_eq!(m.reply_to, Some((99, "[sticker 🔥]".into())));
     }
 }

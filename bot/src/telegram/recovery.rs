@@ -273,7 +273,8 @@ impl Host {
     /// The Retry button of `kept`, pressed (update `press_id`): runs the kept message again as
     /// the press's own prompt. Once: the first press takes the kept copy; a press handled again
     /// after a crash finds the copy it took.
-    pub async fn retry(self: &Arc<Self>, press_id: i64, kept: i64, target: Target, button_message: i64) {
+    /// Called on the polling path: what it sends is sent in the background.
+    pub fn retry(self: &Arc<Self>, press_id: i64, kept: i64, target: Target, button_message: i64) {
         let offered = self.retry_file(kept);
         let pressed = self.pressed_file(kept, press_id);
         if offered.exists()
@@ -283,7 +284,8 @@ impl Host {
         }
         let update = load(&pressed);
         if let Ok(id) = i32::try_from(button_message) {
-            self.tg.edit_progress(target, id, "🔁 Retrying.").await;
+            let tg = self.tg.clone();
+            tokio::spawn(async move { tg.edit_progress(target, id, "🔁 Retrying.").await });
         }
         match update.map(|u| inbound::parse(&u)) {
             Some(Inbound::Message(m)) if m.chat_id == target.chat_id => {
@@ -291,8 +293,11 @@ impl Host {
                 self.prompt(press_id, m, text);
             }
             _ => {
-                let _ = self.tg.send_plain(target, texts::RETRY_GONE, None).await;
-                self.journal.mark(press_id, Progress::Done);
+                let host = self.clone();
+                tokio::spawn(async move {
+                    let _ = host.tg.send_plain(target, texts::RETRY_GONE, None).await;
+                    host.journal.mark(press_id, Progress::Done);
+                });
             }
         }
     }

@@ -105,11 +105,12 @@ impl Host {
         if !chat_ok || !self.access.is_allowed_user(m.from_id) {
             self.journal.mark(update_id, Progress::Done);
             // An unlisted group stays silent; a stranger gets one short reply per hour.
+            // Not awaited here: a chat held by flood control must not hold up polling.
             if chat_ok && addressed && self.access.should_reply_to_stranger(m.from_id, Instant::now()) {
-                let _ = self
-                    .tg
-                    .send_plain(Self::target(&m), &texts::stranger(m.from_id), None)
-                    .await;
+                let tg = self.tg.clone();
+                tokio::spawn(async move {
+                    let _ = tg.send_plain(Self::target(&m), &texts::stranger(m.from_id), None).await;
+                });
             }
             return;
         }
@@ -229,7 +230,7 @@ impl Host {
         if let Some(kept) = retry {
             // Finished when the retried run's answer is delivered (a crash meanwhile is
             // recovered like any message).
-            self.retry(update_id, kept, target, c.message_id).await;
+            self.retry(update_id, kept, target, c.message_id);
             return;
         }
         self.journal.mark(update_id, Progress::Done);

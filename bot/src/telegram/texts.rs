@@ -166,6 +166,73 @@ pub fn saved_note(what: &str, path: &str, size: u64, detail: Option<&str>) -> St
     }
 }
 
+/// Told once when an answer (or a part of it) could not be delivered: Telegram refused it for
+/// another reason than flood control, even as plain text (`why` is what it said).
+pub fn answer_undelivered(why: &str) -> String {
+    format!("⚠️ A part of my answer could not be delivered (Telegram said: {why}). Ask me to repeat it if you need it.")
+}
+
+/// Ends a question shortened to fit one message; the whole question went just before it, as a
+/// file named [`QUESTION_FILE`].
+pub const QUESTION_SHORTENED: &str = "… (shortened: the whole question is in question.txt above)";
+
+/// File name of the whole text of a question too long for one message.
+pub const QUESTION_FILE: &str = "question.txt";
+
+/// Caption of [`QUESTION_FILE`].
+pub const QUESTION_FILE_CAPTION: &str = "The whole question (too long for one message)";
+
+/// Told in the chat when a question could not be shown to the user and the asking code cannot
+/// hear why (it gets no answer).
+pub fn could_not_ask(why: &str) -> String {
+    format!("⚠️ I could not ask you a question here: {why}")
+}
+
+/// A notice shortened to fit one message ends with this.
+pub const SHORTENED: &str = "… (shortened)";
+
+/// For the model: a sticker (its emoji, when it has one).
+pub fn sticker(emoji: Option<&str>) -> String {
+    match emoji {
+        Some(e) => format!("[sticker {e}]"),
+        None => "[sticker]".to_owned(),
+    }
+}
+
+/// For the model: a shared location (degrees).
+pub fn location(latitude: f64, longitude: f64) -> String {
+    format!("[location {latitude}, {longitude}]")
+}
+
+/// For the model: a shared venue.
+pub fn venue(title: &str, address: &str, latitude: f64, longitude: f64) -> String {
+    format!("[venue: {title}, {address} ({latitude}, {longitude})]")
+}
+
+/// For the model: a shared contact.
+pub fn contact(name: &str, phone: &str) -> String {
+    format!("[contact: {name}, {phone}]")
+}
+
+/// For the model: a poll, its question and options.
+pub fn poll(question: &str, options: &[&str]) -> String {
+    format!("[poll: {question} Options: {}]", options.join(" / "))
+}
+
+/// For the model: a dice roll (the emoji thrown and the value it showed).
+pub fn dice(emoji: &str, value: i64) -> String {
+    format!("[dice {emoji} {value}]")
+}
+
+/// For the model: a message of none of the kinds the bot reads (`fields` are its own fields).
+pub fn unknown_message(fields: &[&str]) -> String {
+    if fields.is_empty() {
+        "[an empty message]".to_owned()
+    } else {
+        format!("[a message of a kind I cannot read: {}]", fields.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

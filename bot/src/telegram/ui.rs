@@ -2,8 +2,14 @@
 //! query, `input` as the user's next message in the chat (or topic), `notify` as a message,
 //! `status` as a chat action. Answers reach the waiting call through [`Pending`], fed by the router
 //! (which never waits for a run, so a run waiting for a button does not block the chat).
+//!
+//! A question too long for one message is shortened to fit, its whole text sent just before as
+//! a file; a question Telegram refuses is an [`AskError`] ("could not ask the user: ..."), never
+//! an answer: the `try_` forms return it, the plain forms tell the chat and return `None`.
 
-use super::api::{Target, Tg};
+use super::api::{Target, Tg, refusal};
+use super::render::utf16_len;
+use super::texts;
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::ui::{NotifyLevel, UserInterface};
+use volcanic_abstractions::ui::{AskError, NotifyLevel, UserInterface};
 
 /// Prefix of the callback data of UI buttons: `ui:<request>:<option index>`.
 pub const UI_PREFIX: &str = "ui:";
@@ -54,6 +60,28 @@ impl Pending {
     }
 }
 
+/// Telegram's limit for the text of one message, in UTF-16 units (Bot API `sendMessage`:
+/// "1-4096 characters after entities parsing").
+pub const MESSAGE_LIMIT: usize = 4096;
+
+/// `text` cut to fit `limit` UTF-16 units with `tail` after it on a line of its own; `None`
+/// when it fits as it is. A cut never splits a character.
+pub fn fit(text: &str, limit: usize, tail: &str) -> Option<String> {
+    if utf16_len(text) <= limit {
+        return None;
+    }
+    let budget = limit.saturating_sub(utf16_len(tail) + 1);
+    let mut used = 0;
+    let end = text
+        .char_indices()
+        .find(|(_, c)| {
+            used += c.len_utf16();
+            used > budget
+        })
+        .map_or(text.len(), |(i, _)| i);
+    Some(format!("{}\n{tail}", text[..end].trim_end()))
+}
+
 /// The UI of one chat (or topic).
 #[derive(Debug)]
 pub struct TelegramUi {
@@ -65,9 +93,117 @@ pub struct TelegramUi {
     pub pending: Arc<Pending>,
 }
 
+impl TelegramUi {
+    /// Sends a question as plain text. One too long for a message (with `reserve` units left
+    /// for what is added when it is answered) goes first whole, as [`texts::QUESTION_FILE`],
+    /// then shortened with the buttons: the user always sees what they decide on. Returns the
+    /// message and its text as shown.
+    async fn put_question(
+        &self,
+        text: &str,
+        reserve: usize,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<(i32, String), AskError> {
+        let shown = match fit(text, MESSAGE_LIMIT.saturating_sub(reserve), texts::QUESTION_SHORTENED) {
+            None => text.to_owned(),
+            Some(short) => {
+                self.tg
+                    .send_document_bytes(
+                        self.target,
+                        texts::QUESTION_FILE,
+                        text.as_bytes().to_vec(),
+                        Some(texts::QUESTION_FILE_CAPTION),
+                    )
+                    .await
+                    .map_err(|e| {
+                        AskError(format!(
+                            "the question is too long for a message and Telegram refused it as a file ({})",
+                            refusal(&e)
+                        ))
+                    })?;
+                short
+            }
+        };
+        match self.tg.send_plain(self.target, &shown, markup).await {
+            Ok(m) => Ok((m.id.0, shown)),
+            Err(e) => Err(AskError(format!("Telegram refused the question ({})", refusal(&e)))),
+        }
+    }
+
+    /// Tells the chat that a question could not be shown, for callers of the plain forms,
+    /// which can only get "no answer" (best effort: the question's own send just failed).
+    async fn tell_not_asked(&self, e: &AskError) {
+        tracing::warn!(chat = self.target.chat_id, "{e}");
+        let text = texts::could_not_ask(&e.0);
+        let text = fit(&text, MESSAGE_LIMIT, texts::SHORTENED).unwrap_or(text);
+        if let Err(e) = self.tg.send_plain(self.target, &text, None).await {
+            tracing::warn!(
+                chat = self.target.chat_id,
+                "cannot tell the chat either: {}",
+                refusal(&e)
+            );
+        }
+    }
+
+    fn forget_buttons(&self, req: u64) {
+        self.pending
+            .buttons
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&req);
+    }
+
+    fn forget_input(&self) {
+        self.pending
+            .inputs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.target);
+    }
+}
+
 #[async_trait]
 impl UserInterface for TelegramUi {
     async fn select(&self, title: &str, options: &[String], cancel: CancellationToken) -> Option<String> {
+        match self.try_select(title, options, cancel).await {
+            Ok(choice) => choice,
+            Err(e) => {
+                self.tell_not_asked(&e).await;
+                None
+            }
+        }
+    }
+
+    async fn confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Option<bool> {
+        match self.try_confirm(title, message, cancel).await {
+            Ok(yes) => yes,
+            Err(e) => {
+                self.tell_not_asked(&e).await;
+                None
+            }
+        }
+    }
+
+    async fn input(&self, title: &str, placeholder: Option<&str>, cancel: CancellationToken) -> Option<String> {
+        match self.try_input(title, placeholder, cancel).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.tell_not_asked(&e).await;
+                None
+            }
+        }
+    }
+
+    async fn try_select(
+        &self,
+        title: &str,
+        options: &[String],
+        cancel: CancellationToken,
+    ) -> Result<Option<String>, AskError> {
+        if options.is_empty() {
+            return Err(AskError("the question had no options to choose from".into()));
+        }
+        let title = if title.trim().is_empty() { "Choose one:" } else { title };
         let req = self.pending.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending
@@ -85,51 +221,57 @@ impl UserInterface for TelegramUi {
                 )]
             })
             .collect();
-        let sent = self
-            .tg
-            .send_plain(self.target, title, Some(InlineKeyboardMarkup::new(rows)))
-            .await;
-        let message_id = match sent {
-            Ok(m) => m.id.0,
+        // Room for "\n→ <choice>" shown once answered.
+        let reserve = 3 + options.iter().map(|o| utf16_len(o)).max().unwrap_or(0);
+        let sent = tokio::select! {
+            sent = self.put_question(title, reserve, Some(InlineKeyboardMarkup::new(rows))) => sent,
+            () = cancel.cancelled() => {
+                self.forget_buttons(req);
+                return Ok(None);
+            }
+        };
+        let (message_id, shown) = match sent {
+            Ok(sent) => sent,
             Err(e) => {
-                tracing::warn!(chat = self.target.chat_id, "cannot ask with buttons: {e}");
-                self.pending
-                    .buttons
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&req);
-                return None;
+                self.forget_buttons(req);
+                return Err(e);
             }
         };
         let choice = tokio::select! {
             c = rx => c.ok(),
             () = cancel.cancelled() => None,
         };
-        self.pending
-            .buttons
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&req);
+        self.forget_buttons(req);
         // Show what was chosen in place of the buttons.
         let shown = match &choice {
-            Some(c) => format!("{title}\n→ {c}"),
-            None => format!("{title}\n→ (no answer)"),
+            Some(c) => format!("{shown}\n→ {c}"),
+            None => format!("{shown}\n→ (no answer)"),
         };
         self.tg.edit_progress(self.target, message_id, &shown).await;
-        choice
+        Ok(choice)
     }
 
-    async fn confirm(&self, title: &str, message: &str, cancel: CancellationToken) -> Option<bool> {
+    async fn try_confirm(
+        &self,
+        title: &str,
+        message: &str,
+        cancel: CancellationToken,
+    ) -> Result<Option<bool>, AskError> {
         let text = if message.is_empty() {
             title.to_owned()
         } else {
             format!("{title}\n{message}")
         };
         let yes_no = ["Yes".to_owned(), "No".to_owned()];
-        self.select(&text, &yes_no, cancel).await.map(|c| c == "Yes")
+        Ok(self.try_select(&text, &yes_no, cancel).await?.map(|c| c == "Yes"))
     }
 
-    async fn input(&self, title: &str, placeholder: Option<&str>, cancel: CancellationToken) -> Option<String> {
+    async fn try_input(
+        &self,
+        title: &str,
+        placeholder: Option<&str>,
+        cancel: CancellationToken,
+    ) -> Result<Option<String>, AskError> {
         let (tx, rx) = oneshot::channel();
         self.pending
             .inputs
@@ -140,19 +282,23 @@ impl UserInterface for TelegramUi {
             Some(p) => format!("{title}\n(reply with a message, e.g. {p})"),
             None => format!("{title}\n(reply with a message)"),
         };
-        if let Err(e) = self.tg.send_plain(self.target, &text, None).await {
-            tracing::warn!(chat = self.target.chat_id, "cannot ask for input: {e}");
+        let sent = tokio::select! {
+            sent = self.put_question(&text, 0, None) => sent,
+            () = cancel.cancelled() => {
+                self.forget_input();
+                return Ok(None);
+            }
+        };
+        if let Err(e) = sent {
+            self.forget_input();
+            return Err(e);
         }
         let answer = tokio::select! {
             a = rx => a.ok(),
             () = cancel.cancelled() => None,
         };
-        self.pending
-            .inputs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.target);
-        answer
+        self.forget_input();
+        Ok(answer)
     }
 
     async fn notify(&self, message: &str, level: NotifyLevel) {
@@ -161,12 +307,10 @@ impl UserInterface for TelegramUi {
             NotifyLevel::Warning => "⚠️",
             NotifyLevel::Error => "❌",
         };
-        if let Err(e) = self
-            .tg
-            .send_plain(self.target, &format!("{prefix} {message}"), None)
-            .await
-        {
-            tracing::warn!(chat = self.target.chat_id, "cannot notify: {e}");
+        let text = format!("{prefix} {message}");
+        let text = fit(&text, MESSAGE_LIMIT, texts::SHORTENED).unwrap_or(text);
+        if let Err(e) = self.tg.send_plain(self.target, &text, None).await {
+            tracing::warn!(chat = self.target.chat_id, "cannot notify: {}", refusal(&e));
         }
     }
 
@@ -207,5 +351,22 @@ mod tests {
         assert_eq!(p.press(here, "ui:7:1").as_deref(), Some("Block"));
         assert_eq!(rx.try_recv().ok().as_deref(), Some("Block"));
         assert_eq!(p.press(here, "ui:7:0"), None, "answered once");
+    }
+
+    #[test]
+    fn a_question_too_long_is_cut_to_fit_without_splitting_a_character() {
+        assert_eq!(fit("short", 10, "(cut)"), None);
+        let long = format!("Run `rm -rf build # {}`?", "x".repeat(6000));
+        let cut = fit(&long, MESSAGE_LIMIT - 10, "(cut)").unwrap_or_default();
+        assert!(utf16_len(&cut) <= MESSAGE_LIMIT - 10, "{}", utf16_len(&cut));
+        assert!(utf16_len(&cut) >= MESSAGE_LIMIT - 20, "as much as fits is kept");
+        assert!(
+            cut.starts_with("Run `rm -rf build # xxx") && cut.ends_with("x\n(cut)"),
+            "{cut}"
+        );
+        // 😀 is two UTF-16 units: a limit falling inside one keeps the whole emoji out.
+        let emoji = "😀".repeat(10);
+        let cut = fit(&emoji, 9, "…").unwrap_or_default();
+        assert_eq!(cut, format!("{}\n…", "😀".repeat(3)));
     }
 }

@@ -3,9 +3,13 @@
 mod compaction;
 mod console;
 mod exactly_once;
+mod flood;
+mod kinds;
 mod poison;
+mod questions;
 mod scheduler;
 mod secrets;
+mod strangers;
 mod support;
 mod telegram;
 mod telegram_calendar;

@@ -4,7 +4,7 @@
 //! - [`HelloExtension`]: a typed `hello` tool and a `/hello` command that asks the model to use it;
 //! - [`ConfirmDangerousCommands`]: before `bash` runs a command containing `rm -rf`, asks the user
 //!   "Run `…`?" with the choices Allow / Block (buttons on Telegram); without a UI the command is
-//!   blocked;
+//!   blocked, and a question the UI could not show blocks it with "could not ask the user: …";
 //! - [`AskExtension`]: `/ask` walks through every `UserInterface` method.
 
 use async_trait::async_trait;
@@ -114,9 +114,11 @@ impl Extension for ConfirmDangerousCommands {
                     return Ok(());
                 };
                 let options = ["Allow".to_owned(), "Block".to_owned()];
-                let choice = ui.select(&format!("Run `{command}`?"), &options, cancel).await;
-                if choice.as_deref() != Some("Allow") {
-                    e.block("Blocked by user");
+                // A question that could not be shown is reported as such, not as a refusal.
+                match ui.try_select(&format!("Run `{command}`?"), &options, cancel).await {
+                    Ok(Some(choice)) if choice == "Allow" => {}
+                    Ok(_) => e.block("Blocked by user"),
+                    Err(not_asked) => e.block(format!("Not run: {not_asked}")),
                 }
                 Ok(())
             })

@@ -21,8 +21,8 @@ struct Deadline {
 /// Fault injection and the early-retry record.
 #[derive(Debug, Default)]
 pub(crate) struct Faults {
-    /// Errors queued per lowercased method, answered in order.
-    queued: BTreeMap<String, VecDeque<ApiError>>,
+    /// Errors queued per lowercased method and chat (`None`: any chat), answered in order.
+    queued: BTreeMap<(String, Option<i64>), VecDeque<ApiError>>,
     /// Rate-limit windows: method → end of the window.
     windows: BTreeMap<String, Instant>,
     deadlines: Vec<Deadline>,
@@ -31,10 +31,10 @@ pub(crate) struct Faults {
 }
 
 impl Faults {
-    /// Queues an error for the next call to `method`.
-    pub(crate) fn fail_next(&mut self, method: &str, error: ApiError) {
+    /// Queues an error for the next call to `method` (in `chat_id` only, when given).
+    pub(crate) fn fail_next(&mut self, method: &str, chat_id: Option<i64>, error: ApiError) {
         self.queued
-            .entry(method.to_ascii_lowercase())
+            .entry((method.to_ascii_lowercase(), chat_id))
             .or_default()
             .push_back(error);
     }
@@ -80,7 +80,13 @@ impl Faults {
             }
             self.windows.remove(method);
         }
-        let error = self.queued.get_mut(method)?.pop_front()?;
+        // An error queued for this chat first, then one for any chat.
+        let mut queue = |chat| {
+            self.queued
+                .get_mut(&(method.to_owned(), chat))
+                .and_then(VecDeque::pop_front)
+        };
+        let error = chat_id.and_then(|chat| queue(Some(chat))).or_else(|| queue(None))?;
         if let Some(seconds) = error.retry_after {
             self.deadlines.push(Deadline {
                 method: method.to_owned(),

@@ -53,7 +53,8 @@
 //! Error descriptions are those teloxide maps to its `ApiError` variants where it has one.
 //!
 //! # Faults and flood control
-//! [`fail_next`](BotApiServer::fail_next) queues an error for a method's next call;
+//! [`fail_next`](BotApiServer::fail_next) queues an error for a method's next call
+//! ([`fail_next_in`](BotApiServer::fail_next_in): its next call in one chat);
 //! [`rate_limit`](BotApiServer::rate_limit) answers 429 to every call of a method for a while.
 //! Each 429 sets a deadline (the method and chat for `fail_next`, the method in every chat
 //! for `rate_limit`); a call arriving before it is an [`EarlyRetry`].
@@ -337,7 +338,25 @@ impl BotApiServer {
             retry_after,
             ..ApiError::new(status, description)
         };
-        self.shared.lock().faults.fail_next(method, error);
+        self.shared.lock().faults.fail_next(method, None, error);
+    }
+
+    /// Like [`fail_next`](Self::fail_next), for the next call to `method` with this `chat_id`
+    /// only: calls for other chats are served. Errors queued for the chat come before errors
+    /// queued for any chat.
+    pub fn fail_next_in(
+        &self,
+        method: &str,
+        chat_id: i64,
+        status: u16,
+        description: impl Into<String>,
+        retry_after: Option<u64>,
+    ) {
+        let error = ApiError {
+            retry_after,
+            ..ApiError::new(status, description)
+        };
+        self.shared.lock().faults.fail_next(method, Some(chat_id), error);
     }
 
     /// From now for `retry_after_secs`, every call to `method` (any case) gets 429 `Too Many

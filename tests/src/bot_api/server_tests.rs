@@ -458,6 +458,25 @@ async fn rate_limit_answers_429_to_every_call_in_the_window() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn fail_next_in_fails_only_that_chat() {
+    let server = with_chat().await;
+    server.add_chat(43);
+    server.fail_next_in("sendMessage", CHAT, 429, "Too Many Requests: retry after 1", Some(1));
+    server.fail_next("sendMessage", 400, "Bad Request: any chat", None);
+    // Another chat gets the error queued for any chat, not the one for CHAT.
+    assert_eq!(
+        fails(&server, "sendMessage", json!({"chat_id": 43, "text": "a"}), 400).await,
+        "Bad Request: any chat"
+    );
+    ok(&server, "sendMessage", json!({"chat_id": 43, "text": "b"})).await;
+    let (status, answer) = call(&server, "sendMessage", json!({"chat_id": CHAT, "text": "c"})).await;
+    assert_eq!((status, answer["parameters"]["retry_after"].clone()), (429, json!(1)));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    ok(&server, "sendMessage", json!({"chat_id": CHAT, "text": "d"})).await;
+    assert!(server.early_retries().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn fail_next_injects_any_error_once() {
     let server = with_chat().await;
     let description = "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0";

@@ -226,6 +226,20 @@ pub fn voice_message(chat_id: i64, from_user_id: i64, file_id: &str, duration_se
     )
 }
 
+/// A sticker showing `emoji` (a regular, static one; no file behind it).
+pub fn sticker_message(chat_id: i64, from_user_id: i64, emoji: &str) -> MessageUpdate {
+    MessageUpdate::new(chat_id, from_user_id).set(
+        "sticker",
+        json!({"file_id": format!("sticker-{emoji}"), "file_unique_id": format!("u-{emoji}"), "type": "regular",
+            "width": 512, "height": 512, "is_animated": false, "is_video": false, "emoji": emoji}),
+    )
+}
+
+/// A shared location (degrees).
+pub fn location_message(chat_id: i64, from_user_id: i64, latitude: f64, longitude: f64) -> MessageUpdate {
+    MessageUpdate::new(chat_id, from_user_id).set("location", json!({"latitude": latitude, "longitude": longitude}))
+}
+
 /// The service message a group gets when it becomes supergroup `new_chat_id`; pushing it
 /// makes the double answer calls to the old id with 400 and `migrate_to_chat_id`.
 pub fn migrate_to_chat(chat_id: i64, new_chat_id: i64, from_user_id: i64) -> MessageUpdate {
