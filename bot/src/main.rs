@@ -4,6 +4,7 @@
 mod config;
 mod console;
 mod host;
+mod memory;
 mod placement;
 mod secrets;
 mod telegram;

@@ -234,8 +234,10 @@ impl Chats {
         slot.session.lock().await.clone()
     }
 
-    /// Drops from memory the sessions idle for longer than the configured minutes.
-    pub async fn evict_idle(&self) {
+    /// Drops from memory the sessions idle for longer than the configured minutes; returns how
+    /// many.
+    pub async fn evict_idle(&self) -> usize {
+        let mut evicted = 0;
         let idle = self.deps.config.session_idle;
         let slots = self.all_slots();
         for slot in slots {
@@ -249,6 +251,7 @@ impl Chats {
             {
                 s.dispose().await;
                 *guard = None;
+                evicted += 1;
                 tracing::info!(
                     chat = slot.target.chat_id,
                     topic = ?slot.target.thread,
@@ -257,6 +260,7 @@ impl Chats {
                 );
             }
         }
+        evicted
     }
 
     /// The output of every chat in memory (for shutdown).

@@ -213,7 +213,12 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => break,
-                    _ = tick.tick() => host.chats.evict_idle().await,
+                    _ = tick.tick() => {
+                        if host.chats.evict_idle().await > 0 {
+                            // The evicted sessions' pages go back to the system (see `memory`).
+                            let _ = tokio::task::spawn_blocking(crate::memory::release_free).await;
+                        }
+                    }
                 }
             }
         });
