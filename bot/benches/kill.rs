@@ -38,18 +38,22 @@
 //! pressing Retry, default 0.5); `KILL_BENCH_BIN=<path>` runs another build of the binary;
 //! `KILL_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG` (default `info`);
 //! `KILL_BENCH_KEEP=1` keeps the temporary folder (state, workspaces, `bot.log` of every start,
-//! `tool-runs.log`) and prints its path.
+//! `tool-runs.log`, and the doubles' records: `telegram-calls.jsonl`, `model-requests.jsonl`,
+//! `events.jsonl`) and prints its path.
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it does a small smoke run with no
 //! kills (10 messages over 3 chats, every kind, a follow-up and a job) and asserts that every
 //! message was answered exactly once, every command ran once, every job fired and was answered,
-//! and nothing is corrupt.
+//! and nothing is corrupt. Both versions first check the counting rules on made-up histories
+//! (`kill/judge.rs`).
 
 // A measurement binary, not library code: it panics on setup failure and prints its results.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
 
 #[path = "kill/drive.rs"]
 mod drive;
+#[path = "kill/judge.rs"]
+mod judge;
 #[path = "kill/proc.rs"]
 mod proc;
 #[path = "kill/script.rs"]
@@ -137,6 +141,7 @@ fn print_table(f: &Figures, mode: &str, seed: u64) {
     row("\"interrupted\" notices (with Retry)", f.notices);
     row("Retry pressed", f.presses);
     row("retried runs answered", f.retries_answered);
+    row("notices about a message already answered", f.notices_after_answer);
     row("bash runs", f.tool_runs);
     row(
         "scheduled jobs created / fired",
@@ -211,6 +216,7 @@ fn main() {
         SMOKE_SEED
     };
     let seed = knob("KILL_BENCH_SEED", default_seed);
+    judge::self_check();
     let sizes = sizes(full);
     let mode = if full { "full" } else { "smoke" };
     eprintln!("kill bench ({mode}): seed {seed} (repeat with KILL_BENCH_SEED={seed}); {sizes:?}");
@@ -226,8 +232,11 @@ fn main() {
         (tally::tally(&run), run)
     });
     print_table(&figures, mode, seed);
-    let Run { env, .. } = run;
     if std::env::var("KILL_BENCH_KEEP").is_ok() {
+        if let Err(e) = tally::dump(&run, run.env.root()) {
+            eprintln!("could not write the doubles' records: {e}");
+        }
+        let Run { env, .. } = run;
         eprintln!("kept the run's folder: {}", env.keep().display());
     }
     if full {

@@ -79,6 +79,8 @@ pub struct Records {
     pub msg_of_update: HashMap<i64, usize>,
     pub presses: Vec<Press>,
     pub kills: BTreeMap<KillAt, usize>,
+    /// Each kill, when.
+    pub kill_log: Vec<(KillAt, Instant)>,
     /// Kill points waited for in vain (the kind is tried again in a later batch).
     pub missed: BTreeMap<KillAt, usize>,
     pub starts: usize,
@@ -177,6 +179,7 @@ impl Run {
             msg_of_update: HashMap::new(),
             presses: Vec::new(),
             kills: BTreeMap::new(),
+            kill_log: Vec::new(),
             missed: BTreeMap::new(),
             starts: 0,
             died: 0,
@@ -267,6 +270,7 @@ impl Run {
                 if reached {
                     self.kill();
                     *self.rec.kills.entry(at).or_default() += 1;
+                    self.rec.kill_log.push((at, Instant::now()));
                 }
                 if at == KillAt::Send {
                     self.tg.disarm_holds();

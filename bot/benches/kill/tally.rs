@@ -12,10 +12,8 @@ use std::path::{Path, PathBuf};
 use volcanic_testkit::bot_api::ApiCall;
 
 use crate::drive::{KillAt, Records, Run, retry_data, tool_runs};
+use crate::judge::{Ms, Seen, judge};
 use crate::script::{Kind, markers_in};
-
-/// Unix time in milliseconds.
-type Ms = i64;
 
 /// A job found in a workspace's `jobs.json`.
 #[derive(Debug, Clone)]
@@ -132,6 +130,8 @@ pub struct Figures {
     pub notices: usize,
     pub presses: usize,
     pub retries_answered: usize,
+    /// Messages told they were interrupted after they were answered (information).
+    pub notices_after_answer: usize,
     pub tool_runs: usize,
     pub jobs: usize,
     pub jobs_fired: usize,
@@ -162,44 +162,81 @@ impl Figures {
     }
 }
 
-/// A message's events, in unix ms.
-#[derive(Debug, Default, Clone)]
-struct Seen {
-    answers: Vec<Ms>,
-    notices: Vec<Ms>,
-    presses: Vec<Ms>,
-    runs: Vec<Ms>,
-    jobs: Vec<Ms>,
-}
-
-/// How many of `times` fall in each segment cut by `presses` (a time equal to a press belongs
-/// after it).
-fn per_segment(times: &[Ms], presses: &[Ms]) -> Vec<usize> {
-    let mut counts = vec![0; presses.len() + 1];
-    for t in times {
-        counts[presses.iter().filter(|p| *p <= t).count()] += 1;
-    }
-    counts
-}
-
-pub fn tally(run: &Run) -> Figures {
-    let rec: &Records = &run.rec;
+/// Unix ms of a tokio instant, by the run's anchor.
+fn ms_of(rec: &Records, at: tokio::time::Instant) -> Ms {
     let (anchor_at, anchor_sys) = rec.anchor;
     let anchor_ms = anchor_sys
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as Ms)
         .unwrap_or(0);
-    let ms_of = |at: tokio::time::Instant| -> Ms {
-        if at >= anchor_at {
-            anchor_ms + at.duration_since(anchor_at).as_millis() as Ms
-        } else {
-            anchor_ms - anchor_at.duration_since(at).as_millis() as Ms
-        }
-    };
+    if at >= anchor_at {
+        anchor_ms + at.duration_since(anchor_at).as_millis() as Ms
+    } else {
+        anchor_ms - anchor_at.duration_since(at).as_millis() as Ms
+    }
+}
+
+/// Writes what the doubles recorded into `dir` (kept runs), one JSON object a line, times in
+/// unix ms like `tool-runs.log`: `telegram-calls.jsonl` (every Bot API call but `getUpdates`
+/// params), `model-requests.jsonl` (each request's run prompts and calls), `events.jsonl`
+/// (messages sent with their update id, kills, presses).
+pub fn dump(run: &Run, dir: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let rec = &run.rec;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("telegram-calls.jsonl"))?);
+    for call in run.tg.sent() {
+        let line = serde_json::json!({
+            "ms": ms_of(rec, call.at),
+            "method": call.method,
+            "params": if call.method == "getupdates" { serde_json::Value::Null } else { call.params.clone() },
+            "result": call.result().map(|r| r.get("message_id").cloned().unwrap_or_else(|| r.clone())),
+            "error": call.error().map(ToString::to_string),
+        });
+        writeln!(out, "{line}")?;
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("model-requests.jsonl"))?);
+    for r in run.model.requests() {
+        let t = r.transcript();
+        let line = serde_json::json!({
+            "ms": ms_of(rec, r.at),
+            "prompts": t.run_prompts(),
+            "calls": t.run_calls().iter().map(|c| c.arguments.clone()).collect::<Vec<_>>(),
+            "ends_with_tool_result": t.ends_with_tool_result(),
+            "rejected": r.rejection.as_ref().map(|x| x.message.clone()),
+        });
+        writeln!(out, "{line}")?;
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("events.jsonl"))?);
+    let update_of: HashMap<usize, i64> = rec.msg_of_update.iter().map(|(u, n)| (*n, *u)).collect();
+    for m in &rec.sent {
+        let line = serde_json::json!({"sent": crate::script::marker(m.n), "update_id": update_of.get(&m.n),
+            "chat": m.chat, "kind": format!("{:?}", m.kind), "follow_up": m.follow_up});
+        writeln!(out, "{line}")?;
+    }
+    for (at, when) in &rec.kill_log {
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({"kill": format!("{at:?}"), "ms": ms_of(rec, *when)})
+        )?;
+    }
+    for p in &rec.presses {
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({"press": crate::script::marker(p.n), "ms": ms_of(rec, p.at)})
+        )?;
+    }
+    out.flush()
+}
+
+pub fn tally(run: &Run) -> Figures {
+    let rec: &Records = &run.rec;
+    let ms_of = |at: tokio::time::Instant| ms_of(rec, at);
     let sends: Vec<ApiCall> = run.tg.calls("sendMessage").into_iter().filter(ApiCall::is_ok).collect();
     let jobs = read_jobs(&run.env.workspaces());
     let runs = tool_runs(&run.env.tool_log());
-    let mut seen: HashMap<usize, Seen> = rec.sent.iter().map(|m| (m.n, Seen::default())).collect();
+    let mut seen: HashMap<usize, Seen> = rec.sent.iter().map(|m| (m.n, Seen::new(m.kind))).collect();
     let mut job_answers: HashMap<usize, usize> = HashMap::new();
     let mut job_notices: HashMap<usize, usize> = HashMap::new();
     let job_of_id: HashMap<&str, usize> = jobs.iter().filter_map(|j| j.n.map(|n| (j.id.as_str(), n))).collect();
@@ -249,62 +286,46 @@ pub fn tally(run: &Run) -> Figures {
         }
     }
     for (n, at) in &runs {
-        if let Some(s) = seen.get_mut(n) {
-            s.runs.push(*at);
+        if let Some(s) = seen.get_mut(n).filter(|s| s.kind == Kind::Run) {
+            s.tools.push(*at);
         }
     }
     for j in &jobs {
-        if let Some(s) = j.n.and_then(|n| seen.get_mut(&n)) {
-            s.jobs.push(j.created_ms);
+        if let Some(s) = j.n.and_then(|n| seen.get_mut(&n)).filter(|s| s.kind == Kind::Plan) {
+            s.tools.push(j.created_ms);
         }
     }
     for m in &rec.sent {
         let s = &seen[&m.n];
+        let v = judge(s);
         let name = crate::script::marker(m.n);
-        if s.answers.is_empty() && s.notices.is_empty() {
+        let detail = || {
+            format!(
+                "{name} ({:?}: {} answers, {} notices, {} presses, {} tool runs)",
+                s.kind,
+                s.answers.len(),
+                s.notices.len(),
+                s.presses.len(),
+                s.tools.len()
+            )
+        };
+        if v.lost {
             f.lost.push(name.clone());
         }
-        if let Some(last) = s.presses.last() {
-            let after = s.answers.iter().chain(&s.notices).any(|t| t >= last);
-            if !after {
-                f.retries_lost.push(name.clone());
-            }
+        if v.retry_lost {
+            f.retries_lost.push(detail());
         }
-        for (i, count) in per_segment(&s.answers, &s.presses).into_iter().enumerate() {
-            if i > 0 && count > 0 {
-                f.retries_answered += 1;
-            }
-            if count > 1 {
-                f.twice.push(format!("{name} ({} answers)", s.answers.len()));
-                break;
-            }
+        if v.twice {
+            f.twice.push(detail());
         }
-        let tool_times = match m.kind {
-            Kind::Run => &s.runs,
-            Kind::Plan => &s.jobs,
-            Kind::Ask => &s.runs,
-        };
-        if per_segment(tool_times, &s.presses).iter().any(|c| *c > 1) {
-            f.reruns.push(format!(
-                "{name} ({} runs, {} presses)",
-                tool_times.len(),
-                s.presses.len()
-            ));
+        if v.rerun {
+            f.reruns.push(detail());
         }
-        for notice in &s.notices {
-            let since = s
-                .presses
-                .iter()
-                .filter(|p| *p < notice)
-                .max()
-                .copied()
-                .unwrap_or(Ms::MIN);
-            let ran = tool_times.iter().any(|t| *t > since && t <= notice);
-            if m.kind == Kind::Ask || !ran {
-                f.wrong_notices
-                    .push(format!("{name} ({:?}, tool runs {})", m.kind, tool_times.len()));
-            }
+        for _ in 0..v.wrong_notices {
+            f.wrong_notices.push(detail());
         }
+        f.retries_answered += v.retries_answered;
+        f.notices_after_answer += usize::from(v.notice_after_answer);
     }
     let mut jobs_per_marker: HashMap<usize, usize> = HashMap::new();
     for j in &jobs {
