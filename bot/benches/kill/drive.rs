@@ -118,8 +118,9 @@ pub fn chat_ids(n: usize) -> Vec<i64> {
 }
 
 /// The messages, deterministic for a seed: random chats and kinds (45 % questions, 40 %
-/// commands, 15 % reminders); after a command, half of the time one or two follow-ups go to the
-/// same chat at once (queued behind that run).
+/// commands, 15 % reminders); after a question or a command, 40 % of the time one or two
+/// follow-ups go to the same chat 50-250 ms later (queued behind that run: its model turn alone
+/// takes 300 ms).
 pub fn plan(rng: &mut StdRng, count: usize, chats: &[i64]) -> Vec<Msg> {
     let mut msgs: Vec<Msg> = Vec::with_capacity(count);
     let mut follow = 0;
@@ -132,7 +133,7 @@ pub fn plan(rng: &mut StdRng, count: usize, chats: &[i64]) -> Vec<Msg> {
         let prev = msgs.last();
         let follow_up = follow > 0 && prev.is_some();
         let (chat, gap) = match prev {
-            Some(p) if follow_up => (p.chat, Duration::from_millis(rng.random_range(100..400))),
+            Some(p) if follow_up => (p.chat, Duration::from_millis(rng.random_range(50..250))),
             _ => (
                 chats[rng.random_range(0..chats.len())],
                 Duration::from_millis(rng.random_range(100..600)),
@@ -140,7 +141,7 @@ pub fn plan(rng: &mut StdRng, count: usize, chats: &[i64]) -> Vec<Msg> {
         };
         follow = if follow_up {
             follow - 1
-        } else if kind == Kind::Run && rng.random_bool(0.5) {
+        } else if kind != Kind::Plan && rng.random_bool(0.4) {
             rng.random_range(1..=2)
         } else {
             0
@@ -398,8 +399,10 @@ impl Run {
         }
     }
 
-    /// Runs on without kills until nothing happens for `quiet` and no job is still due (or
-    /// `settle_max` passed), pressing Retry as before; then stops the bot with SIGTERM.
+    /// Runs on without kills, pressing Retry as before, until no job is due and nothing has
+    /// happened for `quiet` with every message answered or reported (or for three times
+    /// `quiet` with some not: they are lost), at most `settle_max`; then stops the bot with
+    /// SIGTERM.
     pub async fn finish(&mut self) {
         let started = Instant::now();
         let mut last = (usize::MAX, usize::MAX, usize::MAX);
@@ -419,7 +422,13 @@ impl Run {
             let jobs_due = crate::tally::read_jobs(&self.env.workspaces())
                 .iter()
                 .any(|j| j.enabled && j.next_run_ms.is_some());
-            if quiet_since.elapsed() >= self.sizes.quiet && !jobs_due {
+            let quiet = quiet_since.elapsed();
+            let enough = if self.all_told() {
+                self.sizes.quiet
+            } else {
+                self.sizes.quiet * 3
+            };
+            if quiet >= enough && !jobs_due {
                 self.rec.settled = true;
                 break;
             }
@@ -431,6 +440,23 @@ impl Run {
         if let Some(bot) = self.bot.take() {
             self.rec.exit = bot.terminate(Duration::from_secs(30));
         }
+    }
+
+    /// Whether every message sent has an answer or a notice so far.
+    fn all_told(&self) -> bool {
+        let mut told = HashSet::new();
+        for call in self.tg.calls("sendMessage").iter().filter(|c| c.is_ok()) {
+            let text = call.text().unwrap_or_default();
+            if text.starts_with("ANSWER") {
+                told.extend(crate::script::markers_in(text).into_iter().filter(|m| m.0).map(|m| m.1));
+            } else if let Some(n) = retry_data(&call.params)
+                .and_then(|d| d.strip_prefix("retry:").and_then(|id| id.parse::<i64>().ok()))
+                .and_then(|id| self.rec.msg_of_update.get(&id))
+            {
+                told.insert(*n);
+            }
+        }
+        self.rec.sent.iter().all(|m| told.contains(&m.n))
     }
 }
 
