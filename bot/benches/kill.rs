@@ -1,7 +1,7 @@
 //! Kill harness: crash-safe delivery measured from outside, through the real `volcanic-bot`
 //! binary against the Bot API double and the scripted model server (issue 12).
 //!
-//! Run with `cargo bench -p volcanic-bot --bench kill` (about 3-5 minutes). Users of 12 private
+//! Run with `cargo bench -p volcanic-bot --bench kill` (about 3 minutes once built). Users of 12 private
 //! chats send 220 messages, each carrying a marker (`M0057`): questions (answered `ANSWER
 //! M0057`), commands (the model calls `bash`, which appends the marker and the time to a
 //! tool-run log outside the workspaces and sleeps 1.5 s, then answers), reminders (the model

@@ -294,8 +294,11 @@ impl Run {
             tokio::time::sleep(Duration::from_millis(self.rng.random_range(0..400))).await;
             self.start_bot();
         }
+        // The restart's notices come first; pressed then, most retried runs finish before the
+        // next kill point, and those pressed at the end of the pause meet it.
+        tokio::time::sleep(Duration::from_millis(self.rng.random_range(300..800))).await;
         self.press_notices();
-        tokio::time::sleep(Duration::from_millis(self.rng.random_range(300..1500))).await;
+        tokio::time::sleep(Duration::from_millis(self.rng.random_range(1000..3000))).await;
         self.press_notices();
         missed
     }
