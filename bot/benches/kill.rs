@@ -254,6 +254,9 @@ fn main() {
         }
         let Run { env, .. } = run;
         eprintln!("kept the run's folder: {}", env.keep().display());
+    } else {
+        // Removes the temporary folder (`process::exit` below would skip it).
+        drop(run);
     }
     if full {
         if figures.bad() > 0 {
