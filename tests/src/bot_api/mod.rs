@@ -58,6 +58,8 @@
 //! [`rate_limit`](BotApiServer::rate_limit) answers 429 to every call of a method for a while.
 //! Each 429 sets a deadline (the method and chat for `fail_next`, the method in every chat
 //! for `rate_limit`); a call arriving before it is an [`EarlyRetry`].
+//! [`hold_next`](BotApiServer::hold_next) holds a call on the wire (received, not applied)
+//! until [`release_held`](BotApiServer::release_held) serves or drops it (crash tests).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -81,6 +83,7 @@
 #![warn(missing_docs)]
 
 mod faults;
+mod hold;
 mod html;
 mod messages;
 mod methods;
@@ -112,6 +115,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+pub use hold::HeldCall;
 pub use recorded::{ApiCall, ApiError, BotCommand, ChatMessage, EarlyRetry, GetUpdatesCall, UploadedFile, WaitTimeout};
 pub use updates::MessageUpdate;
 

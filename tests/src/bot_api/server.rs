@@ -79,6 +79,7 @@ async fn serve(
         None => Err(ApiError::new(404, "Not Found: method not found")),
         Some(Method::GetUpdates) => polling::get_updates(shared, params, arrived).await,
         Some(Method::Sync(run)) => {
+            super::hold::pass(shared, method, params, arrived).await?;
             let mut state = shared.lock();
             match state.faults.gate(method, params.chat_scope(), arrived) {
                 Some(error) => Err(error),

@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Bumped after every change, for long polls and waiters.
     pub(crate) changed: watch::Sender<u64>,
+    /// Calls held on the wire by a test (`hold.rs`).
+    pub(crate) holds: super::hold::Holds,
 }
 
 impl Shared {
@@ -73,6 +75,7 @@ impl Shared {
         Self {
             state: Mutex::new(State::new(token)),
             changed: watch::Sender::new(0),
+            holds: super::hold::Holds::default(),
         }
     }
 

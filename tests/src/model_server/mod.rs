@@ -28,6 +28,12 @@
 //! 3. the context window, when set ([`set_context_window`](ModelServer::set_context_window));
 //! 4. a turn must be queued, else 500 with "volcanic-testkit: no scripted turn left".
 //!
+//! Many conversations at once (several chats of a bot, a benchmark) cannot be scripted in
+//! order: [`set_responder`](ModelServer::set_responder) chooses each turn from the request
+//! itself, read with [`Transcript`] (the last user text, whether the request ends in tool
+//! results, the prompts of the current run and the tools it already called). Requests the
+//! responder passes on take the queue, so FIFO scripts keep working beside it.
+//!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
 //! use std::time::Duration;
@@ -57,6 +63,7 @@ mod recorded;
 mod respond;
 mod script;
 mod server;
+mod transcript;
 
 #[cfg(test)]
 mod anthropic_tests;
@@ -79,6 +86,7 @@ use tokio::task::JoinHandle;
 pub use checks::estimated_tokens;
 pub use recorded::{RecordedRequest, Rejection};
 pub use script::{Block, StopReason, Turn, Usage};
+pub use transcript::{Call, Said, Transcript};
 
 use server::Shared;
 
@@ -188,7 +196,30 @@ impl ModelServer {
     /// Sets a function that answers requests (admitted ones: checks and the window come first)
     /// before the queue: `Some(turn)` serves that turn, `None` takes the next queued one. For
     /// conversations too long or too irregular to script in order (compaction's summary
-    /// requests arrive whenever the client decides to compact).
+    /// requests arrive whenever the client decides to compact), or many conversations at once.
+    /// The responder runs under the server's lock: keep it quick.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use volcanic_testkit::model_server::{ModelServer, Transcript, Turn};
+    ///
+    /// # async fn demo() -> std::io::Result<()> {
+    /// let server = ModelServer::start().await?;
+    /// server.set_responder(|api, body| {
+    ///     let t = Transcript::of(api, body);
+    ///     if t.ends_with_tool_result() {
+    ///         return Some(Turn::reply("The command ran."));
+    ///     }
+    ///     let asked = t.last_user_text()?;
+    ///     Some(if asked.contains("run") {
+    ///         Turn::call("call_1", "bash", json!({"command": "true"}))
+    ///     } else {
+    ///         Turn::reply(format!("You said: {asked}"))
+    ///     })
+    /// });
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn set_responder(
         &self,
         responder: impl Fn(WireApi, &serde_json::Value) -> Option<Turn> + Send + Sync + 'static,

@@ -121,6 +121,14 @@ impl RecordedRequest {
         }
     }
 
+    /// The conversation, read the same way for both formats ([`Transcript`](super::Transcript));
+    /// empty for an unknown route.
+    pub fn transcript(&self) -> super::Transcript {
+        self.api
+            .map(|api| super::Transcript::of(api, &self.body))
+            .unwrap_or_default()
+    }
+
     /// The tool outputs this request sends back, in order, as `(call id, text)`: Anthropic
     /// `tool_result` blocks, OpenAI `role: "tool"` messages. Text parts are joined with `"\n"`.
     pub fn tool_outputs(&self) -> Vec<(String, String)> {

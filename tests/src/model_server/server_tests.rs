@@ -159,3 +159,50 @@ async fn system_prompt_is_read_from_either_format() {
     let prompts: Vec<Option<String>> = server.requests().iter().map(RecordedRequest::system_prompt).collect();
     assert_eq!(prompts, [Some("Be brief.".to_owned()), Some("Be brief.".to_owned())]);
 }
+
+#[tokio::test]
+async fn a_responder_answers_interleaved_conversations_from_their_own_transcripts() {
+    use super::Transcript;
+    let server = server().await;
+    server.set_responder(|api, body| {
+        let t = Transcript::of(api, body);
+        let asked = t.run_prompts().join(" + ");
+        Some(if t.ends_with_tool_result() {
+            Turn::reply(format!("done: {asked}"))
+        } else if asked.contains("tool") {
+            Turn::call(format!("call_{}", asked.len()), "bash", json!({"command": "true"}))
+        } else {
+            Turn::reply(format!("answer: {asked}"))
+        })
+    });
+    let text_of = |sse: &str| -> String {
+        parse_sse(sse)
+            .iter()
+            .filter_map(|event| event.json()["delta"]["text"].as_str().map(str::to_owned))
+            .collect()
+    };
+    // Chat B's follow-ups arrive between chat A's tool call and its result.
+    let a1 = anthropic_body(json!([{"role": "user", "content": "A uses a tool"}]));
+    let response = post_anthropic(&server, &a1).await.text().await.unwrap();
+    assert!(response.contains("tool_use"), "{response}");
+    let b = anthropic_body(json!([{"role": "user", "content": "B one"}, {"role": "user", "content": "B two"}]));
+    let response = post_anthropic(&server, &b).await.text().await.unwrap();
+    assert_eq!(text_of(&response), "answer: B one + B two");
+    let a2 = anthropic_body(json!([
+        {"role": "user", "content": "A uses a tool"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "call_13", "name": "bash", "input": {"command": "true"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_13", "content": "ok"}]},
+    ]));
+    let response = post_anthropic(&server, &a2).await.text().await.unwrap();
+    assert_eq!(text_of(&response), "done: A uses a tool");
+    assert_eq!(server.pending_turns(), 0);
+    let recorded: Vec<Vec<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.transcript().run_prompts().into_iter().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(
+        recorded,
+        [vec!["A uses a tool"], vec!["B one", "B two"], vec!["A uses a tool"]]
+    );
+}
