@@ -68,9 +68,12 @@ async fn settle(inner: &Arc<Inner>, failed: bool) {
         .await;
 }
 
-/// Everything queued while busy: follow-ups, then steering.
+/// What a new run starts with when prompts were queued while busy: the oldest follow-up, then
+/// all steering. Follow-ups are taken one at a time (pi's `followUpMode: "one-at-a-time"`): each
+/// gets a turn and an answer of its own, so a host knows which prompt a tool ran for and which
+/// answer belongs to which message; the rest wait for the end of that turn.
 fn take_queued(st: &mut super::session::State) -> Vec<Message> {
-    let mut q: Vec<Message> = st.follow_up.drain(..).collect();
+    let mut q: Vec<Message> = st.follow_up.pop_front().into_iter().collect();
     q.extend(st.steering.drain(..));
     q
 }
@@ -228,7 +231,8 @@ async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sess
         if turn_end.continue_requested {
             continue;
         }
-        let follow: Vec<Message> = inner.lock_state().follow_up.drain(..).collect();
+        // One at a time (see `take_queued`).
+        let follow: Vec<Message> = inner.lock_state().follow_up.pop_front().into_iter().collect();
         if !follow.is_empty() {
             pending = follow;
             continue;

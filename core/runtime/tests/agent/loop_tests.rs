@@ -273,6 +273,55 @@ async fn busy_session_queues_follow_up_and_steer() {
 }
 
 #[tokio::test]
+async fn follow_ups_are_taken_one_at_a_time_each_with_its_own_answer() {
+    let gate = Arc::new(Notify::new());
+    let h = harness(
+        vec![
+            FauxTurn::Hang(gate.clone()),
+            FauxTurn::text("answer to a"),
+            FauxTurn::text("answer to b"),
+        ],
+        vec![],
+    )
+    .await;
+    let s = h.session.clone();
+    let run = tokio::spawn(async move { s.prompt(PromptInput::text("first")).await });
+    eventually(|| h.faux.calls() == 1).await;
+    for text in ["a", "b"] {
+        h.session
+            .prompt(PromptInput {
+                text: text.into(),
+                queue: Some(QueueMode::FollowUp),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    gate.notify_one();
+    run.await.unwrap().unwrap();
+    assert_eq!(h.faux.calls(), 3);
+    let last_user = |i: usize| -> String {
+        h.faux
+            .context(i)
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User(u) => Some(u.content.text()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+    // "b" waits for "a"'s answer instead of sharing its turn.
+    assert_eq!(last_user(1), "a");
+    assert_eq!(last_user(2), "b");
+    assert!(matches!(
+        h.faux.context(2).messages.iter().rev().nth(1),
+        Some(Message::Assistant(_))
+    ));
+}
+
+#[tokio::test]
 async fn secrets_are_redacted_from_tool_output() {
     let h = harness(
         vec![
