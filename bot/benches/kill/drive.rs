@@ -395,8 +395,13 @@ impl Run {
                 .and_then(|id| self.rec.msg_of_update.get(&id).copied());
             let Some(n) = n else { continue };
             if self.rng.random_bool(self.sizes.press) {
-                self.tg
+                let press = self
+                    .tg
                     .push_update(updates::callback_query(chat, message_id, chat, &data));
+                // The press is an update of its own: a notice about its retried run names it.
+                if let Some(id) = press["update_id"].as_i64() {
+                    self.rec.msg_of_update.insert(id, n);
+                }
                 self.rec.presses.push(Press { n, at: Instant::now() });
             }
         }

@@ -4,8 +4,8 @@
 //! - its prompt never reached the session (`accepted`): handled now, as if it just arrived;
 //! - its answer is in the transcript but was not (wholly) delivered: the rest is sent, from the
 //!   chunk after the last one Telegram took ([`Chunks::resume_at`](super::journal::Chunks); a
-//!   chunk whose request was in flight when the process died is not sent again: it may have
-//!   been shown), never run again;
+//!   chunk whose request was in flight when the process died is sent again, and may then show
+//!   twice), never run again;
 //! - its run was cut off before any tool ran on its behalf (`started`): run again, once (from the
 //!   transcript when its prompt is the last message there, else handed over again);
 //! - its run was cut off after a tool ran (`tool`): the chat is told, with a Retry button;
@@ -110,6 +110,13 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
         if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
             if answered.insert(index) {
                 let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
+                if group.iter().any(|i| i.u.chunks.in_flight.is_some()) {
+                    tracing::warn!(
+                        chat = target.chat_id,
+                        ?ids,
+                        "a chunk of this answer was on its way to Telegram when the bot stopped: it is sent again and may show twice"
+                    );
+                }
                 tracing::info!(
                     chat = target.chat_id,
                     ?ids,

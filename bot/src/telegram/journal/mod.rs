@@ -144,12 +144,12 @@ impl Chunks {
         }
     }
 
-    /// The first chunk to send when delivering the answer again: after the last one delivered,
-    /// and after one that was in flight when the process died (sending that again could show it
-    /// twice; the journal cannot know, and a duplicate is worse than a cut: see the README).
+    /// The first chunk to send when delivering the answer again: the one after the last one
+    /// Telegram took. A chunk that was in flight when the process died is sent again: Telegram
+    /// may have shown it (the Bot API has no idempotency key to ask), but a repeated chunk is
+    /// visible and harmless where a missing one is a silent loss (see the README).
     pub fn resume_at(&self) -> usize {
-        let next = |n: Option<u32>| n.map_or(0, |n| n as usize + 1);
-        next(self.delivered).max(next(self.in_flight))
+        self.delivered.map_or(0, |n| n as usize + 1)
     }
 }
 
