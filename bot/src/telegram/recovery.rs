@@ -187,7 +187,7 @@ fn locate(messages: &[Message], digest: &str) -> Option<usize> {
 /// The answer to the prompt at `index`: the first final assistant message after it (passing the
 /// other prompts taken in the same turn), as `(its index, what to show)`; `None` when the run
 /// was cut off before one.
-fn answer_after(messages: &[Message], index: usize) -> Option<(usize, String)> {
+pub(super) fn answer_after(messages: &[Message], index: usize) -> Option<(usize, String)> {
     let mut in_prompts = true;
     for (i, m) in messages.iter().enumerate().skip(index + 1) {
         match m {

@@ -139,12 +139,34 @@ impl JobDelivery for TelegramDelivery {
             let watch = watch.clone();
             session.subscribe(move |e| watch.on_event(e))
         };
-        let input = PromptInput {
-            text: run.prompt,
-            images: Vec::new(),
-            queue: Some(QueueMode::FollowUp),
+        // A slot cut off by a crash and run again: its prompt may be in the transcript already.
+        let messages = session.messages();
+        let key = slot_key(&run.prompt);
+        let earlier = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User(u) if slot_key(&u.content.text()) == key));
+        let answered = earlier
+            .and_then(|i| super::recovery::answer_after(&messages, i))
+            .filter(|(at, _)| matches!(&messages[*at], Message::Assistant(a) if a.stop_reason != StopReason::Error));
+        if let Some((_, answer)) = answered {
+            // Answered before the crash, maybe not delivered: delivered now, not asked again.
+            session.unsubscribe(listener);
+            slot.output.notice(answer);
+            slot.output.flush().await;
+            return Ok("sent (the answer from before the restart)".into());
+        }
+        let prompted = if earlier.is_some_and(|i| i + 1 == messages.len()) {
+            // The prompt is the last message: its run goes on from it (not asked twice).
+            watch.state.lock().unwrap_or_else(|e| e.into_inner()).active = true;
+            session.continue_run().await.map(|_| ())
+        } else {
+            let input = PromptInput {
+                text: run.prompt,
+                images: Vec::new(),
+                queue: Some(QueueMode::FollowUp),
+            };
+            session.prompt(input).await
         };
-        let prompted = session.prompt(input).await;
         // Queued behind a run in progress: it ran at that run's end.
         session.wait_for_idle().await;
         session.unsubscribe(listener);
@@ -175,6 +197,22 @@ impl JobDelivery for TelegramDelivery {
         }
         Ok(())
     }
+}
+
+/// What names a scheduled prompt's slot: its heading up to the slot's time (`[Scheduled job
+/// <id> · <schedule> · slot <time>`), without how late it runs (that differs when a cut-off
+/// slot runs again after a restart).
+fn slot_key(prompt: &str) -> &str {
+    let first = prompt.lines().next().unwrap_or_default();
+    if !first.starts_with("[Scheduled job ") {
+        return first;
+    }
+    let end = [" · running ", ". This message"]
+        .iter()
+        .filter_map(|m| first.find(m))
+        .min()
+        .unwrap_or(first.len());
+    &first[..end]
 }
 
 /// How the run of the prompt whose first line is `heading` ended: the last assistant message
@@ -227,6 +265,20 @@ fn outcome(messages: &[Message], heading: &str, shutting_down: bool, tool: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_is_named_without_how_late_it_runs() {
+        let on_time = "[Scheduled job ab12 · every 1 h · slot Mon 2026-11-30 09:00 CET. This message comes from the scheduler, not typed by the user now.]\nwater the plants";
+        let late = "[Scheduled job ab12 · every 1 h · slot Mon 2026-11-30 09:00 CET · running 5 s late: the bot was down. This message comes from the scheduler, not typed by the user now.]\nwater the plants";
+        let other = "[Scheduled job ab12 · every 1 h · slot Mon 2026-11-30 10:00 CET. This message comes from the scheduler, not typed by the user now.]";
+        assert_eq!(slot_key(on_time), slot_key(late));
+        assert_eq!(
+            slot_key(on_time),
+            "[Scheduled job ab12 · every 1 h · slot Mon 2026-11-30 09:00 CET"
+        );
+        assert_ne!(slot_key(on_time), slot_key(other));
+        assert_eq!(slot_key("hello\nthere"), "hello");
+    }
 
     #[test]
     fn workspace_folders_map_back_to_their_chats() {
