@@ -11,9 +11,10 @@
 //! of each: during the model's stream (a request admitted, its 300 ms answer not finished),
 //! during a `bash` tool (its marker written, the sleep running), right after `getUpdates`
 //! returned a non-empty batch, and during sending (a `sendMessage` with an answer held by the
-//! double, received but not applied; dropped after the kill, as if it never reached Telegram:
-//! a message Telegram applied whose response the bot never read is beyond any bot's knowing,
-//! the Bot API having no idempotency key, so that case is not staged).
+//! double: received whole but not yet answered; applied after the kill, as Telegram applies a
+//! request it received whether or not the client reads the reply. The bot journals `sending`
+//! before the request leaves and counts such a chunk as shown: the Bot API has no idempotency
+//! key to ask, and a request cut off before Telegram had it whole is not staged).
 //! The bot is restarted at once on the same state and workspaces dirs. Retry buttons (callback
 //! `retry:<update_id>` on a restart notice) are pressed with a 50 % chance as they appear. At the
 //! end the bot runs without kills until nothing happens for 6 s and no job is due, and is

@@ -275,8 +275,10 @@ impl Run {
                 }
                 if at == KillAt::Send {
                     self.tg.disarm_holds();
-                    // Killed: the held answer never reached Telegram. Not reached: none held.
-                    self.tg.release_held(!reached);
+                    // Killed with the answer on the wire: Telegram had the whole request and
+                    // applies it (a server does not undo a request whose client went away); the
+                    // bot never read the reply. Not reached: nothing was held.
+                    self.tg.release_held(true);
                 }
                 (!reached).then_some(at)
             }

@@ -3,9 +3,8 @@
 //!
 //! - its prompt never reached the session (`accepted`): handled now, as if it just arrived;
 //! - its answer is in the transcript but was not (wholly) delivered: the rest is sent, from the
-//!   chunk after the last one Telegram took ([`Chunks::resume_at`](super::journal::Chunks); a
-//!   chunk whose request was in flight when the process died is sent again, and may then show
-//!   twice), never run again;
+//!   chunk after the last one Telegram took or had on the wire when the process died
+//!   ([`Chunks::resume_at`](super::journal::Chunks)), never run again;
 //! - its run was cut off before any tool ran on its behalf (`started`): run again, once (from the
 //!   transcript when its prompt is the last message there, else handed over again);
 //! - its run was cut off after a tool ran (`tool`): the chat is told, with a Retry button;
@@ -111,10 +110,10 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
             if answered.insert(index) {
                 let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
                 if group.iter().any(|i| i.u.chunks.in_flight.is_some()) {
-                    tracing::warn!(
+                    tracing::info!(
                         chat = target.chat_id,
                         ?ids,
-                        "a chunk of this answer was on its way to Telegram when the bot stopped: it is sent again and may show twice"
+                        "a chunk of this answer was on its way to Telegram when the bot stopped: counted as shown"
                     );
                 }
                 tracing::info!(

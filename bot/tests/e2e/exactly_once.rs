@@ -178,3 +178,44 @@ async fn a_pressed_retry_survives_a_crash_of_its_own_run() {
     assert_eq!(model.requests().len(), 3);
     drop(bot);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn junk_bytes_in_the_journal_are_set_aside_and_the_bot_starts() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("answered before the damage"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "first message"));
+    wait_text(&tg, OWNER, "answered before the damage", &bot).await;
+    bot.kill9();
+    // A disk or a crash left invalid UTF-8 and a torn record in the middle of the journal.
+    let journal = env.dir.path().join("data/inbound.jsonl");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend_from_slice(b"\xff\xfe\x00junk\n{\"t\":\"state\",\"id\":99,\"s\":\"do\n");
+    bytes.extend_from_slice(b"{\"t\":\"seen\",\"id\":1}\n");
+    std::fs::write(&journal, &bytes).unwrap();
+
+    model.push(Turn::reply("answered after the damage"));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "second message"));
+    wait_text(&tg, OWNER, "answered after the damage", &bot).await;
+    let aside: Vec<std::path::PathBuf> = std::fs::read_dir(env.dir.path().join("data"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains("inbound.jsonl.corrupt-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}\n{}", bot.log());
+    assert_eq!(
+        std::fs::read(&aside[0]).unwrap(),
+        bytes,
+        "the copy is the damaged file as it was"
+    );
+    let log = bot.log();
+    assert!(log.contains("unreadable line"), "{log}");
+    // Nothing was answered twice: the first message stayed done.
+    assert_eq!(count(&tg, OWNER, "answered before the damage"), 1);
+    assert_eq!(model.requests().len(), 2);
+    drop(bot);
+}

@@ -144,12 +144,14 @@ impl Chunks {
         }
     }
 
-    /// The first chunk to send when delivering the answer again: the one after the last one
-    /// Telegram took. A chunk that was in flight when the process died is sent again: Telegram
-    /// may have shown it (the Bot API has no idempotency key to ask), but a repeated chunk is
-    /// visible and harmless where a missing one is a silent loss (see the README).
+    /// The first chunk to send when delivering the answer again: after the last one Telegram
+    /// took, and after one whose request was on the wire when the process died (its `sending`
+    /// mark was on disk before the request left, and Telegram applies a request it received
+    /// whether or not the bot reads the reply; the Bot API has no idempotency key to ask). A
+    /// chunk Telegram answered with an error is sent again.
     pub fn resume_at(&self) -> usize {
-        self.delivered.map_or(0, |n| n as usize + 1)
+        let next = |n: Option<u32>| n.map_or(0, |n| n as usize + 1);
+        next(self.delivered).max(next(self.in_flight))
     }
 }
 

@@ -165,9 +165,8 @@ fn per_message_progress_survives_the_rewrite() {
         assert_eq!(
             got,
             vec![
-                // Chunk 1 was in flight: sent again (it may not have arrived); chunk 0 of 2 was
-                // refused: sent again.
-                (1, Progress::Tool, Some("d12".into()), 1, 0),
+                // Chunk 1 was on the wire: not sent again; chunk 0 of 2 was refused: sent again.
+                (1, Progress::Tool, Some("d12".into()), 2, 0),
                 (2, Progress::Started, Some("d12".into()), 0, 0),
                 (3, Progress::Retried, Some("d3b".into()), 0, 1),
                 (4, Progress::Retried, None, 0, 1),
