@@ -13,4 +13,4 @@ fi
 command -v python3 >/dev/null || { echo "python3 is required (session benchmark generator)"; exit 1; }
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-cargo test --workspace
+cargo test --workspace --no-fail-fast
