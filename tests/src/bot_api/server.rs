@@ -39,10 +39,23 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
         return error_response(&ApiError::new(404, "Not Found"));
     };
     let (token, method) = rest.split_once('/').unwrap_or((rest, ""));
-    let method = method.to_ascii_lowercase();
+    let (token, method) = (token.to_owned(), method.to_ascii_lowercase());
+    if method == "getupdates" {
+        // A long poll ends with its client.
+        return handle(&shared, &token, method, request, arrived).await;
+    }
+    // In a task of its own: a call the server has whole is applied (and recorded) even when its
+    // client goes away meanwhile, as Telegram does; only its answer is lost.
+    let handled = tokio::spawn(async move { handle(&shared, &token, method, request, arrived).await });
+    handled
+        .await
+        .unwrap_or_else(|_| error_response(&ApiError::new(500, "Internal Server Error")))
+}
+
+async fn handle(shared: &Shared, token: &str, method: String, request: Request, arrived: Instant) -> Response {
     let (params, outcome) = match read_params(request).await {
         Ok(params) => {
-            let outcome = serve(&shared, token, &method, &params, arrived).await;
+            let outcome = serve(shared, token, &method, &params, arrived).await;
             (params, outcome)
         }
         Err(error) => (Params::default(), Err(error)),
