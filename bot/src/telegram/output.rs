@@ -51,7 +51,13 @@ pub struct Output {
     tx: mpsc::UnboundedSender<Out>,
     /// Answer chunks Telegram did not take (after the plain-text fallback and flood waits).
     failed: Arc<std::sync::atomic::AtomicU64>,
+    /// The `timestamp`s (ms) of the assistant messages this process showed as answers (the
+    /// newest few): an answer found in the transcript is not shown twice by one process.
+    shown: Arc<std::sync::Mutex<std::collections::VecDeque<i64>>>,
 }
+
+/// How many shown answers [`Output`] remembers.
+const SHOWN_KEPT: usize = 16;
 
 impl Output {
     /// Starts the delivery task for `to`.
@@ -68,7 +74,11 @@ impl Output {
             failed: failed.clone(),
         };
         tokio::spawn(delivery.run(rx));
-        Output { tx, failed }
+        Output {
+            tx,
+            failed,
+            shown: Arc::default(),
+        }
     }
 
     /// How many answer chunks could not be delivered so far (compare before and after a run).
@@ -90,6 +100,7 @@ impl Output {
                     && matches!(message.stop_reason, StopReason::Stop | StopReason::Length) =>
             {
                 let text = message.text();
+                self.remember_shown(message.timestamp);
                 (!text.trim().is_empty()).then(|| Out::Answer {
                     md: text,
                     ids: take(),
@@ -120,6 +131,23 @@ impl Output {
     /// `from` on (the chunks before it were delivered), then marks them `done`.
     pub fn answer(&self, md: String, ids: Vec<i64>, from: usize) {
         let _ = self.tx.send(Out::Answer { md, ids, from });
+    }
+
+    fn remember_shown(&self, timestamp: i64) {
+        let mut shown = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+        if shown.len() == SHOWN_KEPT {
+            shown.pop_front();
+        }
+        shown.push_back(timestamp);
+    }
+
+    /// Whether this process already showed the assistant message stamped `timestamp` (ms) as an
+    /// answer.
+    pub fn was_shown(&self, timestamp: i64) -> bool {
+        self.shown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&timestamp)
     }
 
     /// Marks `ids` `done` once everything queued before was delivered.

@@ -147,13 +147,19 @@ impl JobDelivery for TelegramDelivery {
             .rposition(|m| matches!(m, Message::User(u) if slot_key(&u.content.text()) == key));
         let answered = earlier
             .and_then(|i| super::recovery::answer_after(&messages, i))
-            .filter(|(at, _)| matches!(&messages[*at], Message::Assistant(a) if a.stop_reason != StopReason::Error));
-        if let Some((_, answer)) = answered {
-            // Answered before the crash, maybe not delivered: delivered now, not asked again.
+            .and_then(|(at, answer)| match &messages[at] {
+                Message::Assistant(a) if a.stop_reason != StopReason::Error => Some((a.timestamp, answer)),
+                _ => None,
+            });
+        if let Some((stamp, answer)) = answered {
+            // Answered already: not asked again. Shown by this process (a run that took the prompt
+            // along), or before the crash and maybe not delivered: shown now.
             session.unsubscribe(listener);
-            slot.output.notice(answer);
-            slot.output.flush().await;
-            return Ok("sent (the answer from before the restart)".into());
+            if !slot.output.was_shown(stamp) {
+                slot.output.notice(answer);
+                slot.output.flush().await;
+            }
+            return Ok("sent (an answer the slot already had)".into());
         }
         let prompted = if earlier.is_some_and(|i| i + 1 == messages.len()) {
             // The prompt is the last message: its run goes on from it (not asked twice).
