@@ -72,8 +72,9 @@ enum Kind {
 /// One attempt of a send, as reported to a [`Tg::send_html_reporting`] caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attempt {
-    /// About to leave (reported before the journal's barrier, so a record written for it is on
-    /// disk before the request is).
+    /// About to leave: reported after the flood-control waits and the journal's barrier, right
+    /// before the request is written (a record written for it survives a process crash; a
+    /// power failure can lose it, and the chunk is then sent again).
     Sending,
     /// Telegram took it.
     Sent,
@@ -242,7 +243,7 @@ impl Tg {
     }
 
     /// [`with_flood_control`](Self::with_flood_control) with each attempt reported, and the
-    /// journal's barrier before each (the `Sending` record on disk before the request).
+    /// journal's barrier before each.
     async fn with_flood_control_reporting<T, F, Fut>(
         &self,
         chat: i64,
@@ -254,10 +255,12 @@ impl Tg {
         Fut: std::future::Future<Output = Result<T, RequestError>>,
     {
         self.with_flood_control(chat, Kind::Message, || {
-            report(Attempt::Sending);
             let attempt = call();
             async move {
                 self.journal.barrier().await;
+                // Right before the request leaves (after every wait): a `sending` record means
+                // the request was on its way when the process died.
+                report(Attempt::Sending);
                 let r = attempt.await;
                 report(match &r {
                     Ok(_) => Attempt::Sent,

@@ -30,7 +30,8 @@
 //!   `getUpdates`, or a webhook's 200), and everything recorded is synced before anything else
 //!   leaves the bot for Telegram ([`Journal::barrier`], in every message sent, edited or deleted):
 //!   no answer is ever seen for an update, or for a run's start, that a power failure could take
-//!   back; a `sending` mark is therefore on disk before its chunk leaves. A `tool` or `retried` mark
+//!   back (a chunk's `sending` mark is written right after that barrier, as the request
+//!   leaves, and rides with the next sync). A `tool` or `retried` mark
 //!   is synced before [`Journal::mark`] returns (a tool must not run twice, nor a retry happen
 //!   twice).
 //! - What a power failure (not a process crash) can still do: a `done` mark written just after
@@ -421,9 +422,9 @@ impl Journal {
         self.append(&text, Progress::Started);
     }
 
-    /// Records how chunk `n` (0-based) of the answer of `ids` fares. `sending` is written
-    /// before each attempt and must be on disk before the attempt leaves (call it before the
-    /// send's [`barrier`](Self::barrier), or wait for one).
+    /// Records how chunk `n` (0-based) of the answer of `ids` fares. `sending` is written right
+    /// before each attempt leaves, after every wait (so a crash after it means the request was
+    /// on its way); not synced (a power failure can lose it: the chunk is then sent again).
     pub fn chunk(&self, ids: &[i64], n: u32, s: ChunkState) {
         let text: String = ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
         self.append(&text, Progress::Started);
