@@ -2,7 +2,6 @@
 # The one test command (README.md): installs the pinned test peers, then runs every test.
 #   - npm: @copilotkit/aimock (a third-party model API mock) and @mariozechner/pi-coding-agent
 #     (pi itself, to read our session files), pinned in .testdeps/package-lock.json;
-#   - python3 (3.11, stdlib only) runs ../shared/bench/gen_pi_session.py for the session tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Reinstall only when the lock file changed since the last install.
@@ -10,7 +9,6 @@ if ! cmp -s .testdeps/package-lock.json .testdeps/node_modules/.volcanic-install
   npm ci --prefix .testdeps --no-audit --no-fund --loglevel=error
   cp .testdeps/package-lock.json .testdeps/node_modules/.volcanic-installed-lock
 fi
-command -v python3 >/dev/null || { echo "python3 is required (session benchmark generator)"; exit 1; }
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --no-fail-fast

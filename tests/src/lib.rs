@@ -9,6 +9,7 @@
 pub mod bot_api;
 pub mod google;
 pub mod model_server;
+pub mod pi_session;
 
 pub use bot_api::{ApiCall, ApiError, BotApiServer, ChatMessage};
 pub use google::GoogleServer;

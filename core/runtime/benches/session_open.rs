@@ -1,15 +1,15 @@
 //! Opening a large pi session and building its context.
 //!
 //! `cargo bench -p volcanic-core --bench session_open` generates (once, cached under
-//! `target/bench-data/`) the 100,000-entry pi v3 session of `../shared/bench/gen_pi_session.py`
-//! (about 137 MB), warms the page cache, then times `SessionManager::open` + `build_context`:
+//! `target/bench-data/`) a 100,000-entry pi v3 session with the test kit's generator
+//! (`volcanic_testkit::pi_session`), warms the page cache, then times `SessionManager::open` + `build_context`:
 //! every message on the context path parsed into `Message` values. It checks the message count,
-//! model and thinking level against the generator's summary (stderr JSON) and reports wall time
+//! model and thinking level against the generator's summary and reports wall time
 //! and peak RSS (`VmHWM`, reset through `/proc/self/clear_refs` before timing). The first run is
 //! a fresh process's (cold allocator); later runs reuse freed memory.
 //!
-//! Environment: `SESSION_BENCH_ENTRIES` (default 100000), `SESSION_BENCH_RUNS` (default 10),
-//! `VOLCANIC_PI_SESSION_GENERATOR` (path of the generator). Without `--bench` (as `cargo test
+//! Environment: `SESSION_BENCH_ENTRIES` (default 100000), `SESSION_BENCH_RUNS` (default 10).
+//! Without `--bench` (as `cargo test
 //! --all-targets` runs it) it is a smoke test on 2,000 entries.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
@@ -18,7 +18,6 @@ use std::error::Error;
 use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use volcanic_abstractions::sessions::{SessionLocation, SessionStore};
@@ -149,33 +148,11 @@ fn session_file(entries: u32) -> Result<(PathBuf, Value)> {
             return Ok((path, summary));
         }
     }
-    let generator = std::env::var_os("VOLCANIC_PI_SESSION_GENERATOR").map_or_else(
-        || manifest.join("../../../shared/bench/gen_pi_session.py"),
-        PathBuf::from,
-    );
-    if !generator.is_file() {
-        return Err(format!(
-            "pi session generator not found at {} (expected ../shared beside the repository)",
-            generator.display()
-        )
-        .into());
-    }
-    println!("generating {} with {} ...", path.display(), generator.display());
-    let out = Command::new("python3")
-        .arg(&generator)
-        .args(["-n", &entries.to_string(), "-o"])
-        .arg(&path)
-        .output()?;
-    if !out.status.success() {
-        return Err(format!("generator failed: {}", String::from_utf8_lossy(&out.stderr)).into());
-    }
-    let line = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_owned();
-    let summary: Value = serde_json::from_str(&line)?;
-    fs::write(&summary_path, &line)?;
+    println!("generating {} ...", path.display());
+    let generated = volcanic_testkit::pi_session::generate(entries as usize, 1);
+    fs::write(&path, &generated.text)?;
+    let summary = generated.summary;
+    fs::write(&summary_path, summary.to_string())?;
     Ok((path, summary))
 }
 

@@ -7,7 +7,6 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use volcanic_abstractions::messages::{Message, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
@@ -171,43 +170,13 @@ fn pi_fixture_continues_keeping_every_byte() {
     assert_eq!(ctx.thinking_level, ThinkingLevel::High);
 }
 
-/// `<repo>/../shared/bench/gen_pi_session.py` (or `VOLCANIC_PI_SESSION_GENERATOR`).
-fn generator() -> PathBuf {
-    if let Some(p) = std::env::var_os("VOLCANIC_PI_SESSION_GENERATOR") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/gen_pi_session.py")
-}
-
-/// Runs the generator and returns the file and its summary (the JSON line on stderr).
+/// Writes a generated pi session ([`volcanic_testkit::pi_session`]) and returns the file and its
+/// summary.
 fn generate(dir: &Path, entries: u32) -> (PathBuf, Value) {
-    let generator = generator();
-    assert!(
-        generator.is_file(),
-        "the pi session generator is missing at {} (expected `../shared/bench/` beside the repository)",
-        generator.display()
-    );
+    let generated = volcanic_testkit::pi_session::generate(entries as usize, 1);
     let out = dir.join(format!("pi-session-{entries}.jsonl"));
-    let run = Command::new("python3")
-        .arg(&generator)
-        .args(["-n", &entries.to_string(), "-o"])
-        .arg(&out)
-        .output()
-        .expect("python3 runs the generator");
-    assert!(
-        run.status.success(),
-        "generator failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary = String::from_utf8_lossy(&run.stderr)
-        .lines()
-        .last()
-        .map(str::to_owned)
-        .unwrap_or_default();
-    (
-        out,
-        serde_json::from_str(&summary).expect("the generator prints its summary as JSON on stderr"),
-    )
+    fs::write(&out, &generated.text).unwrap();
+    (out, generated.summary)
 }
 
 #[test]
