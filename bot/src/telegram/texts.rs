@@ -42,6 +42,10 @@ pub fn interrupted_twice(quoted: &str) -> String {
     )
 }
 
+/// What the chat of an unreadable message is told.
+pub const COULD_NOT_READ: &str = "⚠️ I could not read that message (Telegram delivered it in a form I do not \
+understand), so nothing was done with it. Please send it again, in other words if it was text.";
+
 /// The Retry button of a message that was already retried (or whose copy is gone).
 pub const RETRY_GONE: &str = "That message was already retried (or is no longer kept).";
 

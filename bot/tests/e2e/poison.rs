@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
-/// What the chat of an unreadable message is told (the bot's `unreadable::COULD_NOT_READ`).
+/// What the chat of an unreadable message is told (the bot's `texts::COULD_NOT_READ`).
 const COULD_NOT_READ: &str = "I could not read that message";
 
 /// Update `id`: a private message of `OWNER` as Telegram writes it, ending with `fields` (raw

@@ -13,7 +13,7 @@
 //!    as seen (the offset moves past it, a restart does not fetch it again) and the router, which
 //!    finds neither `message` nor `callback_query` in it, marks it done;
 //! 3. one warning is logged, with its id, the file and the reason (never its content);
-//! 4. its chat is told [`COULD_NOT_READ`] when the chat can be read from the raw bytes and the
+//! 4. its chat is told [`COULD_NOT_READ`](super::texts::COULD_NOT_READ) when the chat can be read from the raw bytes and the
 //!    access rules would let the bot answer there (an allowed user's private chat; in an allowed
 //!    group, an allowed sender whose message mentions the bot). A stranger gets nothing: the one
 //!    reply a stranger may get stays with the readable messages' rules.
@@ -34,10 +34,6 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// What the chat of an unreadable message is told.
-pub const COULD_NOT_READ: &str = "⚠️ I could not read that message (Telegram delivered it in a form I do not \
-understand), so nothing was done with it. Please send it again, in other words if it was text.";
 
 /// Folder of `state_dir` holding the bytes of unreadable updates.
 pub const FOLDER: &str = "unreadable";
@@ -248,7 +244,7 @@ pub fn report(host: &Arc<Host>, aside: &Aside) {
     if let Some(to) = to {
         let tg = host.tg.clone();
         tokio::spawn(async move {
-            if let Err(e) = tg.send_plain(to, COULD_NOT_READ, None).await {
+            if let Err(e) = tg.send_plain(to, super::texts::COULD_NOT_READ, None).await {
                 tracing::warn!(
                     chat = to.chat_id,
                     "cannot tell the chat that its message was unreadable: {e}"
