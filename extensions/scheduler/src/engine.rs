@@ -231,6 +231,9 @@ struct Inner {
     config: SchedulerConfig,
     state: Mutex<State>,
     wake: tokio::sync::Notify,
+    /// Held while a jobs file is read and put in the state: start-up's load and a chat's first
+    /// use must not both read (and both try to set aside) the same corrupt file.
+    loading: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for JobScheduler {
@@ -258,6 +261,7 @@ impl JobScheduler {
                 config,
                 state: Mutex::new(State::default()),
                 wake: tokio::sync::Notify::new(),
+                loading: tokio::sync::Mutex::new(()),
             }),
         }
     }

@@ -319,6 +319,32 @@ async fn a_corrupt_jobs_file_is_set_aside_reported_and_never_overwritten() {
     );
 }
 
+/// Start-up's load and a chat's first `/jobs` can meet on the same corrupt file: it is set aside
+/// once, both see it set aside, and neither reports the file gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_file_met_by_start_up_and_first_use_at_once_is_set_aside_once() {
+    for _ in 0..25 {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = dir.path().join("42");
+        let file = volcanic_scheduler::store::jobs_path(&ws);
+        std::fs::create_dir_all(file.parent().unwrap_or(&ws)).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&file, b"{\"jobs\": [").unwrap_or_else(|e| panic!("{e}"));
+        let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+        let (scheduler, _delivery) = support::Harness::unloaded(dir.path(), &clock);
+        let (report, seen) = tokio::join!(scheduler.load_all(), scheduler.set_aside(&ws));
+        assert!(report.errors.is_empty(), "{:?}", report);
+        assert!(seen.is_some(), "first use sees the set-aside file");
+        let asides = std::fs::read_dir(file.parent().unwrap_or(&ws))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(asides, 1);
+    }
+}
+
 #[tokio::test]
 async fn a_watcher_wakes_the_agent_only_when_its_script_prints() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

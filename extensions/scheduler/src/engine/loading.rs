@@ -19,6 +19,7 @@ impl JobScheduler {
     /// them had started, else recorded `interrupted` and their chats told ([`slots::on_load`]);
     /// overdue jobs are handled by the timer at once (missed-run rules).
     pub async fn load_all(&self) -> LoadReport {
+        let _loading = self.inner.loading.lock().await;
         let root = self.inner.config.workspaces_root.clone();
         let read = tokio::task::spawn_blocking(move || {
             let mut out = Vec::new();
@@ -56,6 +57,10 @@ impl JobScheduler {
     /// The workspace's jobs, loaded on first use. Returns its index.
     pub(super) async fn ensure_loaded(&self, ws: &Path) -> Result<u32, StoreError> {
         let ws: Arc<Path> = canonical(ws).into();
+        if let Some(id) = self.state().by_path.get(&ws) {
+            return Ok(*id);
+        }
+        let _loading = self.inner.loading.lock().await;
         if let Some(id) = self.state().by_path.get(&ws) {
             return Ok(*id);
         }

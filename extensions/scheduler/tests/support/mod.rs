@@ -170,14 +170,7 @@ impl Harness {
     pub async fn start(root: &Path, clock: ManualClock) -> Harness {
         let ws = root.join("42");
         std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
-        let delivery = Arc::new(Delivery::default());
-        let scheduler = JobScheduler::new(SchedulerConfig {
-            clock: Arc::new(clock.clone()),
-            delivery: delivery.clone(),
-            processes: Arc::new(Policy),
-            workspaces_root: root.to_owned(),
-            chat_of_workspace: Some(Arc::new(|p: &Path| p.file_name()?.to_str()?.parse().ok())),
-        });
+        let (scheduler, delivery) = Harness::unloaded(root, &clock);
         let report = scheduler.load_all().await;
         let shutdown = CancellationToken::new();
         scheduler.start(shutdown.clone());
@@ -190,6 +183,19 @@ impl Harness {
             report,
             shutdown,
         }
+    }
+
+    /// A scheduler over `root` that has loaded nothing and runs no timer yet.
+    pub fn unloaded(root: &Path, clock: &ManualClock) -> (JobScheduler, Arc<Delivery>) {
+        let delivery = Arc::new(Delivery::default());
+        let scheduler = JobScheduler::new(SchedulerConfig {
+            clock: Arc::new(clock.clone()),
+            delivery: delivery.clone(),
+            processes: Arc::new(Policy),
+            workspaces_root: root.to_owned(),
+            chat_of_workspace: Some(Arc::new(|p: &Path| p.file_name()?.to_str()?.parse().ok())),
+        });
+        (scheduler, delivery)
     }
 
     /// Stops the timer (as a crash would: runs in flight are left as they are).
