@@ -1,9 +1,12 @@
 //! Which accepted updates a slot's session is working on, message by message, for the journal.
 //!
 //! A prompt (one message, an album or a split paste: a group of `update_id`s) is *queued* when it
-//! is handed to the session, becomes *active* when its user message reaches the transcript
-//! (`message_end`; matched by the digest of its text, so follow-ups queued behind a running run
-//! get their own marks when they are taken, not the run's), is marked `tool` (durably, before
+//! is handed to the session, becomes *active* when its user message is added to the transcript
+//! (`message_start`, which the session emits before it writes the message: a process killed in
+//! between leaves a `started` mark whose prompt recovery does not find, and handles as new, never
+//! a prompt in the transcript the journal does not know reached it; matched by the digest of its
+//! text, so follow-ups queued behind a running run get their own marks when they are taken, not
+//! the run's), is marked `tool` (durably, before
 //! the tool runs) when a tool starts while it is active, and is *answered* by the next final
 //! assistant message (no tool calls), whose delivery marks it `done` ([`Output`](super::output)).
 //! A run that ends without an answer (an error, `/stop`, nothing to say) finishes its active
@@ -58,7 +61,7 @@ impl Ledger {
     }
 
     /// Notes that the prompt of `ids`, whose text is `text`, is being handed to the session
-    /// (call it before the hand-over, so its `message_end` cannot come first).
+    /// (call it before the hand-over, so its `message_start` cannot come first).
     pub fn queue(&self, ids: &[i64], text: &str) {
         self.lock().queued.push(Group {
             ids: ids.to_vec(),
@@ -92,7 +95,7 @@ impl Ledger {
     /// delivery of what the event shows.
     pub fn on_event(&self, e: &AgentSessionEvent) -> Vec<i64> {
         match e {
-            AgentSessionEvent::MessageEnd {
+            AgentSessionEvent::MessageStart {
                 message: Message::User(u),
             } => {
                 let arrived = {
@@ -158,7 +161,7 @@ mod tests {
     use volcanic_abstractions::messages::{AssistantMessage, UserBody, UserMessage};
 
     fn user(text: &str) -> AgentSessionEvent {
-        AgentSessionEvent::MessageEnd {
+        AgentSessionEvent::MessageStart {
             message: Message::User(UserMessage {
                 content: UserBody::Text(text.into()),
                 timestamp: 0,
