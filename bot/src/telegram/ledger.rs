@@ -13,16 +13,16 @@
 //! groups when it settles. At shutdown a run cut off keeps its marks, so the restart recovers its
 //! messages ([`recovery`](super::recovery)).
 
-use super::journal::{Journal, Progress, prompt_digest};
+use super::journal::{Answering, Journal, Progress, prompt_digest};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 
-/// One prompt's updates.
+/// One prompt's updates (or its scheduled slot).
 #[derive(Debug)]
 struct Group {
-    ids: Vec<i64>,
+    of: Answering,
     /// [`prompt_digest`] of the prompt's text.
     digest: String,
     /// A `tool` mark was written for it.
@@ -63,8 +63,19 @@ impl Ledger {
     /// Notes that the prompt of `ids`, whose text is `text`, is being handed to the session
     /// (call it before the hand-over, so its `message_start` cannot come first).
     pub fn queue(&self, ids: &[i64], text: &str) {
+        self.queue_for(ids.to_vec().into(), text);
+    }
+
+    /// Notes that a scheduled slot's prompt (`text`) is being handed to the session: its answer's
+    /// delivery is journaled under `slot` (the slot digest, see
+    /// [`journal::slots`](super::journal::slots)). Its tools are the scheduler's to record.
+    pub fn queue_slot(&self, slot: String, text: &str) {
+        self.queue_for(Answering::slot(slot), text);
+    }
+
+    fn queue_for(&self, of: Answering, text: &str) {
         self.lock().queued.push(Group {
-            ids: ids.to_vec(),
+            of,
             digest: prompt_digest(text),
             tool: false,
         });
@@ -73,27 +84,47 @@ impl Ledger {
     /// Takes back the prompt of `ids` (the session refused it, an extension consumed it, or a
     /// resumed run did not start); returns whether it was still there.
     pub fn forget(&self, ids: &[i64]) -> bool {
+        self.forget_for(&ids.to_vec().into())
+    }
+
+    /// Takes back a prompt queued with [`queue_slot`](Self::queue_slot) (the session refused
+    /// it); returns whether it was still there.
+    pub fn forget_slot(&self, slot: String) -> bool {
+        self.forget_for(&Answering::slot(slot))
+    }
+
+    fn forget_for(&self, of: &Answering) -> bool {
         let mut st = self.lock();
         let before = st.queued.len() + st.active.len();
-        st.queued.retain(|g| g.ids != ids);
-        st.active.retain(|g| g.ids != ids);
+        st.queued.retain(|g| g.of != *of);
+        st.active.retain(|g| g.of != *of);
         st.queued.len() + st.active.len() != before
     }
 
     /// Notes that the prompt of `ids` (digest `digest`) is already in the transcript and its run
     /// is being continued (recovery after a crash).
     pub fn resume(&self, ids: &[i64], digest: &str) {
+        self.resume_for(ids.to_vec().into(), digest);
+    }
+
+    /// Notes that a scheduled slot's prompt (digest `digest`) is in the transcript and its run is
+    /// being continued; see [`queue_slot`](Self::queue_slot).
+    pub fn resume_slot(&self, slot: String, digest: &str) {
+        self.resume_for(Answering::slot(slot), digest);
+    }
+
+    fn resume_for(&self, of: Answering, digest: &str) {
         self.lock().active.push(Group {
-            ids: ids.to_vec(),
+            of,
             digest: digest.to_owned(),
             tool: false,
         });
     }
 
     /// Follows one session event (called synchronously, in order, by the session's
-    /// subscriber); returns the updates it answers or finishes, whose `done` mark waits for the
+    /// subscriber); returns what it answers or finishes, whose `done` mark waits for the
     /// delivery of what the event shows.
-    pub fn on_event(&self, e: &AgentSessionEvent) -> Vec<i64> {
+    pub fn on_event(&self, e: &AgentSessionEvent) -> Answering {
         match e {
             AgentSessionEvent::MessageStart {
                 message: Message::User(u),
@@ -101,13 +132,13 @@ impl Ledger {
                 let arrived = {
                     let mut st = self.lock();
                     if st.queued.is_empty() {
-                        return Vec::new();
+                        return Answering::default();
                     }
                     let digest = prompt_digest(&u.content.text());
                     let at = st.queued.iter().position(|g| g.digest == digest);
                     at.map(|i| {
                         let g = st.queued.remove(i);
-                        let out = (g.ids.clone(), g.digest.clone());
+                        let out = (g.of.ids.clone(), g.digest.clone());
                         st.active.push(g);
                         out
                     })
@@ -115,7 +146,7 @@ impl Ledger {
                 if let Some((ids, digest)) = arrived {
                     self.journal.started(&ids, &digest);
                 }
-                Vec::new()
+                Answering::default()
             }
             AgentSessionEvent::ToolExecutionStart { .. } => {
                 let ids: Vec<i64> = {
@@ -125,7 +156,7 @@ impl Ledger {
                         .filter(|g| !g.tool)
                         .flat_map(|g| {
                             g.tool = true;
-                            g.ids.iter().copied()
+                            g.of.ids.iter().copied()
                         })
                         .collect()
                 };
@@ -133,14 +164,18 @@ impl Ledger {
                 if !ids.is_empty() {
                     self.journal.mark_all(&ids, Progress::Tool);
                 }
-                Vec::new()
+                Answering::default()
             }
             AgentSessionEvent::TurnEnd { message, .. } if message.tool_calls().next().is_none() => {
                 let cut_off = message.stop_reason == StopReason::Aborted && self.stopping();
-                if cut_off { Vec::new() } else { self.take_active() }
+                if cut_off {
+                    Answering::default()
+                } else {
+                    self.take_active()
+                }
             }
             AgentSessionEvent::AgentSettled if !self.stopping() => self.take_active(),
-            _ => Vec::new(),
+            _ => Answering::default(),
         }
     }
 
@@ -148,9 +183,13 @@ impl Ledger {
         self.shutting_down.load(Ordering::SeqCst)
     }
 
-    fn take_active(&self) -> Vec<i64> {
+    fn take_active(&self) -> Answering {
         let mut st = self.lock();
-        st.active.drain(..).flat_map(|g| g.ids).collect()
+        let mut of = Answering::default();
+        for g in st.active.drain(..) {
+            of.extend(g.of);
+        }
+        of
     }
 }
 
@@ -204,9 +243,9 @@ mod tests {
         // A follow-up queued while the first runs: the first's tool is not on its behalf.
         ledger.queue(&[2], "second");
         assert!(ledger.on_event(&tool()).is_empty());
-        assert_eq!(ledger.on_event(&answer(StopReason::Stop)), vec![1]);
+        assert_eq!(ledger.on_event(&answer(StopReason::Stop)).ids, vec![1]);
         assert!(ledger.on_event(&user("second")).is_empty());
-        assert_eq!(ledger.on_event(&answer(StopReason::Stop)), vec![2]);
+        assert_eq!(ledger.on_event(&answer(StopReason::Stop)).ids, vec![2]);
         assert!(ledger.on_event(&AgentSessionEvent::AgentSettled).is_empty());
         drop(ledger);
         drop(journal);
@@ -231,7 +270,7 @@ mod tests {
         let ledger = Ledger::new(Arc::new(journal), stopping.clone());
         ledger.queue(&[5, 6], "album");
         ledger.on_event(&user("album"));
-        assert_eq!(ledger.on_event(&answer(StopReason::Aborted)), vec![5, 6]);
+        assert_eq!(ledger.on_event(&answer(StopReason::Aborted)).ids, vec![5, 6]);
         ledger.queue(&[7], "next");
         ledger.on_event(&user("next"));
         stopping.store(true, Ordering::SeqCst);

@@ -3,13 +3,14 @@
 //! final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's events;
 //! delivery runs in its own task so the agent loop never waits for Telegram.
 //!
-//! An answer carries the updates it answers ([`Ledger`](super::ledger::Ledger)): before each chunk
-//! goes out its number is journaled (`sent`), and the updates are marked `done` only once
-//! Telegram took the last chunk, so a crash in between is recovered from the transcript without
-//! sending twice what was delivered.
+//! An answer carries what it answers ([`Ledger`](super::ledger::Ledger)): the updates, or a
+//! scheduled slot ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
+//! then `sent` or `refused`), and they are finished (`done`) only once Telegram took the last
+//! chunk, so a crash in between is recovered from the transcript without sending twice what was
+//! delivered.
 
 use super::api::{Attempt, Target, Tg};
-use super::journal::{ChunkState, Journal, Progress};
+use super::journal::{Answering, ChunkState, Journal};
 use super::progress_marks::ProgressMarks;
 use super::render::markdown_chunks;
 use std::sync::Arc;
@@ -27,19 +28,19 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 enum Out {
     RunStart,
     Tool(String),
-    /// An answer (Markdown) for `ids`, from chunk `from` on (0 unless recovering).
+    /// An answer (Markdown) for `of`, from chunk `from` on (0 unless recovering).
     Answer {
         md: String,
-        ids: Vec<i64>,
+        of: Answering,
         from: usize,
     },
-    /// A failure shown to the chat, finishing `ids`.
+    /// A failure shown to the chat, finishing `of`.
     Error {
         msg: String,
-        ids: Vec<i64>,
+        of: Answering,
     },
-    /// `ids` are finished once everything before this was delivered.
-    Done(Vec<i64>),
+    /// `of` is finished once everything before this was delivered.
+    Done(Answering),
     RunEnd,
     /// Answered once everything queued before it was delivered.
     Flush(tokio::sync::oneshot::Sender<()>),
@@ -86,12 +87,12 @@ impl Output {
         self.failed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Turns a session event into output (called synchronously on the agent loop); `ids` are the
-    /// updates the event answers or finishes ([`Ledger::on_event`](super::ledger::Ledger::on_event)),
-    /// marked `done` once what it shows was delivered.
-    pub fn on_event(&self, e: &AgentSessionEvent, ids: Vec<i64>) {
-        let mut ids = Some(ids);
-        let mut take = || ids.take().unwrap_or_default();
+    /// Turns a session event into output (called synchronously on the agent loop); `of` is what
+    /// the event answers or finishes ([`Ledger::on_event`](super::ledger::Ledger::on_event)),
+    /// finished once what it shows was delivered.
+    pub fn on_event(&self, e: &AgentSessionEvent, of: Answering) {
+        let mut of = Some(of);
+        let mut take = || of.take().unwrap_or_default();
         let out = match e {
             AgentSessionEvent::AgentStart => Some(Out::RunStart),
             AgentSessionEvent::ToolExecutionStart { tool_name, .. } => Some(Out::Tool(tool_name.clone())),
@@ -103,7 +104,7 @@ impl Output {
                 self.remember_shown(message.timestamp);
                 (!text.trim().is_empty()).then(|| Out::Answer {
                     md: text,
-                    ids: take(),
+                    of: take(),
                     from: 0,
                 })
             }
@@ -113,7 +114,7 @@ impl Output {
                     .error_message
                     .clone()
                     .unwrap_or_else(|| "the model call failed".into()),
-                ids: take(),
+                of: take(),
             }),
             AgentSessionEvent::AgentSettled => Some(Out::RunEnd),
             _ => None,
@@ -127,10 +128,14 @@ impl Output {
         }
     }
 
-    /// Sends `md` (an answer found in the transcript after a restart) for `ids`, from chunk
-    /// `from` on (the chunks before it were delivered), then marks them `done`.
-    pub fn answer(&self, md: String, ids: Vec<i64>, from: usize) {
-        let _ = self.tx.send(Out::Answer { md, ids, from });
+    /// Sends `md` (an answer found in the transcript after a restart) for `of`, from chunk
+    /// `from` on (the chunks before it were delivered), then finishes it.
+    pub fn answer(&self, md: String, of: impl Into<Answering>, from: usize) {
+        let _ = self.tx.send(Out::Answer {
+            md,
+            of: of.into(),
+            from,
+        });
     }
 
     fn remember_shown(&self, timestamp: i64) {
@@ -150,18 +155,19 @@ impl Output {
             .contains(&timestamp)
     }
 
-    /// Marks `ids` `done` once everything queued before was delivered.
-    pub fn done(&self, ids: Vec<i64>) {
-        if !ids.is_empty() {
-            let _ = self.tx.send(Out::Done(ids));
+    /// Finishes `of` (marks its updates `done`) once everything queued before was delivered.
+    pub fn done(&self, of: impl Into<Answering>) {
+        let of = of.into();
+        if !of.is_empty() {
+            let _ = self.tx.send(Out::Done(of));
         }
     }
 
-    /// Sends a notice (Markdown) that finishes `ids`, in order with the answers.
-    pub fn notice_for(&self, markdown: impl Into<String>, ids: Vec<i64>) {
+    /// Sends a notice (Markdown) that finishes `of`, in order with the answers.
+    pub fn notice_for(&self, markdown: impl Into<String>, of: impl Into<Answering>) {
         let _ = self.tx.send(Out::Answer {
             md: markdown.into(),
-            ids,
+            of: of.into(),
             from: 0,
         });
     }
@@ -176,7 +182,7 @@ impl Output {
 
     /// Sends a notice (Markdown) in order with the answers.
     pub fn notice(&self, markdown: impl Into<String>) {
-        self.notice_for(markdown, Vec::new());
+        self.notice_for(markdown, Answering::default());
     }
 }
 
@@ -220,14 +226,14 @@ impl Delivery {
                                 dirty = true;
                             }
                         }
-                        Out::Answer { md, ids, from } => self.answer(&md, &ids, from).await,
-                        Out::Error { msg, ids } => {
+                        Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
+                        Out::Error { msg, of } => {
                             if let Err(e) = tg.send_plain(to, &format!("⚠️ {msg}"), None).await {
                                 tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
                             }
-                            self.journal.mark_all(&ids, Progress::Done);
+                            self.journal.finish(&of);
                         }
-                        Out::Done(ids) => self.journal.mark_all(&ids, Progress::Done),
+                        Out::Done(of) => self.journal.finish(&of),
                         Out::RunEnd => {
                             running = false;
                             dirty = false;
@@ -253,9 +259,9 @@ impl Delivery {
         }
     }
 
-    /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then marks
-    /// `ids` done.
-    async fn answer(&self, md: &str, ids: &[i64], from: usize) {
+    /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then finishes
+    /// `of`.
+    async fn answer(&self, md: &str, of: &Answering, from: usize) {
         for (n, chunk) in markdown_chunks(md).iter().enumerate().skip(from) {
             let n = u32::try_from(n).unwrap_or(u32::MAX);
             let report = |a: Attempt| {
@@ -266,8 +272,8 @@ impl Delivery {
                     // Left in flight: Telegram may show it.
                     Attempt::Unknown => return,
                 };
-                if !ids.is_empty() {
-                    self.journal.chunk(ids, n, s);
+                if !of.is_empty() {
+                    self.journal.chunk(of, n, s);
                 }
             };
             if let Err(e) = self
@@ -279,7 +285,7 @@ impl Delivery {
                 tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
             }
         }
-        self.journal.mark_all(ids, Progress::Done);
+        self.journal.finish(of);
     }
 }
 

@@ -7,6 +7,7 @@
 //! file before it runs ([`ToolStarted`]). What the model says is not judged.
 
 use super::api::Target;
+use super::journal::{Answering, prompt_digest};
 use super::router::Host;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -142,6 +143,8 @@ impl JobDelivery for TelegramDelivery {
         // A slot cut off by a crash and run again: its prompt may be in the transcript already.
         let messages = session.messages();
         let key = slot_key(&run.prompt);
+        // Its answer's delivery is journaled under this ([`journal::slots`]).
+        let slot_digest = prompt_digest(key);
         let earlier = messages
             .iter()
             .rposition(|m| matches!(m, Message::User(u) if slot_key(&u.content.text()) == key));
@@ -153,25 +156,44 @@ impl JobDelivery for TelegramDelivery {
             });
         if let Some((stamp, answer)) = answered {
             // Answered already: not asked again. Shown by this process (a run that took the prompt
-            // along), or before the crash and maybe not delivered: shown now.
+            // along), or before the crash: delivered from the chunk after the last one Telegram
+            // took or had on the wire ([`Chunks::resume_at`](super::journal::Chunks::resume_at)).
             session.unsubscribe(listener);
             if !slot.output.was_shown(stamp) {
-                slot.output.notice(answer);
+                let from = host.journal.slot_delivery(&slot_digest).resume_at();
+                slot.output.answer(answer, Answering::slot(slot_digest), from);
                 slot.output.flush().await;
             }
             return Ok("sent (an answer the slot already had)".into());
         }
-        let prompted = if earlier.is_some_and(|i| i + 1 == messages.len()) {
+        let prompted = match earlier.filter(|i| i + 1 == messages.len()) {
             // The prompt is the last message: its run goes on from it (not asked twice).
-            watch.state.lock().unwrap_or_else(|e| e.into_inner()).active = true;
-            session.continue_run().await.map(|_| ())
-        } else {
-            let input = PromptInput {
-                text: run.prompt,
-                images: Vec::new(),
-                queue: Some(QueueMode::FollowUp),
-            };
-            session.prompt(input).await
+            Some(i) => {
+                watch.state.lock().unwrap_or_else(|e| e.into_inner()).active = true;
+                let digest = match &messages[i] {
+                    Message::User(u) => prompt_digest(&u.content.text()),
+                    _ => String::new(),
+                };
+                slot.ledger.resume_slot(slot_digest.clone(), &digest);
+                let went_on = session.continue_run().await;
+                if !matches!(went_on, Ok(true)) {
+                    slot.ledger.forget_slot(slot_digest.clone());
+                }
+                went_on.map(|_| ())
+            }
+            None => {
+                slot.ledger.queue_slot(slot_digest.clone(), &run.prompt);
+                let input = PromptInput {
+                    text: run.prompt,
+                    images: Vec::new(),
+                    queue: Some(QueueMode::FollowUp),
+                };
+                let prompted = session.prompt(input).await;
+                if prompted.is_err() {
+                    slot.ledger.forget_slot(slot_digest.clone());
+                }
+                prompted
+            }
         };
         // Queued behind a run in progress: it ran at that run's end.
         session.wait_for_idle().await;

@@ -153,6 +153,9 @@ async fn a_pressed_retry_survives_a_crash_of_its_own_run() {
     // The retried run is killed too, while the model streams (before any tool).
     model.push(Turn::reply("never delivered").delay(Duration::from_secs(5)));
     press_retry(&tg, OWNER).await;
+    // The notice turned into "Retrying" (sent after a journal sync, which a busy disk slows)
+    // before the kill: what is checked below is that it is not told twice.
+    wait_text(&tg, OWNER, "Retrying", &bot).await;
     wait_requests(&model, 2, &bot).await;
     bot.kill9();
 

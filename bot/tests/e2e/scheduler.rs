@@ -402,6 +402,55 @@ async fn a_scheduled_run_killed_before_its_tool_is_run_again_once() {
     assert_eq!(model.requests().len(), 2);
 }
 
+/// Killed with the answer on the wire: Telegram shows it, the bot never learns. The slot's re-run
+/// finds the answer in the transcript and its chunk journaled as sent: not shown again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_answer_on_the_wire_at_a_crash_is_not_shown_again() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("🗄️ Backup report: all good."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| t.contains("Backup report"))
+    });
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let at = Utc::now() + chrono::Duration::seconds(3);
+    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job("rep002", "Report on the backup.", schedule, at));
+
+    let bot = BotProcess::start(&env, TOKEN);
+    eventually("the answer held on the wire", &bot, || {
+        if tg.held_calls().is_empty() {
+            Err("not yet".into())
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    bot.kill9();
+    // Telegram got the whole request: it shows the answer.
+    assert_eq!(tg.release_held(true), 1);
+    let deadline = std::time::Instant::now() + T;
+    while count(&tg, OWNER, "Backup report: all good") == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count(&tg, OWNER, "Backup report: all good"), 1);
+
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_jobs(&env, OWNER, "the slot recorded ok", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "ok"
+    })
+    .await;
+    assert_eq!(
+        count(&tg, OWNER, "Backup report: all good"),
+        1,
+        "{:?}",
+        texts(&tg, OWNER)
+    );
+    assert_eq!(model.requests().len(), 1, "the model was asked again");
+    assert_eq!(bot.terminate(T), Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_reports_a_jobs_file_that_was_set_aside() {
     let model = ModelServer::start().await.unwrap();

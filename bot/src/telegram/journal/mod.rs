@@ -14,6 +14,7 @@
 //! {"t":"state","id":17,"s":"tool"|"retried"|"done"}
 //! {"t":"chunk","id":17,"n":0,"s":"sending"|"sent"|"refused"}   chunk n (0-based) of its answer
 //! {"t":"seen","id":17}                   the highest id, kept by a rewrite
+//! {"t":"slot","k":"<slot digest>",…}    a scheduled run's answer, chunk by chunk ([`slots`])
 //! ```
 //!
 //! What is written and synced when:
@@ -50,10 +51,12 @@
 //! and the whole file is first copied aside to `inbound.jsonl.corrupt-<unix time>` and reported:
 //! the bot starts with every record it could read, and nothing is lost.
 
+pub mod slots;
 mod sync;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use slots::{SlotDelivery, SlotState, Slots};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -103,6 +106,53 @@ enum Record<'a> {
     Seen {
         id: i64,
     },
+    /// A scheduled slot's answer (see [`slots`]): chunk `n`'s attempt, or `done` (no `n`).
+    Slot {
+        k: Cow<'a, str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        n: Option<u32>,
+        s: SlotState,
+        /// Unix time (s) when written.
+        at: i64,
+    },
+}
+
+/// What an answer is for, as its delivery is journaled: the updates it answers, and the
+/// scheduled slots (by [`prompt_digest`] of their slot key, see [`slots`]) whose prompt it
+/// answers. Either may be empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answering {
+    /// `update_id`s.
+    pub ids: Vec<i64>,
+    /// Slot digests.
+    pub slots: Vec<String>,
+}
+
+impl Answering {
+    /// The answer of a scheduled slot.
+    pub fn slot(digest: String) -> Self {
+        Answering {
+            ids: Vec::new(),
+            slots: vec![digest],
+        }
+    }
+
+    /// Nothing to record.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty() && self.slots.is_empty()
+    }
+
+    /// Adds what `other` is for.
+    pub fn extend(&mut self, other: Answering) {
+        self.ids.extend(other.ids);
+        self.slots.extend(other.slots);
+    }
+}
+
+impl From<Vec<i64>> for Answering {
+    fn from(ids: Vec<i64>) -> Self {
+        Answering { ids, slots: Vec::new() }
+    }
 }
 
 /// What became of one attempt to hand a chunk of an answer to Telegram.
@@ -203,6 +253,8 @@ pub struct Journal {
     last_id: Mutex<Option<i64>>,
     sync: Arc<GroupSync>,
     syncer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Slot deliveries a crash left unfinished, as found at start-up.
+    slots: Mutex<BTreeMap<String, SlotDelivery>>,
 }
 
 /// Waiting for accepted updates to be on disk ([`Journal::durable`]).
@@ -215,6 +267,7 @@ pub struct Durable(u64);
 struct Read {
     updates: BTreeMap<i64, Unfinished>,
     last_id: Option<i64>,
+    slots: Slots,
     /// `(line number, why)` of the first unreadable line, and how many there were.
     unreadable: Option<((usize, String), usize)>,
 }
@@ -223,6 +276,7 @@ fn read(bytes: &[u8]) -> Read {
     let mut out = Read {
         updates: BTreeMap::new(),
         last_id: None,
+        slots: Slots::default(),
         unreadable: None,
     };
     for (n, raw) in bytes.split(|b| *b == b'\n').enumerate() {
@@ -254,6 +308,7 @@ fn read(bytes: &[u8]) -> Read {
                 }
             }
             Ok(Record::Seen { id }) => out.last_id = out.last_id.max(Some(id)),
+            Ok(Record::Slot { k, n, s, at }) => out.slots.note(&k, n, s, at),
             Err(why) => match &mut out.unreadable {
                 Some((_, count)) => *count += 1,
                 None => out.unreadable = Some(((n + 1, why), 1)),
@@ -301,6 +356,10 @@ impl Journal {
         for u in &unfinished {
             text.push_str(&unfinished_lines(u));
         }
+        let slots = found.slots.unfinished(now());
+        for (k, d) in &slots {
+            text.push_str(&slot_lines(k, d));
+        }
         super::store_file::write_atomic(&path, text.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
         let sync = Arc::new(GroupSync {
@@ -322,6 +381,7 @@ impl Journal {
                 last_id: Mutex::new(last_id),
                 sync,
                 syncer: Mutex::new(Some(syncer)),
+                slots: Mutex::new(slots),
             },
             unfinished,
         ))
@@ -425,9 +485,49 @@ impl Journal {
     /// Records how chunk `n` (0-based) of the answer of `ids` fares. `sending` is written right
     /// before each attempt leaves, after every wait (so a crash after it means the request was
     /// on its way); not synced (a power failure can lose it: the chunk is then sent again).
-    pub fn chunk(&self, ids: &[i64], n: u32, s: ChunkState) {
-        let text: String = ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
+    pub fn chunk(&self, of: &Answering, n: u32, s: ChunkState) {
+        let mut text: String = of.ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
+        for k in &of.slots {
+            text.push_str(&line(&Record::Slot {
+                k: Cow::Borrowed(k),
+                n: Some(n),
+                s: SlotState::of(s),
+                at: now(),
+            }));
+        }
         self.append(&text, Progress::Started);
+    }
+
+    /// Records that the answer for `of` was delivered (or that there is none): its updates are
+    /// `done`, its slots too.
+    pub fn finish(&self, of: &Answering) {
+        let mut text: String = of
+            .ids
+            .iter()
+            .map(|&id| {
+                line(&Record::State {
+                    id,
+                    s: Progress::Done,
+                    p: None,
+                })
+            })
+            .collect();
+        for k in &of.slots {
+            text.push_str(&line(&Record::Slot {
+                k: Cow::Borrowed(k),
+                n: None,
+                s: SlotState::Done,
+                at: now(),
+            }));
+        }
+        self.append(&text, Progress::Done);
+    }
+
+    /// How far the answer of the slot with digest `key` got before the last stop (nothing: not
+    /// cut off in its delivery).
+    pub fn slot_delivery(&self, key: &str) -> Chunks {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.get(key).map(|d| d.chunks).unwrap_or_default()
     }
 
     fn append(&self, text: &str, progress: Progress) {
@@ -500,6 +600,31 @@ fn unfinished_lines(u: &Unfinished) -> String {
         }));
     }
     text
+}
+
+/// The records that restore an unfinished slot delivery after a rewrite.
+fn slot_lines(k: &str, d: &SlotDelivery) -> String {
+    let rec = |n: u32, s: SlotState| {
+        line(&Record::Slot {
+            k: Cow::Borrowed(k),
+            n: Some(n),
+            s,
+            at: d.at,
+        })
+    };
+    let mut text = String::new();
+    if let Some(n) = d.chunks.delivered {
+        text.push_str(&rec(n, SlotState::Sent));
+    }
+    if let Some(n) = d.chunks.in_flight {
+        text.push_str(&rec(n, SlotState::Sending));
+    }
+    text
+}
+
+/// Unix time (s).
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
 }
 
 fn line(r: &Record<'_>) -> String {

@@ -145,11 +145,11 @@ fn per_message_progress_survives_the_rewrite() {
     let _ = j.accept(batch).unwrap();
     j.started(&[1, 2], "d12");
     j.mark(1, Progress::Tool);
-    j.chunk(&[1], 0, ChunkState::Sending);
-    j.chunk(&[1], 0, ChunkState::Sent);
-    j.chunk(&[1], 1, ChunkState::Sending);
-    j.chunk(&[2], 0, ChunkState::Sending);
-    j.chunk(&[2], 0, ChunkState::Refused);
+    j.chunk(&vec![1].into(), 0, ChunkState::Sending);
+    j.chunk(&vec![1].into(), 0, ChunkState::Sent);
+    j.chunk(&vec![1].into(), 1, ChunkState::Sending);
+    j.chunk(&vec![2].into(), 0, ChunkState::Sending);
+    j.chunk(&vec![2].into(), 0, ChunkState::Refused);
     j.started(&[3], "d3");
     j.mark(3, Progress::Retried);
     j.started(&[3], "d3b");
@@ -174,4 +174,33 @@ fn per_message_progress_survives_the_rewrite() {
         );
         drop(j);
     }
+}
+
+#[test]
+fn a_slot_delivery_survives_restarts_until_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path()).unwrap();
+    let slot = Answering::slot(prompt_digest("[Scheduled job ab12 · slot 09:00"));
+    let other = Answering::slot(prompt_digest("[Scheduled job cd34 · slot 09:00"));
+    j.chunk(&slot, 0, ChunkState::Sending);
+    j.chunk(&slot, 0, ChunkState::Sent);
+    j.chunk(&slot, 1, ChunkState::Sending);
+    j.chunk(&other, 0, ChunkState::Sent);
+    j.finish(&other);
+    drop(j);
+    let (j, unfinished) = Journal::open(dir.path()).unwrap();
+    assert!(unfinished.is_empty(), "a slot is no update");
+    // Chunk 1 was on the wire: delivery goes on after it.
+    assert_eq!(j.slot_delivery(&slot.slots[0]).resume_at(), 2);
+    assert_eq!(j.slot_delivery(&other.slots[0]), Chunks::default());
+    drop(j);
+    // Kept by the rewrite, until finished.
+    let (j, _) = Journal::open(dir.path()).unwrap();
+    assert_eq!(j.slot_delivery(&slot.slots[0]).resume_at(), 2);
+    j.finish(&slot);
+    drop(j);
+    let (j, _) = Journal::open(dir.path()).unwrap();
+    assert_eq!(j.slot_delivery(&slot.slots[0]), Chunks::default());
+    let text = std::fs::read_to_string(dir.path().join("inbound.jsonl")).unwrap();
+    assert!(!text.contains("\"slot\""), "{text}");
 }
