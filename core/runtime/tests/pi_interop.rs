@@ -184,3 +184,58 @@ fn pi_builds_the_same_context_from_our_file() {
     assert_eq!(pi["model"]["provider"], json!("anthropic"));
     assert_eq!(pi["model"]["modelId"], json!("claude-sonnet-4-5"));
 }
+
+/// The test kit's pi session generator ([`volcanic_testkit::pi_session`], used by the session
+/// tests and the `session_open` bench) writes files pi itself reads: pi builds the context the
+/// generator promises, with its model and thinking level, and the same one we build.
+#[test]
+fn pi_reads_the_generators_sessions_as_we_do() {
+    let deps = repo_root().join(".testdeps");
+    assert!(
+        deps.join("node_modules/@mariozechner/pi-coding-agent").is_dir(),
+        "pi is not installed in {}: run ./scripts/test.sh (it runs npm ci --prefix .testdeps)",
+        deps.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (entries, seed) in [(40, 7), (2_000, 1)] {
+        let generated = volcanic_testkit::pi_session::generate(entries, seed);
+        let file = dir.path().join(format!("generated-{entries}.jsonl"));
+        std::fs::write(&file, &generated.text).unwrap();
+        let out = std::process::Command::new("node")
+            .arg(repo_root().join("core/runtime/tests/pi_context.mjs"))
+            .arg(&file)
+            .env("PI_DEPS", &deps)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pi failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pi: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let summary = &generated.summary;
+        let pi_json: Vec<Value> = pi["messages"].as_array().unwrap().iter().map(project).collect();
+        assert_eq!(
+            pi_json.len() as u64,
+            summary["expectedContextMessages"].as_u64().unwrap(),
+            "{entries} entries"
+        );
+        assert_eq!(pi["model"]["provider"], summary["expectedModel"]["provider"]);
+        assert_eq!(pi["model"]["modelId"], summary["expectedModel"]["modelId"]);
+        assert_eq!(pi["thinkingLevel"], summary["expectedThinkingLevel"]);
+
+        let store = Arc::new(FileSessionStore::new(dir.path()));
+        let ours = SessionManager::open(
+            store,
+            &volcanic_abstractions::sessions::SessionLocation::File(file.clone()),
+        )
+        .unwrap()
+        .build_context();
+        let ours_json: Vec<Value> = ours
+            .messages
+            .iter()
+            .map(|m| project(&serde_json::to_value(m).unwrap()))
+            .collect();
+        assert_eq!(pi_json, ours_json, "{entries} entries");
+    }
+}
