@@ -150,7 +150,7 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
                 slot.ledger.resume(&ids, &d);
                 let session = session.clone();
                 let (host, slot) = (host.clone(), slot.clone());
-                tokio::spawn(async move {
+                let mut run = Box::pin(async move {
                     match session.continue_run().await {
                         Ok(true) => {}
                         // Busy after all: handed over again instead.
@@ -163,6 +163,14 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
                         Err(e) => slot.output.notice_for(format!("⚠️ {e}"), ids),
                     }
                 });
+                // Polled once here, while this slot's place in line is held: the run is started
+                // (the session busy) before a new message may reach the session. Else a new
+                // message could start a run with this prompt still waiting before it, and both
+                // would be answered there, this one again by its own run.
+                let first = std::future::poll_fn(|cx| std::task::Poll::Ready(run.as_mut().poll(cx))).await;
+                if first.is_pending() {
+                    tokio::spawn(run);
+                }
             }
             _ => again.extend(group),
         }

@@ -222,3 +222,37 @@ async fn junk_bytes_in_the_journal_are_set_aside_and_the_bot_starts() {
     assert_eq!(model.requests().len(), 2);
     drop(bot);
 }
+
+/// A run cut off before its tools goes on from the transcript after the restart, ahead of a
+/// message that was waiting at Telegram: that message gets a run of its own (it is not taken
+/// into the resumed run, which would answer both and then the first again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_run_starts_before_a_message_waiting_at_restart() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("never delivered").stall_after(2));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "first question"));
+    wait_requests(&model, 1, &bot).await;
+    bot.kill9();
+
+    // The next message waits at Telegram: the first getUpdates after the restart returns it.
+    tg.push_update(updates::text_message(OWNER, OWNER, "second question"));
+    model.push(Turn::reply("answer to the first").delay(Duration::from_millis(300)));
+    model.push(Turn::reply("answer to the second"));
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_text(&tg, OWNER, "answer to the second", &bot).await;
+    let requests = wait_requests(&model, 3, &bot).await;
+    let resumed = conversation(&requests[1]);
+    assert!(
+        resumed.contains("first question") && !resumed.contains("second question"),
+        "the resumed run took the waiting message: {resumed}"
+    );
+    assert!(conversation(&requests[2]).contains("answer to the first"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(model.requests().len(), 3, "{}", bot.log());
+    assert_eq!(count(&tg, OWNER, "answer to the first"), 1);
+    assert_eq!(count(&tg, OWNER, "answer to the second"), 1);
+    drop(bot);
+}
