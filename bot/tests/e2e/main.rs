@@ -2,6 +2,7 @@
 
 mod compaction;
 mod console;
+mod doctor;
 mod exactly_once;
 mod flood;
 mod kinds;
@@ -9,6 +10,8 @@ mod poison;
 mod questions;
 mod scheduler;
 mod secrets;
+mod service;
+mod service_start;
 mod strangers;
 mod support;
 mod telegram;
