@@ -2,6 +2,7 @@
 
 mod compaction;
 mod console;
+mod deploy;
 mod doctor;
 mod exactly_once;
 mod flood;
