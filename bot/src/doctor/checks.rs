@@ -1,13 +1,13 @@
 //! The doctor's checks, one function each; each returns its checklist lines.
 
 use super::Check;
-use super::reach::{GetMeError, describe};
+use super::reach::{describe, get_me};
 use crate::config::Config;
 use crate::lock::Holder;
 use futures::StreamExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use teloxide::prelude::*;
+use teloxide::Bot;
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions};
 use volcanic_google_calendar::CALLBACK_PATH;
@@ -41,7 +41,7 @@ pub(super) async fn token(config: &Config) -> Check {
         return Check::fail("token", format!("`{api_url}` is not a URL"), "fix `telegram.api_url`");
     };
     let bot = Bot::new(token).set_api_url(url);
-    match tokio::time::timeout(NETWORK_TIMEOUT, bot.get_me()).await {
+    match tokio::time::timeout(NETWORK_TIMEOUT, get_me(&bot, &api_url)).await {
         Ok(Ok(me)) => Check::ok(
             "token",
             format!(
@@ -50,10 +50,7 @@ pub(super) async fn token(config: &Config) -> Check {
                 me.id.0
             ),
         ),
-        Ok(Err(e)) => {
-            let e = GetMeError::new(&api_url, &e);
-            Check::fail("token", e.to_string(), e.fix())
-        }
+        Ok(Err(e)) => Check::fail("token", e.to_string(), e.fix()),
         Err(_) => Check::fail(
             "token",
             format!(

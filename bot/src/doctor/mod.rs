@@ -16,7 +16,7 @@
 mod checks;
 mod reach;
 
-pub use reach::{GetMeError, describe};
+pub use reach::{describe, get_me};
 
 use crate::config::Config;
 use std::path::Path;

@@ -4,6 +4,15 @@
 
 use teloxide::RequestError;
 use teloxide::errors::ApiError;
+use teloxide::prelude::Requester;
+
+/// `getMe` for `bot`, whose API URL is `api_url`: the bot's own user, or why not.
+///
+/// # Errors
+/// [`GetMeError`], told by its cause.
+pub async fn get_me(bot: &teloxide::Bot, api_url: &str) -> Result<teloxide::types::Me, GetMeError> {
+    bot.get_me().await.map_err(|e| GetMeError::new(api_url, &e))
+}
 
 /// A failed `getMe`, told by its cause: the network, the token, or anything else.
 #[derive(Debug, thiserror::Error)]
@@ -154,8 +163,7 @@ mod tests {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let api_url = format!("http://127.0.0.1:{}/", closed_port());
         let bot = teloxide::Bot::new("1:SECRET").set_api_url(url::Url::parse(&api_url).unwrap());
-        let e = teloxide::requests::Requester::get_me(&bot).await.unwrap_err();
-        let err = GetMeError::new(&api_url, &e);
+        let err = get_me(&bot, &api_url).await.unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, GetMeError::Unreachable { .. }), "{text}");
         assert!(

@@ -81,10 +81,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let api_url = config.telegram.api_url.trim_end_matches('/').to_owned();
     let url = url::Url::parse(&api_url).context("config key `telegram.api_url`")?;
     let bot = Bot::new(token.clone()).set_api_url(url);
-    let me = bot
-        .get_me()
-        .await
-        .map_err(|e| crate::doctor::GetMeError::new(&api_url, &e))?;
+    let me = crate::doctor::get_me(&bot, &api_url).await?;
     let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
