@@ -1,9 +1,12 @@
 //! `volcanic-bot`: the Volcanic binary. `volcanic-bot [--config PATH]` runs the Telegram host;
-//! `volcanic-bot [--config PATH] console …` runs one agent session in the terminal.
+//! `volcanic-bot [--config PATH] console …` runs one agent session in the terminal;
+//! `volcanic-bot [--config PATH] doctor` checks a setup and prints what to fix.
 
 mod config;
 mod console;
+mod doctor;
 mod host;
+mod lock;
 mod memory;
 mod placement;
 mod secrets;
@@ -16,8 +19,29 @@ use std::process::ExitCode;
 /// Default config path (relative to the directory the bot is started from).
 const DEFAULT_CONFIG: &str = "config/volcanic.toml";
 
+/// The environment variables the binary reads, shown by `--help`.
+const ENVIRONMENT_HELP: &str = "\
+Environment:
+  VOLCANIC_CONFIG       the config file, as --config
+  VOLCANIC_LOG          log filter, e.g. `debug` or `warn,volcanic_bot=debug` (tracing's
+                        EnvFilter syntax); default `info` for the bot and doctor, `warn` for the
+                        console. Logs go to stderr (the journal, under systemd)
+  TELEGRAM_BOT_TOKEN    the bot token, unless [telegram] token is set
+  ANTHROPIC_API_KEY     keys of the built-in providers (or a provider's api_key_env)
+  OPENAI_API_KEY
+  GOOGLE_CLIENT_ID      the Google OAuth client, unless [google] sets it
+  GOOGLE_CLIENT_SECRET
+
+`volcanic-bot doctor` checks the config, the token, the models, Google, the listener and the
+folders, and says what to fix.";
+
 #[derive(Debug, Parser)]
-#[command(name = "volcanic-bot", version, about = "Self-hosted Telegram agent host")]
+#[command(
+    name = "volcanic-bot",
+    version,
+    about = "Self-hosted Telegram agent host",
+    after_help = ENVIRONMENT_HELP
+)]
 struct Cli {
     /// Config file (TOML). Default config/volcanic.toml; env VOLCANIC_CONFIG.
     #[arg(long, global = true, env = "VOLCANIC_CONFIG")]
@@ -30,12 +54,20 @@ struct Cli {
 enum Command {
     /// Chat with an agent in the terminal.
     Console(console::ConsoleArgs),
+    /// Check the setup (config, token, models, Google, listener, folders, lock); prints a
+    /// checklist with the fix for each failure; exit status 1 on any failure.
+    Doctor,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    // The console is a terminal UI: only warnings interleave with it by default.
+    let default_level = match cli.command {
+        Some(Command::Console(_)) => "warn",
+        Some(Command::Doctor) | None => "info",
+    };
+    init_tracing(default_level);
     // TLS for every HTTP client in the process: rustls with ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
     match run(cli).await {
@@ -55,19 +87,30 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(p) => (p, true),
         None => (PathBuf::from(DEFAULT_CONFIG), false),
     };
+    let console = match cli.command {
+        // A config that does not load is the doctor's first finding, not an exit.
+        Some(Command::Doctor) => return Ok(doctor::run(&path, required).await),
+        Some(Command::Console(args)) => Some(args),
+        None => None,
+    };
     let config = config::Config::load(&path, required)?;
     if let Err(e) = volcanic_core::processes::harden_host_process(config.harden_process) {
         tracing::warn!("process hardening failed: {e}");
     }
-    if cli.command.is_none() {
-        let file = path.exists().then_some(path.as_path());
-        for warning in placement::warnings(&config, file) {
-            tracing::warn!("{warning}");
+    match console {
+        Some(args) => console::run(config, args).await,
+        None => {
+            let file = path.exists().then_some(path.as_path());
+            for warning in placement::warnings(&config, file) {
+                tracing::warn!("{warning}");
+            }
+            // Held until the host has shut down: one process per state directory.
+            let lock = lock::acquire(&config.state_dir)?;
+            tracing::debug!(file = %lock.path().display(), "holding the state directory's lock");
+            let code = telegram::run(config).await;
+            drop(lock);
+            code
         }
-    }
-    match cli.command {
-        Some(Command::Console(args)) => console::run(config, args).await,
-        None => telegram::run(config).await,
     }
 }
 
@@ -76,11 +119,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
 /// tokens) through `log`, which the subscriber forwards.
 const QUIET: &[&str] = &["yup_oauth2=warn"];
 
-/// The log filter: `VOLCANIC_LOG` (default `warn`), with [`QUIET`] added last so it wins.
-fn log_filter(env: Option<&str>) -> tracing_subscriber::EnvFilter {
+/// The log filter: `VOLCANIC_LOG` (else `default`), with [`QUIET`] added last so it wins.
+fn log_filter(env: Option<&str>, default: &str) -> tracing_subscriber::EnvFilter {
     let mut filter = env
         .and_then(|e| tracing_subscriber::EnvFilter::try_new(e).ok())
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
     for directive in QUIET {
         if let Ok(d) = directive.parse() {
             filter = filter.add_directive(d);
@@ -89,8 +132,8 @@ fn log_filter(env: Option<&str>) -> tracing_subscriber::EnvFilter {
     filter
 }
 
-fn init_tracing() {
-    let filter = log_filter(std::env::var("VOLCANIC_LOG").ok().as_deref());
+fn init_tracing(default_level: &str) {
+    let filter = log_filter(std::env::var("VOLCANIC_LOG").ok().as_deref(), default_level);
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -123,7 +166,7 @@ mod tests {
             let sink = Sink::default();
             let writer = sink.clone();
             let subscriber = tracing_subscriber::fmt()
-                .with_env_filter(super::log_filter(Some(env)))
+                .with_env_filter(super::log_filter(Some(env), "warn"))
                 .with_writer(move || writer.clone())
                 .finish();
             tracing::subscriber::with_default(subscriber, || {

@@ -65,7 +65,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&config.workspaces_dir)
         .with_context(|| format!("workspaces_dir {}", config.workspaces_dir.display()))?;
     let config = Arc::new(config);
-    let (settings, aside) = settings::SettingsStore::load(&config.state_dir)?;
+    let (settings, aside) = settings::SettingsStore::load(&config.state_dir, &models)?;
     if let Some(p) = aside {
         tracing::warn!("chat-settings.json was corrupt and was set aside as {}", p.display());
     }
@@ -81,7 +81,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let api_url = config.telegram.api_url.trim_end_matches('/').to_owned();
     let url = url::Url::parse(&api_url).context("config key `telegram.api_url`")?;
     let bot = Bot::new(token.clone()).set_api_url(url);
-    let me = bot.get_me().await.context("getMe failed: is the bot token right?")?;
+    let me = crate::doctor::get_me(&bot, &api_url).await?;
     let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();

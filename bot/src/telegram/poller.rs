@@ -4,6 +4,12 @@
 //! `update_id` are ignored. Each update of a batch is decoded on its own: one that cannot be read
 //! is set aside ([`unreadable`]) and the rest handled, so no update stops polling. No log line
 //! carries the request URL (it holds the token): errors go through [`describe`].
+//!
+//! Telegram answers `409 Conflict: terminated by other getUpdates request` when another process
+//! polls the same token, and each update then reaches only one of the two: the log says so
+//! plainly, once, with what to do ([`CONFLICT`]); polling goes on with backoff.
+
+pub use crate::doctor::describe;
 
 use super::router::Host;
 use super::unreadable::{self, BatchError, Decoded};
@@ -16,10 +22,17 @@ use tokio_util::sync::CancellationToken;
 /// Long-poll timeout sent to Telegram (seconds).
 pub const POLL_TIMEOUT_SECS: u64 = 30;
 
+/// Logged (at error level, once per process) when another process polls the same token.
+pub const CONFLICT: &str = "another process is polling this bot token: Telegram answers 409 Conflict \
+     and gives each update to only one of them. Stop the other one (another volcanic-bot on this \
+     or another machine, or any program using the token), or give this bot its own token from \
+     @BotFather (/newbot). Polling continues meanwhile";
+
 /// Polls until `shutdown` fires.
 pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdown: CancellationToken) {
     let mut offset: Option<i64> = host.journal.last_id().map(|i| i + 1);
     let mut backoff = Duration::from_millis(500);
+    let mut conflict_told = false;
     loop {
         let body = json!({
             "offset": offset,
@@ -52,6 +65,18 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
                     tracing::warn!("deleteWebhook failed: {}", describe(e));
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
+                continue;
+            }
+            Err(BatchError::Api { code: 409, description }) => {
+                if conflict_told {
+                    tracing::debug!("getUpdates: 409 {description}");
+                } else {
+                    conflict_told = true;
+                    tracing::error!("{CONFLICT} (Telegram said: {description})");
+                }
+                if !pause(&shutdown, &mut backoff).await {
+                    break;
                 }
                 continue;
             }
@@ -129,23 +154,6 @@ async fn pause(shutdown: &CancellationToken, backoff: &mut Duration) -> bool {
     true
 }
 
-/// A failed request's error without its URL (`<api_url>/bot<token>/<method>`: the token must
-/// never reach a log line), followed by its causes (where reqwest puts "connection refused").
-pub fn describe(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<Decoded>, BatchError> {
     let resp = resp.map_err(|e| BatchError::Transport(describe(e)))?;
     let status = resp.status().as_u16();
@@ -154,26 +162,4 @@ async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<Deco
         .await
         .map_err(|e| BatchError::Transport(format!("reading the answer (HTTP {status}): {}", describe(e))))?;
     unreadable::decode_batch(status, &body)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::describe;
-
-    #[tokio::test]
-    async fn a_failed_request_is_described_without_its_url_and_with_its_cause() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let url = format!("http://127.0.0.1:{port}/bot123456:SECRET-token/getUpdates");
-        let e = reqwest::Client::new().post(&url).send().await.unwrap_err();
-        assert!(e.to_string().contains("SECRET-token"), "reqwest's own text: {e}");
-        let text = describe(e);
-        assert!(!text.contains("SECRET"), "{text}");
-        assert!(text.to_lowercase().contains("connect"), "the cause is kept: {text}");
-    }
 }

@@ -2,6 +2,8 @@
 
 mod compaction;
 mod console;
+mod deploy;
+mod doctor;
 mod exactly_once;
 mod flood;
 mod kinds;
@@ -9,6 +11,8 @@ mod poison;
 mod questions;
 mod scheduler;
 mod secrets;
+mod service;
+mod service_start;
 mod strangers;
 mod support;
 mod telegram;

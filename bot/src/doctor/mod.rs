@@ -1,0 +1,193 @@
+//! `volcanic-bot doctor`: checks a setup the way the bot will use it and prints a checklist,
+//! with the fix for each failure. Exit status 0 when nothing failed, 1 otherwise.
+//!
+//! In order: the config file (loads, placement of the folders, someone allowed), the token
+//! (`getMe`), the models (the default one is known and has a key; a one-token request to each
+//! provider that has a key), Google (the token endpoint accepts the OAuth client), the state and
+//! workspaces folders (writable, free space), the lock (whether a bot runs on this state
+//! directory), the listener and the public URL (a probe on the OAuth callback route, sent
+//! through `[http] public_url`, must come back to this listener). It can run beside the
+//! service: a held lock and a listener in use by that running bot are notes, not failures.
+//!
+//! Nothing secret is printed: the token, keys and client secret never appear.
+
+#![allow(clippy::print_stdout)]
+
+mod checks;
+mod reach;
+
+pub use reach::{describe, get_me};
+
+use crate::config::Config;
+use std::path::Path;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    /// Works.
+    Ok,
+    /// Worth knowing; not a failure (optional parts not set up, a running bot).
+    Note,
+    /// Will not work as configured.
+    Fail,
+}
+
+/// One line of the checklist.
+#[derive(Debug, Clone, PartialEq)]
+struct Check {
+    status: Status,
+    what: String,
+    detail: String,
+    /// What to do, for failures.
+    fix: Option<String>,
+}
+
+impl Check {
+    fn ok(what: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            status: Status::Ok,
+            what: what.into(),
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn note(what: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            status: Status::Note,
+            what: what.into(),
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn fail(what: impl Into<String>, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            status: Status::Fail,
+            what: what.into(),
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// Runs every check for the config at `path` (`required`: given explicitly, so a missing file
+/// fails), prints the checklist to stdout and returns the exit status.
+pub async fn run(path: &Path, required: bool) -> i32 {
+    let checks = collect(path, required).await;
+    print!("{}", render(&checks));
+    i32::from(checks.iter().any(|c| c.status == Status::Fail))
+}
+
+async fn collect(path: &Path, required: bool) -> Vec<Check> {
+    let mut out = Vec::new();
+    let config = match Config::load(path, required) {
+        Ok(c) => c,
+        Err(e) => {
+            out.push(Check::fail(
+                "config",
+                e.to_string(),
+                "fix what the message names; config/volcanic.example.toml documents every key",
+            ));
+            return out;
+        }
+    };
+    out.extend(config_checks(&config, path));
+    out.push(checks::token(&config).await);
+    out.extend(checks::models(&config).await);
+    out.extend(checks::google(&config).await);
+    out.push(checks::folder("state_dir", &config.state_dir));
+    out.push(checks::folder("workspaces_dir", &config.workspaces_dir));
+    let holder = crate::lock::probe(&config.state_dir);
+    out.push(checks::lock(&config.state_dir, &holder));
+    out.extend(checks::listener(&config, holder.ok()).await);
+    out
+}
+
+fn config_checks(config: &Config, path: &Path) -> Vec<Check> {
+    let mut out = Vec::new();
+    let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    if path.exists() {
+        out.push(Check::ok("config", format!("{} loads", shown.display())));
+    } else {
+        out.push(Check::note(
+            "config",
+            format!("no file at {}: the defaults apply", shown.display()),
+        ));
+    }
+    let file = path.exists().then_some(path);
+    for warning in crate::placement::warnings(config, file) {
+        out.push(Check::fail(
+            "config",
+            warning,
+            "give state_dir and workspaces_dir separate folders, and keep the config outside the workspaces",
+        ));
+    }
+    if config.telegram.allowed_users.is_empty() {
+        out.push(Check::fail(
+            "allowed_users",
+            "telegram.allowed_users is empty: the bot answers nobody",
+            "add your numeric Telegram id to [telegram] allowed_users (a stranger's message makes the bot \
+             tell them their id)",
+        ));
+    } else {
+        out.push(Check::ok(
+            "allowed_users",
+            format!(
+                "{} user(s), {} group chat(s)",
+                config.telegram.allowed_users.len(),
+                config.telegram.allowed_chats.len()
+            ),
+        ));
+    }
+    out
+}
+
+/// The checklist as printed: one line per check, the fix indented under a failure, a summary.
+fn render(checks: &[Check]) -> String {
+    let mut text = format!("volcanic-bot {} doctor\n", env!("CARGO_PKG_VERSION"));
+    for c in checks {
+        let mark = match c.status {
+            Status::Ok => "[ok]  ",
+            Status::Note => "[note]",
+            Status::Fail => "[FAIL]",
+        };
+        text.push_str(&format!("{mark} {:<15} {}\n", c.what, c.detail));
+        if let Some(fix) = &c.fix {
+            text.push_str(&format!("{:22}fix: {fix}\n", ""));
+        }
+    }
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if failed == 0 {
+        text.push_str("All checks passed.\n");
+    } else {
+        text.push_str(&format!("{failed} check(s) failed.\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_checklist_shows_each_fix_under_its_failure() {
+        let text = render(&[
+            Check::ok("token", "@bot (id 1)"),
+            Check::note("google", "not configured"),
+            Check::fail("state_dir", "/x: not writable", "chown it"),
+        ]);
+        let want = format!(
+            "volcanic-bot {} doctor\n\
+             [ok]   token           @bot (id 1)\n\
+             [note] google          not configured\n\
+             [FAIL] state_dir       /x: not writable\n\
+             \x20                     fix: chown it\n\
+             1 check(s) failed.\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert_eq!(text, want);
+    }
+}

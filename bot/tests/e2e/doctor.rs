@@ -1,0 +1,256 @@
+//! `volcanic-bot doctor` against the doubles: a setup that works passes (exit 0), each broken
+//! part fails with its fix (exit 1), and beside a running bot the lock and the listener are
+//! notes, not failures.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::*;
+use std::process::Output;
+use std::time::Duration;
+use volcanic_testkit::bot_api::BotApiServer;
+use volcanic_testkit::google::GoogleServer;
+use volcanic_testkit::model_server::{ModelServer, Turn};
+
+const CLIENT_ID: &str = "doctor-client.apps.googleusercontent.com";
+const CLIENT_SECRET: &str = "doctor-secret";
+
+/// `volcanic-bot --config <cfg> doctor` with a clean environment plus `vars`.
+async fn doctor(env: &Env, vars: &[(&str, &str)]) -> Output {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+    c.arg("--config")
+        .arg(env.dir.path().join("volcanic.toml"))
+        .arg("doctor")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.home())
+        .current_dir(env.dir.path());
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    tokio::time::timeout(Duration::from_secs(90), c.output())
+        .await
+        .expect("doctor finished within 90 s")
+        .unwrap()
+}
+
+/// The checklist line of `what` (the first one), e.g. `[ok]   token           @…`.
+fn line<'a>(out: &'a str, what: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.get(7..).is_some_and(|rest| rest.starts_with(&format!("{what} "))))
+        .unwrap_or_else(|| panic!("no `{what}` line in:\n{out}"))
+}
+
+/// The `fix:` line right under the line of `what`.
+fn fix_of<'a>(out: &'a str, what: &str) -> &'a str {
+    let l = line(out, what);
+    let mut lines = out.lines().skip_while(|x| *x != l).skip(1);
+    lines
+        .next()
+        .map(str::trim)
+        .filter(|f| f.starts_with("fix: "))
+        .unwrap_or_else(|| panic!("no fix under `{what}` in:\n{out}"))
+}
+
+fn google_section(g: &GoogleServer, secret: &str) -> String {
+    format!(
+        "[google]\nclient_id = \"{CLIENT_ID}\"\nclient_secret = \"{secret}\"\ntoken_url = \"{}\"\n\
+         auth_url = \"{}\"\nrevoke_url = \"{}\"\napi_base_url = \"{}\"\n",
+        g.token_url(),
+        g.auth_url(),
+        g.revoke_url(),
+        g.api_base_url()
+    )
+}
+
+const KEYS: [(&str, &str); 3] = [
+    ("TELEGRAM_BOT_TOKEN", TOKEN),
+    ("E2E_ANTHROPIC_KEY", "test-key"),
+    ("E2E_OPENAI_KEY", "test-key"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_passes_a_working_setup_and_checks_each_part_for_real() {
+    let model = ModelServer::start().await.unwrap();
+    model.push_all([Turn::reply("ok"), Turn::reply("ok")]);
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let g = GoogleServer::start(CLIENT_ID, CLIENT_SECRET).await.unwrap();
+    let port = free_port();
+    let extra = format!(
+        "{}[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n{}",
+        telegram_config(&tg, ""),
+        google_section(&g, CLIENT_SECRET)
+    );
+    let env = Env::new(&model.url(), &extra);
+    let out = doctor(&env, &KEYS).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
+    assert!(
+        line(&text, "token").starts_with(&format!(
+            "[ok]   token           @volcanic_test_bot (id 123456) at {}",
+            tg.url()
+        )),
+        "{text}"
+    );
+    assert!(
+        line(&text, "model anthropic").contains("[ok]   model anthropic anthropic/claude-sonnet-4-5 answered"),
+        "{text}"
+    );
+    assert!(line(&text, "model openai").starts_with("[ok]"), "{text}");
+    assert!(
+        line(&text, "google").contains(&format!("the token endpoint accepts client {CLIENT_ID}")),
+        "{text}"
+    );
+    for what in [
+        "config",
+        "allowed_users",
+        "state_dir",
+        "workspaces_dir",
+        "lock",
+        "listener",
+        "public URL",
+    ] {
+        assert!(line(&text, what).starts_with("[ok]"), "{what}:\n{text}");
+    }
+    assert!(text.ends_with("All checks passed.\n"), "{text}");
+    // Each check talked to its double: getMe, a one-token request per provider, Google's token
+    // endpoint.
+    assert_eq!(tg.calls("getMe").len(), 1);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let limits: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            let b = &r.body;
+            b.get("max_tokens")
+                .or_else(|| b.get("max_completion_tokens"))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(limits, ["1", "1"]);
+    assert!(g.requests().iter().any(|r| r.path == "/token"), "{:?}", g.requests());
+    // Secrets never printed.
+    for secret in [TOKEN, "test-key", CLIENT_SECRET] {
+        assert!(!text.contains(secret), "{secret} in:\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_fails_each_broken_part_with_its_fix() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::error(401, "invalid x-api-key"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let g = GoogleServer::start(CLIENT_ID, CLIENT_SECRET).await.unwrap();
+    let (listen, public) = (free_port(), free_port());
+    let env = Env::new(&model.url(), "");
+    // state_dir under a file: it cannot be created.
+    std::fs::write(env.dir.path().join("afile"), "").unwrap();
+    let config = std::fs::read_to_string(env.dir.path().join("volcanic.toml"))
+        .unwrap()
+        .replace(
+            &format!("state_dir = \"{}\"", env.dir.path().join("data").display()),
+            &format!("state_dir = \"{}\"", env.dir.path().join("afile/data").display()),
+        );
+    let extra = format!(
+        "{}[http]\nlisten = \"127.0.0.1:{listen}\"\npublic_url = \"http://127.0.0.1:{public}\"\n{}",
+        telegram_config(&tg, ""),
+        google_section(&g, "wrong-secret")
+    );
+    std::fs::write(env.dir.path().join("volcanic.toml"), format!("{config}\n{extra}")).unwrap();
+    // No OpenAI key: that provider is a note; the token is refused.
+    let out = doctor(
+        &env,
+        &[
+            ("TELEGRAM_BOT_TOKEN", "999:WRONG-token"),
+            ("E2E_ANTHROPIC_KEY", "test-key"),
+        ],
+    )
+    .await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    assert!(line(&text, "token").contains("refused the bot token"), "{text}");
+    assert!(fix_of(&text, "token").contains("@BotFather"), "{text}");
+    assert!(line(&text, "model anthropic").contains("[FAIL]"), "{text}");
+    assert!(line(&text, "model anthropic").contains("invalid x-api-key"), "{text}");
+    assert!(
+        fix_of(&text, "model anthropic").contains("check the provider's key"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "model openai").contains("[note] model openai    not checked: no API key"),
+        "{text}"
+    );
+    assert!(line(&text, "google").contains("refused client"), "{text}");
+    assert!(fix_of(&text, "google").contains("Credentials"), "{text}");
+    assert!(line(&text, "state_dir").contains("afile is a file"), "{text}");
+    assert!(
+        fix_of(&text, "state_dir").contains("set `state_dir` to a folder path"),
+        "{text}"
+    );
+    assert!(line(&text, "listener").starts_with("[ok]"), "{text}");
+    assert!(
+        line(&text, "public URL").contains("[FAIL] public URL      cannot reach"),
+        "{text}"
+    );
+    assert!(
+        fix_of(&text, "public URL").contains(&format!("reach 127.0.0.1:{listen}")),
+        "{text}"
+    );
+    assert!(text.lines().last().unwrap().ends_with("check(s) failed."), "{text}");
+    for secret in ["WRONG-token", "test-key", "wrong-secret"] {
+        assert!(!text.contains(secret), "{secret} in:\n{text}");
+    }
+
+    // A config given explicitly that cannot be read is the first failure.
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+    c.args(["--config", "/nonexistent/volcanic.toml", "doctor"]).env_clear();
+    let out = c.output().await.unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        line(&text, "config").starts_with("[FAIL] config          cannot read config file /nonexistent/volcanic.toml"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_beside_the_running_bot_names_it_and_probes_its_public_url() {
+    let model = ModelServer::start().await.unwrap();
+    model.push_all([Turn::reply("ok"), Turn::reply("ok")]);
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let extra = format!(
+        "{}[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n",
+        telegram_config(&tg, "")
+    );
+    let env = Env::new(&model.url(), &extra);
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.wait_for(|s| !s.get_updates_calls().is_empty(), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+    let out = doctor(&env, &KEYS).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
+    let pid = bot.child.id();
+    assert!(
+        line(&text, "lock").starts_with(&format!("[note] lock            held by PID {pid}")),
+        "{text}"
+    );
+    assert!(
+        line(&text, "listener").contains(&format!("127.0.0.1:{port} is in use by the running bot (PID {pid})")),
+        "{text}"
+    );
+    assert!(
+        line(&text, "public URL").contains("answers as the bot's callback route"),
+        "{text}"
+    );
+    assert!(
+        line(&text, "google").starts_with("[note] google          not configured"),
+        "{text}"
+    );
+    // The running bot was not disturbed: its lock is its own.
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("data/volcanic-bot.lock")).unwrap(),
+        format!("{pid}\n")
+    );
+}
