@@ -16,6 +16,7 @@ mod telegram_calendar;
 mod telegram_compact;
 mod telegram_media;
 mod telegram_more;
+mod telegram_order;
 mod telegram_slots;
 mod telegram_ui;
 mod telegram_webhook;

@@ -11,11 +11,13 @@ mod actions;
 mod compact;
 mod context;
 mod factory;
+mod prompt;
 mod run_loop;
 mod session;
 mod skills;
 mod tool_exec;
 
 pub use factory::{AgentSessionFactory, AgentSessionOptions, FactoryConfig, SessionSelect};
-pub use session::{AgentSession, ListenerId, PromptInput, QueueMode, SessionError, SessionStats};
+pub use prompt::{PromptInput, QueueMode, RunHandle, Submitted};
+pub use session::{AgentSession, ListenerId, SessionError, SessionStats};
 pub use tool_exec::LENGTH_STOP_ERROR;

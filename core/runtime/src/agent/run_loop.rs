@@ -27,6 +27,20 @@ use volcanic_abstractions::extensions::events::{
 use volcanic_abstractions::messages::{AssistantMessage, Message, StopReason, ToolResultMessage};
 use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions, is_context_overflow};
 
+/// Starts [`run`] in a task of its own (the caller's tracing span goes with it).
+pub(crate) fn spawn(inner: Arc<Inner>, initial: Vec<Message>) -> tokio::task::JoinHandle<Result<(), SessionError>> {
+    tokio::spawn(tracing::Instrument::in_current_span(run(inner, initial)))
+}
+
+/// [`spawn`] for a run no one waits for: its failure is logged as `what` failed.
+pub(crate) fn spawn_detached(inner: Arc<Inner>, initial: Vec<Message>, what: &'static str) {
+    tokio::spawn(tracing::Instrument::in_current_span(async move {
+        if let Err(e) = run(inner, initial).await {
+            tracing::warn!("{what} failed: {e}");
+        }
+    }));
+}
+
 /// Runs one agent run to its end. `initial`: the prompt and messages held for the next turn.
 /// The caller has set `running` and a fresh abort token.
 pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
@@ -94,12 +108,7 @@ pub(crate) fn release(inner: &Arc<Inner>) {
     if queued.is_empty() {
         inner.idle.send_replace(true);
     } else {
-        let inner = inner.clone();
-        tokio::spawn(async move {
-            if let Err(e) = run(inner, queued).await {
-                tracing::warn!("queued run after compaction failed: {e}");
-            }
-        });
+        spawn_detached(inner.clone(), queued, "queued run after compaction");
     }
 }
 

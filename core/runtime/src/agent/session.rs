@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::extensions::ExtensionContext;
 use volcanic_abstractions::extensions::events::{
-    InputEvent, ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartEvent,
-    SessionStartReason, ThinkingLevelSelectEvent,
+    ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartEvent, SessionStartReason,
+    ThinkingLevelSelectEvent,
 };
 use volcanic_abstractions::messages::{
     AssistantContent, ImageContent, Message, TextContent, UserBody, UserContent, UserMessage,
@@ -50,6 +50,9 @@ pub enum SessionError {
     /// A compaction failed or was cancelled.
     #[error("compaction: {0}")]
     Compaction(#[from] crate::compaction::CompactionError),
+    /// A run's task was cancelled before the run ended (the async runtime is shutting down).
+    #[error("the run was cut off: the program is shutting down")]
+    RunCancelled,
     /// A command failed.
     #[error("command /{name} failed: {error}")]
     Command {
@@ -58,36 +61,6 @@ pub enum SessionError {
         /// Error text.
         error: String,
     },
-}
-
-/// How a prompt that arrives during a run is queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueueMode {
-    /// Taken between tool batches of the current run.
-    Steer,
-    /// Taken when the current run would end.
-    FollowUp,
-}
-
-/// A prompt: text, images, and what to do if the agent is busy.
-#[derive(Debug, Clone, Default)]
-pub struct PromptInput {
-    /// Text (a `/command` runs the command).
-    pub text: String,
-    /// Images.
-    pub images: Vec<ImageContent>,
-    /// Queueing when busy; `None` makes a busy session answer [`SessionError::Busy`].
-    pub queue: Option<QueueMode>,
-}
-
-impl PromptInput {
-    /// Text only, not queued.
-    pub fn text(t: impl Into<String>) -> Self {
-        PromptInput {
-            text: t.into(),
-            ..Default::default()
-        }
-    }
 }
 
 /// Token and cost figures of the session (`/session`).
@@ -363,119 +336,6 @@ impl AgentSession {
     /// Commands (`name`, description).
     pub fn commands(&self) -> Vec<volcanic_abstractions::extensions::CommandInfo> {
         self.inner.commands.read().unwrap_or_else(|e| e.into_inner()).list()
-    }
-
-    /// Handles user input: a registered `/command` runs at once (even during a run); otherwise the
-    /// `input` event may transform or consume it; then it starts a run (awaited to its end) or,
-    /// during a run, is queued as `input.queue` says.
-    pub async fn prompt(&self, input: PromptInput) -> Result<(), SessionError> {
-        if let Some((name, args)) = CommandRegistry::parse(input.text.trim()) {
-            let cmd = self
-                .inner
-                .commands
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(name)
-                .cloned();
-            if let Some(cmd) = cmd {
-                let ctx = Arc::new(super::context::SessionCtx::new(
-                    self.inner.me.clone(),
-                    self.inner.runner.binding(),
-                ));
-                let cancel = CancellationToken::new();
-                return (cmd.definition.handler)(args.to_owned(), ctx, cancel)
-                    .await
-                    .map_err(|e| SessionError::Command {
-                        name: cmd.name.clone(),
-                        error: e.to_string(),
-                    });
-            }
-        }
-        let mut ev = InputEvent {
-            text: input.text,
-            images: input.images,
-            handled: false,
-        };
-        let cancel = self.inner.lock_state().abort.clone();
-        self.inner.runner.emit(&mut ev, &self.inner.ctx(), &cancel).await;
-        if ev.handled {
-            return Ok(());
-        }
-        if ev.text.trim().is_empty() && ev.images.is_empty() {
-            return Err(SessionError::EmptyPrompt);
-        }
-        let message = user_message(ev.text, ev.images);
-        let initial = self.start_or_queue(message, input.queue)?;
-        match initial {
-            Some(initial) => super::run_loop::run(self.inner.clone(), initial).await,
-            None => Ok(()),
-        }
-    }
-
-    /// Queues `message` during a run (`Ok(None)`), or marks the session running and returns the
-    /// run's initial messages.
-    fn start_or_queue(&self, message: Message, queue: Option<QueueMode>) -> Result<Option<Vec<Message>>, SessionError> {
-        let mut st = self.inner.lock_state();
-        if st.running {
-            match queue {
-                Some(QueueMode::Steer) => st.steering.push_back(message),
-                Some(QueueMode::FollowUp) => st.follow_up.push_back(message),
-                None => return Err(SessionError::Busy),
-            }
-            return Ok(None);
-        }
-        if st.model.is_none() {
-            return Err(SessionError::NoModel);
-        }
-        st.running = true;
-        st.abort = CancellationToken::new();
-        let mut initial = vec![message];
-        initial.append(&mut st.next_turn);
-        drop(st);
-        self.inner.idle.send_replace(false);
-        Ok(Some(initial))
-    }
-
-    /// Queues a steering message (taken between tool batches); starts a run when idle.
-    pub async fn steer(&self, text: impl Into<String>) -> Result<(), SessionError> {
-        self.prompt(PromptInput {
-            text: text.into(),
-            images: Vec::new(),
-            queue: Some(QueueMode::Steer),
-        })
-        .await
-    }
-
-    /// Runs the agent on the transcript as it is, without a new message: for a run cut off by a
-    /// crash after its prompt was persisted (the prompt is already the last message). Returns
-    /// `Ok(false)` without running when the last message is not a user or custom message, or a
-    /// run is in progress.
-    pub async fn continue_run(&self) -> Result<bool, SessionError> {
-        {
-            let mut st = self.inner.lock_state();
-            let pending = matches!(st.messages.last(), Some(Message::User(_) | Message::Custom(_)));
-            if st.running || !pending {
-                return Ok(false);
-            }
-            if st.model.is_none() {
-                return Err(SessionError::NoModel);
-            }
-            st.running = true;
-            st.abort = CancellationToken::new();
-        }
-        self.inner.idle.send_replace(false);
-        super::run_loop::run(self.inner.clone(), Vec::new()).await?;
-        Ok(true)
-    }
-
-    /// Queues a follow-up (taken when the run would end); starts a run when idle.
-    pub async fn follow_up(&self, text: impl Into<String>) -> Result<(), SessionError> {
-        self.prompt(PromptInput {
-            text: text.into(),
-            images: Vec::new(),
-            queue: Some(QueueMode::FollowUp),
-        })
-        .await
     }
 
     /// Switches the model (`provider/id`): persisted as a `model_change` entry.
