@@ -15,6 +15,7 @@
 //! not sent; its updates are done once the notices were delivered.
 
 use super::api::{FetchError, Target};
+use super::failures;
 use super::inbound::{InMedia, InMessage, MediaKind};
 use super::merge::Part;
 use super::router::Host;
@@ -58,7 +59,7 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                 Err(e) => {
                     tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
                     turn.wait().await;
-                    slot.output.notice_for(format!("⚠️ {e}"), ids);
+                    slot.output.notice_for(failures::open(&e), ids);
                     return;
                 }
             };
@@ -97,7 +98,7 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
             match submitted {
                 Err(e) => {
                     slot.ledger.forget(&ids);
-                    slot.output.notice_for(format!("⚠️ {e}"), ids);
+                    slot.output.notice_for(failures::session(&e), ids);
                 }
                 // A command or an extension took it: nothing reached the transcript.
                 Ok(Submitted::Handled) => {
@@ -109,7 +110,7 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                 Ok(Submitted::Started(run)) => match run.finished().await {
                     Err(e) => {
                         slot.ledger.forget(&ids);
-                        slot.output.notice_for(format!("⚠️ {e}"), ids);
+                        slot.output.notice_for(failures::session(&e), ids);
                     }
                     // Still queued after its run: an `input` handler rewrote it, so no
                     // `message_end` matched it.

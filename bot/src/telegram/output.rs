@@ -222,7 +222,7 @@ impl Delivery {
                         }
                         Out::Answer { md, ids, from } => self.answer(&md, &ids, from).await,
                         Out::Error { msg, ids } => {
-                            if let Err(e) = tg.send_plain(to, &format!("⚠️ {msg}"), None).await {
+                            if let Err(e) = tg.send_plain(to, &super::failures::model(&msg), None).await {
                                 tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
                             }
                             self.journal.mark_all(&ids, Progress::Done);

@@ -14,6 +14,7 @@ mod support;
 mod telegram;
 mod telegram_calendar;
 mod telegram_compact;
+mod telegram_failures;
 mod telegram_media;
 mod telegram_more;
 mod telegram_order;

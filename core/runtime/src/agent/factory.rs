@@ -117,19 +117,15 @@ impl AgentSessionFactory {
             .clone()
             .unwrap_or_else(|| crate::sessions::cwd_scope(&options.cwd));
         // 1.
-        let store_err = |e: crate::sessions::SessionError| SessionError::Store(e.to_string());
         let (manager, resumed) = match &options.session {
-            SessionSelect::New => (
-                SessionManager::create(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?,
-                false,
-            ),
+            SessionSelect::New => (SessionManager::create(cfg.store.clone(), &scope, &options.cwd)?, false),
             SessionSelect::ContinueRecent => {
-                let m = SessionManager::continue_recent(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?;
+                let m = SessionManager::continue_recent(cfg.store.clone(), &scope, &options.cwd)?;
                 let resumed = m.leaf_id().is_some();
                 (m, resumed)
             }
             SessionSelect::Open(p) => (
-                SessionManager::open(cfg.store.clone(), &SessionLocation::from(p.clone())).map_err(store_err)?,
+                SessionManager::open(cfg.store.clone(), &SessionLocation::from(p.clone()))?,
                 true,
             ),
             SessionSelect::InMemory => (
@@ -137,8 +133,7 @@ impl AgentSessionFactory {
                     Arc::new(crate::sessions::InMemorySessionStore::new()),
                     &scope,
                     &options.cwd,
-                )
-                .map_err(store_err)?,
+                )?,
                 false,
             ),
         };
@@ -261,8 +256,7 @@ impl AgentSessionFactory {
                         mgr.append_model_change(&m.provider, &m.id)?;
                     }
                     mgr.append_thinking_level_change(thinking)
-                })
-                .map_err(store_err)?;
+                })?;
             }
         }
         // 5.

@@ -10,6 +10,7 @@ mod accumulate;
 mod actions;
 mod compact;
 mod context;
+mod error;
 mod factory;
 mod prompt;
 mod run_loop;
@@ -17,7 +18,8 @@ mod session;
 mod skills;
 mod tool_exec;
 
+pub use error::SessionError;
 pub use factory::{AgentSessionFactory, AgentSessionOptions, FactoryConfig, SessionSelect};
 pub use prompt::{PromptInput, QueueMode, RunHandle, Submitted};
-pub use session::{AgentSession, ListenerId, SessionError, SessionStats};
+pub use session::{AgentSession, ListenerId, SessionStats};
 pub use tool_exec::LENGTH_STOP_ERROR;

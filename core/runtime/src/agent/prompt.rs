@@ -171,9 +171,9 @@ impl AgentSession {
             self.inner.runner.binding(),
         ));
         let result = (cmd.definition.handler)(args.to_owned(), ctx, CancellationToken::new()).await;
-        Some(result.map_err(|e| SessionError::Command {
+        Some(result.map_err(|source| SessionError::Command {
             name: cmd.name.clone(),
-            error: e.to_string(),
+            source,
         }))
     }
 

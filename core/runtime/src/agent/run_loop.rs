@@ -269,7 +269,7 @@ async fn finish(
     if let Err(e) = inner.sync_session().await {
         tracing::error!("cannot sync the session file: {e}");
         if outcome.is_ok() {
-            return Err(SessionError::Store(e.to_string()));
+            return Err(e);
         }
     }
     outcome
@@ -332,10 +332,7 @@ async fn end_message(inner: &Arc<Inner>, message: Message, durable: Durable) -> 
         tracing::warn!("message_end handler changed the role; replacement ignored");
         message
     };
-    inner
-        .lock_manager()
-        .unsynced(|m| m.append_message(message.clone()))
-        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_manager().unsynced(|m| m.append_message(message.clone()))?;
     // In the file now, so in the context too, even if the sync fails.
     inner.lock_state().messages.push(message.clone());
     if durable == Durable::Now {
@@ -472,8 +469,9 @@ async fn stream_turn(
             .emit(&mut MessageStartEvent { message: start }, &ctx, cancel)
             .await;
     }
-    match end_message(inner, Message::Assistant(final_message), Durable::Now).await? {
+    // `end_message` keeps the role, so the message is an assistant message still.
+    match end_message(inner, Message::Assistant(final_message.clone()), Durable::Now).await? {
         Message::Assistant(a) => Ok(a),
-        _ => Err(SessionError::Store("assistant message replaced by another role".into())),
+        _ => Ok(final_message),
     }
 }

@@ -1,5 +1,6 @@
 //! `AgentSession`: the conversation facade a host talks to.
 
+pub use super::error::SessionError;
 use super::factory::FactoryConfig;
 use crate::commands::CommandRegistry;
 use crate::extensions::ExtensionRunner;
@@ -24,44 +25,8 @@ use volcanic_abstractions::messages::{
     AssistantContent, ImageContent, Message, TextContent, UserBody, UserContent, UserMessage,
 };
 use volcanic_abstractions::model::{Model, ThinkingLevel};
+use volcanic_abstractions::sessions::SessionStoreError;
 use volcanic_abstractions::ui::{ChatChannel, UserInterface};
-
-/// Errors of session operations.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// A prompt arrived during a run without saying how to queue it.
-    #[error("the agent is busy: queue the message as steer or follow-up")]
-    Busy,
-    /// The prompt has no text and no image (APIs refuse an empty user message).
-    #[error("empty message: nothing to send to the model")]
-    EmptyPrompt,
-    /// No model is selected or available.
-    #[error("no model selected: set `model = \"provider/id\"` in the config or use /model")]
-    NoModel,
-    /// Model lookup or key error.
-    #[error(transparent)]
-    Model(#[from] crate::models::ModelError),
-    /// The session file could not be read or written (the text names the file).
-    #[error("{0}")]
-    Store(String),
-    /// An extension cancelled the switch.
-    #[error("cancelled by an extension")]
-    Cancelled,
-    /// A compaction failed or was cancelled.
-    #[error("compaction: {0}")]
-    Compaction(#[from] crate::compaction::CompactionError),
-    /// A run's task was cancelled before the run ended (the async runtime is shutting down).
-    #[error("the run was cut off: the program is shutting down")]
-    RunCancelled,
-    /// A command failed.
-    #[error("command /{name} failed: {error}")]
-    Command {
-        /// Command name.
-        name: String,
-        /// Error text.
-        error: String,
-    },
-}
 
 /// Token and cost figures of the session (`/session`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -176,12 +141,16 @@ impl Inner {
     /// Puts what the session file has not synced yet on stable storage, waiting on a sync thread
     /// ([`crate::blocking::off_thread`]), never on an async worker.
     pub async fn sync_session(&self) -> Result<(), SessionError> {
-        let store = |e: String| SessionError::Store(e);
-        let job = self.lock_manager().sync_job().map_err(|e| store(e.to_string()))?;
-        let Some(job) = job else { return Ok(()) };
+        let Some(job) = self.lock_manager().sync_job()? else {
+            return Ok(());
+        };
         match crate::blocking::off_thread(job).await {
-            Some(r) => r.map_err(|e| store(e.to_string())),
-            None => Err(store("the sync thread stopped".to_owned())),
+            Some(r) => Ok(r?),
+            None => Err(SessionError::Store(SessionStoreError::Io {
+                action: "sync",
+                path: self.lock_manager().session_file().unwrap_or_default(),
+                source: std::io::Error::other("the sync thread stopped (the program is shutting down)"),
+            })),
         }
     }
 
@@ -450,10 +419,7 @@ pub(crate) fn user_message(text: String, images: Vec<ImageContent>) -> Message {
 
 pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), SessionError> {
     let previous = inner.lock_state().model.clone();
-    inner
-        .lock_manager()
-        .append_model_change(&model.provider, &model.id)
-        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_manager().append_model_change(&model.provider, &model.id)?;
     inner.lock_state().model = Some(model.clone());
     let mut ev = ModelSelectEvent { model, previous };
     inner
@@ -465,10 +431,7 @@ pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), 
 
 pub(crate) async fn apply_thinking(inner: &Arc<Inner>, level: ThinkingLevel) -> Result<(), SessionError> {
     let previous = inner.lock_state().thinking;
-    inner
-        .lock_manager()
-        .append_thinking_level_change(level)
-        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_manager().append_thinking_level_change(level)?;
     inner.lock_state().thinking = level;
     let mut ev = ThinkingLevelSelectEvent { level, previous };
     inner
@@ -509,8 +472,7 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
     let manager = match &target {
         None => SessionManager::create(store, &inner.scope, &inner.cwd),
         Some(p) => SessionManager::open(store, &p.clone().into()),
-    }
-    .map_err(|e| SessionError::Store(e.to_string()))?;
+    }?;
     let (model, thinking) = {
         let ctx = manager.build_context();
         let st = inner.lock_state();
@@ -544,11 +506,9 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         // A new file starts like pi's: the model and level it runs with.
         let mut mgr = inner.lock_manager();
         if let Some(m) = &model {
-            mgr.append_model_change(&m.provider, &m.id)
-                .map_err(|e| SessionError::Store(e.to_string()))?;
+            mgr.append_model_change(&m.provider, &m.id)?;
         }
-        mgr.append_thinking_level_change(thinking)
-            .map_err(|e| SessionError::Store(e.to_string()))?;
+        mgr.append_thinking_level_change(thinking)?;
     }
     // One guard: two `lock_manager()` temporaries in one statement would deadlock.
     let (session_id, session_file) = {
