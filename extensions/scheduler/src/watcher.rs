@@ -82,8 +82,9 @@ pub async fn run(
     let status = tokio::time::timeout(timeout, child.wait()).await;
     // The script ended (or timed out): whatever it left running goes too, which also closes the
     // pipes a background child held open.
-    if let Some(group) = &group {
+    if let Some(group) = group {
         group.kill();
+        group.disarm();
     }
     let drain = std::time::Duration::from_secs(1);
     let out = tokio::time::timeout(drain, stdout)
