@@ -1,7 +1,8 @@
 //! Extension actions carried out by the session (`SessionActions`).
 
+use super::inner::Inner;
 use super::prompt::{Placed, QueueMode, place};
-use super::session::{Inner, apply_model, apply_thinking, user_message};
+use super::session::{apply_model, apply_thinking, user_message};
 use crate::extensions::SessionActions;
 use crate::tools::ToolSource;
 use async_trait::async_trait;
@@ -33,7 +34,7 @@ impl Inner {
                     st.next_turn.push(message);
                     return Ok(());
                 }
-                _ if !trigger && !st.running => {
+                _ if !trigger && !st.running() => {
                     st.next_turn.push(message);
                     return Ok(());
                 }
@@ -44,7 +45,9 @@ impl Inner {
         // The caller is usually a handler on the loop: a run it starts is not awaited.
         match place(&me, message, Some(queue)).map_err(|e| ExtensionError::Failed(e.to_string()))? {
             Placed::Queued => {}
-            Placed::Start(initial) => super::run_loop::spawn_detached(me, initial, "run started by an extension"),
+            Placed::Start(busy, initial) => {
+                super::run_loop::spawn_detached(me, busy, initial, "run started by an extension")
+            }
         }
         Ok(())
     }

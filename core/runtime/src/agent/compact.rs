@@ -2,7 +2,7 @@
 //! The decisions and the summary request are the `Compactor`'s; this module runs them on the
 //! session (events, the model call, the entry, the reloaded context).
 
-use super::session::Inner;
+use super::inner::Inner;
 use crate::compaction::{CompactionError, ContextTokens, context_tokens, estimate_text_tokens};
 use futures::StreamExt;
 use std::sync::Arc;

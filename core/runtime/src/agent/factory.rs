@@ -1,7 +1,8 @@
 //! `AgentSessionFactory`: the five creation steps of a session (spec: architecture.md, "One
 //! conversation = one AgentSession").
 
-use super::session::{AgentSession, Inner, SessionError, State};
+use super::inner::{Inner, State};
+use super::session::{AgentSession, SessionError};
 use crate::commands::CommandRegistry;
 use crate::extensions::{ExtensionRunner, Registries, SessionActions};
 use crate::models::ModelRegistry;
@@ -10,12 +11,10 @@ use crate::sessions::SessionManager;
 use crate::system_prompt::SystemPromptBuilder;
 use crate::tools::{ToolRegistry, ToolSource, builtin_tools};
 use chrono_tz::Tz;
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_abstractions::extensions::events::SessionStartReason;
 use volcanic_abstractions::model::ThinkingLevel;
@@ -203,20 +202,14 @@ impl AgentSessionFactory {
             cwd: options.cwd.clone(),
             scope,
             manager: Mutex::new(manager),
-            state: Mutex::new(State {
-                model: model.clone(),
+            state: Mutex::new(State::new(
+                model.clone(),
                 thinking,
-                time_zone: options.time_zone.or(cfg.default_time_zone),
-                messages: ctx.messages,
-                running: false,
-                abort: CancellationToken::new(),
-                steering: VecDeque::new(),
-                follow_up: VecDeque::new(),
-                next_turn: Vec::new(),
-                system_prompt: String::new(),
-                compacted_totals: super::session::compacted_totals(ctx.compaction.as_ref()),
-                stale_prefix: ctx.from_before_compaction,
-            }),
+                options.time_zone.or(cfg.default_time_zone),
+                ctx.messages,
+                super::inner::compacted_totals(ctx.compaction.as_ref()),
+                ctx.from_before_compaction,
+            )),
             tools: RwLock::new(tools),
             commands: RwLock::new(commands),
             models: RwLock::new(models),

@@ -10,7 +10,8 @@
 //! chat's messages in order by awaiting each `submit` before handing over the next message, and
 //! awaits the runs wherever it likes.
 
-use super::session::{AgentSession, Inner, SessionError, user_message};
+use super::inner::{Busy, Inner};
+use super::session::{AgentSession, SessionError, user_message};
 use crate::commands::CommandRegistry;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -82,10 +83,10 @@ impl RunHandle {
 }
 
 /// Where a message went: queued behind the run in progress, or the first of a new run's
-/// messages (the session is now running, with a fresh abort token).
+/// messages (the session is claimed for it: running, with a fresh abort token).
 pub(crate) enum Placed {
     Queued,
-    Start(Vec<Message>),
+    Start(Busy, Vec<Message>),
 }
 
 /// Queues `message` during a run (`queue` `None`: [`SessionError::Busy`]), or marks the session
@@ -93,7 +94,7 @@ pub(crate) enum Placed {
 /// turn. Idle without a model: [`SessionError::NoModel`].
 pub(crate) fn place(inner: &Inner, message: Message, queue: Option<QueueMode>) -> Result<Placed, SessionError> {
     let mut st = inner.lock_state();
-    if st.running {
+    if st.running() {
         match queue {
             Some(QueueMode::Steer) => st.steering.push_back(message),
             Some(QueueMode::FollowUp) => st.follow_up.push_back(message),
@@ -104,13 +105,12 @@ pub(crate) fn place(inner: &Inner, message: Message, queue: Option<QueueMode>) -
     if st.model.is_none() {
         return Err(SessionError::NoModel);
     }
-    st.running = true;
-    st.abort = CancellationToken::new();
+    let Some(busy) = inner.try_claim(&mut st) else {
+        return Err(SessionError::Busy);
+    };
     let mut initial = vec![message];
     initial.append(&mut st.next_turn);
-    drop(st);
-    inner.idle.send_replace(false);
-    Ok(Placed::Start(initial))
+    Ok(Placed::Start(busy, initial))
 }
 
 impl AgentSession {
@@ -140,8 +140,8 @@ impl AgentSession {
         Ok(
             match place(&self.inner, user_message(ev.text, ev.images), input.queue)? {
                 Placed::Queued => Submitted::Queued,
-                Placed::Start(initial) => {
-                    Submitted::Started(RunHandle(super::run_loop::spawn(self.inner.clone(), initial)))
+                Placed::Start(busy, initial) => {
+                    Submitted::Started(RunHandle(super::run_loop::spawn(self.inner.clone(), busy, initial)))
                 }
             },
         )
@@ -203,20 +203,21 @@ impl AgentSession {
     /// `Ok(false)` without running when the last message is not a user or custom message, or a
     /// run is in progress.
     pub async fn continue_run(&self) -> Result<bool, SessionError> {
-        {
+        let busy = {
             let mut st = self.inner.lock_state();
             let pending = matches!(st.messages.last(), Some(Message::User(_) | Message::Custom(_)));
-            if st.running || !pending {
+            if st.running() || !pending {
                 return Ok(false);
             }
             if st.model.is_none() {
                 return Err(SessionError::NoModel);
             }
-            st.running = true;
-            st.abort = CancellationToken::new();
-        }
-        self.inner.idle.send_replace(false);
-        super::run_loop::run(self.inner.clone(), Vec::new()).await?;
+            match self.inner.try_claim(&mut st) {
+                Some(busy) => busy,
+                None => return Ok(false),
+            }
+        };
+        super::run_loop::run(self.inner.clone(), busy, Vec::new()).await?;
         Ok(true)
     }
 }

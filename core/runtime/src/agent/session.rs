@@ -1,32 +1,22 @@
 //! `AgentSession`: the conversation facade a host talks to.
 
 pub use super::error::SessionError;
-use super::factory::FactoryConfig;
-use crate::commands::CommandRegistry;
-use crate::extensions::ExtensionRunner;
-use crate::models::{ModelRegistry, now_ms};
+use super::inner::Inner;
+use crate::models::now_ms;
 use crate::sessions::SessionManager;
-use crate::system_prompt::SystemPromptBuilder;
-use crate::tools::ToolRegistry;
 use chrono_tz::Tz;
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
-use tokio::sync::watch;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
-use volcanic_abstractions::extensions::ExtensionContext;
 use volcanic_abstractions::extensions::events::{
-    ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartEvent, SessionStartReason,
-    ThinkingLevelSelectEvent,
+    ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartReason, ThinkingLevelSelectEvent,
 };
 use volcanic_abstractions::messages::{
     AssistantContent, ImageContent, Message, TextContent, UserBody, UserContent, UserMessage,
 };
 use volcanic_abstractions::model::{Model, ThinkingLevel};
-use volcanic_abstractions::sessions::SessionStoreError;
-use volcanic_abstractions::ui::{ChatChannel, UserInterface};
 
 /// Token and cost figures of the session (`/session`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -50,142 +40,6 @@ pub struct SessionStats {
     /// The session file.
     pub session_file: Option<PathBuf>,
 }
-
-pub(crate) type Listener = Arc<dyn Fn(&AgentSessionEvent) + Send + Sync>;
-
-/// Mutable state of a session.
-pub(crate) struct State {
-    pub model: Option<Model>,
-    pub thinking: ThinkingLevel,
-    pub time_zone: Option<Tz>,
-    /// The context: messages on the branch (after the latest compaction).
-    pub messages: Vec<Message>,
-    pub running: bool,
-    pub abort: CancellationToken,
-    pub steering: VecDeque<Message>,
-    pub follow_up: VecDeque<Message>,
-    pub next_turn: Vec<Message>,
-    pub system_prompt: String,
-    /// Tokens and cost of the branch up to the newest compaction (its `details`).
-    pub compacted_totals: (u64, f64),
-    /// Leading messages from before the newest compaction (stale usage; see
-    /// `SessionContext::from_before_compaction`).
-    pub stale_prefix: usize,
-}
-
-/// Shared insides of a session.
-pub(crate) struct Inner {
-    pub config: Arc<FactoryConfig>,
-    pub cwd: PathBuf,
-    pub scope: String,
-    pub manager: Mutex<SessionManager>,
-    pub state: Mutex<State>,
-    pub tools: RwLock<ToolRegistry>,
-    pub commands: RwLock<CommandRegistry>,
-    pub models: RwLock<ModelRegistry>,
-    pub runner: ExtensionRunner,
-    pub subscribers: RwLock<Vec<(u64, Listener)>>,
-    pub next_listener: AtomicU64,
-    pub ui: Option<Arc<dyn UserInterface>>,
-    pub channel: Option<Arc<dyn ChatChannel>>,
-    /// The skills' hooks and `protected-paths` guard.
-    pub skill_hooks: crate::skill_hooks::SkillHookRunner,
-    pub prompt_builder: SystemPromptBuilder,
-    pub compactor: crate::compaction::Compactor,
-    /// Whether no run is in progress. Set with `send_replace`: `send` does nothing while no one
-    /// is subscribed, which would leave it `true` during a run.
-    pub idle: watch::Sender<bool>,
-    pub me: Weak<Inner>,
-}
-
-impl Inner {
-    pub fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn lock_manager(&self) -> std::sync::MutexGuard<'_, SessionManager> {
-        self.manager.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Sends a session event to every subscriber (synchronously, in subscription order).
-    pub fn emit(&self, event: AgentSessionEvent) {
-        let listeners: Vec<Listener> = self
-            .subscribers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
-        for l in listeners {
-            l(&event);
-        }
-    }
-
-    pub fn ctx(&self) -> Arc<dyn ExtensionContext> {
-        Arc::new(super::context::SessionCtx::new(self.me.clone(), self.runner.binding()))
-    }
-
-    pub fn redact(&self, text: &str) -> String {
-        volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*self.config.processes).redact(text)
-    }
-
-    /// Emits `session_start` to extensions, then starts the skills' `session-start` hooks.
-    pub async fn session_start(&self, reason: SessionStartReason) {
-        let mut start = SessionStartEvent { reason };
-        self.runner
-            .emit(&mut start, &self.ctx(), &CancellationToken::new())
-            .await;
-        self.restart_session_hooks();
-    }
-
-    /// Puts what the session file has not synced yet on stable storage, waiting on a sync thread
-    /// ([`crate::blocking::off_thread`]), never on an async worker.
-    pub async fn sync_session(&self) -> Result<(), SessionError> {
-        let Some(job) = self.lock_manager().sync_job()? else {
-            return Ok(());
-        };
-        match crate::blocking::off_thread(job).await {
-            Some(r) => Ok(r?),
-            None => Err(SessionError::Store(SessionStoreError::Io {
-                action: "sync",
-                path: self.lock_manager().session_file().unwrap_or_default(),
-                source: std::io::Error::other("the sync thread stopped (the program is shutting down)"),
-            })),
-        }
-    }
-
-    /// Resets the context from the session file's current branch.
-    pub fn reload_context(&self) {
-        let ctx = self.lock_manager().build_context();
-        let mut st = self.lock_state();
-        st.messages = ctx.messages;
-        st.compacted_totals = compacted_totals(ctx.compaction.as_ref());
-        st.stale_prefix = ctx.from_before_compaction;
-    }
-
-    /// What follows every successful compaction: the skills' `session-start` hooks start again
-    /// (spec: architecture.md, "One conversation = one AgentSession", step 5).
-    pub fn after_compaction(&self) {
-        self.restart_session_hooks();
-    }
-}
-
-/// `(totalTokens, cost)` from a compaction entry's details.
-pub(crate) fn compacted_totals(c: Option<&volcanic_abstractions::sessions::CompactionEntry>) -> (u64, f64) {
-    let details = c.and_then(|c| c.details.as_ref());
-    (
-        details
-            .and_then(|d| d.get("totalTokens"))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0),
-        details
-            .and_then(|d| d.get("cost"))
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0),
-    )
-}
-
-impl Inner {}
 
 /// One conversation: a session file, its extensions, tools and model, and the agent loop.
 /// Cheap to clone (a handle).
@@ -275,7 +129,7 @@ impl AgentSession {
 
     /// Whether no run is in progress.
     pub fn is_idle(&self) -> bool {
-        !self.inner.lock_state().running
+        !self.inner.lock_state().running()
     }
 
     /// Waits until no run is in progress.
@@ -366,18 +220,15 @@ impl AgentSession {
         &self,
         instructions: Option<String>,
     ) -> Result<volcanic_abstractions::sessions::CompactionEntry, SessionError> {
-        let cancel = loop {
+        let (busy, cancel) = loop {
             {
                 let mut st = self.inner.lock_state();
-                if !st.running {
-                    st.running = true;
-                    st.abort = CancellationToken::new();
-                    break st.abort.clone();
+                if let Some(busy) = self.inner.try_claim(&mut st) {
+                    break (busy, st.abort.clone());
                 }
             }
             self.wait_for_idle().await;
         };
-        self.inner.idle.send_replace(false);
         let result = super::compact::compact(
             &self.inner,
             super::compact::CompactReason::Manual,
@@ -385,7 +236,7 @@ impl AgentSession {
             &cancel,
         )
         .await;
-        super::run_loop::release(&self.inner);
+        super::run_loop::release(&self.inner, busy);
         Ok(result?)
     }
 
