@@ -8,12 +8,14 @@
 //! [`DOWNLOAD_LIMIT`] is downloaded: the user is told instead. A caption is the prompt text.
 //!
 //! Every part's `update_id` is tracked by the slot's [`Ledger`](super::ledger::Ledger) (journal
-//! progress, message by message). Prompts of one slot reach
-//! the session in arrival order even though their downloads run in parallel (see
-//! [`merge`](super::merge)). A prompt left with nothing to say (every file refused, no text) is
+//! progress, message by message). Prompts of one slot reach the session in arrival order even
+//! though their downloads run in parallel (see [`merge`](super::merge)): each waits for its turn,
+//! holds it through `AgentSession::submit` (which returns once the prompt is queued or its run
+//! started, after the session's `input` handlers), and passes it on before awaiting its run. A prompt left with nothing to say (every file refused, no text) is
 //! not sent; its updates are done once the notices were delivered.
 
 use super::api::{FetchError, Target};
+use super::failures;
 use super::inbound::{InMedia, InMessage, MediaKind};
 use super::merge::Part;
 use super::router::Host;
@@ -23,10 +25,9 @@ use base64::Engine;
 use chrono::TimeZone;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::task::Poll;
 use tokio::io::AsyncWriteExt;
 use volcanic_abstractions::messages::ImageContent;
-use volcanic_core::agent::{PromptInput, QueueMode as SessionQueue};
+use volcanic_core::agent::{PromptInput, QueueMode as SessionQueue, Submitted};
 
 /// Largest file a bot may download from the Bot API (20 MB).
 pub const DOWNLOAD_LIMIT: u64 = 20 * 1024 * 1024;
@@ -58,7 +59,7 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                 Err(e) => {
                     tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
                     turn.wait().await;
-                    slot.output.notice_for(format!("⚠️ {e}"), ids);
+                    slot.output.notice_for(failures::open(&e), ids);
                     return;
                 }
             };
@@ -88,25 +89,34 @@ pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
                     QueueMode::Steer => SessionQueue::Steer,
                 }),
             };
-            // Before the hand-over: its `message_end` may come during the first poll.
+            // Before the hand-over: its `message_end` may come before `submit` returns.
             slot.ledger.queue(&ids, &input.text);
-            // The first poll hands the message to the session (a run starts, or it is queued); only
-            // then may the next prompt go, so the session sees them in order.
-            let mut run = std::pin::pin!(session.prompt(input));
-            let first_poll = futures::poll!(run.as_mut());
+            // The prompt has its place (a run started, or it is queued) once `submit` returns,
+            // however long the session's `input` handlers took; only then may the next prompt go.
+            let submitted = session.submit(input).await;
             drop(turn);
-            let result = match first_poll {
-                Poll::Ready(r) => r,
-                Poll::Pending => run.await,
-            };
-            match result {
+            match submitted {
                 Err(e) => {
                     slot.ledger.forget(&ids);
-                    slot.output.notice_for(format!("⚠️ {e}"), ids);
+                    slot.output.notice_for(failures::session(&e), ids);
                 }
-                // Idle and still queued: an extension consumed it (nothing reached the transcript).
-                Ok(()) if session.is_idle() && slot.ledger.forget(&ids) => slot.output.done(ids),
-                Ok(()) => {}
+                // A command or an extension took it: nothing reached the transcript.
+                Ok(Submitted::Handled) => {
+                    slot.ledger.forget(&ids);
+                    slot.output.done(ids);
+                }
+                // The run in progress takes it; its events mark it.
+                Ok(Submitted::Queued) => {}
+                Ok(Submitted::Started(run)) => match run.finished().await {
+                    Err(e) => {
+                        slot.ledger.forget(&ids);
+                        slot.output.notice_for(failures::session(&e), ids);
+                    }
+                    // Still queued after its run: an `input` handler rewrote it, so no
+                    // `message_end` matched it.
+                    Ok(()) if session.is_idle() && slot.ledger.forget(&ids) => slot.output.done(ids),
+                    Ok(()) => {}
+                },
             }
         },
         span,

@@ -12,6 +12,7 @@ mod calendar;
 mod channel;
 mod chats;
 mod commands;
+mod failures;
 mod inbound;
 mod journal;
 mod ledger;

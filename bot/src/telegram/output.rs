@@ -228,7 +228,7 @@ impl Delivery {
                         }
                         Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
                         Out::Error { msg, of } => {
-                            if let Err(e) = tg.send_plain(to, &format!("⚠️ {msg}"), None).await {
+                            if let Err(e) = tg.send_plain(to, &super::failures::model(&msg), None).await {
                                 tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
                             }
                             self.journal.finish(&of);

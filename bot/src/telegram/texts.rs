@@ -176,6 +176,84 @@ pub fn answer_undelivered(why: &str) -> String {
     format!("⚠️ A part of my answer could not be delivered (Telegram said: {why}). Ask me to repeat it if you need it.")
 }
 
+/// The disk holding the session files is full (or over quota): the prompt was not answered.
+pub fn disk_full(file: &str) -> String {
+    format!(
+        "⚠️ The bot's disk is full, so I could not save our conversation ({file}) and did not answer. \
+         Free some space on the bot's machine, then send your message again."
+    )
+}
+
+/// A session file cannot be read as a session (its first line is damaged); such a file is never
+/// rewritten (and a chat's newest one is passed over when the chat's session is opened).
+pub fn session_file_damaged(file: &str, reason: &str) -> String {
+    format!(
+        "⚠️ The conversation file {file} is damaged ({reason}), so I cannot use it. I left it as it is \
+         (look into it if you like); send /new to go on in a new conversation."
+    )
+}
+
+/// Another program changed the session file while the session had it open: nothing more is
+/// written to it, lest the two writers damage it.
+pub fn session_file_changed(file: &str) -> String {
+    format!(
+        "⚠️ Another program changed this chat's conversation file while I had it open ({file}), so I \
+         stopped writing to it rather than damage it, and did not answer. Send /new to go on in a new \
+         conversation (that file stays as it is)."
+    )
+}
+
+/// The session file or its folder may not be written (permissions, a read-only file system).
+pub fn session_file_unwritable(file: &str, why: &str) -> String {
+    format!(
+        "⚠️ I may not write this chat's conversation file ({why}): {file}. On the bot's machine, let the \
+         bot's user write it and its folder, then send your message again."
+    )
+}
+
+/// The model provider refused the credentials or the account (HTTP 401, 402, 403).
+pub fn provider_unauthorized(detail: &str) -> String {
+    format!(
+        "⚠️ The model provider refused this bot's credentials ({detail}). The bot's owner should check the \
+         provider's API key and account (billing, permissions) in the bot's configuration; then send your \
+         message again."
+    )
+}
+
+/// The model provider did not accept the request (another HTTP 4xx).
+pub fn provider_rejected(detail: &str) -> String {
+    format!(
+        "⚠️ The model provider did not accept my request ({detail}). Send your message again in other \
+         words, pick another model with /model, or start afresh with /new."
+    )
+}
+
+/// The model declined to answer (a refusal or content-filter stop).
+pub fn model_refused(detail: &str) -> String {
+    format!("⚠️ The model declined to answer ({detail}). Rephrase your message, or start afresh with /new.")
+}
+
+/// The provider is overloaded, rate-limited or failing, still after retries.
+pub fn provider_unavailable(detail: &str) -> String {
+    format!(
+        "⚠️ The model provider is busy or failing right now ({detail}), even after retrying. Wait a minute, \
+         then send your message again."
+    )
+}
+
+/// The provider could not be reached or stopped answering.
+pub fn provider_unreachable(detail: &str) -> String {
+    format!(
+        "⚠️ I could not reach the model provider ({detail}). Send your message again in a moment; if this \
+         keeps happening, the bot's owner should check the machine's network and the provider's address."
+    )
+}
+
+/// Any other failure, as its own text says.
+pub fn failed(detail: &str) -> String {
+    format!("⚠️ {detail}")
+}
+
 /// Ends a question shortened to fit one message; the whole question went just before it, as a
 /// file named [`QUESTION_FILE`].
 pub const QUESTION_SHORTENED: &str = "… (shortened: the whole question is in question.txt above)";

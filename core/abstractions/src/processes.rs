@@ -93,6 +93,27 @@ impl ProcessSpawnContext {
         c.args(&self.args).current_dir(&self.cwd).env_clear().envs(&self.env);
         c
     }
+
+    /// [`to_std_command`](Self::to_std_command) in a process group of its own (the child's pid is
+    /// the group id), so [`ProcessSpawnPolicy::process_group`] can kill it together with every
+    /// process it started.
+    pub fn to_group_command(&self) -> std::process::Command {
+        use std::os::unix::process::CommandExt;
+        let mut c = self.to_std_command();
+        c.process_group(0);
+        c
+    }
+}
+
+/// The process group of a child started with [`ProcessSpawnContext::to_group_command`]: killed
+/// with `SIGKILL` on [`kill`](Self::kill), or when dropped unless [`disarm`](Self::disarm)ed (the
+/// task running the child was dropped mid-run). A group already gone is fine.
+pub trait ProcessGroup: Send + Sync + std::fmt::Debug {
+    /// Kills the whole group now.
+    fn kill(&self);
+    /// The child ended by itself and nothing of its group needs killing: dropping no longer
+    /// kills.
+    fn disarm(self: Box<Self>);
 }
 
 /// A spawn that could not be prepared (a hook or handler failed).
@@ -111,6 +132,9 @@ pub trait ProcessSpawnPolicy: Send + Sync {
     fn prepare(&self, request: &ProcessSpawnRequest) -> Result<ProcessSpawnContext, ProcessSpawnError>;
     /// The redactor that knows this policy's secret values.
     fn redactor(&self) -> Arc<dyn SecretRedactor>;
+    /// The group of the child `pid`, started with [`ProcessSpawnContext::to_group_command`]: how
+    /// a spawner kills it with everything it started (at a timeout, or when abandoned).
+    fn process_group(&self, pid: u32) -> Box<dyn ProcessGroup>;
 }
 
 /// Replaces known secret values with `[REDACTED]`. The set can grow at run time (e.g. an OAuth token).

@@ -11,7 +11,12 @@
 //! ```
 //!
 //! A provider never fails out of band: HTTP errors, broken streams, aborts and bad payloads end the
-//! stream with `error`, whose message has `stopReason` `error` or `aborted` and an `errorMessage`.
+//! stream with `error`, whose message has `stopReason` `error` or `aborted` and an `errorMessage`
+//! ([`ProviderFailure::of`] tells what kind of failure that message reports).
+
+mod failure;
+
+pub use failure::ProviderFailure;
 
 use crate::messages::{AssistantMessage, Message, StopReason, ToolCall};
 use crate::model::{Model, ThinkingLevel};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use volcanic_abstractions::messages::{Message, UserBody};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::sessions::{EntryKind, SessionLocation, SessionStore, SessionStoreError};
-use volcanic_core::sessions::{FileSessionStore, SessionError, SessionManager};
+use volcanic_core::sessions::{FileSessionStore, ManagerError, SessionManager};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pi-session.jsonl");
 
@@ -363,7 +363,7 @@ fn unreadable_header_is_an_error_naming_the_file() {
         assert!(
             matches!(
                 err,
-                SessionError::Store(SessionStoreError::BadHeader { .. } | SessionStoreError::UnsupportedVersion { .. })
+                ManagerError::Store(SessionStoreError::BadHeader { .. } | SessionStoreError::UnsupportedVersion { .. })
             ),
             "{name}: {err:?}"
         );
@@ -396,7 +396,7 @@ fn branch_forks_at_the_next_append_and_the_context_follows() {
     assert_eq!(e3.parent_id.as_deref(), Some(u1.as_str()));
     session.branch(&u2).unwrap();
     assert_eq!(texts(&session), ["one", "two"]);
-    assert!(matches!(session.branch("nope"), Err(SessionError::UnknownEntry { .. })));
+    assert!(matches!(session.branch("nope"), Err(ManagerError::UnknownEntry { .. })));
 
     // On reopen the leaf is the last line again (`three`).
     let reopened = SessionManager::continue_recent(store, "123/main", "/work").unwrap();

@@ -5,7 +5,13 @@
 //! - [`ConfirmDangerousCommands`]: before `bash` runs a command containing `rm -rf`, asks the user
 //!   "Run `…`?" with the choices Allow / Block (buttons on Telegram); without a UI the command is
 //!   blocked, and a question the UI could not show blocks it with "could not ask the user: …";
-//! - [`AskExtension`]: `/ask` walks through every `UserInterface` method.
+//! - [`AskExtension`]: `/ask` walks through every `UserInterface` method;
+//! - [`SlowInput`]: an `input` handler that awaits (`[wait 300ms]` in a message holds it that
+//!   long), to see that a slow handler never reorders a chat's messages.
+
+mod slow_input;
+
+pub use slow_input::{MAX_HOLD, SlowInput, hold};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -170,7 +176,7 @@ impl Extension for AskExtension {
     }
 }
 
-/// Factories by name, for hosts: `hello`, `confirm-dangerous`, `ask`.
+/// Factories by name, for hosts: `hello`, `confirm-dangerous`, `ask`, `slow-input`.
 pub fn factories() -> Vec<(&'static str, ExtensionFactory)> {
     vec![
         ("hello", Arc::new(|| Box::new(HelloExtension) as Box<dyn Extension>)),
@@ -179,5 +185,6 @@ pub fn factories() -> Vec<(&'static str, ExtensionFactory)> {
             Arc::new(|| Box::new(ConfirmDangerousCommands) as Box<dyn Extension>),
         ),
         ("ask", Arc::new(|| Box::new(AskExtension) as Box<dyn Extension>)),
+        ("slow-input", Arc::new(|| Box::new(SlowInput) as Box<dyn Extension>)),
     ]
 }

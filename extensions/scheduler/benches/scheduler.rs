@@ -18,7 +18,7 @@ use chrono::{DateTime, Duration, Timelike, Utc};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use volcanic_abstractions::processes::{
-    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
+    ProcessGroup, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
 };
 use volcanic_scheduler::job::{Job, JobKind, JobsFile, SCHEMA_VERSION, ScheduleSpec};
 use volcanic_scheduler::{
@@ -84,6 +84,17 @@ impl ProcessSpawnPolicy for NoProcesses {
     fn redactor(&self) -> Arc<dyn SecretRedactor> {
         Arc::new(NoSecrets)
     }
+    fn process_group(&self, _pid: u32) -> Box<dyn ProcessGroup> {
+        Box::new(NoGroup)
+    }
+}
+
+/// Never used: nothing is started.
+#[derive(Debug)]
+struct NoGroup;
+impl ProcessGroup for NoGroup {
+    fn kill(&self) {}
+    fn disarm(self: Box<Self>) {}
 }
 
 fn job(id: String, chat: i64, schedule: ScheduleSpec, created: DateTime<Utc>, next_run: DateTime<Utc>) -> Job {

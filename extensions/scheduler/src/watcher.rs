@@ -65,24 +65,27 @@ pub async fn run(
         Ok(p) => p,
         Err(e) => return WatchResult::Failed(e.to_string()),
     };
-    let mut command = tokio::process::Command::from(prepared.to_std_command());
+    let mut command = tokio::process::Command::from(prepared.to_group_command());
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return WatchResult::Failed(format!("cannot start `sh {script}`: {e}")),
     };
-    let group = child.id().and_then(|id| i32::try_from(id).ok());
+    // Killed when this future is dropped mid-run too.
+    let group = child.id().map(|pid| processes.process_group(pid));
     let stdout = tokio::spawn(read_capped(child.stdout.take(), MAX_OUTPUT_BYTES));
     let stderr = tokio::spawn(read_capped(child.stderr.take(), MAX_STDERR_BYTES));
     let status = tokio::time::timeout(timeout, child.wait()).await;
     // The script ended (or timed out): whatever it left running goes too, which also closes the
     // pipes a background child held open.
-    kill_group(group);
+    if let Some(group) = group {
+        group.kill();
+        group.disarm();
+    }
     let drain = std::time::Duration::from_secs(1);
     let out = tokio::time::timeout(drain, stdout)
         .await
@@ -142,11 +145,4 @@ async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin + Send>, cap
         text.push_str(&format!("\n[… {} more bytes cut]", total - cap));
     }
     text
-}
-
-fn kill_group(group: Option<i32>) {
-    if let Some(pgid) = group {
-        // ESRCH (already gone) is fine.
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
-    }
 }

@@ -1,6 +1,8 @@
 //! Extension actions carried out by the session (`SessionActions`).
 
-use super::session::{Inner, QueueMode, apply_model, apply_thinking, user_message};
+use super::inner::Inner;
+use super::prompt::{Placed, QueueMode, place};
+use super::session::{apply_model, apply_thinking, user_message};
 use crate::extensions::SessionActions;
 use crate::tools::ToolSource;
 use async_trait::async_trait;
@@ -25,54 +27,28 @@ impl Inner {
     /// Delivers an injected message: queued during a run, or starting a run when idle and asked to.
     fn deliver(&self, message: Message, delivery: Delivery, trigger: bool) -> Result<(), ExtensionError> {
         let me = self.me()?;
-        let mut st = self.lock_state();
-        if delivery == Delivery::NextTurn {
-            st.next_turn.push(message);
-            return Ok(());
-        }
-        if st.running {
+        let queue = {
+            let mut st = self.lock_state();
             match delivery {
-                Delivery::Steer => st.steering.push_back(message),
-                Delivery::FollowUp | Delivery::NextTurn => st.follow_up.push_back(message),
+                Delivery::NextTurn => {
+                    st.next_turn.push(message);
+                    return Ok(());
+                }
+                _ if !trigger && !st.running() => {
+                    st.next_turn.push(message);
+                    return Ok(());
+                }
+                Delivery::Steer => QueueMode::Steer,
+                Delivery::FollowUp => QueueMode::FollowUp,
             }
-            return Ok(());
-        }
-        if !trigger {
-            st.next_turn.push(message);
-            return Ok(());
-        }
-        let queue = if delivery == Delivery::Steer {
-            QueueMode::Steer
-        } else {
-            QueueMode::FollowUp
         };
-        drop(st);
-        // Idle: start a run in the background (the caller is usually a handler on the loop).
-        tokio::spawn(async move {
-            let session = super::AgentSession { inner: me };
-            let started = {
-                let mut st = session.inner.lock_state();
-                if st.running {
-                    match queue {
-                        QueueMode::Steer => st.steering.push_back(message.clone()),
-                        QueueMode::FollowUp => st.follow_up.push_back(message.clone()),
-                    }
-                    false
-                } else {
-                    st.running = true;
-                    st.abort = tokio_util::sync::CancellationToken::new();
-                    true
-                }
-            };
-            if started {
-                session.inner.idle.send_replace(false);
-                let mut initial = vec![message];
-                initial.append(&mut session.inner.lock_state().next_turn);
-                if let Err(e) = super::run_loop::run(session.inner.clone(), initial).await {
-                    tracing::warn!("run started by an extension failed: {e}");
-                }
+        // The caller is usually a handler on the loop: a run it starts is not awaited.
+        match place(&me, message, Some(queue)).map_err(|e| ExtensionError::Failed(e.to_string()))? {
+            Placed::Queued => {}
+            Placed::Start(busy, initial) => {
+                super::run_loop::spawn_detached(me, busy, initial, "run started by an extension")
             }
-        });
+        }
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 //! The decisions and the summary request are the `Compactor`'s; this module runs them on the
 //! session (events, the model call, the entry, the reloaded context).
 
-use super::session::Inner;
+use super::inner::Inner;
 use crate::compaction::{CompactionError, ContextTokens, context_tokens, estimate_text_tokens};
 use futures::StreamExt;
 use std::sync::Arc;
@@ -106,10 +106,7 @@ async fn run(
 ) -> Result<CompactionEntry, CompactionError> {
     let model = inner.lock_state().model.clone().ok_or(CompactionError::NoModel)?;
     let tokens_before = current_tokens(inner).tokens;
-    let branch = inner
-        .lock_manager()
-        .try_branch_entries()
-        .map_err(|e| CompactionError::Store(e.to_string()))?;
+    let branch = inner.lock_manager().try_branch_entries()?;
     let plan = inner.compactor.plan(&branch, model.context_window, tokens_before)?;
     let mut before = SessionBeforeCompactEvent {
         preparation: plan.preparation(),
@@ -153,10 +150,7 @@ async fn run(
             inner.compactor.entry(&plan, &text, None)
         }
     };
-    inner
-        .lock_manager()
-        .append_compaction(entry.clone())
-        .map_err(|e| CompactionError::Store(e.to_string()))?;
+    inner.lock_manager().append_compaction(entry.clone())?;
     inner.reload_context();
     let mut done = SessionCompactEvent {
         compaction: entry.clone(),

@@ -1,7 +1,8 @@
 //! What extensions, commands and tools see of a session: `ExtensionContext`,
 //! `ExtensionCommandContext`, `SessionView`, `ModelCatalog`.
 
-use super::session::{Inner, switch_session};
+use super::inner::Inner;
+use super::session::switch_session;
 use crate::extensions::Binding;
 use crate::models::ModelRegistry;
 use async_trait::async_trait;
@@ -101,7 +102,7 @@ impl ExtensionContext for SessionCtx {
     }
 
     fn is_idle(&self) -> bool {
-        self.inner.upgrade().is_none_or(|i| !i.lock_state().running)
+        self.inner.upgrade().is_none_or(|i| !i.lock_state().running())
     }
 
     fn abort(&self) -> Result<(), ExtensionError> {

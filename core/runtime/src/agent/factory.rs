@@ -1,7 +1,8 @@
 //! `AgentSessionFactory`: the five creation steps of a session (spec: architecture.md, "One
 //! conversation = one AgentSession").
 
-use super::session::{AgentSession, Inner, SessionError, State};
+use super::inner::{Inner, State};
+use super::session::{AgentSession, SessionError};
 use crate::commands::CommandRegistry;
 use crate::extensions::{ExtensionRunner, Registries, SessionActions};
 use crate::models::ModelRegistry;
@@ -10,12 +11,10 @@ use crate::sessions::SessionManager;
 use crate::system_prompt::SystemPromptBuilder;
 use crate::tools::{ToolRegistry, ToolSource, builtin_tools};
 use chrono_tz::Tz;
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_abstractions::extensions::events::SessionStartReason;
 use volcanic_abstractions::model::ThinkingLevel;
@@ -117,19 +116,15 @@ impl AgentSessionFactory {
             .clone()
             .unwrap_or_else(|| crate::sessions::cwd_scope(&options.cwd));
         // 1.
-        let store_err = |e: crate::sessions::SessionError| SessionError::Store(e.to_string());
         let (manager, resumed) = match &options.session {
-            SessionSelect::New => (
-                SessionManager::create(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?,
-                false,
-            ),
+            SessionSelect::New => (SessionManager::create(cfg.store.clone(), &scope, &options.cwd)?, false),
             SessionSelect::ContinueRecent => {
-                let m = SessionManager::continue_recent(cfg.store.clone(), &scope, &options.cwd).map_err(store_err)?;
+                let m = SessionManager::continue_recent(cfg.store.clone(), &scope, &options.cwd)?;
                 let resumed = m.leaf_id().is_some();
                 (m, resumed)
             }
             SessionSelect::Open(p) => (
-                SessionManager::open(cfg.store.clone(), &SessionLocation::from(p.clone())).map_err(store_err)?,
+                SessionManager::open(cfg.store.clone(), &SessionLocation::from(p.clone()))?,
                 true,
             ),
             SessionSelect::InMemory => (
@@ -137,8 +132,7 @@ impl AgentSessionFactory {
                     Arc::new(crate::sessions::InMemorySessionStore::new()),
                     &scope,
                     &options.cwd,
-                )
-                .map_err(store_err)?,
+                )?,
                 false,
             ),
         };
@@ -208,20 +202,14 @@ impl AgentSessionFactory {
             cwd: options.cwd.clone(),
             scope,
             manager: Mutex::new(manager),
-            state: Mutex::new(State {
-                model: model.clone(),
+            state: Mutex::new(State::new(
+                model.clone(),
                 thinking,
-                time_zone: options.time_zone.or(cfg.default_time_zone),
-                messages: ctx.messages,
-                running: false,
-                abort: CancellationToken::new(),
-                steering: VecDeque::new(),
-                follow_up: VecDeque::new(),
-                next_turn: Vec::new(),
-                system_prompt: String::new(),
-                compacted_totals: super::session::compacted_totals(ctx.compaction.as_ref()),
-                stale_prefix: ctx.from_before_compaction,
-            }),
+                options.time_zone.or(cfg.default_time_zone),
+                ctx.messages,
+                super::inner::compacted_totals(ctx.compaction.as_ref()),
+                ctx.from_before_compaction,
+            )),
             tools: RwLock::new(tools),
             commands: RwLock::new(commands),
             models: RwLock::new(models),
@@ -261,8 +249,7 @@ impl AgentSessionFactory {
                         mgr.append_model_change(&m.provider, &m.id)?;
                     }
                     mgr.append_thinking_level_change(thinking)
-                })
-                .map_err(store_err)?;
+                })?;
             }
         }
         // 5.

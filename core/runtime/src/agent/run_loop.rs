@@ -1,59 +1,304 @@
-//! The agent loop (spec: architecture.md, "The agent loop"):
+//! The agent loop (spec: architecture.md, "The agent loop"), one named step per line of the
+//! spec's diagram:
 //!
 //! ```text
-//! before_agent_start → agent_start
-//! loop: turn_start → pending messages → context → stream → tools → turn_end
-//!       next turn on: tool results (unless all terminate), steering, continue_requested, follow-up
-//! agent_end → agent_settled
+//! run     threshold compaction       compact::compact_if_needed
+//!         skill hooks                skills::before_run (session-start, previous turn-end)
+//!         before_agent_start         before_agent_start (system prompt, injected messages)
+//!         agent_start
+//!         turns                      Run::turn, as long as next_turn finds more to do
+//!         agent_end                  finish (turn-end hooks start; the file is synced)
+//!         agent_settled              settle (follow-ups that raced the end run first)
+//! turn    turn_start
+//!         pending messages           persist::add_message (durable with the answer)
+//!         compaction between turns   compact::compact_if_needed
+//!         context, stream            Run::model_call → stream::stream_turn (error redacted);
+//!                                    an overflow gets one compaction and one retry
+//!         tool calls                 Run::tools → tool_exec::execute_batch (results redacted),
+//!                                    each result persisted and synced
+//!         turn_end
 //! ```
 //!
 //! An error or abort ends the run after `turn_end`/`agent_end`. A `length` stop never runs its
-//! tool calls. Steering is taken only between whole tool batches.
+//! tool calls. Steering is taken only between whole tool batches, follow-ups one at a time.
+//! Paired events go out through [`Inner::announce`] (the host's first, then the extensions');
+//! `message_end` (extensions first: they may replace the message) and `message_update` are
+//! emitted in [`persist`](super::persist) and [`stream`](super::stream).
+//!
+//! A run holds the session's [`Busy`] token from its start (`prompt::place`, `continue_run`) to
+//! [`settle`]; see [`inner`](super::inner) for the lock rules.
 
-use super::accumulate::apply_event;
 use super::compact::{self, CompactReason};
-use super::session::{Inner, SessionError, has_tool_calls};
+use super::error::SessionError;
+use super::inner::{Busy, Inner, State};
+use super::persist::{Durable, add_message};
+use super::session::has_tool_calls;
+use super::skills::RunSkills;
+use super::stream::{is_overflow, stream_turn};
 use super::tool_exec::execute_batch;
-use crate::models::now_ms;
+use crate::compaction::CompactionError;
 use chrono::Utc;
-use futures::StreamExt;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::extensions::events::{
-    AgentEndEvent, AgentSettledEvent, AgentStartEvent, BeforeAgentStartEvent, BeforeProviderRequestEvent, ContextEvent,
-    MessageEndEvent, MessageStartEvent, MessageUpdateEvent, TurnEndEvent, TurnStartEvent,
+    AgentEndEvent, AgentSettledEvent, AgentStartEvent, BeforeAgentStartEvent, TurnEndEvent, TurnStartEvent,
 };
 use volcanic_abstractions::messages::{AssistantMessage, Message, StopReason, ToolResultMessage};
-use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions, is_context_overflow};
 
-/// Runs one agent run to its end. `initial`: the prompt and messages held for the next turn.
-/// The caller has set `running` and a fresh abort token.
-pub(crate) async fn run(inner: Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
-    let result = run_inner(&inner, initial).await;
-    settle(&inner, result.is_err()).await;
+/// Starts [`run`] in a task of its own (the caller's tracing span goes with it).
+pub(crate) fn spawn(
+    inner: Arc<Inner>,
+    busy: Busy,
+    initial: Vec<Message>,
+) -> tokio::task::JoinHandle<Result<(), SessionError>> {
+    tokio::spawn(tracing::Instrument::in_current_span(run(inner, busy, initial)))
+}
+
+/// [`spawn`] for a run no one waits for: its failure is logged as `what` failed.
+pub(crate) fn spawn_detached(inner: Arc<Inner>, busy: Busy, initial: Vec<Message>, what: &'static str) {
+    tokio::spawn(tracing::Instrument::in_current_span(async move {
+        if let Err(e) = run(inner, busy, initial).await {
+            tracing::warn!("{what} failed: {e}");
+        }
+    }));
+}
+
+/// Runs one agent run to its end and settles the session. `initial`: the prompt and the
+/// messages held for the next turn (empty to continue the transcript as it is).
+pub(crate) async fn run(inner: Arc<Inner>, busy: Busy, initial: Vec<Message>) -> Result<(), SessionError> {
+    let result = run_once(&inner, initial).await;
+    settle(&inner, busy, result.is_err()).await;
     result
 }
 
-/// Ends a run: follow-ups that raced with its end start a new one; then the session settles
-/// (`agent_settled`, idle).
-async fn settle(inner: &Arc<Inner>, failed: bool) {
+/// One run, step by step as the module docs draw it.
+async fn run_once(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
+    let cancel = inner.lock_state().abort.clone();
+    let mut compacted = compact::compact_if_needed(inner, &cancel).await;
+    let skills = super::skills::before_run(inner, &cancel).await;
+    let (system_prompt, injected) = before_agent_start(inner, &initial, &skills, &cancel).await;
+    inner
+        .announce(AgentSessionEvent::AgentStart, &mut AgentStartEvent::default(), &cancel)
+        .await;
+    let mut pending = initial;
+    skills.add_notice(&mut pending);
+    pending.extend(injected);
+    let mut run = Run {
+        inner,
+        cancel,
+        system_prompt,
+        added: Vec::new(),
+        turn_index: 0,
+    };
+    let outcome = loop {
+        let turn = match run.turn(pending, compacted).await {
+            Ok(turn) => turn,
+            Err(e) => break Err(e),
+        };
+        compacted = false;
+        let next = next_turn(&mut inner.lock_state(), &turn, &run.cancel);
+        match next {
+            Some(next) => pending = next,
+            None => break Ok(()),
+        }
+    };
+    finish(inner, run.added, outcome).await
+}
+
+/// A run in progress: what its turns share.
+struct Run<'a> {
+    inner: &'a Arc<Inner>,
+    cancel: CancellationToken,
+    system_prompt: String,
+    /// Every message the run added, for `agent_end`.
+    added: Vec<Message>,
+    turn_index: usize,
+}
+
+/// How a turn ended, for [`next_turn`].
+struct TurnOutcome {
+    /// The model call failed or was aborted.
+    failed: bool,
+    /// Tool results were added and not all of them asked to end the run.
+    tools_ran: bool,
+    /// A `turn_end` handler asked for another turn.
+    continue_requested: bool,
+}
+
+impl Run<'_> {
+    /// One turn, step by step as the module docs draw it. `compacted`: the run's threshold
+    /// check compacted just now, so the check between turns is skipped once.
+    async fn turn(&mut self, pending: Vec<Message>, compacted: bool) -> Result<TurnOutcome, SessionError> {
+        let (inner, cancel) = (self.inner, &self.cancel.clone());
+        let mut start = TurnStartEvent {
+            turn_index: self.turn_index,
+        };
+        inner.announce(AgentSessionEvent::TurnStart, &mut start, cancel).await;
+        // Written without waiting for the disk (the model request does not wait for it): the
+        // answer's synced append makes them durable, or `finish` does.
+        for m in pending {
+            self.added.push(add_message(inner, m, Durable::Later).await?);
+        }
+        if !compacted {
+            compact::compact_if_needed(inner, cancel).await;
+        }
+        let assistant = self.model_call().await?;
+        self.added.push(Message::Assistant(assistant.clone()));
+        let failed = matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted);
+        let (results, all_terminate) = if !failed && has_tool_calls(&assistant.content) {
+            self.tools(&assistant).await?
+        } else {
+            (Vec::new(), false)
+        };
+        let host = AgentSessionEvent::TurnEnd {
+            message: assistant.clone(),
+            tool_results: results.clone(),
+        };
+        let mut end = TurnEndEvent {
+            turn_index: self.turn_index,
+            message: assistant,
+            tool_results: results.clone(),
+            continue_requested: false,
+        };
+        inner.announce(host, &mut end, cancel).await;
+        self.turn_index += 1;
+        Ok(TurnOutcome {
+            failed,
+            tools_ran: !results.is_empty() && !all_terminate,
+            continue_requested: end.continue_requested,
+        })
+    }
+
+    /// The model call with overflow recovery: a context overflow gets one compaction and one
+    /// retry; a second overflow, or a compaction that cannot help, ends the turn with a message
+    /// saying why.
+    async fn model_call(&self) -> Result<AssistantMessage, SessionError> {
+        let (inner, cancel) = (self.inner, &self.cancel);
+        let first = stream_turn(inner, &self.system_prompt, cancel, false).await?;
+        if !is_overflow(&first) || cancel.is_cancelled() {
+            return Ok(first);
+        }
+        match compact::compact(inner, CompactReason::Overflow, None, cancel).await {
+            Ok(_) => stream_turn(inner, &self.system_prompt, cancel, true).await,
+            Err(e) => Ok(overflow_not_recovered(first, &e)),
+        }
+    }
+
+    /// Runs the message's tool calls (redacted in `tool_exec`) and persists each result, synced.
+    /// Returns the results and whether every one asked to end the run.
+    async fn tools(&mut self, assistant: &AssistantMessage) -> Result<(Vec<ToolResultMessage>, bool), SessionError> {
+        let batch = execute_batch(self.inner, assistant, &self.cancel).await;
+        let mut results = Vec::with_capacity(batch.results.len());
+        for r in batch.results {
+            let persisted = add_message(self.inner, Message::ToolResult(r), Durable::Now).await?;
+            if let Message::ToolResult(r) = &persisted {
+                results.push(r.clone());
+            }
+            self.added.push(persisted);
+        }
+        Ok((results, batch.all_terminate))
+    }
+}
+
+/// `before_agent_start`: the system prompt (its options with the skills; an extension's override,
+/// or rendered now in the session's zone; kept for `ctx.system_prompt()`) and the custom messages
+/// extensions inject.
+async fn before_agent_start(
+    inner: &Arc<Inner>,
+    initial: &[Message],
+    skills: &RunSkills,
+    cancel: &CancellationToken,
+) -> (String, Vec<Message>) {
+    let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).active();
+    let mut before = BeforeAgentStartEvent {
+        prompt: initial.first().map(prompt_text).unwrap_or_default(),
+        system_prompt_options: inner.prompt_builder.options(&tools),
+        system_prompt_override: None,
+        injected_messages: Vec::new(),
+    };
+    skills.apply(&mut before.system_prompt_options);
+    inner.runner.emit(&mut before, &inner.ctx(), cancel).await;
+    let tz = inner.lock_state().time_zone;
+    let system_prompt = before.system_prompt_override.take().unwrap_or_else(|| {
+        inner
+            .prompt_builder
+            .render(&before.system_prompt_options, Utc::now(), tz)
+    });
+    inner.lock_state().system_prompt = system_prompt.clone();
+    let injected = before.injected_messages.into_iter().map(Message::Custom).collect();
+    (system_prompt, injected)
+}
+
+/// What the next turn starts with, or `None` when the run ends (spec: "more tool calls or
+/// steering messages or continue requested? → next turn; follow-up queued? → next turn"). An
+/// error or abort ends the run; steering is taken whole, between batches; a follow-up one at a
+/// time (see [`take_queued`]).
+fn next_turn(st: &mut State, turn: &TurnOutcome, cancel: &CancellationToken) -> Option<Vec<Message>> {
+    if turn.failed || cancel.is_cancelled() {
+        return None;
+    }
+    let steering: Vec<Message> = st.steering.drain(..).collect();
+    if turn.tools_ran || !steering.is_empty() || turn.continue_requested {
+        return Some(steering);
+    }
+    st.follow_up.pop_front().map(|m| vec![m])
+}
+
+/// The assistant message of an overflow the compaction could not recover, saying what to do.
+fn overflow_not_recovered(mut a: AssistantMessage, e: &CompactionError) -> AssistantMessage {
+    let error = a.error_message.take().unwrap_or_default();
+    a.error_message = Some(match e {
+        CompactionError::NothingToCompact => format!(
+            "{error} (the latest message alone is too long for the model's context window: send a \
+             shorter one, or split it)"
+        ),
+        e => format!(
+            "{error} (the conversation is too long for the model's context window, and compacting \
+             it failed: {e}; start a new session with /new)"
+        ),
+    });
+    a
+}
+
+/// `agent_end`, then the skills' turn-end hooks start, then the session file is synced (a run
+/// that ended before an answer still makes its prompt durable).
+async fn finish(
+    inner: &Arc<Inner>,
+    added: Vec<Message>,
+    outcome: Result<(), SessionError>,
+) -> Result<(), SessionError> {
+    let host = AgentSessionEvent::AgentEnd {
+        messages: added.clone(),
+    };
+    inner
+        .announce(host, &mut AgentEndEvent { messages: added }, &CancellationToken::new())
+        .await;
+    super::skills::after_run(inner);
+    if let Err(e) = inner.sync_session().await {
+        tracing::error!("cannot sync the session file: {e}");
+        if outcome.is_ok() {
+            return Err(e);
+        }
+    }
+    outcome
+}
+
+/// Ends a run, consuming the session's busy token: follow-ups that raced with its end start a
+/// new run first; then the session settles (`agent_settled`, idle).
+async fn settle(inner: &Arc<Inner>, busy: Busy, failed: bool) {
     loop {
         let next: Vec<Message> = {
             let mut st = inner.lock_state();
             let q = take_queued(&mut st);
             if q.is_empty() || failed {
-                st.running = false;
-                Vec::new()
-            } else {
-                st.abort = CancellationToken::new();
-                q
+                st.unclaim(busy);
+                break;
             }
+            st.abort = CancellationToken::new();
+            q
         };
-        if next.is_empty() {
-            break;
-        }
-        if let Err(e) = run_inner(inner, next).await {
+        if let Err(e) = run_once(inner, next).await {
             tracing::warn!("follow-up run failed: {e}");
         }
     }
@@ -72,198 +317,29 @@ async fn settle(inner: &Arc<Inner>, failed: bool) {
 /// all steering. Follow-ups are taken one at a time (pi's `followUpMode: "one-at-a-time"`): each
 /// gets a turn and an answer of its own, so a host knows which prompt a tool ran for and which
 /// answer belongs to which message; the rest wait for the end of that turn.
-fn take_queued(st: &mut super::session::State) -> Vec<Message> {
+fn take_queued(st: &mut State) -> Vec<Message> {
     let mut q: Vec<Message> = st.follow_up.pop_front().into_iter().collect();
     q.extend(st.steering.drain(..));
     q
 }
 
-/// Ends busy work outside a run (a manual compaction): prompts queued meanwhile start a run in
-/// the background; otherwise the session is idle again.
-pub(crate) fn release(inner: &Arc<Inner>) {
+/// Ends busy work outside a run (a manual compaction), consuming its token: prompts queued
+/// meanwhile start a run in the background (which settles the session); otherwise the session
+/// is idle again.
+pub(crate) fn release(inner: &Arc<Inner>, busy: Busy) {
     let queued: Vec<Message> = {
         let mut st = inner.lock_state();
         let q = take_queued(&mut st);
         if q.is_empty() {
-            st.running = false;
-        } else {
-            st.abort = CancellationToken::new();
+            st.unclaim(busy);
+            drop(st);
+            inner.idle.send_replace(true);
+            return;
         }
+        st.abort = CancellationToken::new();
         q
     };
-    if queued.is_empty() {
-        inner.idle.send_replace(true);
-    } else {
-        let inner = inner.clone();
-        tokio::spawn(async move {
-            if let Err(e) = run(inner, queued).await {
-                tracing::warn!("queued run after compaction failed: {e}");
-            }
-        });
-    }
-}
-
-async fn run_inner(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), SessionError> {
-    let ctx = inner.ctx();
-    let cancel = inner.lock_state().abort.clone();
-    // Threshold compaction before anything is added (spec: "The agent loop").
-    let mut compacted = compact::compact_if_needed(inner, &cancel).await;
-    let prompt_text = initial.first().map(prompt_text).unwrap_or_default();
-    // Then the skills: session-start hooks and the previous turn-end hooks, each until its deadline.
-    let skills = super::skills::before_run(inner, &cancel).await;
-    let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).active();
-    let mut before = BeforeAgentStartEvent {
-        prompt: prompt_text,
-        system_prompt_options: inner.prompt_builder.options(&tools),
-        system_prompt_override: None,
-        injected_messages: Vec::new(),
-    };
-    skills.apply(&mut before.system_prompt_options);
-    inner.runner.emit(&mut before, &ctx, &cancel).await;
-    let tz = inner.lock_state().time_zone;
-    let system_prompt = before.system_prompt_override.clone().unwrap_or_else(|| {
-        inner
-            .prompt_builder
-            .render(&before.system_prompt_options, Utc::now(), tz)
-    });
-    inner.lock_state().system_prompt = system_prompt.clone();
-
-    inner.emit(AgentSessionEvent::AgentStart);
-    inner.runner.emit(&mut AgentStartEvent::default(), &ctx, &cancel).await;
-
-    let mut pending = initial;
-    skills.add_notice(&mut pending);
-    pending.extend(before.injected_messages.into_iter().map(Message::Custom));
-    let mut added: Vec<Message> = Vec::new();
-    let mut turn_index = 0usize;
-    let outcome: Result<(), SessionError> = loop {
-        inner.emit(AgentSessionEvent::TurnStart);
-        inner
-            .runner
-            .emit(&mut TurnStartEvent { turn_index }, &ctx, &cancel)
-            .await;
-        // Prompts and injected messages are written without waiting for the disk (the model
-        // request does not wait for it); the assistant message's synced append makes them
-        // durable, or `finish` does.
-        for m in pending.drain(..) {
-            match add_message(inner, m, Durable::Later).await {
-                Ok(m) => added.push(m),
-                Err(e) => return finish(inner, added, Err(e)).await,
-            }
-        }
-        if !compacted {
-            compact::compact_if_needed(inner, &cancel).await;
-        }
-        // A context overflow is recovered by one compaction and one retry; a second overflow in
-        // the same turn ends the run (the message says so).
-        let mut retried = false;
-        let assistant = loop {
-            let mut a = match stream_turn(inner, &system_prompt, &cancel, retried).await {
-                Ok(a) => a,
-                Err(e) => return finish(inner, added, Err(e)).await,
-            };
-            if retried || !is_overflow(&a) || cancel.is_cancelled() {
-                break a;
-            }
-            retried = true;
-            match compact::compact(inner, CompactReason::Overflow, None, &cancel).await {
-                Ok(_) => continue,
-                Err(e) => {
-                    let error = a.error_message.take().unwrap_or_default();
-                    a.error_message = Some(match e {
-                        crate::compaction::CompactionError::NothingToCompact => format!(
-                            "{error} (the latest message alone is too long for the model's context \
-                             window: send a shorter one, or split it)"
-                        ),
-                        e => format!(
-                            "{error} (the conversation is too long for the model's context window, and \
-                             compacting it failed: {e}; start a new session with /new)"
-                        ),
-                    });
-                    break a;
-                }
-            }
-        };
-        compacted = false;
-        added.push(Message::Assistant(assistant.clone()));
-        let mut results: Vec<ToolResultMessage> = Vec::new();
-        let failed = matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted);
-        let mut all_terminate = false;
-        if !failed && has_tool_calls(&assistant.content) {
-            let batch = execute_batch(inner, &assistant, &cancel).await;
-            all_terminate = batch.all_terminate;
-            for r in batch.results {
-                match add_message(inner, Message::ToolResult(r), Durable::Now).await {
-                    Ok(Message::ToolResult(r)) => {
-                        added.push(Message::ToolResult(r.clone()));
-                        results.push(r);
-                    }
-                    Ok(other) => added.push(other),
-                    Err(e) => return finish(inner, added, Err(e)).await,
-                }
-            }
-        }
-        inner.emit(AgentSessionEvent::TurnEnd {
-            message: assistant.clone(),
-            tool_results: results.clone(),
-        });
-        let mut turn_end = TurnEndEvent {
-            turn_index,
-            message: assistant.clone(),
-            tool_results: results.clone(),
-            continue_requested: false,
-        };
-        inner.runner.emit(&mut turn_end, &ctx, &cancel).await;
-        turn_index += 1;
-        if failed || cancel.is_cancelled() {
-            break Ok(());
-        }
-        // Between whole batches: steering first.
-        let steering: Vec<Message> = inner.lock_state().steering.drain(..).collect();
-        if !results.is_empty() && !all_terminate {
-            pending = steering;
-            continue;
-        }
-        if !steering.is_empty() {
-            pending = steering;
-            continue;
-        }
-        if turn_end.continue_requested {
-            continue;
-        }
-        // One at a time (see `take_queued`).
-        let follow: Vec<Message> = inner.lock_state().follow_up.pop_front().into_iter().collect();
-        if !follow.is_empty() {
-            pending = follow;
-            continue;
-        }
-        break Ok(());
-    };
-    finish(inner, added, outcome).await
-}
-
-async fn finish(
-    inner: &Arc<Inner>,
-    added: Vec<Message>,
-    outcome: Result<(), SessionError>,
-) -> Result<(), SessionError> {
-    inner.emit(AgentSessionEvent::AgentEnd {
-        messages: added.clone(),
-    });
-    let mut end = AgentEndEvent { messages: added };
-    inner
-        .runner
-        .emit(&mut end, &inner.ctx(), &CancellationToken::new())
-        .await;
-    super::skills::after_run(inner);
-    // A run that ended before an assistant message still makes its prompt durable.
-    if let Err(e) = inner.sync_session().await {
-        tracing::error!("cannot sync the session file: {e}");
-        if outcome.is_ok() {
-            return Err(SessionError::Store(e.to_string()));
-        }
-    }
-    outcome
+    spawn_detached(inner.clone(), busy, queued, "queued run after compaction");
 }
 
 fn prompt_text(m: &Message) -> String {
@@ -271,200 +347,5 @@ fn prompt_text(m: &Message) -> String {
         Message::User(u) => u.content.text(),
         Message::Custom(c) => c.content.text(),
         _ => String::new(),
-    }
-}
-
-/// When a message's append waits for stable storage. Either way the line is written at once, and
-/// the wait is on a sync thread ([`Inner::sync_session`]), never on an async worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Durable {
-    /// Synced (with everything before it) before the message counts as added.
-    Now,
-    /// Synced with the next `Now` message, or at the end of the run.
-    Later,
-}
-
-/// Emits start/end for a complete message (prompt, injected, tool result), lets `message_end`
-/// handlers replace it (same role), persists it and adds it to the context.
-pub(crate) async fn add_message(
-    inner: &Arc<Inner>,
-    message: Message,
-    durable: Durable,
-) -> Result<Message, SessionError> {
-    let ctx = inner.ctx();
-    let cancel = CancellationToken::new();
-    inner.emit(AgentSessionEvent::MessageStart {
-        message: message.clone(),
-    });
-    inner
-        .runner
-        .emit(
-            &mut MessageStartEvent {
-                message: message.clone(),
-            },
-            &ctx,
-            &cancel,
-        )
-        .await;
-    end_message(inner, message, durable).await
-}
-
-async fn end_message(inner: &Arc<Inner>, message: Message, durable: Durable) -> Result<Message, SessionError> {
-    let mut ev = MessageEndEvent {
-        message: message.clone(),
-    };
-    inner
-        .runner
-        .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
-        .await;
-    let message = if ev.message.role() == message.role() {
-        ev.message
-    } else {
-        tracing::warn!("message_end handler changed the role; replacement ignored");
-        message
-    };
-    inner
-        .lock_manager()
-        .unsynced(|m| m.append_message(message.clone()))
-        .map_err(|e| SessionError::Store(e.to_string()))?;
-    // In the file now, so in the context too, even if the sync fails.
-    inner.lock_state().messages.push(message.clone());
-    if durable == Durable::Now {
-        inner.sync_session().await?;
-    }
-    inner.emit(AgentSessionEvent::MessageEnd {
-        message: message.clone(),
-    });
-    Ok(message)
-}
-
-/// Whether the provider rejected the context as too long for the model's window.
-fn is_overflow(a: &AssistantMessage) -> bool {
-    a.stop_reason == StopReason::Error && a.error_message.as_deref().is_some_and(is_context_overflow)
-}
-
-/// One model call: context event, payload hook, streaming events, the persisted final message.
-/// `after_overflow`: this call retries one that overflowed; a second overflow is explained.
-async fn stream_turn(
-    inner: &Arc<Inner>,
-    system_prompt: &str,
-    cancel: &CancellationToken,
-    after_overflow: bool,
-) -> Result<AssistantMessage, SessionError> {
-    let ctx = inner.ctx();
-    let (model, thinking, messages) = {
-        let st = inner.lock_state();
-        (st.model.clone(), st.thinking, st.messages.clone())
-    };
-    let model = model.ok_or(SessionError::NoModel)?;
-    let mut context_ev = ContextEvent { messages };
-    inner.runner.emit(&mut context_ev, &ctx, cancel).await;
-    let tools = inner.tools.read().unwrap_or_else(|e| e.into_inner()).specs();
-    let provider_ctx = ProviderContext {
-        system_prompt: system_prompt.to_owned(),
-        messages: context_ev.messages,
-        tools,
-    };
-    let mut options = StreamOptions {
-        thinking_level: if model.reasoning { thinking } else { Default::default() },
-        cancel: cancel.child_token(),
-        session_id: Some(inner.lock_manager().session_id().to_owned()),
-        ..Default::default()
-    };
-    if inner.runner.has_handlers::<BeforeProviderRequestEvent>() {
-        let weak = inner.me.clone();
-        options.on_payload = Some(Arc::new(move |payload| {
-            let weak = weak.clone();
-            Box::pin(async move {
-                let Some(inner) = weak.upgrade() else { return payload };
-                let mut ev = BeforeProviderRequestEvent { payload };
-                inner
-                    .runner
-                    .emit(&mut ev, &inner.ctx(), &CancellationToken::new())
-                    .await;
-                ev.payload
-            })
-        }));
-    }
-    let mut stream = inner
-        .models
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .stream(&model, provider_ctx, options);
-    let mut partial = AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, now_ms());
-    let mut started = false;
-    let final_message = loop {
-        let next = tokio::select! {
-            ev = stream.next() => ev,
-            () = cancel.cancelled() => {
-                let mut m = partial.clone();
-                m.stop_reason = StopReason::Aborted;
-                m.error_message = Some("Request was aborted".into());
-                break m;
-            }
-        };
-        let Some(ev) = next else {
-            // The registry guarantees a terminal event; be safe anyway.
-            let mut m = partial.clone();
-            m.stop_reason = StopReason::Error;
-            m.error_message = Some("provider stream ended without a terminal event".into());
-            break m;
-        };
-        apply_event(&mut partial, &ev);
-        if !started {
-            started = true;
-            let start = Message::Assistant(partial.clone());
-            inner.emit(AgentSessionEvent::MessageStart { message: start.clone() });
-            inner
-                .runner
-                .emit(&mut MessageStartEvent { message: start }, &ctx, cancel)
-                .await;
-            if matches!(ev, AssistantMessageEvent::Start { .. }) {
-                continue;
-            }
-        }
-        match ev {
-            AssistantMessageEvent::Done { message, .. } => break message,
-            AssistantMessageEvent::Error { error, .. } => break error,
-            ev => {
-                if inner.runner.has_handlers::<MessageUpdateEvent>() {
-                    let mut upd = MessageUpdateEvent {
-                        message: partial.clone(),
-                        event: ev.clone(),
-                    };
-                    inner.runner.emit(&mut upd, &ctx, cancel).await;
-                }
-                inner.emit(AgentSessionEvent::MessageUpdate {
-                    message: partial.clone(),
-                    assistant_message_event: ev,
-                });
-            }
-        }
-    };
-    let mut final_message = final_message;
-    if after_overflow && is_overflow(&final_message) {
-        let error = final_message.error_message.take().unwrap_or_default();
-        final_message.error_message = Some(format!(
-            "{error} (still too long for the model's context window after compacting the \
-             conversation; start a new session with /new)"
-        ));
-    }
-    if let Some(err) = final_message.error_message.take() {
-        final_message.error_message = Some(inner.redact(&err));
-    }
-    if final_message.usage.cost.total == 0.0 {
-        final_message.usage.cost = model.cost_of(&final_message.usage);
-    }
-    if !started {
-        let start = Message::Assistant(final_message.clone());
-        inner.emit(AgentSessionEvent::MessageStart { message: start.clone() });
-        inner
-            .runner
-            .emit(&mut MessageStartEvent { message: start }, &ctx, cancel)
-            .await;
-    }
-    match end_message(inner, Message::Assistant(final_message), Durable::Now).await? {
-        Message::Assistant(a) => Ok(a),
-        _ => Err(SessionError::Store("assistant message replaced by another role".into())),
     }
 }

@@ -1,94 +1,22 @@
 //! `AgentSession`: the conversation facade a host talks to.
 
-use super::factory::FactoryConfig;
-use crate::commands::CommandRegistry;
-use crate::extensions::ExtensionRunner;
-use crate::models::{ModelRegistry, now_ms};
+pub use super::error::SessionError;
+use super::inner::Inner;
+use crate::models::now_ms;
 use crate::sessions::SessionManager;
-use crate::system_prompt::SystemPromptBuilder;
-use crate::tools::ToolRegistry;
 use chrono_tz::Tz;
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
-use tokio::sync::watch;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
-use volcanic_abstractions::extensions::ExtensionContext;
 use volcanic_abstractions::extensions::events::{
-    InputEvent, ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartEvent,
-    SessionStartReason, ThinkingLevelSelectEvent,
+    ModelSelectEvent, SessionBeforeSwitchEvent, SessionShutdownEvent, SessionStartReason, ThinkingLevelSelectEvent,
 };
 use volcanic_abstractions::messages::{
     AssistantContent, ImageContent, Message, TextContent, UserBody, UserContent, UserMessage,
 };
 use volcanic_abstractions::model::{Model, ThinkingLevel};
-use volcanic_abstractions::ui::{ChatChannel, UserInterface};
-
-/// Errors of session operations.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// A prompt arrived during a run without saying how to queue it.
-    #[error("the agent is busy: queue the message as steer or follow-up")]
-    Busy,
-    /// The prompt has no text and no image (APIs refuse an empty user message).
-    #[error("empty message: nothing to send to the model")]
-    EmptyPrompt,
-    /// No model is selected or available.
-    #[error("no model selected: set `model = \"provider/id\"` in the config or use /model")]
-    NoModel,
-    /// Model lookup or key error.
-    #[error(transparent)]
-    Model(#[from] crate::models::ModelError),
-    /// The session file could not be read or written (the text names the file).
-    #[error("{0}")]
-    Store(String),
-    /// An extension cancelled the switch.
-    #[error("cancelled by an extension")]
-    Cancelled,
-    /// A compaction failed or was cancelled.
-    #[error("compaction: {0}")]
-    Compaction(#[from] crate::compaction::CompactionError),
-    /// A command failed.
-    #[error("command /{name} failed: {error}")]
-    Command {
-        /// Command name.
-        name: String,
-        /// Error text.
-        error: String,
-    },
-}
-
-/// How a prompt that arrives during a run is queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueueMode {
-    /// Taken between tool batches of the current run.
-    Steer,
-    /// Taken when the current run would end.
-    FollowUp,
-}
-
-/// A prompt: text, images, and what to do if the agent is busy.
-#[derive(Debug, Clone, Default)]
-pub struct PromptInput {
-    /// Text (a `/command` runs the command).
-    pub text: String,
-    /// Images.
-    pub images: Vec<ImageContent>,
-    /// Queueing when busy; `None` makes a busy session answer [`SessionError::Busy`].
-    pub queue: Option<QueueMode>,
-}
-
-impl PromptInput {
-    /// Text only, not queued.
-    pub fn text(t: impl Into<String>) -> Self {
-        PromptInput {
-            text: t.into(),
-            ..Default::default()
-        }
-    }
-}
 
 /// Token and cost figures of the session (`/session`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -112,138 +40,6 @@ pub struct SessionStats {
     /// The session file.
     pub session_file: Option<PathBuf>,
 }
-
-pub(crate) type Listener = Arc<dyn Fn(&AgentSessionEvent) + Send + Sync>;
-
-/// Mutable state of a session.
-pub(crate) struct State {
-    pub model: Option<Model>,
-    pub thinking: ThinkingLevel,
-    pub time_zone: Option<Tz>,
-    /// The context: messages on the branch (after the latest compaction).
-    pub messages: Vec<Message>,
-    pub running: bool,
-    pub abort: CancellationToken,
-    pub steering: VecDeque<Message>,
-    pub follow_up: VecDeque<Message>,
-    pub next_turn: Vec<Message>,
-    pub system_prompt: String,
-    /// Tokens and cost of the branch up to the newest compaction (its `details`).
-    pub compacted_totals: (u64, f64),
-    /// Leading messages from before the newest compaction (stale usage; see
-    /// `SessionContext::from_before_compaction`).
-    pub stale_prefix: usize,
-}
-
-/// Shared insides of a session.
-pub(crate) struct Inner {
-    pub config: Arc<FactoryConfig>,
-    pub cwd: PathBuf,
-    pub scope: String,
-    pub manager: Mutex<SessionManager>,
-    pub state: Mutex<State>,
-    pub tools: RwLock<ToolRegistry>,
-    pub commands: RwLock<CommandRegistry>,
-    pub models: RwLock<ModelRegistry>,
-    pub runner: ExtensionRunner,
-    pub subscribers: RwLock<Vec<(u64, Listener)>>,
-    pub next_listener: AtomicU64,
-    pub ui: Option<Arc<dyn UserInterface>>,
-    pub channel: Option<Arc<dyn ChatChannel>>,
-    /// The skills' hooks and `protected-paths` guard.
-    pub skill_hooks: crate::skill_hooks::SkillHookRunner,
-    pub prompt_builder: SystemPromptBuilder,
-    pub compactor: crate::compaction::Compactor,
-    /// Whether no run is in progress. Set with `send_replace`: `send` does nothing while no one
-    /// is subscribed, which would leave it `true` during a run.
-    pub idle: watch::Sender<bool>,
-    pub me: Weak<Inner>,
-}
-
-impl Inner {
-    pub fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn lock_manager(&self) -> std::sync::MutexGuard<'_, SessionManager> {
-        self.manager.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Sends a session event to every subscriber (synchronously, in subscription order).
-    pub fn emit(&self, event: AgentSessionEvent) {
-        let listeners: Vec<Listener> = self
-            .subscribers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
-        for l in listeners {
-            l(&event);
-        }
-    }
-
-    pub fn ctx(&self) -> Arc<dyn ExtensionContext> {
-        Arc::new(super::context::SessionCtx::new(self.me.clone(), self.runner.binding()))
-    }
-
-    pub fn redact(&self, text: &str) -> String {
-        volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*self.config.processes).redact(text)
-    }
-
-    /// Emits `session_start` to extensions, then starts the skills' `session-start` hooks.
-    pub async fn session_start(&self, reason: SessionStartReason) {
-        let mut start = SessionStartEvent { reason };
-        self.runner
-            .emit(&mut start, &self.ctx(), &CancellationToken::new())
-            .await;
-        self.restart_session_hooks();
-    }
-
-    /// Puts what the session file has not synced yet on stable storage, waiting on a sync thread
-    /// ([`crate::blocking::off_thread`]), never on an async worker.
-    pub async fn sync_session(&self) -> Result<(), SessionError> {
-        let store = |e: String| SessionError::Store(e);
-        let job = self.lock_manager().sync_job().map_err(|e| store(e.to_string()))?;
-        let Some(job) = job else { return Ok(()) };
-        match crate::blocking::off_thread(job).await {
-            Some(r) => r.map_err(|e| store(e.to_string())),
-            None => Err(store("the sync thread stopped".to_owned())),
-        }
-    }
-
-    /// Resets the context from the session file's current branch.
-    pub fn reload_context(&self) {
-        let ctx = self.lock_manager().build_context();
-        let mut st = self.lock_state();
-        st.messages = ctx.messages;
-        st.compacted_totals = compacted_totals(ctx.compaction.as_ref());
-        st.stale_prefix = ctx.from_before_compaction;
-    }
-
-    /// What follows every successful compaction: the skills' `session-start` hooks start again
-    /// (spec: architecture.md, "One conversation = one AgentSession", step 5).
-    pub fn after_compaction(&self) {
-        self.restart_session_hooks();
-    }
-}
-
-/// `(totalTokens, cost)` from a compaction entry's details.
-pub(crate) fn compacted_totals(c: Option<&volcanic_abstractions::sessions::CompactionEntry>) -> (u64, f64) {
-    let details = c.and_then(|c| c.details.as_ref());
-    (
-        details
-            .and_then(|d| d.get("totalTokens"))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0),
-        details
-            .and_then(|d| d.get("cost"))
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.0),
-    )
-}
-
-impl Inner {}
 
 /// One conversation: a session file, its extensions, tools and model, and the agent loop.
 /// Cheap to clone (a handle).
@@ -333,7 +129,7 @@ impl AgentSession {
 
     /// Whether no run is in progress.
     pub fn is_idle(&self) -> bool {
-        !self.inner.lock_state().running
+        !self.inner.lock_state().running()
     }
 
     /// Waits until no run is in progress.
@@ -363,119 +159,6 @@ impl AgentSession {
     /// Commands (`name`, description).
     pub fn commands(&self) -> Vec<volcanic_abstractions::extensions::CommandInfo> {
         self.inner.commands.read().unwrap_or_else(|e| e.into_inner()).list()
-    }
-
-    /// Handles user input: a registered `/command` runs at once (even during a run); otherwise the
-    /// `input` event may transform or consume it; then it starts a run (awaited to its end) or,
-    /// during a run, is queued as `input.queue` says.
-    pub async fn prompt(&self, input: PromptInput) -> Result<(), SessionError> {
-        if let Some((name, args)) = CommandRegistry::parse(input.text.trim()) {
-            let cmd = self
-                .inner
-                .commands
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(name)
-                .cloned();
-            if let Some(cmd) = cmd {
-                let ctx = Arc::new(super::context::SessionCtx::new(
-                    self.inner.me.clone(),
-                    self.inner.runner.binding(),
-                ));
-                let cancel = CancellationToken::new();
-                return (cmd.definition.handler)(args.to_owned(), ctx, cancel)
-                    .await
-                    .map_err(|e| SessionError::Command {
-                        name: cmd.name.clone(),
-                        error: e.to_string(),
-                    });
-            }
-        }
-        let mut ev = InputEvent {
-            text: input.text,
-            images: input.images,
-            handled: false,
-        };
-        let cancel = self.inner.lock_state().abort.clone();
-        self.inner.runner.emit(&mut ev, &self.inner.ctx(), &cancel).await;
-        if ev.handled {
-            return Ok(());
-        }
-        if ev.text.trim().is_empty() && ev.images.is_empty() {
-            return Err(SessionError::EmptyPrompt);
-        }
-        let message = user_message(ev.text, ev.images);
-        let initial = self.start_or_queue(message, input.queue)?;
-        match initial {
-            Some(initial) => super::run_loop::run(self.inner.clone(), initial).await,
-            None => Ok(()),
-        }
-    }
-
-    /// Queues `message` during a run (`Ok(None)`), or marks the session running and returns the
-    /// run's initial messages.
-    fn start_or_queue(&self, message: Message, queue: Option<QueueMode>) -> Result<Option<Vec<Message>>, SessionError> {
-        let mut st = self.inner.lock_state();
-        if st.running {
-            match queue {
-                Some(QueueMode::Steer) => st.steering.push_back(message),
-                Some(QueueMode::FollowUp) => st.follow_up.push_back(message),
-                None => return Err(SessionError::Busy),
-            }
-            return Ok(None);
-        }
-        if st.model.is_none() {
-            return Err(SessionError::NoModel);
-        }
-        st.running = true;
-        st.abort = CancellationToken::new();
-        let mut initial = vec![message];
-        initial.append(&mut st.next_turn);
-        drop(st);
-        self.inner.idle.send_replace(false);
-        Ok(Some(initial))
-    }
-
-    /// Queues a steering message (taken between tool batches); starts a run when idle.
-    pub async fn steer(&self, text: impl Into<String>) -> Result<(), SessionError> {
-        self.prompt(PromptInput {
-            text: text.into(),
-            images: Vec::new(),
-            queue: Some(QueueMode::Steer),
-        })
-        .await
-    }
-
-    /// Runs the agent on the transcript as it is, without a new message: for a run cut off by a
-    /// crash after its prompt was persisted (the prompt is already the last message). Returns
-    /// `Ok(false)` without running when the last message is not a user or custom message, or a
-    /// run is in progress.
-    pub async fn continue_run(&self) -> Result<bool, SessionError> {
-        {
-            let mut st = self.inner.lock_state();
-            let pending = matches!(st.messages.last(), Some(Message::User(_) | Message::Custom(_)));
-            if st.running || !pending {
-                return Ok(false);
-            }
-            if st.model.is_none() {
-                return Err(SessionError::NoModel);
-            }
-            st.running = true;
-            st.abort = CancellationToken::new();
-        }
-        self.inner.idle.send_replace(false);
-        super::run_loop::run(self.inner.clone(), Vec::new()).await?;
-        Ok(true)
-    }
-
-    /// Queues a follow-up (taken when the run would end); starts a run when idle.
-    pub async fn follow_up(&self, text: impl Into<String>) -> Result<(), SessionError> {
-        self.prompt(PromptInput {
-            text: text.into(),
-            images: Vec::new(),
-            queue: Some(QueueMode::FollowUp),
-        })
-        .await
     }
 
     /// Switches the model (`provider/id`): persisted as a `model_change` entry.
@@ -537,18 +220,15 @@ impl AgentSession {
         &self,
         instructions: Option<String>,
     ) -> Result<volcanic_abstractions::sessions::CompactionEntry, SessionError> {
-        let cancel = loop {
+        let (busy, cancel) = loop {
             {
                 let mut st = self.inner.lock_state();
-                if !st.running {
-                    st.running = true;
-                    st.abort = CancellationToken::new();
-                    break st.abort.clone();
+                if let Some(busy) = self.inner.try_claim(&mut st) {
+                    break (busy, st.abort.clone());
                 }
             }
             self.wait_for_idle().await;
         };
-        self.inner.idle.send_replace(false);
         let result = super::compact::compact(
             &self.inner,
             super::compact::CompactReason::Manual,
@@ -556,7 +236,7 @@ impl AgentSession {
             &cancel,
         )
         .await;
-        super::run_loop::release(&self.inner);
+        super::run_loop::release(&self.inner, busy);
         Ok(result?)
     }
 
@@ -590,10 +270,7 @@ pub(crate) fn user_message(text: String, images: Vec<ImageContent>) -> Message {
 
 pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), SessionError> {
     let previous = inner.lock_state().model.clone();
-    inner
-        .lock_manager()
-        .append_model_change(&model.provider, &model.id)
-        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_manager().append_model_change(&model.provider, &model.id)?;
     inner.lock_state().model = Some(model.clone());
     let mut ev = ModelSelectEvent { model, previous };
     inner
@@ -605,10 +282,7 @@ pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), 
 
 pub(crate) async fn apply_thinking(inner: &Arc<Inner>, level: ThinkingLevel) -> Result<(), SessionError> {
     let previous = inner.lock_state().thinking;
-    inner
-        .lock_manager()
-        .append_thinking_level_change(level)
-        .map_err(|e| SessionError::Store(e.to_string()))?;
+    inner.lock_manager().append_thinking_level_change(level)?;
     inner.lock_state().thinking = level;
     let mut ev = ThinkingLevelSelectEvent { level, previous };
     inner
@@ -649,8 +323,7 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
     let manager = match &target {
         None => SessionManager::create(store, &inner.scope, &inner.cwd),
         Some(p) => SessionManager::open(store, &p.clone().into()),
-    }
-    .map_err(|e| SessionError::Store(e.to_string()))?;
+    }?;
     let (model, thinking) = {
         let ctx = manager.build_context();
         let st = inner.lock_state();
@@ -684,11 +357,9 @@ pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) 
         // A new file starts like pi's: the model and level it runs with.
         let mut mgr = inner.lock_manager();
         if let Some(m) = &model {
-            mgr.append_model_change(&m.provider, &m.id)
-                .map_err(|e| SessionError::Store(e.to_string()))?;
+            mgr.append_model_change(&m.provider, &m.id)?;
         }
-        mgr.append_thinking_level_change(thinking)
-            .map_err(|e| SessionError::Store(e.to_string()))?;
+        mgr.append_thinking_level_change(thinking)?;
     }
     // One guard: two `lock_manager()` temporaries in one statement would deadlock.
     let (session_id, session_file) = {

@@ -2,7 +2,7 @@
 //! hook (re)starts, the wait at the top of a run, the turn-end hooks after `agent_end`, and the
 //! `protected-paths` check before `write`/`edit` run.
 
-use super::session::Inner;
+use super::inner::Inner;
 use crate::models::now_ms;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

@@ -3,7 +3,7 @@
 //! results in source order. Every result, progress update and error is redacted before
 //! `tool_result` handlers and again after them.
 
-use super::session::Inner;
+use super::inner::Inner;
 use crate::models::now_ms;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -67,17 +67,17 @@ pub(crate) async fn execute_batch(
             Prepared::Run { args, .. } => args.clone(),
             Prepared::Done(_) => call.arguments.clone(),
         };
-        inner.emit(AgentSessionEvent::ToolExecutionStart {
+        let host = AgentSessionEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: args.clone(),
-        });
+        };
         let mut ev = ToolExecutionStartEvent {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args,
         };
-        inner.runner.emit(&mut ev, &ctx, cancel).await;
+        inner.announce(host, &mut ev, cancel).await;
     }
     let mut finished: Vec<Option<ToolResult>> = vec![None; prepared.len()];
     if sequential {
@@ -246,19 +246,19 @@ async fn run_one(inner: &Arc<Inner>, call: &ToolCall, prepared: &Prepared, cance
             terminate: redacted.terminate,
         },
     );
-    inner.emit(AgentSessionEvent::ToolExecutionEnd {
+    let host = AgentSessionEvent::ToolExecutionEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         result: (&result).into(),
         is_error: result.is_error,
-    });
+    };
     let mut end = ToolExecutionEndEvent {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         result: result.clone(),
         is_error: result.is_error,
     };
-    inner.runner.emit(&mut end, &ctx, cancel).await;
+    inner.announce(host, &mut end, cancel).await;
     result
 }
 

@@ -7,7 +7,7 @@ use volcanic_abstractions::messages::{AssistantContent, Message};
 use volcanic_abstractions::sessions::{EntryKind, SessionEntry};
 
 /// Why a compaction cannot run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum CompactionError {
     /// Nothing lies before the newest turn: there is nothing to summarise.
     #[error("nothing to compact yet: the context holds at most one turn")]
@@ -15,9 +15,9 @@ pub enum CompactionError {
     /// No model is selected.
     #[error("no model selected to write the summary")]
     NoModel,
-    /// The session file could not be read or written.
+    /// The session file could not be read or written (the sessions slice's error, naming it).
     #[error("session file: {0}")]
-    Store(String),
+    Store(#[from] crate::sessions::ManagerError),
     /// The summary request failed.
     #[error("the summary request failed: {0}")]
     Summary(String),
@@ -27,6 +27,17 @@ pub enum CompactionError {
     /// The run was aborted while the summary was written.
     #[error("aborted")]
     Aborted,
+}
+
+/// The same failure: `Store` errors compare by their text (an I/O error has no equality).
+impl PartialEq for CompactionError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (CompactionError::Store(a), CompactionError::Store(b)) => a.to_string() == b.to_string(),
+            (CompactionError::Summary(a), CompactionError::Summary(b)) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
 }
 
 /// A planned compaction: the messages to summarise and the first entry kept verbatim.

@@ -13,7 +13,12 @@ impl ProcessGroupKiller {
     /// Guards the group led by `child` (started with `process_group(0)`, so its pid is the
     /// group id).
     pub fn new(child: &tokio::process::Child) -> Self {
-        ProcessGroupKiller(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw))
+        ProcessGroupKiller::of_pid(child.id())
+    }
+
+    /// Guards the group led by the child `pid`; nothing when `None` (the child has no id).
+    pub fn of_pid(pid: Option<u32>) -> Self {
+        ProcessGroupKiller(pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw))
     }
 
     /// Kills the group now (ESRCH, already gone, is fine).
@@ -26,6 +31,16 @@ impl ProcessGroupKiller {
     /// The child ended by itself: dropping no longer kills.
     pub fn disarm(mut self) {
         self.0 = None;
+    }
+}
+
+impl volcanic_abstractions::processes::ProcessGroup for ProcessGroupKiller {
+    fn kill(&self) {
+        ProcessGroupKiller::kill(self);
+    }
+
+    fn disarm(self: Box<Self>) {
+        ProcessGroupKiller::disarm(*self);
     }
 }
 
@@ -51,16 +66,11 @@ pub struct GroupChild {
 /// Errors: the pipe cannot be made, or the program cannot start.
 pub fn spawn_in_group(spawn: &volcanic_abstractions::processes::ProcessSpawnContext) -> std::io::Result<GroupChild> {
     let (reader, writer) = std::io::pipe()?;
-    let mut command = tokio::process::Command::new(&spawn.command);
+    let mut command = tokio::process::Command::from(spawn.to_group_command());
     command
-        .args(&spawn.args)
-        .current_dir(&spawn.cwd)
-        .env_clear()
-        .envs(&spawn.env)
         .stdin(std::process::Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)
-        .process_group(0)
         .kill_on_drop(true);
     let child = command.spawn()?;
     // Our copies of the pipe's write end must close, or the read side never sees EOF.

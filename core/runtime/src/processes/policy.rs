@@ -134,6 +134,10 @@ impl SpawnPolicy for ProcessSpawnPolicy {
     fn redactor(&self) -> Arc<dyn SecretRedactor> {
         self.redactor.clone()
     }
+
+    fn process_group(&self, pid: u32) -> Box<dyn volcanic_abstractions::processes::ProcessGroup> {
+        Box::new(super::ProcessGroupKiller::of_pid(Some(pid)))
+    }
 }
 
 impl std::fmt::Debug for ProcessSpawnPolicy {

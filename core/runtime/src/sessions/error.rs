@@ -4,7 +4,7 @@ use volcanic_abstractions::sessions::SessionStoreError;
 
 /// What [`SessionManager`](super::SessionManager) calls can fail with.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub enum ManagerError {
     /// The store failed (I/O, unreadable header, another writer, ...); the message names the file.
     #[error(transparent)]
     Store(#[from] SessionStoreError),
@@ -23,4 +23,4 @@ pub enum SessionError {
 }
 
 /// Result of the sessions slice.
-pub type Result<T, E = SessionError> = std::result::Result<T, E>;
+pub type Result<T, E = ManagerError> = std::result::Result<T, E>;

@@ -1,7 +1,7 @@
 //! [`SessionManager`]: one open session, its leaf, labels and name.
 
 use super::context::{SessionContext, build_context};
-use super::error::{Result, SessionError};
+use super::error::{ManagerError, Result};
 use super::memory::InMemorySessionStore;
 use super::paths::iso;
 use chrono::{DateTime, Utc};
@@ -213,7 +213,7 @@ impl SessionManager {
     pub fn append_message(&mut self, message: Message) -> Result<String> {
         match &message {
             Message::BranchSummary(_) | Message::CompactionSummary(_) => {
-                return Err(SessionError::SummaryMessage { role: message.role() });
+                return Err(ManagerError::SummaryMessage { role: message.role() });
             }
             Message::User(_)
             | Message::Assistant(_)
@@ -372,7 +372,7 @@ impl SessionManager {
         self.log
             .index()
             .position(id)
-            .ok_or_else(|| SessionError::UnknownEntry { id: id.to_owned() })
+            .ok_or_else(|| ManagerError::UnknownEntry { id: id.to_owned() })
     }
 
     /// A fresh 8-hex-character id (pi's), a UUID after 100 collisions.

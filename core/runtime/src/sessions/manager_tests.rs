@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 
-use super::{FileSessionLog, FileSessionStore, InMemorySessionStore, SessionError, SessionManager};
+use super::{FileSessionLog, FileSessionStore, InMemorySessionStore, ManagerError, SessionManager};
 use chrono::{TimeZone, Utc};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -21,7 +21,7 @@ fn entry_and_contract_types_are_send_sync_static() {
     check::<InMemorySessionStore>();
     check::<Arc<dyn SessionStore>>();
     check::<Box<dyn SessionLog>>();
-    check::<SessionError>();
+    check::<ManagerError>();
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn labels_set_and_clear_and_need_an_existing_target() {
     assert_eq!(s.label(&u), None);
     assert!(matches!(
         s.append_label("nope", Some("x".into())),
-        Err(SessionError::UnknownEntry { .. })
+        Err(ManagerError::UnknownEntry { .. })
     ));
 }
 
@@ -110,7 +110,7 @@ fn branch_summary_moves_the_leaf_like_pis_branch_with_summary() {
     assert!(matches!(e.kind, EntryKind::BranchSummary { ref from_id, .. } if from_id == "root"));
     assert!(matches!(
         s.append_branch_summary(Some("nope"), "x", None, None),
-        Err(SessionError::UnknownEntry { .. })
+        Err(ManagerError::UnknownEntry { .. })
     ));
 }
 
@@ -137,7 +137,7 @@ fn summary_messages_are_not_appended_as_messages() {
     let err = s.append_message(Message::CompactionSummary(summary)).unwrap_err();
     assert!(matches!(
         err,
-        SessionError::SummaryMessage {
+        ManagerError::SummaryMessage {
             role: "compactionSummary"
         }
     ));

@@ -58,7 +58,7 @@ mod reader;
 mod scan;
 
 pub use context::SessionContext;
-pub use error::{Result, SessionError};
+pub use error::{ManagerError, Result};
 pub use file_store::{FileSessionLog, FileSessionStore};
 pub use manager::{Clock, SessionManager};
 pub use memory::InMemorySessionStore;

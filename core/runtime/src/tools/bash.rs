@@ -8,21 +8,20 @@
 //! hold the pipe open; they are left running).
 
 use super::bash_output::OutputAccumulator;
-use super::parse_args;
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, Truncation, format_size};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::processes::{ProcessPurpose, ProcessSpawnRequest};
-use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
+use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool};
 
 /// Timeout when the call gives none (seconds); `timeout: 0` disables it.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
@@ -31,10 +30,15 @@ pub const PROGRESS_INTERVAL_MS: u64 = 250;
 /// How long output is still read after the shell exited (ms).
 pub const DRAIN_GRACE_MS: u64 = 200;
 
-#[derive(Debug, Deserialize)]
-struct BashArgs {
-    command: String,
-    timeout: Option<f64>,
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::model_schema)]
+pub struct BashArgs {
+    /// The bash command to run
+    pub command: String,
+    /// Timeout in seconds (default 180; 0 for none)
+    #[schemars(range(min = 0))]
+    pub timeout: Option<f64>,
 }
 
 /// `bash {command, timeout?}`: runs `bash -c command` in the session's working directory.
@@ -42,7 +46,9 @@ struct BashArgs {
 pub struct BashTool;
 
 #[async_trait]
-impl Tool for BashTool {
+impl TypedTool for BashTool {
+    type Args = BashArgs;
+
     fn name(&self) -> &str {
         "bash"
     }
@@ -54,21 +60,6 @@ impl Tool for BashTool {
          timeout (seconds; 0 means none)."
     }
 
-    fn parameters(&self) -> Arc<Value> {
-        // Sent with every model request: built once per process.
-        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
-            Arc::new(json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The bash command to run"},
-                    "timeout": {"type": "number", "minimum": 0, "description": "Timeout in seconds (default 180; 0 for none)"}
-                },
-                "required": ["command"]
-            }))
-        });
-        SCHEMA.clone()
-    }
-
     fn prompt_snippet(&self) -> Option<String> {
         Some("Run bash commands (ls, grep, find, git, scripts, ...)".to_owned())
     }
@@ -77,13 +68,12 @@ impl Tool for BashTool {
         vec!["Use bash for file operations such as ls, rg and find".to_owned()]
     }
 
-    async fn execute(
+    async fn run(
         &self,
-        args: Value,
+        args: BashArgs,
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let args: BashArgs = parse_args(self.name(), args)?;
         let timeout = resolve_timeout(args.timeout)?;
         if cancel.is_cancelled() {
             return Err(ToolError::msg("Command aborted"));

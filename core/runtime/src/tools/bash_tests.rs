@@ -43,7 +43,7 @@ async fn wait_gone(pid: u32) -> bool {
 async fn stdout_and_stderr_arrive_merged_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
-        &BashTool,
+        &*typed(BashTool),
         ctx(dir.path()),
         json!({"command": "echo one; echo two >&2; echo three; pwd"}),
     )
@@ -51,14 +51,19 @@ async fn stdout_and_stderr_arrive_merged_in_order() {
     let cwd = dir.path().canonicalize().unwrap();
     assert_eq!(text_of(&out), format!("one\ntwo\nthree\n{}", cwd.display()));
     assert!(out.is_ok());
-    let out = run(&BashTool, ctx(dir.path()), json!({"command": "true"})).await;
+    let out = run(&*typed(BashTool), ctx(dir.path()), json!({"command": "true"})).await;
     assert_eq!(text_of(&out), "(no output)");
 }
 
 #[tokio::test]
 async fn a_non_zero_exit_is_an_error_result_ending_with_the_code() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&BashTool, ctx(dir.path()), json!({"command": "echo partial; exit 3"})).await;
+    let out = run(
+        &*typed(BashTool),
+        ctx(dir.path()),
+        json!({"command": "echo partial; exit 3"}),
+    )
+    .await;
     assert!(matches!(out, Err(ToolError::WithResult(_))));
     assert_eq!(text_of(&out), "partial\n\nCommand exited with code 3");
 }
@@ -68,7 +73,7 @@ async fn timeout_kills_the_whole_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let out = run(
-        &BashTool,
+        &*typed(BashTool),
         ctx(dir.path()),
         json!({"command": "sleep 30 & echo $!; sleep 30", "timeout": 1}),
     )
@@ -98,7 +103,7 @@ async fn abort_kills_the_command_and_keeps_partial_output() {
         trigger.cancel();
     });
     let started = Instant::now();
-    let out = BashTool
+    let out = typed(BashTool)
         .execute(
             json!({"command": "echo started; sleep 30 & echo $!; wait"}),
             invocation,
@@ -127,7 +132,7 @@ async fn the_child_environment_has_tz_and_lacks_denied_variables() {
     );
     let mut context = TestContext::with_policy(dir.path(), policy);
     context.time_zone = Some("Europe/Berlin".to_owned());
-    let out = run(&BashTool, context, json!({"command": "env"})).await;
+    let out = run(&*typed(BashTool), context, json!({"command": "env"})).await;
     let text = text_of(&out);
     assert!(text.lines().any(|l| l == "TZ=Europe/Berlin"), "{text}");
     assert!(text.lines().any(|l| l == "VISIBLE_SETTING=on"), "{text}");
@@ -144,7 +149,7 @@ async fn a_failing_environment_hook_fails_the_call() {
         ..ProcessEnvironmentOptions::default()
     };
     let context = TestContext::with_policy(dir.path(), TestContext::policy_with_env(options, &[]));
-    let out = run(&BashTool, context, json!({"command": "echo never"})).await;
+    let out = run(&*typed(BashTool), context, json!({"command": "echo never"})).await;
     assert_eq!(
         out.unwrap_err().to_string(),
         "process environment hook failed: vetoed by host"
@@ -155,7 +160,7 @@ async fn a_failing_environment_hook_fails_the_call() {
 async fn big_output_is_tail_truncated_and_saved_in_full() {
     let dir = tempfile::tempdir().unwrap();
     // 100 000 lines, about 575 KiB: spills to the file while running.
-    let out = run(&BashTool, ctx(dir.path()), json!({"command": "seq 1 100000"})).await;
+    let out = run(&*typed(BashTool), ctx(dir.path()), json!({"command": "seq 1 100000"})).await;
     let text = text_of(&out);
     let details = details_of(&out).unwrap();
     let path = details["fullOutputPath"].as_str().unwrap().to_owned();
@@ -174,7 +179,7 @@ async fn big_output_is_tail_truncated_and_saved_in_full() {
     std::fs::remove_file(&path).unwrap();
 
     // 3000 short lines stay in memory and are saved at the end.
-    let out = run(&BashTool, ctx(dir.path()), json!({"command": "seq 1 3000"})).await;
+    let out = run(&*typed(BashTool), ctx(dir.path()), json!({"command": "seq 1 3000"})).await;
     let path = details_of(&out).unwrap()["fullOutputPath"].as_str().unwrap().to_owned();
     assert!(text_of(&out).ends_with(&format!("[Showing last 2000 lines of 3000. Full output: {path}]")));
     assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3000);
@@ -185,7 +190,7 @@ async fn big_output_is_tail_truncated_and_saved_in_full() {
 async fn one_huge_line_keeps_its_end() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
-        &BashTool,
+        &*typed(BashTool),
         ctx(dir.path()),
         json!({"command": "head -c 60000 /dev/zero | tr '\\0' a; echo; echo -n"}),
     )
@@ -211,7 +216,7 @@ async fn one_huge_line_keeps_its_end() {
 async fn a_missing_working_directory_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("gone");
-    let out = run(&BashTool, ctx(&missing), json!({"command": "true"})).await;
+    let out = run(&*typed(BashTool), ctx(&missing), json!({"command": "true"})).await;
     assert!(
         out.unwrap_err()
             .to_string()
@@ -224,7 +229,7 @@ async fn dropping_a_running_call_kills_its_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let (invocation, updates) = invocation(ctx(dir.path()));
     let call = tokio::spawn(async move {
-        BashTool
+        typed(BashTool)
             .execute(
                 json!({"command": "sleep 30 & echo $!; wait"}),
                 invocation,

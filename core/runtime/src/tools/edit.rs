@@ -6,25 +6,34 @@
 
 use super::diff::line_diff;
 use super::paths::resolve_path;
-use super::{io_error, parse_args, until_cancelled};
+use super::{io_error, until_cancelled};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::sync::{Arc, LazyLock};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::tools::{ExecutionMode, Tool, ToolError, ToolInvocation, ToolResult};
+use volcanic_abstractions::tools::{ExecutionMode, ToolError, ToolInvocation, ToolResult, TypedTool};
 
-#[derive(Debug, Deserialize)]
-struct EditArgs {
-    path: String,
-    edits: Vec<Replacement>,
+/// Arguments of `edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::model_schema)]
+pub struct EditArgs {
+    /// File to edit: relative to the working directory, or absolute
+    pub path: String,
+    /// Replacements, each matched against the original file
+    #[schemars(length(min = 1))]
+    pub edits: Vec<Replacement>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One replacement of `edit` (pi's field names: `oldText`, `newText`).
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct Replacement {
-    old_text: String,
-    new_text: String,
+#[schemars(transform = super::model_schema)]
+pub struct Replacement {
+    /// Exact text to replace; must occur exactly once in the file
+    pub old_text: String,
+    /// Text to put in its place
+    pub new_text: String,
 }
 
 /// `edit {path, edits: [{oldText, newText}]}`: exact, unique, non-overlapping replacements in one
@@ -33,7 +42,9 @@ struct Replacement {
 pub struct EditTool;
 
 #[async_trait]
-impl Tool for EditTool {
+impl TypedTool for EditTool {
+    type Args = EditArgs;
+
     fn name(&self) -> &str {
         "edit"
     }
@@ -43,33 +54,6 @@ impl Tool for EditTool {
          the original file (whitespace and line breaks included) and must not overlap another \
          edit; all edits apply to the original file at once, or none does. Merge changes that \
          touch the same or neighbouring lines into one edit."
-    }
-
-    fn parameters(&self) -> Arc<Value> {
-        // Sent with every model request: built once per process.
-        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
-            Arc::new(json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to edit: relative to the working directory, or absolute"},
-                    "edits": {
-                        "type": "array",
-                        "minItems": 1,
-                        "description": "Replacements, each matched against the original file",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "oldText": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file"},
-                                "newText": {"type": "string", "description": "Text to put in its place"}
-                            },
-                            "required": ["oldText", "newText"]
-                        }
-                    }
-                },
-                "required": ["path", "edits"]
-            }))
-        });
-        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {
@@ -91,13 +75,12 @@ impl Tool for EditTool {
         ExecutionMode::Sequential
     }
 
-    async fn execute(
+    async fn run(
         &self,
-        args: Value,
+        args: EditArgs,
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let args: EditArgs = parse_args(self.name(), args)?;
         let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
         let bytes = until_cancelled(&cancel, tokio::fs::read(&absolute))
             .await?

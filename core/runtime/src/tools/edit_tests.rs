@@ -17,7 +17,7 @@ async fn edit(
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.rs"), ORIGINAL).unwrap();
     let out = run(
-        &EditTool,
+        &*typed(EditTool),
         TestContext::new(dir.path()),
         json!({"path": "main.rs", "edits": edits}),
     )
@@ -46,7 +46,7 @@ async fn several_edits_apply_against_the_original_with_a_diff() {
     assert!(diff.contains("-2     let a = 1;"), "{diff}");
     assert!(diff.contains("+2     let a = 10;"), "{diff}");
     assert!(diff.contains(" 1 fn main() {"), "{diff}");
-    assert_eq!(EditTool.execution_mode(), ExecutionMode::Sequential);
+    assert_eq!(typed(EditTool).execution_mode(), ExecutionMode::Sequential);
 }
 
 #[tokio::test]
@@ -93,7 +93,7 @@ async fn crlf_and_bom_are_preserved() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.txt"), "\u{feff}one\r\ntwo\r\nthree\r\n").unwrap();
     let out = run(
-        &EditTool,
+        &*typed(EditTool),
         TestContext::new(dir.path()),
         json!({"path": "w.txt", "edits": [{"oldText": "one\ntwo", "newText": "uno\ndos"}]}),
     )
@@ -109,7 +109,7 @@ async fn crlf_and_bom_are_preserved() {
 async fn a_missing_file_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
-        &EditTool,
+        &*typed(EditTool),
         TestContext::new(dir.path()),
         json!({"path": "gone.txt", "edits": [{"oldText": "a", "newText": "b"}]}),
     )

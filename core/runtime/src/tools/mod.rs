@@ -6,7 +6,9 @@
 //! the caller logs. [`ToolRegistry::validate`] checks arguments against the tool's JSON Schema
 //! (compiled once per tool) and explains failures field by field, for the model.
 //!
-//! Built-in tools ([`builtin_tools`]), with pi's argument names:
+//! Built-in tools ([`builtin_tools`]), with pi's argument names; each is a
+//! [`TypedTool`](volcanic_abstractions::tools::TypedTool) whose schema comes from its argument
+//! struct (`schemars`):
 //!
 //! | tool | arguments | notes |
 //! |---|---|---|
@@ -45,31 +47,44 @@ pub use truncate::{
 };
 pub use write::WriteTool;
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::tools::{Tool, ToolError};
+use volcanic_abstractions::tools::{Tool, ToolError, typed};
 
 /// The built-in tools: `read`, `bash`, `edit`, `write`, and `send` when the session has a chat
 /// channel.
 pub fn builtin_tools(has_channel: bool) -> Vec<Arc<dyn Tool>> {
-    let mut tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(ReadTool),
-        Arc::new(BashTool),
-        Arc::new(EditTool),
-        Arc::new(WriteTool),
-    ];
+    let mut tools: Vec<Arc<dyn Tool>> = vec![typed(ReadTool), typed(BashTool), typed(EditTool), typed(WriteTool)];
     if has_channel {
-        tools.push(Arc::new(SendTool));
+        tools.push(typed(SendTool));
     }
     tools
 }
 
-/// Parses validated arguments into the tool's argument struct.
-fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::msg(format!("invalid arguments for {tool}: {e}")))
+/// Shapes an argument struct's schema as the model sees it, as small as the hand-written ones
+/// were: no description from the struct's doc comment (those are for Rust readers; the tool has
+/// its own), an optional field typed as its value rather than also `null` (leave it out instead),
+/// no `format` (the type says enough).
+fn model_schema(schema: &mut schemars::Schema) {
+    let Some(schema) = schema.as_object_mut() else { return };
+    schema.remove("description");
+    let properties = schema.get_mut("properties").and_then(serde_json::Value::as_object_mut);
+    for property in properties.into_iter().flat_map(|p| p.values_mut()) {
+        let Some(property) = property.as_object_mut() else {
+            continue;
+        };
+        property.remove("format");
+        let single = match property.get("type") {
+            Some(serde_json::Value::Array(types)) if types.len() == 2 => {
+                types.iter().find(|t| t.as_str() != Some("null")).cloned()
+            }
+            _ => None,
+        };
+        if let Some(single) = single {
+            property.insert("type".to_owned(), single);
+        }
+    }
 }
 
 /// Runs `future` unless `cancel` fires first (then [`ToolError::Aborted`]).

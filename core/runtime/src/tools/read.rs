@@ -3,26 +3,33 @@
 
 use super::paths::{image_mime_type, resolve_path};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head};
-use super::{io_error, parse_args, until_cancelled};
+use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::sync::{Arc, LazyLock};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::messages::{ImageContent, TextContent, UserContent};
-use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
+use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool};
 
 /// Images larger than this are not attached (bytes): providers reject them, and a rejected image
 /// would stay in the transcript.
 pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 
-/// Arguments of `read`.
-#[derive(Debug, Deserialize)]
-struct ReadArgs {
-    path: String,
-    offset: Option<f64>,
-    limit: Option<f64>,
+/// Arguments of `read`. Line numbers are read as numbers (a model may write `10.0`) and checked
+/// as integers from 1 by the schema.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::model_schema)]
+pub struct ReadArgs {
+    /// File to read: relative to the working directory, or absolute
+    pub path: String,
+    /// First line to read (1-based)
+    #[schemars(with = "Option<u64>", range(min = 1))]
+    pub offset: Option<f64>,
+    /// Maximum number of lines to read
+    #[schemars(with = "Option<u64>", range(min = 1))]
+    pub limit: Option<f64>,
 }
 
 /// `read {path, offset?, limit?}`: reads a text file (at most 2000 lines / 50 KiB per call, with a
@@ -31,7 +38,9 @@ struct ReadArgs {
 pub struct ReadTool;
 
 #[async_trait]
-impl Tool for ReadTool {
+impl TypedTool for ReadTool {
+    type Args = ReadArgs;
+
     fn name(&self) -> &str {
         "read"
     }
@@ -43,22 +52,6 @@ impl Tool for ReadTool {
          jpg, gif, webp) come back as image attachments."
     }
 
-    fn parameters(&self) -> Arc<Value> {
-        // Sent with every model request: built once per process.
-        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
-            Arc::new(json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to read: relative to the working directory, or absolute"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"}
-                },
-                "required": ["path"]
-            }))
-        });
-        SCHEMA.clone()
-    }
-
     fn prompt_snippet(&self) -> Option<String> {
         Some("Read file contents (text, or images as attachments)".to_owned())
     }
@@ -67,13 +60,12 @@ impl Tool for ReadTool {
         vec!["Use read to look at files instead of cat, head or sed".to_owned()]
     }
 
-    async fn execute(
+    async fn run(
         &self,
-        args: Value,
+        args: ReadArgs,
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let args: ReadArgs = parse_args(self.name(), args)?;
         let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
         let bytes = until_cancelled(&cancel, tokio::fs::read(&absolute))
             .await?

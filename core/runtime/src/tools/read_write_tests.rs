@@ -17,7 +17,7 @@ async fn read_with_offset_and_limit_says_how_to_continue() {
     let dir = tempfile::tempdir().unwrap();
     write_lines(dir.path(), "f.txt", 10);
     let out = run(
-        &ReadTool,
+        &*typed(ReadTool),
         TestContext::new(dir.path()),
         json!({"path": "f.txt", "offset": 3, "limit": 2}),
     )
@@ -27,7 +27,7 @@ async fn read_with_offset_and_limit_says_how_to_continue() {
         "line 3\nline 4\n\n[6 more lines in file. Use offset=5 to continue.]"
     );
     let out = run(
-        &ReadTool,
+        &*typed(ReadTool),
         TestContext::new(dir.path()),
         json!({"path": "f.txt", "offset": 9}),
     )
@@ -39,7 +39,12 @@ async fn read_with_offset_and_limit_says_how_to_continue() {
 async fn read_truncates_long_files_with_a_continuation_notice() {
     let dir = tempfile::tempdir().unwrap();
     write_lines(dir.path(), "big.txt", 2500);
-    let out = run(&ReadTool, TestContext::new(dir.path()), json!({"path": "big.txt"})).await;
+    let out = run(
+        &*typed(ReadTool),
+        TestContext::new(dir.path()),
+        json!({"path": "big.txt"}),
+    )
+    .await;
     let text = text_of(&out);
     assert!(
         text.ends_with("line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"),
@@ -47,7 +52,7 @@ async fn read_truncates_long_files_with_a_continuation_notice() {
     );
     assert_eq!(details_of(&out).unwrap()["truncation"]["truncatedBy"], "lines");
     let out = run(
-        &ReadTool,
+        &*typed(ReadTool),
         TestContext::new(dir.path()),
         json!({"path": "big.txt", "offset": 2001}),
     )
@@ -60,7 +65,7 @@ async fn read_past_the_end_and_missing_files_are_errors_naming_them() {
     let dir = tempfile::tempdir().unwrap();
     write_lines(dir.path(), "f.txt", 3);
     let out = run(
-        &ReadTool,
+        &*typed(ReadTool),
         TestContext::new(dir.path()),
         json!({"path": "f.txt", "offset": 9}),
     )
@@ -70,7 +75,7 @@ async fn read_past_the_end_and_missing_files_are_errors_naming_them() {
         "Offset 9 is beyond the end of f.txt (3 lines in total)"
     );
     let out = run(
-        &ReadTool,
+        &*typed(ReadTool),
         TestContext::new(dir.path()),
         json!({"path": "nope/missing.txt"}),
     )
@@ -83,9 +88,13 @@ async fn read_returns_images_as_image_content() {
     let dir = tempfile::tempdir().unwrap();
     let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
     std::fs::write(dir.path().join("pic.png"), png).unwrap();
-    let out = run(&ReadTool, TestContext::new(dir.path()), json!({"path": "pic.png"}))
-        .await
-        .unwrap();
+    let out = run(
+        &*typed(ReadTool),
+        TestContext::new(dir.path()),
+        json!({"path": "pic.png"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.text_content(), "Read image file [image/png]");
     let image = out.content.iter().find_map(|c| match c {
         UserContent::Image(image) => Some(image.clone()),
@@ -118,12 +127,12 @@ async fn paths_resolve_against_cwd_and_home() {
 async fn write_creates_parent_directories_and_reports_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
-        &WriteTool,
+        &*typed(WriteTool),
         TestContext::new(dir.path()),
         json!({"path": "a/b/c.txt", "content": "héllo"}),
     )
     .await;
     assert_eq!(text_of(&out), "Successfully wrote 6 bytes to a/b/c.txt");
     assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "héllo");
-    assert_eq!(WriteTool.execution_mode(), ExecutionMode::Sequential);
+    assert_eq!(typed(WriteTool).execution_mode(), ExecutionMode::Sequential);
 }

@@ -146,3 +146,50 @@ fn registry_is_send_sync_static() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<ToolRegistry>();
 }
+
+#[test]
+fn builtin_schemas_come_from_their_argument_structs_with_pis_names() {
+    let tools = crate::tools::builtin_tools(true);
+    let schema = |name: &str| (*tools.iter().find(|t| t.name() == name).unwrap().parameters()).clone();
+    let required: Vec<(&str, Value)> = tools
+        .iter()
+        .map(|t| (t.name(), t.parameters()["required"].clone()))
+        .collect();
+    assert_eq!(
+        required,
+        vec![
+            ("read", json!(["path"])),
+            ("bash", json!(["command"])),
+            ("edit", json!(["path", "edits"])),
+            ("write", json!(["path", "content"])),
+            ("send", Value::Null),
+        ]
+    );
+    assert_eq!(
+        schema("read")["properties"]["offset"],
+        json!({"description": "First line to read (1-based)", "minimum": 1, "type": "integer"})
+    );
+    assert_eq!(
+        schema("edit")["properties"]["edits"],
+        json!({
+            "description": "Replacements, each matched against the original file",
+            "minItems": 1,
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "oldText": {"description": "Exact text to replace; must occur exactly once in the file", "type": "string"},
+                    "newText": {"description": "Text to put in its place", "type": "string"}
+                },
+                "required": ["oldText", "newText"]
+            }
+        })
+    );
+    assert_eq!(
+        schema("bash")["properties"]["timeout"],
+        json!({"description": "Timeout in seconds (default 180; 0 for none)", "minimum": 0, "type": "number"})
+    );
+    assert_eq!(schema("send")["properties"]["path"]["type"], json!("string"));
+    // The argument structs' doc comments are not sent to the model.
+    assert!(tools.iter().all(|t| t.parameters().get("description").is_none()));
+}

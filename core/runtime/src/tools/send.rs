@@ -2,19 +2,25 @@
 //! only for sessions with a [`ChatChannel`](volcanic_abstractions::ui::ChatChannel).
 
 use super::paths::{has_image_extension, resolve_path};
-use super::{parse_args, until_cancelled};
+use super::until_cancelled;
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::sync::{Arc, LazyLock};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
+use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool};
 
-#[derive(Debug, Deserialize)]
-struct SendArgs {
-    path: Option<String>,
-    text: Option<String>,
-    caption: Option<String>,
+/// Arguments of `send`: exactly one of `path` and `text` (checked when it runs: the schema
+/// leaves both optional, as a `oneOf` would confuse some models).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::model_schema)]
+pub struct SendArgs {
+    /// File to send: relative to the working directory, or absolute
+    pub path: Option<String>,
+    /// Message text (Markdown) to send instead of a file
+    pub text: Option<String>,
+    /// Caption for the file
+    pub caption: Option<String>,
 }
 
 /// `send {path?, text?, caption?}`: exactly one of `path` (a file; png, jpg, jpeg, gif and webp go
@@ -23,7 +29,9 @@ struct SendArgs {
 pub struct SendTool;
 
 #[async_trait]
-impl Tool for SendTool {
+impl TypedTool for SendTool {
+    type Args = SendArgs;
+
     fn name(&self) -> &str {
         "send"
     }
@@ -35,21 +43,6 @@ impl Tool for SendTool {
          must arrive while you keep working."
     }
 
-    fn parameters(&self) -> Arc<Value> {
-        // Sent with every model request: built once per process.
-        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
-            Arc::new(json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to send: relative to the working directory, or absolute"},
-                    "text": {"type": "string", "description": "Message text (Markdown) to send instead of a file"},
-                    "caption": {"type": "string", "description": "Caption for the file"}
-                }
-            }))
-        });
-        SCHEMA.clone()
-    }
-
     fn prompt_snippet(&self) -> Option<String> {
         Some("Send files (images as photos) or messages into the chat".to_owned())
     }
@@ -58,13 +51,12 @@ impl Tool for SendTool {
         vec!["Use send to deliver files you created to the user; mentioning a path is not enough".to_owned()]
     }
 
-    async fn execute(
+    async fn run(
         &self,
-        args: Value,
+        args: SendArgs,
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let args: SendArgs = parse_args(self.name(), args)?;
         let channel = invocation
             .ctx
             .channel()

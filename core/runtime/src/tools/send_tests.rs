@@ -19,14 +19,14 @@ async fn images_go_as_photos_and_other_files_as_documents() {
     std::fs::write(dir.path().join("chart.PNG"), b"png").unwrap();
     std::fs::write(dir.path().join("report.pdf"), b"pdf").unwrap();
     let (ctx, channel) = ctx_with_channel(dir.path());
-    let out = run(&SendTool, ctx, json!({"path": "chart.PNG", "caption": "Sales"})).await;
+    let out = run(&*typed(SendTool), ctx, json!({"path": "chart.PNG", "caption": "Sales"})).await;
     assert_eq!(text_of(&out), "Sent photo chart.PNG");
     let (ctx, _) = ctx_with_channel(dir.path());
     let ctx = TestContext {
         channel: Some(channel.clone()),
         ..ctx
     };
-    let out = run(&SendTool, ctx, json!({"path": "report.pdf"})).await;
+    let out = run(&*typed(SendTool), ctx, json!({"path": "report.pdf"})).await;
     assert_eq!(text_of(&out), "Sent file report.pdf");
     assert_eq!(
         *channel.sent.lock().unwrap(),
@@ -49,7 +49,7 @@ async fn images_go_as_photos_and_other_files_as_documents() {
 async fn text_is_sent_as_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let (ctx, channel) = ctx_with_channel(dir.path());
-    let out = run(&SendTool, ctx, json!({"text": "Done: *3* files"})).await;
+    let out = run(&*typed(SendTool), ctx, json!({"text": "Done: *3* files"})).await;
     assert_eq!(text_of(&out), "Sent message (15 characters)");
     assert_eq!(
         *channel.sent.lock().unwrap(),
@@ -61,13 +61,13 @@ async fn text_is_sent_as_a_message() {
 async fn exactly_one_of_path_or_text_and_the_file_must_exist() {
     let dir = tempfile::tempdir().unwrap();
     let (ctx, channel) = ctx_with_channel(dir.path());
-    let out = run(&SendTool, ctx, json!({"text": "a", "path": "b"})).await;
+    let out = run(&*typed(SendTool), ctx, json!({"text": "a", "path": "b"})).await;
     assert!(text_of(&out).starts_with("Give exactly one of path"));
     let (ctx, _) = ctx_with_channel(dir.path());
-    let out = run(&SendTool, ctx, json!({})).await;
+    let out = run(&*typed(SendTool), ctx, json!({})).await;
     assert!(out.is_err());
     let (ctx, _) = ctx_with_channel(dir.path());
-    let out = run(&SendTool, ctx, json!({"path": "missing.jpg"})).await;
+    let out = run(&*typed(SendTool), ctx, json!({"path": "missing.jpg"})).await;
     assert_eq!(out.unwrap_err().to_string(), "File not found: missing.jpg");
     assert!(channel.sent.lock().unwrap().is_empty());
 }
@@ -75,6 +75,6 @@ async fn exactly_one_of_path_or_text_and_the_file_must_exist() {
 #[tokio::test]
 async fn without_a_channel_send_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&SendTool, TestContext::new(dir.path()), json!({"text": "hi"})).await;
+    let out = run(&*typed(SendTool), TestContext::new(dir.path()), json!({"text": "hi"})).await;
     assert!(out.is_err());
 }

@@ -1,18 +1,21 @@
 //! The built-in `write` tool.
 
 use super::paths::resolve_path;
-use super::{io_error, parse_args, until_cancelled};
+use super::{io_error, until_cancelled};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use std::sync::{Arc, LazyLock};
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::tools::{ExecutionMode, Tool, ToolError, ToolInvocation, ToolResult};
+use volcanic_abstractions::tools::{ExecutionMode, ToolError, ToolInvocation, ToolResult, TypedTool};
 
-#[derive(Debug, Deserialize)]
-struct WriteArgs {
-    path: String,
-    content: String,
+/// Arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::model_schema)]
+pub struct WriteArgs {
+    /// File to write: relative to the working directory, or absolute
+    pub path: String,
+    /// The complete new content of the file
+    pub content: String,
 }
 
 /// `write {path, content}`: creates or overwrites a file, creating parent directories. Runs its
@@ -21,7 +24,9 @@ struct WriteArgs {
 pub struct WriteTool;
 
 #[async_trait]
-impl Tool for WriteTool {
+impl TypedTool for WriteTool {
+    type Args = WriteArgs;
+
     fn name(&self) -> &str {
         "write"
     }
@@ -29,21 +34,6 @@ impl Tool for WriteTool {
     fn description(&self) -> &str {
         "Write content to a file: creates it if missing, replaces it completely if it exists, and \
          creates missing parent directories."
-    }
-
-    fn parameters(&self) -> Arc<Value> {
-        // Sent with every model request: built once per process.
-        static SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
-            Arc::new(json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File to write: relative to the working directory, or absolute"},
-                    "content": {"type": "string", "description": "The complete new content of the file"}
-                },
-                "required": ["path", "content"]
-            }))
-        });
-        SCHEMA.clone()
     }
 
     fn prompt_snippet(&self) -> Option<String> {
@@ -58,13 +48,12 @@ impl Tool for WriteTool {
         ExecutionMode::Sequential
     }
 
-    async fn execute(
+    async fn run(
         &self,
-        args: Value,
+        args: WriteArgs,
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let args: WriteArgs = parse_args(self.name(), args)?;
         let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
         let write = async {
             if let Some(parent) = absolute.parent() {

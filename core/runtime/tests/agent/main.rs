@@ -6,4 +6,5 @@ mod events_tests;
 mod loop_tests;
 mod resume_tests;
 mod skills_tests;
+mod submit_tests;
 mod support;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::processes::{
-    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
+    ProcessGroup, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
 };
 use volcanic_scheduler::{
     DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun, SchedulerConfig,
@@ -152,6 +152,30 @@ impl ProcessSpawnPolicy for Policy {
     }
     fn redactor(&self) -> Arc<dyn SecretRedactor> {
         Arc::new(NoSecrets)
+    }
+    fn process_group(&self, pid: u32) -> Box<dyn ProcessGroup> {
+        Box::new(Group(i32::try_from(pid).ok().map(nix::unistd::Pid::from_raw)))
+    }
+}
+
+/// A child's process group, killed on request or when dropped armed (as the runtime's policy does).
+#[derive(Debug)]
+struct Group(Option<nix::unistd::Pid>);
+
+impl ProcessGroup for Group {
+    fn kill(&self) {
+        if let Some(pgid) = self.0 {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    fn disarm(mut self: Box<Self>) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        ProcessGroup::kill(self);
     }
 }
 
