@@ -160,7 +160,7 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
                                 host.handle(i.u.id, i.u.update).await;
                             }
                         }
-                        Err(e) => slot.output.notice_for(format!("⚠️ {e}"), ids),
+                        Err(e) => slot.output.notice_for(super::failures::session(&e), ids),
                     }
                 });
                 // Polled once here, while this slot's place in line is held: the run is started
