@@ -3,6 +3,7 @@
 
 mod config;
 mod console;
+mod features;
 mod host;
 mod memory;
 mod placement;
