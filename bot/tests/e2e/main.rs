@@ -3,6 +3,7 @@
 mod compaction;
 mod console;
 mod exactly_once;
+mod features;
 mod flood;
 mod kinds;
 mod poison;
