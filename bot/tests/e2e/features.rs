@@ -87,6 +87,7 @@ async fn a_feature_brings_its_command_per_chat_tool_and_route_through_the_real_b
     );
 
     // The route answers on the bot's one listener.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let page = reqwest::get(format!("http://127.0.0.1:{port}/example/ping"))
         .await
         .unwrap();
