@@ -61,6 +61,7 @@ pub(crate) fn answer_after(
 
 /// Runs the bot until SIGINT/SIGTERM; returns the exit code.
 pub async fn run(config: Config) -> anyhow::Result<i32> {
+    let signal = shutdown_signal();
     let token = match config
         .telegram
         .token
@@ -228,7 +229,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         });
     }
 
-    wait_for_signal().await;
+    signal.await;
     tracing::info!("shutting down");
     host.chats.shutting_down();
     shutdown.cancel();
@@ -269,24 +270,32 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-async fn wait_for_signal() {
+/// SIGINT or SIGTERM, listened for from this call on: a signal during start-up (crash recovery
+/// may already be answering) waits for the start to finish and then shuts down gracefully,
+/// instead of ending the process at once.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
+        let streams = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+        async move {
+            match streams {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
