@@ -55,6 +55,9 @@ struct RawConfig {
     providers: BTreeMap<String, RawProvider>,
     http: Option<RawHttp>,
     google: Option<RawGoogle>,
+    /// `[features.<name>]`: each read by its feature (`features::Services::section`).
+    #[serde(default)]
+    features: BTreeMap<String, toml::Table>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -198,6 +201,9 @@ pub struct Config {
     /// `[http] public_url` for the callback flow. `None` without a client id and secret (the bot
     /// runs; `/calendar connect` says what to configure).
     pub google: Option<volcanic_google_calendar::GoogleConfig>,
+    /// `[features.<name>]` sections as written; each feature reads and checks its own, and one
+    /// no feature reads is an error (`features::Features::build`).
+    pub features: BTreeMap<String, toml::Table>,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -229,6 +235,7 @@ impl std::fmt::Debug for Config {
             .field("http_listen", &self.http_listen)
             .field("public_url", &self.public_url)
             .field("google", &self.google)
+            .field("features", &self.features.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -381,6 +388,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
         public_url,
         google,
+        features: raw.features,
     })
 }
 

@@ -7,10 +7,16 @@
 //! - `--session FILE`: continues that session file.
 //!
 //! Sessions live in `~/.volcanic/agent/sessions/<encoded cwd>/` unless `--session FILE`.
+//!
+//! The host features ([`crate::features`]) give the session their per-session extensions where
+//! they have one without a chat (the example feature does; the scheduler and Google Calendar are
+//! the Telegram host's); features are started and stopped around the session, and their HTTP
+//! routes and Telegram commands are not served here.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use crate::config::Config;
+use crate::features::{Features, Services, SessionPlace};
 use crate::host;
 use anyhow::{Context, bail};
 use async_trait::async_trait;
@@ -95,7 +101,19 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     };
     let home = volcanic_home()?;
     let store = Arc::new(FileSessionStore::new(home.join("sessions")));
-    let factory = host::factory(&config, store, host::process_policy(&config), Some(home), None)?;
+    let processes = host::process_policy(&config);
+    let default_time_zone = config.default_time_zone;
+    let workspaces_root =
+        std::fs::canonicalize(&config.workspaces_dir).unwrap_or_else(|_| config.workspaces_dir.clone());
+    let shutdown = CancellationToken::new();
+    let features = Features::build(&Services::new(
+        Arc::new(config.clone()),
+        processes.clone(),
+        home.clone(),
+        workspaces_root,
+        shutdown.clone(),
+    ))?;
+    let factory = host::factory(&config, store, processes, Some(home), None)?;
     let interactive = args.prompt.is_none();
     let (line_tx, line_rx) = mpsc::unbounded_channel::<String>();
     let lines = Arc::new(tokio::sync::Mutex::new(line_rx));
@@ -107,9 +125,15 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    let mut extra_extensions = host::workspace_extensions(&cwd);
+    extra_extensions.extend(features.session_extensions(&SessionPlace {
+        chat: None,
+        time_zone: default_time_zone,
+        workspace: &cwd,
+    }));
     let session = factory
         .create(AgentSessionOptions {
-            extra_extensions: host::workspace_extensions(&cwd),
+            extra_extensions,
             cwd: cwd.clone(),
             session: match (&args.session, args.continue_recent) {
                 (Some(f), _) => SessionSelect::Open(f.clone()),
@@ -140,9 +164,25 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         let p = printer.clone();
         session.subscribe(move |e| p.on_event(e));
     }
-    if let Some(prompt) = args.prompt {
-        return run_once(&session, prompt, args.mode).await;
-    }
+    features.start();
+    let code = match args.prompt {
+        Some(prompt) => run_once(&session, prompt, args.mode).await,
+        None => interactive_loop(&session, &cwd, args.mode, line_tx, lines).await,
+    };
+    shutdown.cancel();
+    features.stop().await;
+    session.dispose().await;
+    code
+}
+
+/// Reads lines until `/quit` or the end of stdin; each is a console command or a prompt.
+async fn interactive_loop(
+    session: &AgentSession,
+    cwd: &std::path::Path,
+    mode: Mode,
+    line_tx: mpsc::UnboundedSender<String>,
+    lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+) -> anyhow::Result<i32> {
     // Interactive: stdin lines feed both the prompt loop and UI questions.
     tokio::spawn(async move {
         let mut reader = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -152,7 +192,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
             }
         }
     });
-    let json = args.mode == Mode::Json;
+    let json = mode == Mode::Json;
     say!(
         json,
         "Volcanic console: {} · model {} · /help for commands, /quit to exit",
@@ -173,7 +213,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         if line.is_empty() {
             continue;
         }
-        match handle_builtin(&session, &line, json).await? {
+        match handle_builtin(session, &line, json).await? {
             Builtin::Quit => break,
             Builtin::Handled => continue,
             Builtin::Prompt => {}
@@ -198,7 +238,6 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
             println!();
         }
     }
-    session.dispose().await;
     Ok(0)
 }
 
@@ -208,7 +247,6 @@ async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow:
         Message::Assistant(a) => Some(a),
         _ => None,
     });
-    session.dispose().await;
     if let Err(e) = result {
         eprintln!("error: {e}");
         return Ok(1);

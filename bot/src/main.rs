@@ -5,6 +5,7 @@
 mod config;
 mod console;
 mod doctor;
+mod features;
 mod host;
 mod lock;
 mod memory;

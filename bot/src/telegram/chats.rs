@@ -4,15 +4,17 @@
 
 use super::api::{Target, Tg};
 use super::channel::TelegramChannel;
-use super::journal::Journal;
+use super::journal::{Answering, Journal};
 use super::ledger::Ledger;
 use super::output::Output;
+use super::router::Host;
 use super::settings::SettingsStore;
 use super::ui::{Pending, TelegramUi};
 use crate::config::Config;
+use crate::features::{Features, SessionPlace};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, SessionSelect};
 
@@ -52,8 +54,6 @@ impl std::fmt::Debug for Slot {
 pub struct Chats {
     deps: ChatsDeps,
     slots: Mutex<HashMap<Target, Arc<Slot>>>,
-    /// Google Calendar: every chat session gets the `calendar` tool bound to its chat.
-    calendar: std::sync::OnceLock<Arc<volcanic_google_calendar::GoogleCalendarConnections>>,
     /// Set at shutdown: runs aborted from then on keep their journal marks (recovered after the
     /// restart), while a user's `/stop` finishes them.
     shutting_down: Arc<std::sync::atomic::AtomicBool>,
@@ -81,8 +81,8 @@ pub struct ChatsDeps {
     pub pending: Arc<Pending>,
     /// Progress messages on disk.
     pub marks: Arc<super::progress_marks::ProgressMarks>,
-    /// The scheduler whose `schedule` tool every chat session gets.
-    pub scheduler: volcanic_scheduler::JobScheduler,
+    /// The host features, whose per-session extensions every chat session gets.
+    pub features: Arc<Features>,
 }
 
 impl Chats {
@@ -91,7 +91,6 @@ impl Chats {
         Chats {
             deps,
             slots: Mutex::new(HashMap::new()),
-            calendar: std::sync::OnceLock::new(),
             shutting_down: Arc::default(),
         }
     }
@@ -99,11 +98,6 @@ impl Chats {
     /// Marks the shutdown (see the field).
     pub fn shutting_down(&self) {
         self.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Gives every session created from now on the `calendar` tool of its chat.
-    pub fn bind_calendar(&self, calendar: Arc<volcanic_google_calendar::GoogleCalendarConnections>) {
-        let _ = self.calendar.set(calendar);
     }
 
     /// The settings store.
@@ -159,13 +153,11 @@ impl Chats {
         let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
         let cwd = self.workspace(target.chat_id)?;
         let mut extra_extensions = crate::host::workspace_extensions(&cwd);
-        extra_extensions.push(volcanic_scheduler::SchedulerExtension::factory(
-            self.deps.scheduler.clone(),
-            super::scheduling::job_target(target),
-        ));
-        if let Some(c) = self.calendar.get() {
-            extra_extensions.push(c.extension_factory(super::calendar::chat_ref(target.chat_id)));
-        }
+        extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
+            chat: Some(target),
+            time_zone: tz,
+            workspace: &cwd,
+        }));
         let session = self
             .deps
             .factory
@@ -195,21 +187,26 @@ impl Chats {
         Ok(session)
     }
 
-    /// The commands a chat session gets from its extensions, from a throw-away in-memory session.
-    pub async fn probe_commands(&self) -> anyhow::Result<Vec<volcanic_abstractions::extensions::CommandInfo>> {
+    /// The commands every chat session's extensions register (the host's and the features'; a
+    /// workspace's own are that chat's), read from the `CommandRegistry` of an in-memory session
+    /// made like a chat's: every command a chat can run is announced, with no list to keep.
+    pub async fn extension_commands(&self) -> anyhow::Result<Vec<volcanic_abstractions::extensions::CommandInfo>> {
+        let cwd = self.deps.config.state_dir.clone();
+        let extra_extensions = self.deps.features.session_extensions(&SessionPlace {
+            chat: Some(Target {
+                chat_id: 0,
+                thread: None,
+            }),
+            time_zone: self.deps.config.default_time_zone,
+            workspace: &cwd,
+        });
         let session = self
             .deps
             .factory
             .create(AgentSessionOptions {
-                cwd: self.deps.config.state_dir.clone(),
+                cwd,
                 session: SessionSelect::InMemory,
-                extra_extensions: vec![volcanic_scheduler::SchedulerExtension::factory(
-                    self.deps.scheduler.clone(),
-                    volcanic_scheduler::JobTarget {
-                        chat_id: 0,
-                        topic: None,
-                    },
-                )],
+                extra_extensions,
                 ..Default::default()
             })
             .await?;
@@ -288,6 +285,76 @@ impl Chats {
             }
         }
         out
+    }
+}
+
+/// The chats as a host feature reaches them, to deliver a result or a job into one (e.g. a
+/// scheduled run): bound to the host once it exists (features are built before it, since chat
+/// sessions get their extensions).
+#[derive(Debug, Default)]
+pub struct ChatDelivery {
+    host: OnceLock<Weak<Host>>,
+}
+
+impl ChatDelivery {
+    /// Connects it to the host.
+    pub fn bind(&self, host: Weak<Host>) {
+        let _ = self.host.set(host);
+    }
+
+    /// The chat (or forum topic) `to`, created on first contact; `None` before the host exists
+    /// and once it is gone (shutting down).
+    pub fn chat(&self, to: Target) -> Option<Chat> {
+        let host = self.host.get().and_then(Weak::upgrade)?;
+        let slot = host.chats.slot(to);
+        Some(Chat { host, slot })
+    }
+}
+
+/// One chat, for a feature: its session and its output, the same its messages use.
+#[derive(Debug)]
+pub struct Chat {
+    host: Arc<Host>,
+    slot: Arc<Slot>,
+}
+
+impl Chat {
+    /// Its session, loaded (resumed) if needed.
+    pub async fn session(&self) -> anyhow::Result<AgentSession> {
+        self.host.chats.session(&self.slot).await
+    }
+
+    /// Its output (answers and notices, in order).
+    pub fn output(&self) -> &Output {
+        &self.slot.output
+    }
+
+    /// Notes that a scheduled slot's prompt (`text`) is being handed to the session: the
+    /// delivery of its answer is journaled under `slot` (a slot digest, see
+    /// [`journal::slots`](super::journal::slots)), so a crash with it on the wire is not
+    /// repeated. Call before the hand-over.
+    pub fn queue_slot(&self, slot: String, text: &str) {
+        self.slot.ledger.queue_slot(slot, text);
+    }
+
+    /// Like [`queue_slot`](Self::queue_slot), for a run continued from the transcript whose
+    /// prompt there has the digest `prompt` ([`prompt_digest`](super::journal::prompt_digest)).
+    pub fn resume_slot(&self, slot: String, prompt: &str) {
+        self.slot.ledger.resume_slot(slot, prompt);
+    }
+
+    /// Takes back what [`queue_slot`](Self::queue_slot) or [`resume_slot`](Self::resume_slot)
+    /// noted (the session refused the prompt, or did not run).
+    pub fn forget_slot(&self, slot: String) {
+        self.slot.ledger.forget_slot(slot);
+    }
+
+    /// Delivers a slot's answer found in the transcript after a restart, from the chunk after
+    /// the last one Telegram took or had on the wire before the stop
+    /// ([`Chunks::resume_at`](super::journal::Chunks::resume_at)); nothing is shown twice.
+    pub fn deliver_slot_answer(&self, slot: String, answer: String) {
+        let from = self.host.journal.slot_delivery(&slot).resume_at();
+        self.slot.output.answer(answer, Answering::slot(slot), from);
     }
 }
 

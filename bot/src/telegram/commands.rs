@@ -1,43 +1,189 @@
-//! The bot's commands: `/start`, `/help`, `/new`, `/stop`, `/compact`, `/model`, `/thinking`,
-//! `/tz`, `/session`, `/allow`, `/deny`, and every command the chat's extensions register.
+//! The bot's commands, from one table ([`BUILTINS`]): each built-in is declared once with its
+//! name, menu description, `/help` line, place in the chat's line ([`Turn`]) and handler; the
+//! host features' commands ([`Features`](crate::features::Features)) and every command the chat's
+//! extensions register (the sessions' `CommandRegistry`) come after. `setMyCommands`
+//! ([`announced`]), `/help` ([`help`]), the ordering rule ([`takes_turn`]) and dispatch
+//! ([`handle`]) all read from there.
 
 use super::api::Target;
 use super::chats::chat_key;
 use super::inbound::InMessage;
 use super::router::Host;
 use super::texts;
+use crate::features::{CommandCall, Turn};
+use futures::future::BoxFuture;
 use std::sync::Arc;
 use teloxide::types::BotCommand;
 use volcanic_abstractions::model::ThinkingLevel;
-use volcanic_core::agent::PromptInput;
+use volcanic_core::agent::{AgentSession, PromptInput};
 
-/// The built-in commands as announced with `setMyCommands`.
-pub fn builtin() -> Vec<BotCommand> {
-    [
-        ("start", "What this bot does"),
-        ("help", "Commands"),
-        ("new", "Start a new session"),
-        ("stop", "Stop the current run"),
-        ("compact", "Summarise the conversation so far"),
-        ("model", "Show or change the model"),
-        ("thinking", "Show or change the thinking level"),
-        ("tz", "Show or set the time zone"),
-        ("session", "Model, tokens, cost, session file"),
-        ("calendar", "Google Calendar: connect, status, disconnect"),
-        ("allow", "Owners: allow a user id"),
-        ("deny", "Owners: deny a user id"),
-    ]
-    .into_iter()
-    .map(|(c, d)| BotCommand::new(c, d))
-    .collect()
+/// One run of a built-in command.
+struct Call<'a> {
+    target: Target,
+    /// The chat's key (its folder name).
+    key: String,
+    args: &'a str,
 }
 
-/// The built-in commands plus every command the host's extensions register (learned from a
-/// throw-away in-memory session); names outside Telegram's `[a-z0-9_]{1,32}` never get here
-/// (the command registry refuses them with a log line).
+/// A built-in's handler: the answer, or `None` when there is none to send.
+type Handler = for<'a> fn(&'a Arc<Host>, Call<'a>) -> BoxFuture<'a, Option<String>>;
+
+/// A built-in command.
+struct Builtin {
+    /// Name (Telegram's `[a-z0-9_]{1,32}`).
+    name: &'static str,
+    /// Menu description (`setMyCommands`).
+    description: &'static str,
+    /// Its `/help` line; `None`: not listed there.
+    help: Option<&'static str>,
+    /// Its place in the chat's line.
+    turn: Turn,
+    /// Only owners may run it (the others are told so).
+    owners: bool,
+    /// What it does.
+    run: Handler,
+}
+
+/// The built-in commands, in menu order: everyone's first, then (after the features' commands)
+/// the owners'.
+const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "start",
+        description: "What this bot does",
+        help: None,
+        turn: Turn::AtOnce,
+        owners: false,
+        run: help_command,
+    },
+    Builtin {
+        name: "help",
+        description: "Commands",
+        help: None,
+        turn: Turn::AtOnce,
+        owners: false,
+        run: help_command,
+    },
+    Builtin {
+        name: "new",
+        description: "Start a new session",
+        help: Some("/new - start a new session"),
+        turn: Turn::Holds,
+        owners: false,
+        run: new_session,
+    },
+    Builtin {
+        name: "stop",
+        description: "Stop the current run",
+        help: Some("/stop - stop the current run"),
+        turn: Turn::AtOnce,
+        owners: false,
+        run: stop,
+    },
+    Builtin {
+        name: "compact",
+        description: "Summarise the conversation so far",
+        help: Some("/compact - summarise the conversation so far"),
+        turn: Turn::Holds,
+        owners: false,
+        run: compact,
+    },
+    Builtin {
+        name: "model",
+        description: "Show or change the model",
+        help: Some("/model [provider/id] - show or change the model"),
+        turn: Turn::Holds,
+        owners: false,
+        run: model,
+    },
+    Builtin {
+        name: "thinking",
+        description: "Show or change the thinking level",
+        help: Some("/thinking [level] - off, minimal, low, medium, high, xhigh"),
+        turn: Turn::Holds,
+        owners: false,
+        run: thinking,
+    },
+    Builtin {
+        name: "tz",
+        description: "Show or set the time zone",
+        help: Some("/tz [zone] - show or set the time zone (IANA, e.g. Europe/Berlin)"),
+        turn: Turn::Holds,
+        owners: false,
+        run: time_zone,
+    },
+    Builtin {
+        name: "session",
+        description: "Model, tokens, cost, session file",
+        help: Some("/session - model, tokens, cost, session file"),
+        turn: Turn::Holds,
+        owners: false,
+        run: session_stats,
+    },
+    Builtin {
+        name: "allow",
+        description: "Owners: allow a user id",
+        help: Some("/allow ID, /deny ID - owners: let a user in or out"),
+        turn: Turn::Holds,
+        owners: true,
+        run: allow,
+    },
+    Builtin {
+        name: "deny",
+        description: "Owners: deny a user id",
+        help: None,
+        turn: Turn::Holds,
+        owners: true,
+        run: deny,
+    },
+];
+
+fn builtin(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// Checks the features' commands against the table and Telegram's name rule (a clash is a
+/// programming error: the host refuses to start, naming it).
+pub fn check(host_features: &crate::features::Features) -> anyhow::Result<()> {
+    let mut seen: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
+    for c in host_features.commands() {
+        if !volcanic_core::commands::is_valid_command_name(c.name) {
+            anyhow::bail!("feature command `/{}`: Telegram accepts only [a-z0-9_]{{1,32}}", c.name);
+        }
+        if seen.contains(&c.name) {
+            anyhow::bail!("feature command `/{}` is declared twice", c.name);
+        }
+        if c.description.trim().is_empty() || c.description.chars().count() > 256 {
+            anyhow::bail!(
+                "feature command `/{}`: its description must have 1 to 256 characters (Bot API BotCommand)",
+                c.name
+            );
+        }
+        seen.push(c.name);
+    }
+    Ok(())
+}
+
+/// The menu (`setMyCommands`): everyone's built-ins, the features' commands, the owners'
+/// built-ins, then every command the chat sessions' extensions register (read from a session's
+/// `CommandRegistry`, which refuses names outside Telegram's `[a-z0-9_]{1,32}` with a log line);
+/// an extension command named like one before it is left out (the earlier one answers).
 pub async fn announced(host: &Host) -> Vec<BotCommand> {
-    let mut list = builtin();
-    match host.chats.probe_commands().await {
+    let mut list: Vec<BotCommand> = Vec::new();
+    let builtins = |owners: bool| {
+        BUILTINS
+            .iter()
+            .filter(move |b| b.owners == owners)
+            .map(|b| BotCommand::new(b.name, b.description))
+    };
+    list.extend(builtins(false));
+    list.extend(
+        host.features
+            .commands()
+            .into_iter()
+            .map(|c| BotCommand::new(c.name, c.description)),
+    );
+    list.extend(builtins(true));
+    match host.chats.extension_commands().await {
         Ok(extra) => {
             for c in extra {
                 if list.iter().any(|b| b.command == c.name) {
@@ -55,13 +201,18 @@ pub async fn announced(host: &Host) -> Vec<BotCommand> {
     list
 }
 
-/// Commands that act at once, out of turn: `/stop` must not wait behind what it stops.
-const OUT_OF_TURN: [&str; 3] = ["stop", "start", "help"];
-
-/// Commands that keep their place in the chat's line until they are applied, so that a message
-/// sent after them is handled with what they set (`/tz Asia/Tokyo`, then a question; `/compact`,
-/// then a message that runs on the compacted context).
-const APPLIED_IN_TURN: [&str; 8] = ["tz", "model", "thinking", "new", "session", "allow", "deny", "compact"];
+/// `/start` and `/help`: what the bot is, then the table's lines with the features' after
+/// everyone's built-ins.
+pub fn help(host: &Host) -> String {
+    let line = |owners: bool| {
+        BUILTINS
+            .iter()
+            .filter(move |b| b.owners == owners)
+            .filter_map(|b| b.help)
+    };
+    let lines: Vec<&str> = line(false).chain(host.features.help()).chain(line(true)).collect();
+    format!("{}\n\n{}", texts::HELP_INTRO, lines.join("\n"))
+}
 
 /// The command's name (lowercase, without `/` and `@bot`) and its arguments.
 fn split(line: &str) -> (String, &str) {
@@ -77,17 +228,26 @@ fn split(line: &str) -> (String, &str) {
     (name, args)
 }
 
-/// Whether `line` takes a place in its chat's line ([`Turnstile`](super::merge::Turnstile), with
-/// the prompts): every command but [`OUT_OF_TURN`]. Take the ticket where the arrival order is
-/// known, and give it to [`handle`].
-pub fn takes_turn(line: &str) -> bool {
-    !OUT_OF_TURN.contains(&split(line).0.as_str())
+/// A command's place in the line: the table's, a feature's, else (an extension's command, or
+/// an unknown one) [`Turn::Waits`].
+fn turn_of(host: &Host, name: &str) -> Turn {
+    builtin(name)
+        .map(|b| b.turn)
+        .or_else(|| host.features.command(name).map(|(_, c)| c.turn))
+        .unwrap_or(Turn::Waits)
+}
+
+/// Whether `line` takes a place in its chat's line ([`Turnstile`](super::merge::Turnstile),
+/// with the prompts): every command but those that act at once ([`Turn::AtOnce`]). Take the
+/// ticket where the arrival order is known, and give it to [`handle`].
+pub fn takes_turn(host: &Host, line: &str) -> bool {
+    turn_of(host, &split(line).0) != Turn::AtOnce
 }
 
 /// Runs a command line (`/name args`, mention already stripped). `turn`: its place in the chat's
-/// line ([`takes_turn`]): it waits for the commands and prompts before it; the commands of
-/// [`APPLIED_IN_TURN`] let the next one go once applied and answered, the others (`/calendar`,
-/// an extension's command, which may wait for a button) when their turn comes, before they run.
+/// line ([`takes_turn`]): it waits for the commands and prompts before it; a [`Turn::Holds`]
+/// command lets the next one go once applied and answered, the others when their turn comes,
+/// before they run.
 pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str, mut turn: Option<super::merge::Ticket>) {
     let target = Target {
         chat_id: m.chat_id,
@@ -97,7 +257,7 @@ pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str, mut turn: Optio
     if let Some(t) = turn.as_mut() {
         t.wait().await;
     }
-    if !APPLIED_IN_TURN.contains(&name.as_str()) {
+    if turn_of(host, &name) != Turn::Holds {
         drop(turn.take());
     }
     let reply = run(host, m, target, &name, args).await;
@@ -110,158 +270,320 @@ pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str, mut turn: Optio
 
 async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: &str) -> Option<String> {
     let key = chat_key(m.chat_id);
-    match name {
-        "start" | "help" => Some(texts::HELP.to_owned()),
-        "stop" => {
-            let slot = host.chats.slot(target);
-            match host.chats.loaded(&slot).await {
-                Some(s) if !s.is_idle() => {
-                    s.abort();
-                    Some("Stopped.".into())
-                }
-                _ => Some("Nothing is running.".into()),
-            }
+    if let Some(b) = builtin(name) {
+        if b.owners && !host.access.is_owner(m.from_id) {
+            return Some(format!("Only an owner may /{name}."));
         }
-        "allow" | "deny" => Some(access_command(host, m.from_id, name, args)),
-        "tz" => Some(time_zone(host, target, &key, args).await),
-        "calendar" => super::calendar::command(host, m, target, args).await,
-        _ => {
-            let slot = host.chats.slot(target);
-            let session = match host.chats.session(&slot).await {
-                Ok(s) => s,
-                Err(e) => return Some(format!("⚠️ {e}")),
-            };
-            match name {
-                "new" => Some(match session.new_session().await {
-                    Ok(()) => "New session started.".into(),
-                    Err(e) => format!("⚠️ {e}"),
-                }),
-                "compact" => {
-                    let before = session.stats();
-                    let instructions = (!args.is_empty()).then(|| args.to_owned());
-                    Some(match session.compact(instructions).await {
-                        Ok(_) => {
-                            let after = session.stats();
-                            format!(
-                                "Compacted: context {} → about {} tokens (of {}).",
-                                before.context_tokens, after.context_tokens, after.context_window
-                            )
-                        }
-                        Err(e) => format!("⚠️ {e}"),
-                    })
-                }
-                "model" if args.is_empty() => {
-                    let current = session.model().map(|m| m.key());
-                    let list: Vec<String> = session
-                        .available_models()
-                        .iter()
-                        .map(|m| {
-                            let mark = if Some(m.key()) == current { "▸" } else { "•" };
-                            format!("{mark} `{}`", m.key())
-                        })
-                        .collect();
-                    Some(format!("Models (change with /model provider/id):\n{}", list.join("\n")))
-                }
-                "model" => Some(match session.set_model(args).await {
-                    Ok(model) => {
-                        let _ = host.chats.settings().update(&key, |s| s.model = Some(model.key()));
-                        format!("Model: `{}`", model.key())
-                    }
-                    Err(e) => format!("⚠️ {e}"),
-                }),
-                "thinking" if args.is_empty() => Some(format!(
-                    "Thinking level: {} (change with /thinking off|minimal|low|medium|high|xhigh)",
-                    session.thinking_level()
-                )),
-                "thinking" => Some(match args.parse::<ThinkingLevel>() {
-                    Ok(level) => match session.set_thinking_level(level).await {
-                        Ok(()) => {
-                            let _ = host.chats.settings().update(&key, |s| s.thinking = Some(level));
-                            format!("Thinking level: {level}{}", crate::host::no_reasoning_note(&session))
-                        }
-                        Err(e) => format!("⚠️ {e}"),
-                    },
-                    Err(e) => format!("⚠️ {e}"),
-                }),
-                "session" => {
-                    let s = session.stats();
-                    Some(format!(
-                        "Model: `{}`\nThinking: {}\nContext: {}{} / {} tokens{}\nTotal: {} tokens, ${:.4}\nMessages: {}\nSession file: `{}`",
-                        session.model().map(|m| m.key()).unwrap_or_default(),
-                        session.thinking_level(),
-                        if s.context_estimated { "~" } else { "" },
-                        s.context_tokens,
-                        s.context_window,
-                        if s.compacted { " (compacted)" } else { "" },
-                        s.total_tokens,
-                        s.cost,
-                        s.messages,
-                        s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
-                    ))
-                }
-                other if session.commands().iter().any(|c| c.name == other) => {
-                    let line = if args.is_empty() {
-                        format!("/{other}")
-                    } else {
-                        format!("/{other} {args}")
-                    };
-                    match session.prompt(PromptInput::text(line)).await {
-                        Ok(()) => None,
-                        Err(e) => Some(format!("⚠️ {e}")),
-                    }
-                }
-                other => Some(texts::unknown_command(other)),
-            }
-        }
+        return (b.run)(host, Call { target, key, args }).await;
     }
-}
-
-fn access_command(host: &Host, from: i64, name: &str, args: &str) -> String {
-    if !host.access.is_owner(from) {
-        return format!("Only an owner may /{name}.");
+    if let Some((feature, _)) = host.features.command(name) {
+        let zone = zone_name(host, &key);
+        let call = CommandCall {
+            message: m,
+            target,
+            args,
+            time_zone: &zone,
+            bot_username: &host.bot_username,
+        };
+        return feature.command(name, call).await;
     }
-    let Ok(id) = args.trim().parse::<i64>() else {
-        return format!("Usage: /{name} USER_ID (a number)");
+    // An extension's command (from the session's registry) runs in the session.
+    let session = match session_of(host, target).await {
+        Ok(s) => s,
+        Err(e) => return Some(e),
     };
-    let r = if name == "allow" {
-        host.access.allow(id).map(|()| format!("User {id} may now talk to me."))
+    if !session.commands().iter().any(|c| c.name == name) {
+        return Some(texts::unknown_command(name));
+    }
+    let line = if args.is_empty() {
+        format!("/{name}")
     } else {
-        host.access.deny(id).map(|ok| {
-            if ok {
-                format!("User {id} is denied.")
-            } else {
-                format!("User {id} is an owner and cannot be denied.")
-            }
-        })
+        format!("/{name} {args}")
     };
-    r.unwrap_or_else(|e| format!("⚠️ cannot save access.json: {e}"))
+    match session.prompt(PromptInput::text(line)).await {
+        Ok(()) => None,
+        Err(e) => Some(format!("⚠️ {e}")),
+    }
 }
 
-async fn time_zone(host: &Arc<Host>, target: Target, key: &str, args: &str) -> String {
-    if args.is_empty() {
-        let tz = host
+/// The chat's session, loaded if needed; the error as the chat is told it.
+async fn session_of(host: &Host, target: Target) -> Result<AgentSession, String> {
+    let slot = host.chats.slot(target);
+    host.chats.session(&slot).await.map_err(|e| format!("⚠️ {e}"))
+}
+
+/// The chat's IANA time zone: its own, else the default.
+fn zone_name(host: &Host, key: &str) -> String {
+    host.chats
+        .settings()
+        .get(key)
+        .time_zone
+        .unwrap_or_else(|| host.config.default_time_zone.name().to_owned())
+}
+
+fn help_command<'a>(host: &'a Arc<Host>, _c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move { Some(help(host)) })
+}
+
+fn stop<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let slot = host.chats.slot(c.target);
+        match host.chats.loaded(&slot).await {
+            Some(s) if !s.is_idle() => {
+                s.abort();
+                Some("Stopped.".into())
+            }
+            _ => Some("Nothing is running.".into()),
+        }
+    })
+}
+
+fn new_session<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let session = match session_of(host, c.target).await {
+            Ok(s) => s,
+            Err(e) => return Some(e),
+        };
+        Some(match session.new_session().await {
+            Ok(()) => "New session started.".into(),
+            Err(e) => format!("⚠️ {e}"),
+        })
+    })
+}
+
+fn compact<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let session = match session_of(host, c.target).await {
+            Ok(s) => s,
+            Err(e) => return Some(e),
+        };
+        let before = session.stats();
+        let instructions = (!c.args.is_empty()).then(|| c.args.to_owned());
+        Some(match session.compact(instructions).await {
+            Ok(_) => {
+                let after = session.stats();
+                format!(
+                    "Compacted: context {} → about {} tokens (of {}).",
+                    before.context_tokens, after.context_tokens, after.context_window
+                )
+            }
+            Err(e) => format!("⚠️ {e}"),
+        })
+    })
+}
+
+fn model<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let session = match session_of(host, c.target).await {
+            Ok(s) => s,
+            Err(e) => return Some(e),
+        };
+        if c.args.is_empty() {
+            let current = session.model().map(|m| m.key());
+            let list: Vec<String> = session
+                .available_models()
+                .iter()
+                .map(|m| {
+                    let mark = if Some(m.key()) == current { "▸" } else { "•" };
+                    format!("{mark} `{}`", m.key())
+                })
+                .collect();
+            return Some(format!("Models (change with /model provider/id):\n{}", list.join("\n")));
+        }
+        Some(match session.set_model(c.args).await {
+            Ok(model) => {
+                let _ = host.chats.settings().update(&c.key, |s| s.model = Some(model.key()));
+                format!("Model: `{}`", model.key())
+            }
+            Err(e) => format!("⚠️ {e}"),
+        })
+    })
+}
+
+fn thinking<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let session = match session_of(host, c.target).await {
+            Ok(s) => s,
+            Err(e) => return Some(e),
+        };
+        if c.args.is_empty() {
+            return Some(format!(
+                "Thinking level: {} (change with /thinking off|minimal|low|medium|high|xhigh)",
+                session.thinking_level()
+            ));
+        }
+        Some(match c.args.parse::<ThinkingLevel>() {
+            Ok(level) => match session.set_thinking_level(level).await {
+                Ok(()) => {
+                    let _ = host.chats.settings().update(&c.key, |s| s.thinking = Some(level));
+                    format!("Thinking level: {level}{}", crate::host::no_reasoning_note(&session))
+                }
+                Err(e) => format!("⚠️ {e}"),
+            },
+            Err(e) => format!("⚠️ {e}"),
+        })
+    })
+}
+
+fn session_stats<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let session = match session_of(host, c.target).await {
+            Ok(s) => s,
+            Err(e) => return Some(e),
+        };
+        let s = session.stats();
+        Some(format!(
+            "Model: `{}`\nThinking: {}\nContext: {}{} / {} tokens{}\nTotal: {} tokens, ${:.4}\nMessages: {}\nSession file: `{}`",
+            session.model().map(|m| m.key()).unwrap_or_default(),
+            session.thinking_level(),
+            if s.context_estimated { "~" } else { "" },
+            s.context_tokens,
+            s.context_window,
+            if s.compacted { " (compacted)" } else { "" },
+            s.total_tokens,
+            s.cost,
+            s.messages,
+            s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+/// The user id `/allow` and `/deny` take.
+fn user_id(name: &str, args: &str) -> Result<i64, String> {
+    args.trim()
+        .parse::<i64>()
+        .map_err(|_| format!("Usage: /{name} USER_ID (a number)"))
+}
+
+fn allow<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let id = match user_id("allow", c.args) {
+            Ok(id) => id,
+            Err(usage) => return Some(usage),
+        };
+        Some(
+            host.access
+                .allow(id)
+                .map(|()| format!("User {id} may now talk to me."))
+                .unwrap_or_else(|e| format!("⚠️ cannot save access.json: {e}")),
+        )
+    })
+}
+
+fn deny<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let id = match user_id("deny", c.args) {
+            Ok(id) => id,
+            Err(usage) => return Some(usage),
+        };
+        Some(
+            host.access
+                .deny(id)
+                .map(|ok| {
+                    if ok {
+                        format!("User {id} is denied.")
+                    } else {
+                        format!("User {id} is an owner and cannot be denied.")
+                    }
+                })
+                .unwrap_or_else(|e| format!("⚠️ cannot save access.json: {e}")),
+        )
+    })
+}
+
+fn time_zone<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let args = c.args;
+        if args.is_empty() {
+            return Some(format!(
+                "Time zone: {} (change with /tz Area/City, e.g. /tz Europe/Berlin)",
+                zone_name(host, &c.key)
+            ));
+        }
+        let Ok(tz) = args.parse::<chrono_tz::Tz>() else {
+            return Some(format!(
+                "`{args}` is not an IANA time zone. Try e.g. Europe/Berlin, America/New_York, Asia/Tokyo, UTC."
+            ));
+        };
+        if let Err(e) = host
             .chats
             .settings()
-            .get(key)
-            .time_zone
-            .unwrap_or_else(|| host.config.default_time_zone.name().to_owned());
-        return format!("Time zone: {tz} (change with /tz Area/City, e.g. /tz Europe/Berlin)");
+            .update(&c.key, |s| s.time_zone = Some(tz.name().to_owned()))
+        {
+            return Some(format!("⚠️ cannot save chat-settings.json: {e}"));
+        }
+        // Every loaded topic of the chat takes the zone now; the others when they load.
+        for s in host.chats.loaded_in_chat(c.target.chat_id).await {
+            s.set_time_zone(Some(tz));
+        }
+        Some(format!("Time zone: {}", tz.name()))
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_each_command_once_in_telegrams_alphabet() {
+        for (i, b) in BUILTINS.iter().enumerate() {
+            assert!(volcanic_core::commands::is_valid_command_name(b.name), "{}", b.name);
+            assert!(
+                !BUILTINS[..i].iter().any(|o| o.name == b.name),
+                "{} is declared twice",
+                b.name
+            );
+            assert!(!b.description.is_empty() && b.description.chars().count() <= 256);
+        }
     }
-    let Ok(tz) = args.parse::<chrono_tz::Tz>() else {
-        return format!(
-            "`{args}` is not an IANA time zone. Try e.g. Europe/Berlin, America/New_York, Asia/Tokyo, UTC."
-        );
-    };
-    if let Err(e) = host
-        .chats
-        .settings()
-        .update(key, |s| s.time_zone = Some(tz.name().to_owned()))
-    {
-        return format!("⚠️ cannot save chat-settings.json: {e}");
+
+    #[test]
+    fn stop_start_and_help_act_at_once_and_settings_hold_their_place() {
+        let turn = |n: &str| builtin(n).map(|b| b.turn);
+        for n in ["stop", "start", "help"] {
+            assert_eq!(turn(n), Some(Turn::AtOnce), "{n}");
+        }
+        for n in ["tz", "model", "thinking", "new", "session", "allow", "deny", "compact"] {
+            assert_eq!(turn(n), Some(Turn::Holds), "{n}");
+        }
     }
-    // Every loaded topic of the chat takes the zone now; the others when they load.
-    for s in host.chats.loaded_in_chat(target.chat_id).await {
-        s.set_time_zone(Some(tz));
+
+    /// A feature with the commands `names`.
+    struct Commands(Vec<crate::features::FeatureCommand>);
+
+    #[async_trait::async_trait]
+    impl crate::features::HostFeature for Commands {
+        fn name(&self) -> &'static str {
+            "commands"
+        }
+        fn commands(&self) -> &[crate::features::FeatureCommand] {
+            &self.0
+        }
     }
-    format!("Time zone: {}", tz.name())
+
+    fn with(name: &'static str, description: &'static str) -> anyhow::Result<()> {
+        let command = crate::features::FeatureCommand {
+            name,
+            description,
+            turn: Turn::Waits,
+        };
+        let features = crate::features::Features::of(vec![Arc::new(Commands(vec![command]))]);
+        check(&features)
+    }
+
+    #[test]
+    fn a_feature_command_that_clashes_or_breaks_telegrams_rules_stops_the_start() {
+        assert!(with("remind", "Reminders").is_ok());
+        let err = |n, d| with(n, d).unwrap_err().to_string();
+        assert_eq!(err("tz", "Zone"), "feature command `/tz` is declared twice");
+        assert!(err("Remind", "Reminders").contains("[a-z0-9_]{1,32}"));
+        assert!(err("remind", " ").contains("1 to 256 characters"));
+    }
+
+    #[test]
+    fn names_are_split_from_mentions_and_arguments() {
+        assert_eq!(split("/TZ@Bot Europe/Berlin"), ("tz".to_owned(), "Europe/Berlin"));
+        assert_eq!(split("/new"), ("new".to_owned(), ""));
+    }
 }

@@ -3,12 +3,14 @@
 //! chunked output, and graceful shutdown.
 //!
 //! Start-up does the least work before polling starts (start to first `getUpdates` is a
-//! benchmark figure): `getMe`, then polling; `setMyCommands`, crash recovery and idle eviction run
-//! after it in the background.
+//! benchmark figure): `getMe`, then polling; `setMyCommands`, crash recovery, idle eviction and
+//! the host features' start steps run after it in the background.
+//!
+//! The host features ([`crate::features`]: the scheduler, Google Calendar, …) are built from
+//! one list and reach the host only through the items re-exported here.
 
 mod access;
 mod api;
-mod calendar;
 mod channel;
 mod chats;
 mod commands;
@@ -24,7 +26,6 @@ mod progress_marks;
 mod recovery;
 pub mod render;
 mod router;
-mod scheduling;
 mod settings;
 mod store_file;
 mod texts;
@@ -32,7 +33,13 @@ mod ui;
 mod unreadable;
 mod webhook;
 
+pub(crate) use api::{Target, Tg};
+pub(crate) use chats::{Chat, ChatDelivery, chat_key};
+pub(crate) use inbound::InMessage;
+pub(crate) use journal::prompt_digest;
+
 use crate::config::Config;
+use crate::features::{Features, Services, TelegramServices};
 use crate::host;
 use anyhow::{Context, bail};
 use std::sync::Arc;
@@ -44,8 +51,19 @@ use volcanic_core::sessions::FileSessionStore;
 /// How long shutdown lets running runs finish before aborting them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// The answer to the prompt at `index` of a transcript, by the rule crash recovery uses: the
+/// first final assistant message after it, as `(its index, what to show)`; `None` when the run
+/// was cut off before one. (For features delivering into a chat, e.g. scheduled runs.)
+pub(crate) fn answer_after(
+    messages: &[volcanic_abstractions::messages::Message],
+    index: usize,
+) -> Option<(usize, String)> {
+    recovery::answer_after(messages, index)
+}
+
 /// Runs the bot until SIGINT/SIGTERM; returns the exit code.
 pub async fn run(config: Config) -> anyhow::Result<i32> {
+    let signal = shutdown_signal();
     let token = match config
         .telegram
         .token
@@ -94,16 +112,21 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         Some(config.state_dir.clone()),
         workspaces_root.clone(),
     )?;
-    let redactor = volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*processes);
-    let calendar = calendar::connections(&config, redactor, tg.clone())?;
-    let delivery = Arc::new(scheduling::TelegramDelivery::default());
-    let scheduler = volcanic_scheduler::JobScheduler::new(volcanic_scheduler::SchedulerConfig {
-        clock: Arc::new(volcanic_scheduler::SystemClock),
-        delivery: delivery.clone(),
+    let shutdown = CancellationToken::new();
+    let delivery = Arc::new(ChatDelivery::default());
+    let mut services = Services::new(
+        config.clone(),
         processes,
-        workspaces_root: workspaces_root.unwrap_or_else(|| config.workspaces_dir.clone()),
-        chat_of_workspace: Some(Arc::new(scheduling::chat_of_workspace)),
+        config.state_dir.clone(),
+        workspaces_root.unwrap_or_else(|| config.workspaces_dir.clone()),
+        shutdown.clone(),
+    );
+    services.telegram = Some(TelegramServices {
+        api: tg.clone(),
+        chats: delivery.clone(),
     });
+    let features = Arc::new(Features::build(&services)?);
+    commands::check(&features)?;
     let pending = Arc::new(ui::Pending::default());
     let marks = Arc::new(progress_marks::ProgressMarks::new(&config.state_dir));
     let chats = chats::Chats::new(chats::ChatsDeps {
@@ -114,12 +137,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         journal: journal.clone(),
         pending: pending.clone(),
         marks: marks.clone(),
-        scheduler: scheduler.clone(),
+        features: features.clone(),
     });
-    // The tool costs every request its definition: sessions get it only when a client is configured.
-    if calendar.is_configured() {
-        chats.bind_calendar(calendar.clone());
-    }
     let host = Arc::new(router::Host {
         config: config.clone(),
         access,
@@ -130,22 +149,23 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         albums: Default::default(),
         bot_id: i64::try_from(me.id.0).unwrap_or_default(),
         bot_username: me.username.clone().unwrap_or_default(),
-        calendar,
+        features: features.clone(),
     });
     delivery.bind(Arc::downgrade(&host));
     // Each recovering chat takes its place in line before any new message can.
     recovery::recover(&host, unfinished);
 
-    let shutdown = CancellationToken::new();
     let client = reqwest::Client::builder().build().context("HTTP client")?;
     let base = format!("{api_url}/bot{token}");
     let webhook_mode = config.telegram.mode == "webhook";
-    // The HTTP listener runs for webhook mode and whenever there is a public URL (OAuth callbacks).
-    let listening = if webhook_mode || !config.public_url.is_empty() {
+    // The one HTTP listener: the features' routes and webhook mode's, with `[http] public_url`
+    // set (webhook mode requires it).
+    let routes = features.routes();
+    let listening = if webhook_mode || (routes.is_some() && !config.public_url.is_empty()) {
         let listener = tokio::net::TcpListener::bind(&config.http_listen)
             .await
             .with_context(|| format!("config key `http.listen`: cannot listen on {}", config.http_listen))?;
-        let mut app = calendar::routes(host.clone());
+        let mut app = routes.unwrap_or_default();
         if webhook_mode {
             let secret = webhook::new_secret();
             webhook::register(&client, &base, &config.public_url, &secret).await?;
@@ -162,6 +182,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             }
         }))
     } else {
+        if routes.is_some() {
+            tracing::info!("host features have HTTP routes: set `[http] public_url` to serve them");
+        }
         None
     };
     let polling = (!webhook_mode).then(|| {
@@ -169,7 +192,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         tokio::spawn(poller::run(host.clone(), client, base, shutdown.clone()))
     });
 
-    // After polling started: commands, progress messages a crash left, crash recovery, idle
+    // After polling started: commands, progress messages a crash left, the features, idle
     // eviction.
     {
         let tg = tg.clone();
@@ -185,25 +208,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             }
         });
     }
-    // Jobs of every workspace: loaded after polling started (the scan grows with the chats).
-    let timer = scheduler.start(shutdown.clone());
-    {
-        let scheduler = scheduler.clone();
-        tokio::spawn(async move {
-            let report = scheduler.load_all().await;
-            for (aside, reason) in &report.set_aside {
-                tracing::warn!(file = %aside.display(), "a jobs.json was unreadable ({reason}) and was set aside");
-            }
-            for e in &report.errors {
-                tracing::error!("cannot read scheduled jobs: {e}");
-            }
-            tracing::info!(
-                workspaces = report.workspaces,
-                jobs = report.jobs,
-                "scheduled jobs loaded"
-            );
-        });
-    }
+    // E.g. the scheduler's timer and the jobs of every workspace (the scan grows with the chats).
+    features.start();
     {
         let host = host.clone();
         let shutdown = shutdown.clone();
@@ -225,9 +231,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         });
     }
 
-    wait_for_signal().await;
+    signal.await;
     tracing::info!("shutting down");
-    delivery.shutting_down();
     host.chats.shutting_down();
     shutdown.cancel();
     for task in [polling, listening].into_iter().flatten() {
@@ -247,9 +252,8 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             let _ = tokio::time::timeout(Duration::from_secs(5), s.wait_for_idle()).await;
         }
     }
-    // Runs cut short record their outcome before the sessions go.
-    let _ = timer.await;
-    scheduler.wait_runs_recorded(Duration::from_secs(5)).await;
+    // The features finish (e.g. runs cut short record their outcome) before the sessions go.
+    features.stop().await;
     for s in &sessions {
         s.dispose().await;
     }
@@ -268,24 +272,32 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-async fn wait_for_signal() {
+/// SIGINT or SIGTERM, listened for from this call on: a signal during start-up (crash recovery
+/// may already be answering) waits for the start to finish and then shuts down gracefully,
+/// instead of ending the process at once.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
+        let streams = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+        async move {
+            match streams {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
                 }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -46,8 +46,8 @@ pub struct Host {
     pub bot_id: i64,
     /// The bot's username (without `@`).
     pub bot_username: String,
-    /// Google Calendar connections (`/calendar`, paste-back, callbacks).
-    pub calendar: Arc<volcanic_google_calendar::GoogleCalendarConnections>,
+    /// The host features (their commands, help lines, the messages they take, their files).
+    pub features: Arc<crate::features::Features>,
 }
 
 impl std::fmt::Debug for Host {
@@ -114,12 +114,13 @@ impl Host {
             }
             return;
         }
-        // A pasted Google sign-in address: taken here, never shown to a session or the model.
+        // A message a feature takes (e.g. a pasted Google sign-in address): taken here, never
+        // shown to a session or the model.
         let pasted = self.strip_mention(&m.text);
-        if self.calendar.is_paste(&pasted) {
+        if let Some(feature) = self.features.taker(&pasted) {
             let host = self.clone();
             tokio::spawn(async move {
-                super::calendar::paste(&host, &m, &pasted).await;
+                feature.take(&m, &pasted).await;
                 host.journal.mark(update_id, Progress::Done);
             });
             return;
@@ -146,7 +147,7 @@ impl Host {
         if text.starts_with('/') {
             // In arrival order with the chat's prompts (taken here, before the task starts), after
             // an album or long paste of the sender's still being gathered.
-            let turn = commands::takes_turn(&text).then(|| {
+            let turn = commands::takes_turn(self, &text).then(|| {
                 let slot = self.chats.slot(Self::target(&m));
                 slot.intake.buffer.release(m.from_id);
                 slot.intake.order.ticket()
@@ -240,11 +241,11 @@ impl Host {
         }
     }
 
-    /// A group became a supergroup: its workspace, settings, sessions and Google Calendar
-    /// tokens move to the new key.
+    /// A group became a supergroup: its workspace, settings, sessions and the features' files
+    /// of the chat (e.g. its Google Calendar tokens) move to the new key.
     fn migrate(&self, old_id: i64, new_id: i64) {
         let (old, new) = (chat_key(old_id), chat_key(new_id));
-        let moves = [
+        let mut moves = vec![
             (
                 self.config.workspaces_dir.join(&old),
                 self.config.workspaces_dir.join(&new),
@@ -253,12 +254,13 @@ impl Host {
                 self.config.state_dir.join("sessions").join(&old),
                 self.config.state_dir.join("sessions").join(&new),
             ),
-            // The Google Calendar connection (its token file is named by the chat key).
-            (
-                self.config.state_dir.join("google").join(format!("{old}.json")),
-                self.config.state_dir.join("google").join(format!("{new}.json")),
-            ),
         ];
+        moves.extend(
+            self.features
+                .chat_files(&old)
+                .into_iter()
+                .zip(self.features.chat_files(&new)),
+        );
         for (from, to) in moves {
             if from.exists()
                 && !to.exists()

@@ -11,18 +11,9 @@ pub fn stranger(user_id: i64) -> String {
     )
 }
 
-/// `/start` and `/help`.
-pub const HELP: &str = "I am an AI agent with my own workspace for this chat: I can run commands, \
-read and write files, and answer questions. Just write to me.\n\n\
-/new - start a new session\n\
-/stop - stop the current run\n\
-/model [provider/id] - show or change the model\n\
-/thinking [level] - off, minimal, low, medium, high, xhigh\n\
-/tz [zone] - show or set the time zone (IANA, e.g. Europe/Berlin)\n\
-/session - model, tokens, cost, session file\n\
-/calendar connect|status|disconnect - Google Calendar of this chat\n\
-/compact - summarise the conversation so far\n\
-/allow ID, /deny ID - owners: let a user in or out";
+/// The first paragraph of `/start` and `/help` (the commands' lines follow, from their table).
+pub const HELP_INTRO: &str = "I am an AI agent with my own workspace for this chat: I can run commands, \
+read and write files, and answer questions. Just write to me.";
 
 /// Told after a restart when a message's run was cut off after tools had run (not retried
 /// automatically, since the tools may have had effects).

@@ -5,6 +5,7 @@ mod console;
 mod deploy;
 mod doctor;
 mod exactly_once;
+mod features;
 mod flood;
 mod kinds;
 mod poison;

@@ -6,46 +6,39 @@
 //! a `/stop` is recorded as such. The first tool the prompt's run starts is recorded in the job's
 //! file before it runs ([`ToolStarted`]). What the model says is not judged.
 
-use super::api::Target;
-use super::journal::{Answering, prompt_digest};
-use super::router::Host;
+use crate::telegram::{Chat, ChatDelivery, Target, prompt_digest};
 use async_trait::async_trait;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_core::agent::{PromptInput, QueueMode};
 use volcanic_scheduler::{DeliveryError, JobDelivery, JobTarget, ScheduledRun, ToolStarted};
 
-/// Delivers scheduled runs into chats. The host is set once it exists (the scheduler is made
-/// before it: sessions get the scheduler's tool).
-#[derive(Debug, Default)]
+/// Delivers scheduled runs into chats (through the host's [`ChatDelivery`], bound to the host
+/// once it exists: the scheduler is made before it, since sessions get the scheduler's tool).
+#[derive(Debug)]
 pub struct TelegramDelivery {
-    host: OnceLock<Weak<Host>>,
-    /// Set at shutdown: a run aborted then failed (and is retried after the restart), while a
-    /// user's `/stop` is their choice.
-    shutting_down: std::sync::atomic::AtomicBool,
+    chats: Arc<ChatDelivery>,
+    /// The host's shutdown: a run aborted once it began failed (and is retried after the
+    /// restart), while a user's `/stop` is their choice.
+    shutdown: CancellationToken,
 }
 
 impl TelegramDelivery {
-    /// Connects the delivery to the host.
-    pub fn bind(&self, host: Weak<Host>) {
-        let _ = self.host.set(host);
+    /// A delivery into `chats`, shutting down with `shutdown`.
+    pub fn new(chats: Arc<ChatDelivery>, shutdown: CancellationToken) -> Self {
+        TelegramDelivery { chats, shutdown }
     }
 
-    /// Marks the shutdown (see the field).
-    pub fn shutting_down(&self) {
-        self.shutting_down.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    fn host(&self) -> Result<Arc<Host>, DeliveryError> {
-        self.host
-            .get()
-            .and_then(Weak::upgrade)
+    fn chat(&self, to: Target) -> Result<Chat, DeliveryError> {
+        self.chats
+            .chat(to)
             .ok_or_else(|| DeliveryError::CutOff("the bot is shutting down".into()))
     }
 
     fn stopping(&self) -> bool {
-        self.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+        self.shutdown.is_cancelled()
     }
 }
 
@@ -119,17 +112,16 @@ pub fn job_target(t: Target) -> JobTarget {
 #[async_trait]
 impl JobDelivery for TelegramDelivery {
     async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
-        let host = self.host()?;
-        let slot = host.chats.slot(target(run.target));
-        let session = host
-            .chats
-            .session(&slot)
+        let chat = self.chat(target(run.target))?;
+        let output = chat.output();
+        let session = chat
+            .session()
             .await
             .map_err(|e| DeliveryError::Failed(format!("cannot open the chat's session: {e:#}")))?;
         // Queued behind a run in progress: failures of that run's answer are not ours.
         session.wait_for_idle().await;
-        slot.output.flush().await;
-        let failed_before = slot.output.failed_sends();
+        output.flush().await;
+        let failed_before = output.failed_sends();
         let heading = run.prompt.lines().next().unwrap_or_default().to_owned();
         let watch = Arc::new(RunWatch {
             heading: heading.clone(),
@@ -143,13 +135,13 @@ impl JobDelivery for TelegramDelivery {
         // A slot cut off by a crash and run again: its prompt may be in the transcript already.
         let messages = session.messages();
         let key = slot_key(&run.prompt);
-        // Its answer's delivery is journaled under this ([`journal::slots`]).
+        // Its answer's delivery is journaled under this ([`Chat::queue_slot`]).
         let slot_digest = prompt_digest(key);
         let earlier = messages
             .iter()
             .rposition(|m| matches!(m, Message::User(u) if slot_key(&u.content.text()) == key));
         let answered = earlier
-            .and_then(|i| super::recovery::answer_after(&messages, i))
+            .and_then(|i| crate::telegram::answer_after(&messages, i))
             .and_then(|(at, answer)| match &messages[at] {
                 Message::Assistant(a) if a.stop_reason != StopReason::Error => Some((a.timestamp, answer)),
                 _ => None,
@@ -157,12 +149,11 @@ impl JobDelivery for TelegramDelivery {
         if let Some((stamp, answer)) = answered {
             // Answered already: not asked again. Shown by this process (a run that took the prompt
             // along), or before the crash: delivered from the chunk after the last one Telegram
-            // took or had on the wire ([`Chunks::resume_at`](super::journal::Chunks::resume_at)).
+            // took or had on the wire ([`Chat::deliver_slot_answer`]).
             session.unsubscribe(listener);
-            if !slot.output.was_shown(stamp) {
-                let from = host.journal.slot_delivery(&slot_digest).resume_at();
-                slot.output.answer(answer, Answering::slot(slot_digest), from);
-                slot.output.flush().await;
+            if !output.was_shown(stamp) {
+                chat.deliver_slot_answer(slot_digest, answer);
+                output.flush().await;
             }
             return Ok("sent (an answer the slot already had)".into());
         }
@@ -174,15 +165,15 @@ impl JobDelivery for TelegramDelivery {
                     Message::User(u) => prompt_digest(&u.content.text()),
                     _ => String::new(),
                 };
-                slot.ledger.resume_slot(slot_digest.clone(), &digest);
+                chat.resume_slot(slot_digest.clone(), &digest);
                 let went_on = session.continue_run().await;
                 if !matches!(went_on, Ok(true)) {
-                    slot.ledger.forget_slot(slot_digest.clone());
+                    chat.forget_slot(slot_digest.clone());
                 }
                 went_on.map(|_| ())
             }
             None => {
-                slot.ledger.queue_slot(slot_digest.clone(), &run.prompt);
+                chat.queue_slot(slot_digest.clone(), &run.prompt);
                 let input = PromptInput {
                     text: run.prompt,
                     images: Vec::new(),
@@ -190,7 +181,7 @@ impl JobDelivery for TelegramDelivery {
                 };
                 let prompted = session.prompt(input).await;
                 if prompted.is_err() {
-                    slot.ledger.forget_slot(slot_digest.clone());
+                    chat.forget_slot(slot_digest.clone());
                 }
                 prompted
             }
@@ -201,9 +192,9 @@ impl JobDelivery for TelegramDelivery {
         prompted.map_err(|e| DeliveryError::Failed(e.to_string()))?;
         let tool = run.tool_started.was_recorded();
         let outcome = outcome(&session.messages(), &heading, self.stopping(), tool);
-        slot.output.flush().await;
+        output.flush().await;
         outcome?;
-        let undelivered = slot.output.failed_sends() - failed_before;
+        let undelivered = output.failed_sends() - failed_before;
         if undelivered > 0 {
             return Err(DeliveryError::Failed(format!(
                 "{undelivered} part(s) of the answer could not be sent to Telegram"
@@ -213,10 +204,10 @@ impl JobDelivery for TelegramDelivery {
     }
 
     async fn notify(&self, to: JobTarget, text: String) -> Result<(), DeliveryError> {
-        let host = self.host().inspect_err(|e| {
+        let chat = self.chat(target(to)).inspect_err(|e| {
             tracing::warn!(chat = to.chat_id, "scheduler notice not sent: {e}");
         })?;
-        let output = &host.chats.slot(target(to)).output;
+        let output = chat.output();
         let failed_before = output.failed_sends();
         output.notice(text);
         output.flush().await;
@@ -311,7 +302,7 @@ mod tests {
     #[test]
     fn workspace_folders_map_back_to_their_chats() {
         for id in [12345_i64, -4567, -1_001_234_567_890] {
-            let key = super::super::chats::chat_key(id);
+            let key = crate::telegram::chat_key(id);
             assert_eq!(chat_of_workspace(std::path::Path::new(&format!("/w/{key}"))), Some(id));
         }
         assert_eq!(chat_of_workspace(std::path::Path::new("/w/notes")), None);

@@ -1,0 +1,98 @@
+//! The scheduler feature (Telegram only): one process-wide [`JobScheduler`] whose jobs live in
+//! the workspaces; per chat session the scheduler's extension (the `schedule` tool and `/jobs`)
+//! bound to its chat; scheduled runs delivered into the chat's session ([`delivery`]). After
+//! polling has begun it starts the timer and loads every workspace's jobs (the scan grows with
+//! the chats); at shutdown it waits for the timer and for the runs cut short to record their
+//! outcome.
+
+mod delivery;
+
+use super::{HostFeature, Services, SessionPlace};
+use async_trait::async_trait;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::extensions::ExtensionFactory;
+use volcanic_scheduler::{JobScheduler, SchedulerConfig, SchedulerExtension, SystemClock};
+
+/// How long shutdown waits for runs cut short to record their outcome.
+const RECORD_BOUND: Duration = Duration::from_secs(5);
+
+/// The feature.
+#[derive(Debug)]
+pub struct Scheduler {
+    scheduler: JobScheduler,
+    shutdown: CancellationToken,
+    timer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Builds it in the Telegram host (a job's run is delivered into its chat).
+pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
+    let Some(telegram) = &services.telegram else {
+        return Ok(None);
+    };
+    let delivery = Arc::new(delivery::TelegramDelivery::new(
+        telegram.chats.clone(),
+        services.shutdown.clone(),
+    ));
+    let scheduler = JobScheduler::new(SchedulerConfig {
+        clock: Arc::new(SystemClock),
+        delivery,
+        processes: services.processes.clone(),
+        workspaces_root: services.workspaces_root.clone(),
+        chat_of_workspace: Some(Arc::new(delivery::chat_of_workspace)),
+    });
+    Ok(Some(Arc::new(Scheduler {
+        scheduler,
+        shutdown: services.shutdown.clone(),
+        timer: Mutex::new(None),
+    })))
+}
+
+#[async_trait]
+impl HostFeature for Scheduler {
+    fn name(&self) -> &'static str {
+        "scheduler"
+    }
+
+    fn session_extensions(&self, place: &SessionPlace<'_>) -> Vec<ExtensionFactory> {
+        place
+            .chat
+            .map(|chat| SchedulerExtension::factory(self.scheduler.clone(), delivery::job_target(chat)))
+            .into_iter()
+            .collect()
+    }
+
+    fn help(&self) -> &[&'static str] {
+        &["/jobs - this chat's scheduled jobs (pause, resume, remove)"]
+    }
+
+    fn start(&self) {
+        let timer = self.scheduler.start(self.shutdown.clone());
+        *self.timer.lock().unwrap_or_else(|e| e.into_inner()) = Some(timer);
+        let scheduler = self.scheduler.clone();
+        tokio::spawn(async move {
+            let report = scheduler.load_all().await;
+            for (aside, reason) in &report.set_aside {
+                tracing::warn!(file = %aside.display(), "a jobs.json was unreadable ({reason}) and was set aside");
+            }
+            for e in &report.errors {
+                tracing::error!("cannot read scheduled jobs: {e}");
+            }
+            tracing::info!(
+                workspaces = report.workspaces,
+                jobs = report.jobs,
+                "scheduled jobs loaded"
+            );
+        });
+    }
+
+    async fn stop(&self) {
+        // Runs cut short record their outcome before the sessions go.
+        let timer = self.timer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(timer) = timer {
+            let _ = timer.await;
+        }
+        self.scheduler.wait_runs_recorded(RECORD_BOUND).await;
+    }
+}

@@ -1,0 +1,109 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use volcanic_core::processes::ProcessEnvironmentOptions;
+
+/// Services of a console-like host (no Telegram) for the config `toml`.
+fn services(toml: &str) -> Services {
+    let config = Config::parse(toml, Path::new("test.toml")).unwrap();
+    Services::new(
+        Arc::new(config),
+        Arc::new(ProcessSpawnPolicy::new(ProcessEnvironmentOptions::default())),
+        PathBuf::from("/nonexistent/state"),
+        PathBuf::from("/nonexistent/workspaces"),
+        CancellationToken::new(),
+    )
+}
+
+/// A feature that never finishes stopping, with one command.
+struct Stuck;
+
+#[async_trait]
+impl HostFeature for Stuck {
+    fn name(&self) -> &'static str {
+        "stuck"
+    }
+    async fn stop(&self) {
+        std::future::pending::<()>().await;
+    }
+    fn commands(&self) -> &[FeatureCommand] {
+        &[FeatureCommand {
+            name: "stuck",
+            description: "Never stops",
+            turn: Turn::AtOnce,
+        }]
+    }
+    fn help(&self) -> &[&'static str] {
+        &["/stuck - never stops"]
+    }
+}
+
+fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
+    Ok(Some(Arc::new(Stuck)))
+}
+
+#[test]
+fn without_telegram_only_the_features_that_need_no_chat_are_built() {
+    let features = Features::build(&services("[features.example]\nreply = \"hi\"\n")).unwrap();
+    assert_eq!(format!("{features:?}"), "[\"example\"]");
+    let none = Features::build(&services("")).unwrap();
+    assert_eq!(format!("{none:?}"), "[]");
+}
+
+#[test]
+fn a_section_no_feature_reads_is_an_error_naming_its_key_and_the_known_ones() {
+    let err = Features::build(&services("[features.exampel]\nreply = \"hi\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "config key `features.exampel`: no such feature (known: example)");
+}
+
+#[test]
+fn a_bad_key_in_a_section_is_an_error_naming_the_section_and_the_key() {
+    let err = Features::build(&services("[features.example]\nrepyl = \"hi\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("config key `features.example`: "), "{err}");
+    assert!(err.contains("repyl"), "{err}");
+}
+
+#[test]
+fn commands_help_and_extensions_come_in_list_order() {
+    let s = services("[features.example]\n");
+    let builders: &[Build] = &[stuck, example::build];
+    let features = Features::build_from(builders, &s).unwrap();
+    let names: Vec<&str> = features.commands().iter().map(|c| c.name).collect();
+    assert_eq!(names, ["stuck", "example"]);
+    assert_eq!(
+        features.help(),
+        ["/stuck - never stops", "/example - the example feature answers"]
+    );
+    let (f, c) = features.command("example").unwrap();
+    assert_eq!((f.name(), c.turn), ("example", Turn::Waits));
+    assert!(features.command("nope").is_none());
+    let place = SessionPlace {
+        chat: None,
+        time_zone: chrono_tz::UTC,
+        workspace: Path::new("/w/ws"),
+    };
+    assert_eq!(features.session_extensions(&place).len(), 1);
+    assert!(features.routes().is_some());
+    assert!(features.taker("anything").is_none());
+    assert!(features.chat_files("123").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_step_that_hangs_is_left_after_its_bound() {
+    let features = Features::build_from(&[stuck], &services("")).unwrap();
+    let started = tokio::time::Instant::now();
+    features.stop().await;
+    assert_eq!(started.elapsed(), STOP_BOUND);
+}
+
+#[test]
+fn the_services_and_features_can_be_shared_between_tasks() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<Features>();
+    shared::<Services>();
+    shared::<Arc<dyn HostFeature>>();
+}
