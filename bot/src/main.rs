@@ -95,6 +95,11 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         None => None,
     };
     let config = config::Config::load(&path, required)?;
+    if path.exists() {
+        tracing::info!("config file: {}", path.display());
+    } else {
+        tracing::info!("no config file at {}: the defaults apply", path.display());
+    }
     if let Err(e) = volcanic_core::processes::harden_host_process(config.harden_process) {
         tracing::warn!("process hardening failed: {e}");
     }

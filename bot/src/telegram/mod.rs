@@ -62,6 +62,19 @@ pub(crate) fn answer_after(
 }
 
 /// Runs the bot until SIGINT/SIGTERM; returns the exit code.
+/// How many chats have a workspace folder (`<id>` or `g<id>`, see [`chat_key`]) under `root`.
+fn known_chats(root: &std::path::Path) -> usize {
+    let Ok(dirs) = std::fs::read_dir(root) else { return 0 };
+    dirs.flatten()
+        .filter(|d| d.path().is_dir())
+        .filter(|d| {
+            let name = d.file_name();
+            let name = name.to_string_lossy();
+            name.strip_prefix('g').unwrap_or(&name).parse::<u64>().is_ok()
+        })
+        .count()
+}
+
 pub async fn run(config: Config) -> anyhow::Result<i32> {
     let signal = shutdown_signal();
     let token = match config
@@ -101,6 +114,14 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     let url = url::Url::parse(&api_url).context("config key `telegram.api_url`")?;
     let bot = Bot::new(token.clone()).set_api_url(url);
     let me = crate::doctor::get_me(&bot, &api_url).await?;
+    tracing::info!(
+        "Telegram bot @{} (id {}), {} mode; {} known chat(s) in {}",
+        me.username.as_deref().unwrap_or("?"),
+        me.id.0,
+        config.telegram.mode,
+        known_chats(&config.workspaces_dir),
+        config.workspaces_dir.display()
+    );
     let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
@@ -166,6 +187,15 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             .await
             .with_context(|| format!("config key `http.listen`: cannot listen on {}", config.http_listen))?;
         let mut app = routes.unwrap_or_default();
+        tracing::info!(
+            "HTTP listener on {} (public URL: {})",
+            config.http_listen,
+            if config.public_url.is_empty() {
+                "none"
+            } else {
+                config.public_url.as_str()
+            }
+        );
         if webhook_mode {
             let secret = webhook::new_secret();
             webhook::register(&client, &base, &config.public_url, &secret).await?;

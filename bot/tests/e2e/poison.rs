@@ -277,28 +277,6 @@ impl Proxy {
     }
 }
 
-/// `BotProcess::start` with `VOLCANIC_LOG` set to `level`.
-fn start_logging(env: &Env, token: &str, level: &str) -> BotProcess {
-    let log = env.dir.path().join(format!("bot-{level}.log"));
-    let out = std::fs::File::create(&log).unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
-        .arg("--config")
-        .arg(env.dir.path().join("volcanic.toml"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("TELEGRAM_BOT_TOKEN", token)
-        .env("E2E_ANTHROPIC_KEY", "test-key")
-        .env("E2E_OPENAI_KEY", "test-key")
-        .env("VOLCANIC_LOG", level)
-        .current_dir(env.dir.path())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .unwrap();
-    BotProcess { child, log }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_token_is_in_no_log_line_even_at_debug_through_failing_polls() {
     // Shaped like a real token (teloxide hides those differently from others).
@@ -313,7 +291,7 @@ async fn the_token_is_in_no_log_line_even_at_debug_through_failing_polls() {
     // Two answers of 500 first, then polling works.
     tg.fail_next("getUpdates", 500, "Internal Server Error", None);
     tg.fail_next("getUpdates", 500, "Internal Server Error", None);
-    let bot = start_logging(&env, REAL_LOOKING, "debug");
+    let bot = BotProcess::start_logging(&env, REAL_LOOKING, Some("debug"));
     tg.wait_for(|s| s.get_updates_calls().len() >= 3, T)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
@@ -333,8 +311,9 @@ async fn the_token_is_in_no_log_line_even_at_debug_through_failing_polls() {
     // And a normal exchange after it.
     tg.push_update(updates::text_message(OWNER, OWNER, "are you there?"));
     nth_text(&tg, OWNER, "still here", 1, &bot).await;
+    let log_file = bot.log.clone();
     let exit = bot.terminate(T);
-    let log = std::fs::read_to_string(env.dir.path().join("bot-debug.log")).unwrap();
+    let log = std::fs::read_to_string(log_file).unwrap();
     assert_eq!(exit, Some(0), "{log}");
     assert!(log.contains("getUpdates failed: 500 Internal Server Error"), "{log}");
     assert!(log.contains("getUpdates failed: error sending request"), "{log}");

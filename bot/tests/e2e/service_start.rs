@@ -110,3 +110,42 @@ async fn chat_settings_that_do_not_check_out_are_reported_and_never_applied() {
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved, serde_json::from_str::<serde_json::Value>(&written).unwrap());
 }
+
+/// At the default level (no `VOLCANIC_LOG`) the start says, a line each, which config file was
+/// read, which bot this is in which mode with how many known chats, the scheduled jobs, and the
+/// listener.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_says_what_it_is_doing_at_the_default_level() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let env = Env::new(
+        &model.url(),
+        &telegram_config(
+            &tg,
+            &format!("\n[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"https://bot.example\"\n"),
+        ),
+    );
+    std::fs::create_dir_all(env.dir.path().join("workspaces/1001")).unwrap();
+    std::fs::create_dir_all(env.dir.path().join("workspaces/g42")).unwrap();
+    std::fs::create_dir_all(env.dir.path().join("workspaces/notes")).unwrap();
+    let bot = BotProcess::start_logging(&env, TOKEN, None);
+    let want = [
+        format!("config file: {}", env.dir.path().join("volcanic.toml").display()),
+        format!("Telegram bot @{} (id ", tg.bot_username()),
+        "polling mode; 2 known chat(s)".to_owned(),
+        "scheduled jobs loaded".to_owned(),
+        format!("HTTP listener on 127.0.0.1:{port} (public URL: https://bot.example)"),
+        "polling started".to_owned(),
+    ];
+    let deadline = std::time::Instant::now() + T;
+    while want.iter().any(|w| !bot.log().contains(w.as_str())) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let log = bot.log();
+    for w in &want {
+        assert!(log.contains(w.as_str()), "{w:?} missing from the start's log:\n{log}");
+    }
+    assert!(!log.contains(TOKEN), "{log}");
+    assert_eq!(bot.terminate(T), Some(0));
+}

@@ -128,6 +128,11 @@ pub struct BotProcess {
 impl BotProcess {
     /// Starts `volcanic-bot --config <cfg>` with the bot token and model keys in its environment.
     pub fn start(env: &Env, token: &str) -> BotProcess {
+        BotProcess::start_logging(env, token, Some("info"))
+    }
+
+    /// [`start`](Self::start) with `VOLCANIC_LOG` set to `level` (`None`: unset, the default).
+    pub fn start_logging(env: &Env, token: &str, level: Option<&str>) -> BotProcess {
         let log = env.dir.path().join(format!(
             "bot-{}.log",
             std::time::SystemTime::now()
@@ -136,7 +141,8 @@ impl BotProcess {
                 .as_nanos()
         ));
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+        command
             .arg("--config")
             .arg(env.dir.path().join("volcanic.toml"))
             .env_clear()
@@ -144,8 +150,11 @@ impl BotProcess {
             .env("HOME", env.home())
             .env("TELEGRAM_BOT_TOKEN", token)
             .env("E2E_ANTHROPIC_KEY", "test-key")
-            .env("E2E_OPENAI_KEY", "test-key")
-            .env("VOLCANIC_LOG", "info")
+            .env("E2E_OPENAI_KEY", "test-key");
+        if let Some(level) = level {
+            command.env("VOLCANIC_LOG", level);
+        }
+        let child = command
             .current_dir(env.dir.path())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
