@@ -1,7 +1,9 @@
 //! `volcanic-bot console`: one session in the terminal.
 //!
-//! - interactive: streamed answer text, tool calls shown, slash commands (`/new`, `/model`,
-//!   `/thinking`, `/compact [instructions]`, `/session`, `/quit`), Ctrl-C aborts a run;
+//! - interactive: streamed answer text (its Markdown styled when stdout is a terminal, raw
+//!   otherwise: [`terminal`]), tool calls shown, slash commands (`/new`, `/model`, `/thinking`,
+//!   `/compact [instructions]`, `/session`, `/quit`, which exits at once); Ctrl-C aborts a run,
+//!   and at the prompt drops the line typed so far; a second Ctrl-C within a second exits (130);
 //! - `-p PROMPT`: runs one prompt, prints the final answer, exits 0 (1 with the error);
 //! - `--mode json`: the session's event stream as JSON lines with pi's event names;
 //! - `--session FILE`: continues that session file.
@@ -15,6 +17,8 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod terminal;
+
 use crate::config::Config;
 use crate::features::{Features, Services, SessionPlace};
 use crate::host;
@@ -24,7 +28,6 @@ use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
@@ -183,15 +186,24 @@ async fn interactive_loop(
     line_tx: mpsc::UnboundedSender<String>,
     lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
 ) -> anyhow::Result<i32> {
-    // Interactive: stdin lines feed both the prompt loop and UI questions.
-    tokio::spawn(async move {
-        let mut reader = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
-            if line_tx.send(line).is_err() {
-                break;
+    // Interactive: stdin lines feed both the prompt loop and UI questions. Read on a thread of its
+    // own, not tokio's blocking pool, which the runtime would wait for at exit: `/quit` leaves
+    // at once, not at the next Enter.
+    std::thread::Builder::new()
+        .name("console-stdin".into())
+        .spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if line_tx.send(line).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        })
+        .context("cannot start the console's input thread")?;
+    // Ctrl-C is ours from the start, so it acts the same every time (see the module docs).
+    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot listen for Ctrl-C")?;
+    let mut last_interrupt: Option<std::time::Instant> = None;
     let json = mode == Mode::Json;
     say!(
         json,
@@ -206,8 +218,27 @@ async fn interactive_loop(
             print!("> ");
             let _ = std::io::stdout().flush();
         }
-        let Some(line) = lines.lock().await.recv().await else {
-            break;
+        let next = {
+            let mut rx = lines.lock().await;
+            tokio::select! {
+                l = rx.recv() => Some(l),
+                _ = interrupts.recv() => None,
+            }
+        };
+        let line = match next {
+            Some(Some(line)) => line,
+            // End of input (Ctrl-D).
+            Some(None) => break,
+            // Ctrl-C at the prompt: the terminal dropped the line typed so far.
+            None => {
+                if last_interrupt.is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1)) {
+                    eprintln!();
+                    return Ok(130);
+                }
+                last_interrupt = Some(std::time::Instant::now());
+                eprintln!("\n(Ctrl-C again within a second to quit; /quit or Ctrl-D also leave)");
+                continue;
+            }
         };
         let line = line.trim().to_owned();
         if line.is_empty() {
@@ -227,7 +258,7 @@ async fn interactive_loop(
                 Ok(Err(e)) => eprintln!("error: {e}"),
                 Err(e) => eprintln!("error: {e}"),
             },
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.recv() => {
                 session.abort();
                 cancel.cancel();
                 session.wait_for_idle().await;
@@ -276,7 +307,7 @@ const CONSOLE_HELP: &str = "Commands:
   /thinking [level]         show or set: off, minimal, low, medium, high, xhigh
   /compact [instructions]   summarise the conversation so far (what to keep, optionally)
   /session                  model, context and total tokens, cost, session file
-  /quit                     leave (Ctrl-D too); Ctrl-C stops a run
+  /quit                     leave (Ctrl-D too, or Ctrl-C twice); Ctrl-C stops a run
 Extension commands work too; anything else is a message to the agent.";
 
 /// What a console line turned out to be.
@@ -377,11 +408,30 @@ async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyho
 struct Printer {
     mode: Mode,
     interactive: bool,
+    /// Styles the answer's Markdown (interactive text mode on a terminal only).
+    markdown: Option<std::sync::Mutex<terminal::MarkdownLines>>,
 }
 
 impl Printer {
     fn new(mode: Mode, interactive: bool) -> Self {
-        Printer { mode, interactive }
+        use std::io::IsTerminal;
+        let styled = interactive && mode == Mode::Text && std::io::stdout().is_terminal();
+        Printer {
+            mode,
+            interactive,
+            markdown: styled.then(|| std::sync::Mutex::new(terminal::MarkdownLines::default())),
+        }
+    }
+
+    /// Writes what the Markdown styler still holds (the answer's last line).
+    fn finish_markdown(&self, stdout: &mut impl Write) {
+        if let Some(md) = &self.markdown {
+            let rest = md.lock().unwrap_or_else(|e| e.into_inner()).finish();
+            if !rest.is_empty() {
+                let _ = write!(stdout, "{rest}");
+                let _ = stdout.flush();
+            }
+        }
     }
 
     fn on_event(&self, e: &AgentSessionEvent) {
@@ -398,10 +448,18 @@ impl Printer {
                     assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
                     ..
                 } => {
-                    let _ = write!(stdout, "{delta}");
+                    let shown = match &self.markdown {
+                        Some(md) => md.lock().unwrap_or_else(|e| e.into_inner()).push(delta),
+                        None => delta.clone(),
+                    };
+                    let _ = write!(stdout, "{shown}");
                     let _ = stdout.flush();
                 }
+                AgentSessionEvent::MessageEnd {
+                    message: Message::Assistant(_),
+                } => self.finish_markdown(&mut stdout),
                 AgentSessionEvent::ToolExecutionStart { tool_name, args, .. } => {
+                    self.finish_markdown(&mut stdout);
                     let _ = writeln!(stdout, "\n→ {tool_name} {}", short(&args.to_string(), 200));
                 }
                 AgentSessionEvent::ToolExecutionEnd {

@@ -2,6 +2,7 @@
 
 mod compaction;
 mod console;
+mod console_tty;
 mod deploy;
 mod doctor;
 mod exactly_once;
