@@ -18,6 +18,13 @@ fn run_binary(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The `error: ` line of a log (the binary's last word on a failed start).
+fn error_line(log: &str) -> &str {
+    log.lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {log}"))
+}
+
 #[test]
 fn version_and_help_say_what_it_is_and_which_variables_it_reads() {
     let out = run_binary(&["--version"]);
@@ -40,10 +47,7 @@ async fn get_me_without_a_connection_says_it_cannot_reach_telegram_at_the_url() 
     let mut bot = BotProcess::start(&env, TOKEN);
     assert_eq!(wait_exit(&mut bot, T).await, Some(2));
     let log = bot.log();
-    let line = log
-        .lines()
-        .find(|l| l.starts_with("error: "))
-        .unwrap_or_else(|| panic!("{log}"));
+    let line = error_line(&log);
     assert!(
         line.starts_with(&format!("error: cannot reach Telegram at {url}: ")),
         "{line}"
@@ -61,10 +65,7 @@ async fn a_refused_token_is_said_in_one_sentence() {
     let mut bot = BotProcess::start(&env, "999:WRONG-token");
     assert_eq!(wait_exit(&mut bot, T).await, Some(2));
     let log = bot.log();
-    let line = log
-        .lines()
-        .find(|l| l.starts_with("error: "))
-        .unwrap_or_else(|| panic!("{log}"));
+    let line = error_line(&log);
     assert_eq!(
         line,
         format!(

@@ -89,14 +89,37 @@ fn project(m: &Value) -> Value {
     }
 }
 
-#[test]
-fn pi_builds_the_same_context_from_our_file() {
+/// The test peers' folder, with pi installed in it (else the test fails saying how to get it).
+fn pi_deps() -> PathBuf {
     let deps = repo_root().join(".testdeps");
     assert!(
         deps.join("node_modules/@mariozechner/pi-coding-agent").is_dir(),
         "pi is not installed in {}: run ./scripts/test.sh (it runs npm ci --prefix .testdeps)",
         deps.display()
     );
+    deps
+}
+
+/// The context pi's own `SessionManager` builds from `file` (`pi_context.mjs`): `messages`,
+/// `thinkingLevel`, `model`.
+fn pi_context(deps: &Path, file: &Path) -> Value {
+    let out = std::process::Command::new("node")
+        .arg(repo_root().join("core/runtime/tests/pi_context.mjs"))
+        .arg(file)
+        .env("PI_DEPS", deps)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "pi failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn pi_builds_the_same_context_from_our_file() {
+    let deps = pi_deps();
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileSessionStore::new(dir.path()));
     let mut s = SessionManager::create(store.clone(), "scope", "/home/dev/project").unwrap();
@@ -146,18 +169,7 @@ fn pi_builds_the_same_context_from_our_file() {
         .unwrap();
     let file = s.session_file().unwrap();
 
-    let out = std::process::Command::new("node")
-        .arg(repo_root().join("core/runtime/tests/pi_context.mjs"))
-        .arg(&file)
-        .env("PI_DEPS", &deps)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pi failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pi: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pi = pi_context(&deps, &file);
 
     let ours = s.build_context();
     let ours_json: Vec<Value> = ours
@@ -190,29 +202,13 @@ fn pi_builds_the_same_context_from_our_file() {
 /// generator promises, with its model and thinking level, and the same one we build.
 #[test]
 fn pi_reads_the_generators_sessions_as_we_do() {
-    let deps = repo_root().join(".testdeps");
-    assert!(
-        deps.join("node_modules/@mariozechner/pi-coding-agent").is_dir(),
-        "pi is not installed in {}: run ./scripts/test.sh (it runs npm ci --prefix .testdeps)",
-        deps.display()
-    );
+    let deps = pi_deps();
     let dir = tempfile::tempdir().unwrap();
     for (entries, seed) in [(40, 7), (2_000, 1)] {
         let generated = volcanic_testkit::pi_session::generate(entries, seed);
         let file = dir.path().join(format!("generated-{entries}.jsonl"));
         std::fs::write(&file, &generated.text).unwrap();
-        let out = std::process::Command::new("node")
-            .arg(repo_root().join("core/runtime/tests/pi_context.mjs"))
-            .arg(&file)
-            .env("PI_DEPS", &deps)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pi failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let pi: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let pi = pi_context(&deps, &file);
         let summary = &generated.summary;
         let pi_json: Vec<Value> = pi["messages"].as_array().unwrap().iter().map(project).collect();
         assert_eq!(

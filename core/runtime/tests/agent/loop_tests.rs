@@ -256,17 +256,7 @@ async fn busy_session_queues_follow_up_and_steer() {
     gate.notify_one();
     run.await.unwrap().unwrap();
     assert_eq!(h.faux.calls(), 3);
-    let user_texts = |i: usize| -> Vec<String> {
-        h.faux
-            .context(i)
-            .messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::User(u) => Some(u.content.text()),
-                _ => None,
-            })
-            .collect()
-    };
+    let user_texts = |i: usize| user_texts(&h, i);
     // Steering is taken before follow-ups.
     assert_eq!(user_texts(1), vec!["first", "now"]);
     assert_eq!(user_texts(2), vec!["first", "now", "later"]);

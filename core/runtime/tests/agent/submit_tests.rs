@@ -21,19 +21,6 @@ fn follow_up(text: &str) -> PromptInput {
     }
 }
 
-/// Texts of the user messages the model saw in call `i`.
-fn user_texts(h: &Harness, i: usize) -> Vec<String> {
-    h.faux
-        .context(i)
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::User(u) => Some(u.content.text()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// An `input` handler that takes its time over texts containing "slow" and swallows "swallow";
 /// a `/ping` command that does nothing.
 fn slow_input() -> volcanic_abstractions::extensions::ExtensionFactory {

@@ -472,3 +472,16 @@ pub fn note(log: &Log, s: impl Into<String>) -> Result<(), BoxError> {
     push(log, s);
     Ok(())
 }
+
+/// Texts of the user messages the model saw in call `i`.
+pub fn user_texts(h: &Harness, i: usize) -> Vec<String> {
+    h.faux
+        .context(i)
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            volcanic_abstractions::messages::Message::User(u) => Some(u.content.text()),
+            _ => None,
+        })
+        .collect()
+}
