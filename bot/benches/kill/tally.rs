@@ -310,7 +310,17 @@ pub fn tally(run: &Run) -> Figures {
             )
         };
         if v.lost {
-            f.lost.push(name.clone());
+            // What the chat was told instead (an error notice is neither answer nor notice).
+            let told: Vec<String> = sends
+                .iter()
+                .filter(|c| c.params["chat_id"].as_i64() == Some(m.chat))
+                .filter_map(|c| c.text())
+                .filter(|t| !t.starts_with("ANSWER") && !t.contains(&name))
+                .map(|t| t.chars().take(80).collect())
+                .collect();
+            let last: Vec<&String> = told.iter().rev().take(3).collect();
+            f.lost
+                .push(format!("{} (the chat's last other texts: {last:?})", detail()));
         }
         if v.retry_lost {
             f.retries_lost.push(detail());
