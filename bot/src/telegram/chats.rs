@@ -351,10 +351,17 @@ impl Chat {
 
     /// Delivers a slot's answer found in the transcript after a restart, from the chunk after
     /// the last one Telegram took or had on the wire before the stop
-    /// ([`Chunks::resume_at`](super::journal::Chunks::resume_at)); nothing is shown twice.
+    /// ([`Chunks::resume_at`](super::journal::Chunks::resume_at)), or not at all when it was
+    /// delivered whole (the job's file may not have recorded the run before a crash): nothing
+    /// is shown twice.
     pub fn deliver_slot_answer(&self, slot: String, answer: String) {
-        let from = self.host.journal.slot_delivery(&slot).resume_at();
-        self.slot.output.answer(answer, Answering::slot(slot), from);
+        match self.host.journal.slot_resume_at(&slot) {
+            Some(from) => self.slot.output.answer(answer, Answering::slot(slot), from),
+            None => tracing::info!(
+                chat = self.slot.target.chat_id,
+                "a scheduled answer was delivered before the restart"
+            ),
+        }
     }
 }
 

@@ -451,6 +451,58 @@ async fn a_scheduled_answer_on_the_wire_at_a_crash_is_not_shown_again() {
     assert_eq!(bot.terminate(T), Some(0));
 }
 
+/// Killed after the answer was delivered whole but before the job's file recorded the run (a
+/// window of milliseconds, made here by putting the file back as it was then): the slot runs
+/// again, finds its answer in the transcript and its delivery journaled as done, and sends
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_answer_delivered_before_a_crash_is_not_shown_again() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("🗄️ Backup report: all good."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let at = Utc::now() + chrono::Duration::seconds(3);
+    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job("rep003", "Report on the backup.", schedule, at));
+
+    let bot = BotProcess::start(&env, TOKEN);
+    let done = wait_jobs(&env, OWNER, "the slot recorded ok", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "ok"
+    })
+    .await;
+    bot.kill9();
+    assert_eq!(count(&tg, OWNER, "Backup report: all good"), 1);
+    // The file as it was while the answer went out: the run still `running`.
+    let mut then = done.clone();
+    let job = &mut then["jobs"][0];
+    job["enabled"] = json!(true);
+    let run = job["last_run"].as_object_mut().unwrap();
+    run.insert("status".into(), json!("running"));
+    run.remove("finished");
+    run.remove("delivery");
+    let file = env
+        .dir
+        .path()
+        .join(format!("workspaces/{OWNER}/.volcanic/scheduler/jobs.json"));
+    std::fs::write(&file, serde_json::to_vec_pretty(&then).unwrap()).unwrap();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_jobs(&env, OWNER, "the slot run again and recorded ok", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "ok" && v["jobs"][0]["last_run"]["rerun"] == true
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        count(&tg, OWNER, "Backup report: all good"),
+        1,
+        "{:?}",
+        texts(&tg, OWNER)
+    );
+    assert_eq!(model.requests().len(), 1, "the model was asked again");
+    assert_eq!(bot.terminate(T), Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_reports_a_jobs_file_that_was_set_aside() {
     let model = ModelServer::start().await.unwrap();

@@ -253,7 +253,7 @@ pub struct Journal {
     last_id: Mutex<Option<i64>>,
     sync: Arc<GroupSync>,
     syncer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Slot deliveries a crash left unfinished, as found at start-up.
+    /// Slot deliveries of the last days, as found at start-up ([`slots::KEPT_FOR_SECS`]).
     slots: Mutex<BTreeMap<String, SlotDelivery>>,
 }
 
@@ -356,7 +356,7 @@ impl Journal {
         for u in &unfinished {
             text.push_str(&unfinished_lines(u));
         }
-        let slots = found.slots.unfinished(now());
+        let slots = found.slots.kept(now());
         for (k, d) in &slots {
             text.push_str(&slot_lines(k, d));
         }
@@ -523,11 +523,16 @@ impl Journal {
         self.append(&text, Progress::Done);
     }
 
-    /// How far the answer of the slot with digest `key` got before the last stop (nothing: not
-    /// cut off in its delivery).
-    pub fn slot_delivery(&self, key: &str) -> Chunks {
+    /// Where delivering the answer of the slot with digest `key` goes on after the last stop:
+    /// from chunk `Some(n)` ([`Chunks::resume_at`]; 0 when none went out), or `None` when it was
+    /// delivered whole.
+    pub fn slot_resume_at(&self, key: &str) -> Option<usize> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.get(key).map(|d| d.chunks).unwrap_or_default()
+        match slots.get(key) {
+            Some(d) if d.done => None,
+            Some(d) => Some(d.chunks.resume_at()),
+            None => Some(0),
+        }
     }
 
     fn append(&self, text: &str, progress: Progress) {
@@ -602,7 +607,7 @@ fn unfinished_lines(u: &Unfinished) -> String {
     text
 }
 
-/// The records that restore an unfinished slot delivery after a rewrite.
+/// The records that restore a slot delivery after a rewrite.
 fn slot_lines(k: &str, d: &SlotDelivery) -> String {
     let rec = |n: u32, s: SlotState| {
         line(&Record::Slot {
@@ -612,6 +617,14 @@ fn slot_lines(k: &str, d: &SlotDelivery) -> String {
             at: d.at,
         })
     };
+    if d.done {
+        return line(&Record::Slot {
+            k: Cow::Borrowed(k),
+            n: None,
+            s: SlotState::Done,
+            at: d.at,
+        });
+    }
     let mut text = String::new();
     if let Some(n) = d.chunks.delivered {
         text.push_str(&rec(n, SlotState::Sent));

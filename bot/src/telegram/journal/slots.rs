@@ -9,14 +9,15 @@
 //! {"t":"slot","k":"<slot digest>","s":"done","at":1764580000}
 //! ```
 //!
-//! A slot's records are kept across restarts until its `done`, or for [`KEPT_FOR_SECS`] after the
-//! last one (a slot whose job was removed while it was cut off is never finished).
+//! A slot's records are kept across restarts for [`KEPT_FOR_SECS`] after the last one, `done`
+//! included: the scheduler may run a slot again after its answer was delivered (a crash before
+//! the job's file recorded the run), and then nothing must be sent again.
 
 use super::{ChunkState, Chunks};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// How long an unfinished slot delivery is kept (s): 7 days.
+/// How long a slot delivery is remembered (s): 7 days.
 pub const KEPT_FOR_SECS: i64 = 7 * 24 * 3600;
 
 /// What a slot record says.
@@ -29,7 +30,7 @@ pub enum SlotState {
     Sent,
     /// Telegram refused chunk `n`.
     Refused,
-    /// The slot's answer was delivered (or it has none): forgotten at the next start.
+    /// The slot's answer was delivered (or it has none).
     Done,
 }
 
@@ -44,14 +45,15 @@ impl SlotState {
     }
 }
 
-/// An unfinished slot delivery found at start-up.
+/// A slot delivery found at start-up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SlotDelivery {
     /// How far its chunks got.
     pub chunks: Chunks,
     /// Unix time (s) of its last record.
     pub at: i64,
-    done: bool,
+    /// Delivered whole (or it had nothing to deliver).
+    pub done: bool,
 }
 
 /// The slot deliveries read from the journal, by slot digest.
@@ -75,12 +77,9 @@ impl Slots {
         }
     }
 
-    /// Drops the finished and the stale (older than [`KEPT_FOR_SECS`] at `now`, unix s).
-    pub fn unfinished(self, now: i64) -> BTreeMap<String, SlotDelivery> {
-        self.0
-            .into_iter()
-            .filter(|(_, d)| !d.done && now - d.at < KEPT_FOR_SECS)
-            .collect()
+    /// Drops the stale (older than [`KEPT_FOR_SECS`] at `now`, unix s).
+    pub fn kept(self, now: i64) -> BTreeMap<String, SlotDelivery> {
+        self.0.into_iter().filter(|(_, d)| now - d.at < KEPT_FOR_SECS).collect()
     }
 }
 
@@ -90,16 +89,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_is_kept_until_done_or_stale() {
+    fn a_slot_is_kept_until_stale_done_or_not() {
         let mut s = Slots::default();
         s.note("a", Some(0), SlotState::Sent, 100);
         s.note("a", Some(1), SlotState::Sending, 101);
         s.note("b", Some(0), SlotState::Sent, 100);
         s.note("b", None, SlotState::Done, 102);
         s.note("c", Some(0), SlotState::Sending, 100 - KEPT_FOR_SECS);
-        let left = s.unfinished(200);
-        assert_eq!(left.keys().collect::<Vec<_>>(), vec!["a"]);
+        let left = s.kept(200);
+        assert_eq!(left.keys().collect::<Vec<_>>(), vec!["a", "b"]);
         assert_eq!(left["a"].chunks.resume_at(), 2);
         assert_eq!(left["a"].at, 101);
+        assert!(left["b"].done && !left["a"].done);
     }
 }

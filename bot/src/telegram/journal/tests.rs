@@ -177,7 +177,7 @@ fn per_message_progress_survives_the_rewrite() {
 }
 
 #[test]
-fn a_slot_delivery_survives_restarts_until_done() {
+fn a_slot_delivery_is_remembered_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let (j, _) = Journal::open(dir.path()).unwrap();
     let slot = Answering::slot(prompt_digest("[Scheduled job ab12 · slot 09:00"));
@@ -190,17 +190,19 @@ fn a_slot_delivery_survives_restarts_until_done() {
     drop(j);
     let (j, unfinished) = Journal::open(dir.path()).unwrap();
     assert!(unfinished.is_empty(), "a slot is no update");
-    // Chunk 1 was on the wire: delivery goes on after it.
-    assert_eq!(j.slot_delivery(&slot.slots[0]).resume_at(), 2);
-    assert_eq!(j.slot_delivery(&other.slots[0]), Chunks::default());
+    // Chunk 1 was on the wire: delivery goes on after it. The finished one sends nothing.
+    assert_eq!(j.slot_resume_at(&slot.slots[0]), Some(2));
+    assert_eq!(j.slot_resume_at(&other.slots[0]), None);
+    assert_eq!(j.slot_resume_at("never-seen"), Some(0));
     drop(j);
-    // Kept by the rewrite, until finished.
+    // Kept by the rewrite, finished or not.
     let (j, _) = Journal::open(dir.path()).unwrap();
-    assert_eq!(j.slot_delivery(&slot.slots[0]).resume_at(), 2);
+    assert_eq!(j.slot_resume_at(&slot.slots[0]), Some(2));
+    assert_eq!(j.slot_resume_at(&other.slots[0]), None);
     j.finish(&slot);
     drop(j);
     let (j, _) = Journal::open(dir.path()).unwrap();
-    assert_eq!(j.slot_delivery(&slot.slots[0]), Chunks::default());
+    assert_eq!(j.slot_resume_at(&slot.slots[0]), None);
     let text = std::fs::read_to_string(dir.path().join("inbound.jsonl")).unwrap();
-    assert!(!text.contains("\"slot\""), "{text}");
+    assert_eq!(text.matches("\"slot\"").count(), 2, "one done line each: {text}");
 }
