@@ -437,8 +437,11 @@ async fn kill9_after_a_tool_started_tells_the_chat_and_does_not_retry() {
                 .contains("\"tool\"")
     })
     .await;
-    // The progress message is on screen when the process dies.
+    // The progress message is on screen when the process dies, and remembered (the mark is
+    // written when Telegram's reply with its id is read, a moment after the double shows it).
     wait_text(&tg, OWNER, "⚙️ bash", &bot).await;
+    let mark = env.dir.path().join(format!("data/progress/{OWNER}_0"));
+    eventually("the progress mark", &bot, || mark.exists()).await;
     bot.kill9();
     // Written while the bot was down.
     tg.push_update(updates::text_message(OWNER, OWNER, "are you there?"));
