@@ -26,6 +26,9 @@ use volcanic_provider_support::{
     IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
 };
 
+/// Smallest `max_output_tokens` the API accepts (a smaller one is a 400).
+const MIN_OUTPUT_TOKENS: u64 = 16;
+
 /// Longest `call_id` the API accepts.
 const MAX_CALL_ID: usize = 64;
 
@@ -104,7 +107,7 @@ impl<'a> Body<'a> {
                 effort,
                 summary: "auto",
             }),
-            max_output_tokens: options.max_tokens,
+            max_output_tokens: options.max_tokens.map(|tokens| tokens.max(MIN_OUTPUT_TOKENS)),
             // Reasoning models refuse `temperature`.
             temperature: options.temperature.filter(|_| !model.reasoning),
             tools: context

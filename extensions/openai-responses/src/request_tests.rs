@@ -145,6 +145,23 @@ fn another_models_reasoning_and_item_ids_are_not_sent() {
 }
 
 #[test]
+fn a_tiny_output_limit_is_raised_to_the_apis_minimum() {
+    let model = model();
+    let context = ProviderContext {
+        system_prompt: String::new(),
+        messages: vec![],
+        tools: vec![],
+    };
+    let options = StreamOptions {
+        max_tokens: Some(1),
+        ..StreamOptions::default()
+    };
+    let b = serde_json::to_value(Body::new(&model, &context, &options)).unwrap();
+    assert_eq!(b["max_output_tokens"], 16);
+    assert!(b.get("instructions").is_none());
+}
+
+#[test]
 fn foreign_ids_become_valid_call_ids_alike_for_call_and_output() {
     let b = body(
         vec![
