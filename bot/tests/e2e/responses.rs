@@ -13,11 +13,11 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_runs_a_tool_call_over_responses_then_switches_to_chat_completions() {
     let server = ModelServer::start().await.unwrap();
-    server.push(
-        Turn::new()
-            .thinking("I will write the file.", None)
-            .tool_call("call_e2e", "bash", json!({"command": "echo hi > r.txt"})),
-    );
+    server.push(Turn::new().thinking("I will write the file.", None).tool_call(
+        "call_e2e",
+        "bash",
+        json!({"command": "echo hi > r.txt"}),
+    ));
     server.push(Turn::reply("Wrote r.txt."));
     let env = Env::new(&server.url(), "");
     let out = env.console(&["--model", "openai/gpt-5-mini", "--thinking", "low", "-p", "write r.txt"]);
@@ -32,11 +32,17 @@ async fn console_runs_a_tool_call_over_responses_then_switches_to_chat_completio
         assert_eq!(request.body["store"], false);
     }
     assert_eq!(requests[0].body["reasoning"]["effort"], "low");
-    let replayed: Vec<&serde_json::Value> =
-        requests[1].messages().iter().filter(|item| item["type"] == "reasoning").collect();
+    let replayed: Vec<&serde_json::Value> = requests[1]
+        .messages()
+        .iter()
+        .filter(|item| item["type"] == "reasoning")
+        .collect();
     assert_eq!(replayed.len(), 1, "{:?}", requests[1].body);
     assert_eq!(replayed[0]["encrypted_content"], "enc_testkit_0000_0");
-    assert_eq!(requests[1].tool_outputs(), [("call_e2e".to_owned(), "(no output)".to_owned())]);
+    assert_eq!(
+        requests[1].tool_outputs(),
+        [("call_e2e".to_owned(), "(no output)".to_owned())]
+    );
 
     // The same session on a Chat Completions model: ids mapped, reasoning sent as text.
     let files = env.session_files();
