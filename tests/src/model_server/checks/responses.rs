@@ -50,12 +50,12 @@ pub(crate) fn check_responses(body: &Value, issued: &HashMap<String, String>) ->
             return Err(invalid(format!("Invalid type for '{field}'.")));
         }
     }
-    if let Some(max) = object.get("max_output_tokens").filter(|v| !v.is_null()) {
-        if max.as_u64().is_none_or(|max| max < 16) {
-            return Err(invalid(format!(
-                "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {max} instead."
-            )));
-        }
+    if let Some(max) = object.get("max_output_tokens").filter(|v| !v.is_null())
+        && max.as_u64().is_none_or(|max| max < 16)
+    {
+        return Err(invalid(format!(
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {max} instead."
+        )));
     }
     check_include(object.get("include"))?;
     check_reasoning(object.get("reasoning"))?;
