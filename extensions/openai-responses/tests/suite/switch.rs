@@ -130,3 +130,77 @@ async fn a_conversation_switches_across_the_three_apis_with_tool_calls() {
     assert_eq!(calls, outputs);
     assert_eq!(calls.len(), 4);
 }
+
+/// One scripted step of a random conversation: which model answers, whether it reasons and
+/// says something, and how many tools it calls at once.
+#[derive(Debug, Clone)]
+struct Step {
+    target: usize,
+    thinking: bool,
+    text: bool,
+    calls: usize,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    (0..3usize, any::<bool>(), any::<bool>(), 1..4usize).prop_map(|(target, thinking, text, calls)| Step {
+        target,
+        thinking,
+        text,
+        calls,
+    })
+}
+
+/// Runs `steps` through the registry against one server; every request must be accepted.
+async fn run_conversation(steps: &[Step]) -> Result<(), String> {
+    let server = server().await;
+    let registry = registry(&server);
+    let keys = ["anthropic/claude-test", "openai/gpt-5", "openai/gpt-4.1"];
+    let id_styles = ["toolu_01", "call_", "call_chat_"];
+    let mut context: ProviderContext = ask("start");
+    for (n, step) in steps.iter().enumerate() {
+        let model = registry.require(keys[step.target]).map_err(|e| e.to_string())?;
+        let mut turn = Turn::new();
+        if step.thinking {
+            turn = turn.thinking(format!("reasoning {n}"), Some(&format!("sig-{n}")));
+        }
+        if step.text {
+            turn = turn.text(format!("working on {n}"));
+        }
+        for c in 0..step.calls {
+            turn = turn.tool_call(
+                format!("{}{n}x{c}", id_styles[step.target]),
+                "bash",
+                json!({"command": format!("echo {n} {c}")}),
+            );
+        }
+        server.push(turn);
+        server.push(Turn::reply(format!("answer {n}")));
+        let first = done(&collect(registry.stream(&model, context.clone(), StreamOptions::default())).await);
+        let calls: Vec<_> = first.tool_calls().cloned().collect();
+        context.messages.push(Message::Assistant(first));
+        for call in &calls {
+            context.messages.push(result_for(call, "ok"));
+        }
+        let second = done(&collect(registry.stream(&model, context.clone(), StreamOptions::default())).await);
+        context.messages.push(Message::Assistant(second));
+        context.messages.push(Message::user_text(format!("next {n}"), 2));
+    }
+    match server.requests().into_iter().find(|r| r.is_rejected()) {
+        Some(rejected) => Err(format!("{} rejected: {:?}", rejected.path, rejected.rejection)),
+        None => Ok(()),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Any order of models, with reasoning, text and parallel calls in each answer, gives
+    /// requests every API accepts (the normaliser and the three providers together).
+    #[test]
+    fn any_switching_order_stays_valid(steps in proptest::collection::vec(step(), 1..6)) {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let outcome = runtime.block_on(run_conversation(&steps));
+        proptest::prop_assert!(outcome.is_ok(), "{:?}", outcome);
+    }
+}
