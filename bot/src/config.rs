@@ -448,16 +448,17 @@ fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, 
     let api = match (p.api.as_deref(), name) {
         (Some("anthropic-messages"), _) | (None, "anthropic") => Api::AnthropicMessages,
         (Some("openai-completions"), _) | (None, "openai") => Api::OpenAiCompletions,
+        (Some("openai-responses"), _) => Api::OpenAiResponses,
         (Some(other), _) => {
             return Err(invalid(
                 key("api"),
-                format!("`{other}`: use anthropic-messages or openai-completions"),
+                format!("`{other}`: use anthropic-messages, openai-completions or openai-responses"),
             ));
         }
         (None, _) => {
             return Err(invalid(
                 key("api"),
-                "missing: set anthropic-messages or openai-completions",
+                "missing: set anthropic-messages, openai-completions or openai-responses",
             ));
         }
     };

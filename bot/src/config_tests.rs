@@ -134,6 +134,9 @@ fn custom_provider_resolves() {
     assert_eq!(p.api, Api::OpenAiCompletions);
     assert_eq!(p.models[0].context_window, 32768);
     assert_eq!(p.models[0].input, vec![InputKind::Text, InputKind::Image]);
+    let c = parse("[providers.azure]\napi = \"openai-responses\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodels = [{ id = \"o3\", reasoning = true }]")
+        .unwrap();
+    assert_eq!(c.providers[0].api, Api::OpenAiResponses);
 }
 
 #[test]

@@ -18,6 +18,8 @@ pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
     let mut models = ModelRegistry::new();
     models.register_provider(volcanic_anthropic::registration()?);
     models.register_provider(volcanic_openai::registration()?);
+    // The `openai` catalogue's reasoning models use the Responses API.
+    models.register_api(Arc::new(volcanic_openai_responses::OpenAiResponsesProvider::new()?));
     for p in &config.providers {
         models
             .add_custom_provider(p)

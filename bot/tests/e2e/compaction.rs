@@ -35,6 +35,7 @@ fn respond(server: &ModelServer) -> Arc<AtomicUsize> {
                 .as_array()
                 .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result")),
             WireApi::OpenAi => last["role"] == "tool",
+            WireApi::Responses => last["type"] == "function_call_output",
         };
         let n = calls.fetch_add(1, Ordering::SeqCst);
         Some(if after_tool {

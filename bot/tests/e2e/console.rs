@@ -97,7 +97,8 @@ async fn openai_format_works_too() {
     server.push(Turn::call("call_1", "bash", json!({"command": "echo hi > o.txt"})));
     server.push(Turn::reply("done"));
     let env = Env::new(&server.url(), "");
-    let out = env.console(&["--model", "openai/gpt-5-mini", "-p", "go"]);
+    // gpt-4.1 does not reason: it stays on Chat Completions (`responses.rs` has the others).
+    let out = env.console(&["--model", "openai/gpt-4.1", "-p", "go"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "done\n");
     assert!(env.workspace().join("o.txt").is_file());

@@ -123,11 +123,13 @@ async fn doctor_passes_a_working_setup_and_checks_each_part_for_real() {
             let b = &r.body;
             b.get("max_tokens")
                 .or_else(|| b.get("max_completion_tokens"))
+                .or_else(|| b.get("max_output_tokens"))
                 .unwrap()
                 .to_string()
         })
         .collect();
-    assert_eq!(limits, ["1", "1"]);
+    // openai/gpt-5 is on the Responses API, whose smallest limit is 16.
+    assert_eq!(limits, ["1", "16"]);
     assert!(g.requests().iter().any(|r| r.path == "/token"), "{:?}", g.requests());
     // Secrets never printed.
     for secret in [TOKEN, "test-key", CLIENT_SECRET] {

@@ -11,6 +11,7 @@ mod flood;
 mod kinds;
 mod poison;
 mod questions;
+mod responses;
 mod scheduler;
 mod secrets;
 mod service;

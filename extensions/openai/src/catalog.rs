@@ -1,4 +1,7 @@
-//! The built-in catalogue: current OpenAI models (Chat Completions) and the provider registration using them.
+//! The built-in catalogue: current OpenAI models and the provider registration using them. The
+//! reasoning models use the Responses API (`openai-responses`, served by
+//! `volcanic-openai-responses`, which the host registers beside this provider); the others use
+//! Chat Completions.
 
 use crate::OpenAiCompletionsProvider;
 use std::sync::Arc;
@@ -34,7 +37,11 @@ pub fn models(base_url: &str) -> Vec<Model> {
                 id: id.into(),
                 name: name.into(),
                 provider: "openai".into(),
-                api: Api::OpenAiCompletions,
+                api: if reasoning {
+                    Api::OpenAiResponses
+                } else {
+                    Api::OpenAiCompletions
+                },
                 base_url: base_url.into(),
                 reasoning,
                 input: vec![InputKind::Text, InputKind::Image],

@@ -4,7 +4,8 @@
 //! [`ModelServer::start`] binds a free port and serves:
 //! - `POST /v1/messages` (Anthropic; point a client's base URL at
 //!   [`anthropic_base_url`](ModelServer::anthropic_base_url)),
-//! - `POST /v1/chat/completions` (OpenAI; base URL [`openai_base_url`](ModelServer::openai_base_url)).
+//! - `POST /v1/chat/completions` (OpenAI; base URL [`openai_base_url`](ModelServer::openai_base_url)),
+//! - `POST /v1/responses` (OpenAI Responses; the same base URL).
 //!
 //! Tests queue [`Turn`]s with [`push`](ModelServer::push); each admitted request, in either
 //! format, takes the next turn in FIFO order and gets it rendered in its own format: streamed
@@ -15,7 +16,7 @@
 //! the real APIs do; a failed check answers in the format's own error shape and **does not use
 //! a turn**:
 //! 1. auth: Anthropic `x-api-key` (401 `authentication_error`), OpenAI
-//!    `authorization: Bearer <key>` (401); switch off with
+//!    `authorization: Bearer <key>` (401; Responses alike); switch off with
 //!    [`set_require_api_key`](ModelServer::set_require_api_key). Anthropic also needs
 //!    `anthropic-version` (400);
 //! 2. the body: JSON with the required fields, tool call / tool result pairing (Anthropic: every
@@ -24,7 +25,11 @@
 //!    messages merged as the API merges them; OpenAI: every `tool_calls[].id` answered by
 //!    `role: "tool"` messages right after it, arguments sent as strings), tool names, thinking
 //!    budget, and (Anthropic) thinking signatures this server issued, see
-//!    [`set_verify_signatures`](ModelServer::set_verify_signatures);
+//!    [`set_verify_signatures`](ModelServer::set_verify_signatures); Responses: input item shapes,
+//!    every `function_call` answered by a `function_call_output` with its `call_id` (and no output
+//!    without its call), flat function tools, and `reasoning` items replayed only with an
+//!    `encrypted_content` this server issued to the same model (the real API cannot decrypt
+//!    another's; `store: false` keeps nothing to look an id up by);
 //! 3. the context window, when set ([`set_context_window`](ModelServer::set_context_window));
 //! 4. a turn must be queued, else 500 with "volcanic-testkit: no scripted turn left".
 //!
@@ -61,6 +66,7 @@ mod checks;
 mod openai;
 mod recorded;
 mod respond;
+mod responses;
 mod script;
 mod server;
 mod transcript;
@@ -71,6 +77,8 @@ mod anthropic_tests;
 mod checks_tests;
 #[cfg(test)]
 mod openai_tests;
+#[cfg(test)]
+mod responses_tests;
 #[cfg(test)]
 mod server_tests;
 #[cfg(test)]
@@ -97,6 +105,8 @@ pub enum WireApi {
     Anthropic,
     /// OpenAI Chat Completions, `POST /v1/chat/completions`.
     OpenAi,
+    /// OpenAI Responses, `POST /v1/responses`.
+    Responses,
 }
 
 /// Returned by [`ModelServer::wait_for_requests`] when fewer requests than wanted arrived in

@@ -41,7 +41,7 @@ impl Rejection {
     pub fn for_status(api: WireApi, status: u16, message: impl Into<String>) -> Self {
         match api {
             WireApi::Anthropic => Self::new(status, anthropic::error_type(status), None, message),
-            WireApi::OpenAi => {
+            WireApi::OpenAi | WireApi::Responses => {
                 let (kind, code) = openai::error_type(status);
                 Self::new(status, kind, code, message)
             }
@@ -89,31 +89,46 @@ impl RecordedRequest {
         self.body.get("stream").and_then(Value::as_bool) == Some(true)
     }
 
-    /// The `messages` array of the body (empty when missing).
+    /// The `messages` array of the body (Responses: its `input` items; empty when missing).
     pub fn messages(&self) -> &[Value] {
+        let field = if self.api == Some(WireApi::Responses) {
+            "input"
+        } else {
+            "messages"
+        };
         self.body
-            .get("messages")
+            .get(field)
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default()
     }
 
     /// The system prompt: Anthropic's top-level `system` (text blocks joined with `"\n"`), or
-    /// the text of OpenAI's `system` / `developer` messages (joined with `"\n"`).
+    /// the text of OpenAI's `system` / `developer` messages (joined with `"\n"`); Responses:
+    /// `instructions` first, then those messages.
     pub fn system_prompt(&self) -> Option<String> {
         match self.api {
             Some(WireApi::Anthropic) => self.body.get("system").map(content_text),
-            Some(WireApi::OpenAi) => {
-                let parts: Vec<String> = self
-                    .messages()
-                    .iter()
-                    .filter(|message| {
-                        matches!(
-                            message.get("role").and_then(Value::as_str),
-                            Some("system" | "developer")
-                        )
-                    })
-                    .filter_map(|message| message.get("content").map(content_text))
+            Some(api @ (WireApi::OpenAi | WireApi::Responses)) => {
+                let instructions = self
+                    .body
+                    .get("instructions")
+                    .and_then(Value::as_str)
+                    .filter(|_| api == WireApi::Responses)
+                    .map(str::to_owned);
+                let parts: Vec<String> = instructions
+                    .into_iter()
+                    .chain(
+                        self.messages()
+                            .iter()
+                            .filter(|message| {
+                                matches!(
+                                    message.get("role").and_then(Value::as_str),
+                                    Some("system" | "developer")
+                                )
+                            })
+                            .filter_map(|message| message.get("content").map(content_text)),
+                    )
                     .collect();
                 (!parts.is_empty()).then(|| parts.join("\n"))
             }
@@ -130,7 +145,8 @@ impl RecordedRequest {
     }
 
     /// The tool outputs this request sends back, in order, as `(call id, text)`: Anthropic
-    /// `tool_result` blocks, OpenAI `role: "tool"` messages. Text parts are joined with `"\n"`.
+    /// `tool_result` blocks, OpenAI `role: "tool"` messages, Responses `function_call_output`
+    /// items (`call_id`, `output`). Text parts are joined with `"\n"`.
     pub fn tool_outputs(&self) -> Vec<(String, String)> {
         let text_of = |value: &Value, id_field: &str| {
             let id = value.get(id_field).and_then(Value::as_str)?;
@@ -151,6 +167,15 @@ impl RecordedRequest {
                 .iter()
                 .filter(|message| message.get("role").and_then(Value::as_str) == Some("tool"))
                 .filter_map(|message| text_of(message, "tool_call_id"))
+                .collect(),
+            Some(WireApi::Responses) => self
+                .messages()
+                .iter()
+                .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call_output"))
+                .filter_map(|item| {
+                    let id = item.get("call_id").and_then(Value::as_str)?;
+                    Some((id.to_owned(), item.get("output").map(content_text).unwrap_or_default()))
+                })
                 .collect(),
             None => Vec::new(),
         }

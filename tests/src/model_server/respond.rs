@@ -12,7 +12,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
 use super::script::{Cut, Outcome, Turn, Usage};
-use super::{Rejection, WireApi, anthropic, openai};
+use super::{Rejection, WireApi, anthropic, openai, responses};
 
 /// Pause before aborting a connection, so the events already sent are flushed first.
 const FLUSH_PAUSE: Duration = Duration::from_millis(20);
@@ -30,6 +30,8 @@ pub(crate) struct ReplyContext {
     pub(crate) include_usage: bool,
     /// Unix seconds, for OpenAI's `created`.
     pub(crate) created: u64,
+    /// Responses: the request asked for `reasoning.encrypted_content`.
+    pub(crate) encrypted: bool,
 }
 
 /// One SSE event: an optional `event:` line, one `data:` line with compact JSON, a blank line.
@@ -92,6 +94,7 @@ pub(crate) async fn respond(api: WireApi, served: Served, extra: &[(&'static str
             let body = match api {
                 WireApi::Anthropic => anthropic::message_body(&turn, &ctx),
                 WireApi::OpenAi => openai::completion_body(&turn, &ctx),
+                WireApi::Responses => responses::response_body(&turn, &ctx),
             };
             json_response(StatusCode::OK, &body, extra)
         }
@@ -118,7 +121,16 @@ fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'st
     let mut events = match api {
         WireApi::Anthropic => anthropic::stream_events(turn, ctx),
         WireApi::OpenAi => openai::stream_events(turn, ctx),
+        WireApi::Responses => responses::stream_events(turn, ctx),
     };
+    if let Some(message) = &turn.failure
+        && api != WireApi::Responses
+    {
+        // The other formats have no failed status: their in-stream error replaces the terminal
+        // event.
+        events.pop();
+        events.push(in_stream_error(api, message));
+    }
     let tail: ByteStream = match &turn.cut {
         None => stream::empty().boxed(),
         Some(cut) => {
@@ -128,10 +140,7 @@ fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'st
                 Cut::End(_) => stream::empty().boxed(),
                 Cut::Stall(_) => stream::pending().boxed(),
                 Cut::Fail(_, message) => {
-                    let event = match api {
-                        WireApi::Anthropic => anthropic::stream_error(message),
-                        WireApi::OpenAi => openai::stream_error(message),
-                    };
+                    let event = in_stream_error(api, message);
                     stream::once(async move { Ok(event) }).boxed()
                 }
             }
@@ -146,11 +155,20 @@ fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'st
     )
 }
 
+/// The format's in-stream error event carrying `message`.
+fn in_stream_error(api: WireApi, message: &str) -> Bytes {
+    match api {
+        WireApi::Anthropic => anthropic::stream_error(message),
+        WireApi::OpenAi => openai::stream_error(message),
+        WireApi::Responses => responses::stream_error(message),
+    }
+}
+
 /// The rejection in the format's own error body, with its status.
 pub(crate) fn error_response(api: WireApi, rejection: &Rejection, extra: &[(&'static str, String)]) -> Response {
     let body = match api {
         WireApi::Anthropic => anthropic::error_body(rejection),
-        WireApi::OpenAi => openai::error_body(rejection),
+        WireApi::OpenAi | WireApi::Responses => openai::error_body(rejection),
     };
     let status = StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     json_response(status, &body, extra)

@@ -65,7 +65,9 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     /// Reasoning text. Anthropic: a `thinking` block whose `signature_delta` carries `signature`
-    /// (none sent when `None`); OpenAI: `delta.reasoning_content` (the signature is not sent).
+    /// (none sent when `None`); OpenAI: `delta.reasoning_content` (the signature is not sent);
+    /// Responses: a `reasoning` item whose summary is the text and whose `encrypted_content` is
+    /// the signature (or one the server makes up).
     Thinking {
         /// The reasoning text.
         text: String,
@@ -148,6 +150,8 @@ pub struct Turn {
     pub(crate) usage: Option<Usage>,
     pub(crate) delay: Duration,
     pub(crate) cut: Option<Cut>,
+    /// [`Turn::failed`]: the reply ends in a failure instead of its terminal event.
+    pub(crate) failure: Option<String>,
 }
 
 impl Default for Turn {
@@ -167,6 +171,7 @@ impl Turn {
             usage: None,
             delay: Duration::ZERO,
             cut: None,
+            failure: None,
         }
     }
 
@@ -205,6 +210,15 @@ impl Turn {
         }
     }
 
+    /// Streams the blocks, then fails in place of the terminal event: Responses sends
+    /// `response.failed` with `error: {"code": "server_error", message}`; the other formats send
+    /// their in-stream error (as [`fail_after`](Self::fail_after) does) instead of
+    /// `message_stop` / `[DONE]`.
+    pub fn failed(mut self, message: impl Into<String>) -> Self {
+        self.failure = Some(message.into());
+        self
+    }
+
     /// Appends a text block.
     pub fn text(mut self, text: impl Into<String>) -> Self {
         self.blocks.push(Block::Text(text.into()));
@@ -237,7 +251,8 @@ impl Turn {
         self
     }
 
-    /// Shorthand for `.stop_reason(StopReason::MaxTokens)`: `max_tokens` / `length`.
+    /// Shorthand for `.stop_reason(StopReason::MaxTokens)`: `max_tokens` / `length` /
+    /// Responses `response.incomplete` with reason `max_output_tokens`.
     pub fn length(self) -> Self {
         self.stop_reason(StopReason::MaxTokens)
     }
@@ -287,7 +302,7 @@ impl Turn {
 
     /// Streams the first `n_events` events, then an in-stream error and ends the body.
     /// Anthropic: `event: error` with an `overloaded_error`; OpenAI: `data: {"error":{...}}`
-    /// with type `server_error`.
+    /// with type `server_error`; Responses: an `error` event with code `server_error`.
     pub fn fail_after(mut self, n_events: usize, message: impl Into<String>) -> Self {
         self.cut = Some(Cut::Fail(n_events, message.into()));
         self

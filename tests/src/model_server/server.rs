@@ -1,7 +1,7 @@
 //! The axum side: routes, shared state, and admission of a request (auth, checks, context
 //! window, next turn); `respond.rs` renders the chosen turn.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::checks::{check_anthropic, check_openai, estimated_tokens};
+use super::checks::{check_anthropic, check_openai, check_responses, estimated_tokens};
 use super::respond::{ReplyContext, Served, error_response, json_response, respond};
 use super::script::Turn;
 use super::{RecordedRequest, Rejection, WireApi};
@@ -39,6 +39,8 @@ pub(crate) struct ServerState {
     pub(crate) verify_signatures: bool,
     /// Thinking signatures issued by served turns.
     pub(crate) signatures: HashSet<String>,
+    /// Responses: encrypted reasoning issued by served turns, with the model it was issued to.
+    pub(crate) reasoning: HashMap<String, String>,
     /// Answers requests before the queue is consulted.
     pub(crate) responder: Option<super::Responder>,
 }
@@ -62,6 +64,7 @@ impl Shared {
                 require_api_key: true,
                 verify_signatures: true,
                 signatures: HashSet::new(),
+                reasoning: HashMap::new(),
                 responder: None,
             }),
             recorded: watch::Sender::new(0),
@@ -91,6 +94,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/v1/chat/completions",
             post(api_route).layer(axum::Extension(WireApi::OpenAi)),
+        )
+        .route(
+            "/v1/responses",
+            post(api_route).layer(axum::Extension(WireApi::Responses)),
         )
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -133,7 +140,7 @@ async fn unknown_route(
 ) -> Response {
     let message = format!(
         "volcanic-testkit: no route for {method} {}; the model server serves POST /v1/messages \
-         (Anthropic) and POST /v1/chat/completions (OpenAI)",
+         (Anthropic), POST /v1/chat/completions (OpenAI) and POST /v1/responses (OpenAI Responses)",
         uri.path()
     );
     let rejection = Rejection::new(404, "not_found_error", None, message.clone());
@@ -237,7 +244,7 @@ fn admit_and_record(
 fn request_id_header(api: WireApi) -> &'static str {
     match api {
         WireApi::Anthropic => "request-id",
-        WireApi::OpenAi => "x-request-id",
+        WireApi::OpenAi | WireApi::Responses => "x-request-id",
     }
 }
 
@@ -258,7 +265,7 @@ fn admit(
                 return Err(Rejection::invalid_request("anthropic-version: header is required"));
             }
         }
-        WireApi::OpenAi => {
+        WireApi::OpenAi | WireApi::Responses => {
             let bearer = headers
                 .get("authorization")
                 .and_then(|value| value.strip_prefix("Bearer "))
@@ -281,6 +288,7 @@ fn admit(
             check_anthropic(body, state.verify_signatures.then_some(&state.signatures))?;
         }
         WireApi::OpenAi => check_openai(body)?,
+        WireApi::Responses => check_responses(body, &state.reasoning)?,
     }
     let tokens = estimated_tokens(api, body);
     if let Some(window) = state.context_window
@@ -309,17 +317,29 @@ fn admit(
         ));
     };
     state.signatures.extend(turn.signatures().map(str::to_owned));
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("").to_owned();
+    let encrypted = api == WireApi::Responses
+        && body
+            .get("include")
+            .and_then(Value::as_array)
+            .is_some_and(|include| include.iter().any(|i| i == "reasoning.encrypted_content"));
+    if encrypted {
+        for blob in super::responses::issued_reasoning(&turn, index) {
+            state.reasoning.insert(blob, model.clone());
+        }
+    }
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| elapsed.as_secs())
         .unwrap_or(0);
     let ctx = ReplyContext {
-        model: body.get("model").and_then(Value::as_str).unwrap_or("").to_owned(),
+        model,
         seq: index,
         usage: turn.effective_usage(tokens),
         include_usage: api == WireApi::OpenAi && include_usage,
         created,
+        encrypted,
     };
     Ok(Served {
         streaming: body.get("stream").and_then(Value::as_bool) == Some(true),
@@ -333,7 +353,7 @@ fn context_rejection(api: WireApi, tokens: u64, window: u64) -> Rejection {
         WireApi::Anthropic => {
             Rejection::invalid_request(format!("prompt is too long: {tokens} tokens > {window} maximum"))
         }
-        WireApi::OpenAi => Rejection::new(
+        WireApi::OpenAi | WireApi::Responses => Rejection::new(
             400,
             "invalid_request_error",
             Some("context_length_exceeded"),

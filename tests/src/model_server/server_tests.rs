@@ -101,7 +101,7 @@ async fn wait_for_requests_times_out_with_what_arrived() {
 async fn unknown_route_is_a_recorded_404() {
     let server = server().await;
     let response = client()
-        .post(format!("{}/v1/responses", server.url()))
+        .post(format!("{}/v1/embeddings", server.url()))
         .json(&json!({"model": "x"}))
         .send()
         .await
@@ -110,7 +110,7 @@ async fn unknown_route_is_a_recorded_404() {
     let recorded = server.requests();
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0].api, None);
-    assert_eq!(recorded[0].path, "/v1/responses");
+    assert_eq!(recorded[0].path, "/v1/embeddings");
     assert_eq!(recorded[0].rejection.as_ref().unwrap().status, 404);
 }
 

@@ -62,14 +62,18 @@ pub struct Transcript {
 }
 
 impl Transcript {
-    /// Reads the `messages` of a request body in the given format; anything unreadable is left out.
+    /// Reads the `messages` (Responses: `input` items) of a request body in the given format;
+    /// anything unreadable is left out. Responses function calls following an assistant message
+    /// join it, as they came in one answer.
     pub fn of(api: WireApi, body: &Value) -> Transcript {
-        let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice);
+        let field = if api == WireApi::Responses { "input" } else { "messages" };
+        let messages = body.get(field).and_then(Value::as_array).map(Vec::as_slice);
         let mut said = Vec::new();
         for message in messages.unwrap_or_default() {
             match api {
                 WireApi::Anthropic => read_anthropic(message, &mut said),
                 WireApi::OpenAi => read_openai(message, &mut said),
+                WireApi::Responses => read_responses(message, &mut said),
             }
         }
         Transcript { said }
@@ -213,6 +217,47 @@ fn read_openai(message: &Value, said: &mut Vec<Said>) {
         Some("tool") => said.push(Said::ToolResult {
             call_id: string(message, "tool_call_id"),
             text,
+        }),
+        _ => {}
+    }
+}
+
+fn read_responses(item: &Value, said: &mut Vec<Said>) {
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
+    match kind {
+        "message" => {
+            let text = item.get("content").map(content_text).unwrap_or_default();
+            match item.get("role").and_then(Value::as_str) {
+                Some("user") => said.push(Said::User(text)),
+                Some("assistant") => said.push(Said::Assistant {
+                    text,
+                    calls: Vec::new(),
+                }),
+                _ => {}
+            }
+        }
+        "function_call" => {
+            let arguments = match item.get("arguments") {
+                Some(Value::String(raw)) => serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone())),
+                Some(other) => other.clone(),
+                None => Value::Null,
+            };
+            let call = Call {
+                id: string(item, "call_id"),
+                name: string(item, "name"),
+                arguments,
+            };
+            match said.last_mut() {
+                Some(Said::Assistant { calls, .. }) => calls.push(call),
+                _ => said.push(Said::Assistant {
+                    text: String::new(),
+                    calls: vec![call],
+                }),
+            }
+        }
+        "function_call_output" => said.push(Said::ToolResult {
+            call_id: string(item, "call_id"),
+            text: item.get("output").map(content_text).unwrap_or_default(),
         }),
         _ => {}
     }

@@ -139,8 +139,11 @@ impl IdMapper {
         let (max_len, strict_chars) = match api {
             // Anthropic: ^[a-zA-Z0-9_-]{1,64}$.
             Api::AnthropicMessages => (64, true),
-            // OpenAI: at most 40 characters.
-            Api::OpenAiCompletions | Api::OpenAiResponses => (40, false),
+            // OpenAI Chat Completions: at most 40 characters.
+            Api::OpenAiCompletions => (40, false),
+            // Responses: `{call_id}|{item id}` pairs (pi's form), which the provider splits and
+            // sanitizes itself (call ids up to 64 characters, item ids kept for its own calls).
+            Api::OpenAiResponses => (129, false),
             Api::Other(_) => (64, true),
         };
         IdMapper {

@@ -25,7 +25,9 @@ pub enum ModelError {
         env: String,
     },
     /// A custom provider names an API no provider implements.
-    #[error("provider `{provider}`: unknown api `{api}` (use anthropic-messages or openai-completions)")]
+    #[error(
+        "provider `{provider}`: unknown api `{api}` (use anthropic-messages, openai-completions or openai-responses)"
+    )]
     UnknownApi {
         /// Provider name.
         provider: String,
@@ -240,7 +242,13 @@ impl ModelRegistry {
             }
         }
         context.messages = normalize_transcript(std::mem::take(&mut context.messages), model);
-        let inner = reg.provider.stream(model, context, options);
+        // One provider may serve models of two APIs (OpenAI: Chat Completions and Responses):
+        // a model whose API is not its registration's goes to that API's implementation.
+        let provider = match self.apis.get(model.api.as_str()) {
+            Some(api) if reg.provider.api() != model.api => api,
+            _ => &reg.provider,
+        };
+        let inner = provider.stream(model, context, options);
         guard_terminal(model.clone(), inner)
     }
 }

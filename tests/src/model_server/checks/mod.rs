@@ -1,6 +1,6 @@
 //! Request checks, as strict as the real APIs, and the request size estimate.
 //!
-//! One file per wire API: `anthropic.rs`, `openai.rs`.
+//! One file per wire API: `anthropic.rs`, `openai.rs`, `responses.rs`.
 //!
 //! Each check returns the first problem as a 400 [`Rejection`] whose message follows the real
 //! API's wording where it is known (field paths like `messages.2.content.0`, OpenAI's
@@ -10,9 +10,11 @@ use serde_json::Value;
 
 mod anthropic;
 mod openai;
+mod responses;
 
 pub(crate) use anthropic::check_anthropic;
 pub(crate) use openai::check_openai;
+pub(crate) use responses::check_responses;
 
 use super::{Rejection, WireApi};
 
@@ -22,6 +24,7 @@ pub fn estimated_tokens(api: WireApi, body: &Value) -> u64 {
     let fields: &[&str] = match api {
         WireApi::Anthropic => &["system", "messages", "tools"],
         WireApi::OpenAi => &["messages", "tools"],
+        WireApi::Responses => &["instructions", "input", "tools"],
     };
     let chars: usize = fields
         .iter()

@@ -1,0 +1,110 @@
+//! [`OpenAiResponsesProvider`]: one streamed `POST {base_url}/responses` per call, retried while
+//! nothing of the answer was streamed, ending in exactly one `done` or `error` event.
+
+use reqwest::header::{AUTHORIZATION, HeaderName};
+use volcanic_abstractions::{Api, Model, Provider, ProviderContext, ProviderStream, StreamOptions};
+use volcanic_provider_support::{ProviderConfig, SseProvider, WireApi};
+
+use crate::mapper::Mapper;
+use crate::{Result, request, wire};
+
+/// OpenAI Responses provider ([`Api::OpenAiResponses`]), stateless (`store: false`).
+///
+/// One instance holds one HTTP client and may serve any number of concurrent calls. Each call
+/// POSTs to `{model.base_url}/responses` (the base URL includes `/v1`) with
+/// `authorization: Bearer KEY` when [`StreamOptions::api_key`] is set, `stream: true`,
+/// `store: false` and, for reasoning models, `include: ["reasoning.encrypted_content"]` and
+/// `reasoning.effort` from the thinking level ([`reasoning_effort`](crate::reasoning_effort)).
+///
+/// Failures never leave the stream out of band: HTTP errors (`"429 rate_limit_exceeded: ..."`,
+/// `"400 context_length_exceeded: ..."`), `error` events, `response.failed`, a content-filtered
+/// `response.incomplete`, broken or silent streams and aborts all end the stream with one `error`
+/// event. Transient failures (429, 5xx, dropped connections, a `server_error` event or failed
+/// response) are retried with backoff honouring `retry-after`, as long as no content block was
+/// streamed; see [`ProviderConfig`]. `response.incomplete` for `max_output_tokens` ends with stop
+/// reason `length`.
+#[derive(Debug, Clone)]
+pub struct OpenAiResponsesProvider(SseProvider<Responses>);
+
+impl OpenAiResponsesProvider {
+    /// A provider with the default [`ProviderConfig`].
+    ///
+    /// # Errors
+    /// [`ResponsesError::Client`](crate::ResponsesError::Client) when the HTTP client cannot be
+    /// built.
+    pub fn new() -> Result<Self> {
+        Self::with_config(ProviderConfig::default())
+    }
+
+    /// A provider with the given retry, idle-timeout and connect-timeout settings.
+    ///
+    /// # Errors
+    /// [`ResponsesError::Client`](crate::ResponsesError::Client) when the HTTP client cannot be
+    /// built.
+    pub fn with_config(config: ProviderConfig) -> Result<Self> {
+        SseProvider::new(config).map(Self)
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ProviderConfig {
+        self.0.config()
+    }
+}
+
+impl Provider for OpenAiResponsesProvider {
+    fn api(&self) -> Api {
+        Api::OpenAiResponses
+    }
+
+    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
+        self.0.stream(model, context, options)
+    }
+}
+
+/// The Responses API as [`SseProvider`] speaks it.
+#[derive(Debug)]
+pub(crate) struct Responses;
+
+impl WireApi for Responses {
+    const NAME: &'static str = "openai-responses";
+    type Mapper = Mapper;
+
+    /// `{base}/responses`.
+    fn endpoint(base_url: &str) -> String {
+        format!("{}/responses", base_url.trim_end_matches('/'))
+    }
+
+    fn key_header(key: &str) -> (HeaderName, String) {
+        (AUTHORIZATION, format!("Bearer {key}"))
+    }
+
+    type Body<'a> = request::Body<'a>;
+
+    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
+        request::Body::new(model, context, options)
+    }
+
+    fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
+        wire::error_body(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn endpoint_appends_responses() {
+        assert_eq!(
+            Responses::endpoint("https://api.openai.com/v1/"),
+            "https://api.openai.com/v1/responses"
+        );
+    }
+
+    #[test]
+    fn provider_is_send_sync_static() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<OpenAiResponsesProvider>();
+    }
+}

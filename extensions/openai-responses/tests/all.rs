@@ -1,0 +1,5 @@
+//! Integration tests of `volcanic-openai-responses`, one binary: against the testkit's scripted
+//! model server (`suite/replies.rs`, `suite/failures.rs`), across providers through the model
+//! registry (`suite/switch.rs`) and against `@copilotkit/aimock` (`suite/aimock.rs`).
+
+mod suite;
