@@ -91,7 +91,7 @@ impl Http {
                         reason: format!("redirect to a bad address `{location}`: {e}"),
                     })?;
                 }
-                _ if status.is_redirection() => {
+                _ if status.is_redirection() && status != StatusCode::NOT_MODIFIED => {
                     return Err(A2aError::Transport {
                         url: url.to_string(),
                         reason: format!(
