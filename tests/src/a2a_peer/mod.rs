@@ -20,10 +20,12 @@
 //! - `message …`: answers with a direct message (no task);
 //! - anything else: completes at once with the artifact `answer: <text>`.
 //!
-//! [`PeerConfig`] adds a bearer token every JSON-RPC call must carry (401 otherwise), a
+//! [`PeerConfig`] adds a bearer token or an API-key header every JSON-RPC call must carry (401
+//! otherwise), a
 //! redirect (307) of every JSON-RPC call to another URL, and card faults. Every request is
 //! recorded with its headers ([`A2aPeer::requests`]).
 
+mod card;
 mod wire;
 
 use std::collections::HashMap;
@@ -74,6 +76,8 @@ pub struct PeerConfig {
     pub streaming: bool,
     /// A bearer token every JSON-RPC call must carry.
     pub bearer: Option<String>,
+    /// An API key every JSON-RPC call must carry: header name (lowercase) and value.
+    pub api_key: Option<(String, String)>,
     /// Answers every JSON-RPC call with a 307 to this URL.
     pub redirect_to: Option<String>,
     /// A fault of its card.
@@ -87,6 +91,7 @@ impl PeerConfig {
             mode,
             streaming: true,
             bearer: None,
+            api_key: None,
             redirect_to: None,
             card: CardFault::None,
         }
@@ -220,10 +225,10 @@ async fn serve(State(shared): State<Shared>, method: Method, uri: Uri, headers: 
     };
     match (method, path.as_str()) {
         (Method::GET, "/.well-known/agent-card.json") if config.mode != PeerMode::V03Only => {
-            card(&shared, &headers, Wire::V1)
+            card::card(&shared, &headers, Wire::V1)
         }
         (Method::GET, "/.well-known/agent.json") if config.mode != PeerMode::V1Only => {
-            card(&shared, &headers, Wire::V03)
+            card::card(&shared, &headers, Wire::V03)
         }
         (Method::POST, "/") => {
             if let Some(to) = &config.redirect_to {
@@ -240,56 +245,15 @@ async fn serve(State(shared): State<Shared>, method: Method, uri: Uri, headers: 
                         .into_response();
                 }
             }
+            if let Some((name, value)) = &config.api_key
+                && headers.get(name.as_str()).and_then(|v| v.to_str().ok()) != Some(value.as_str())
+            {
+                return (StatusCode::UNAUTHORIZED, "missing API key").into_response();
+            }
             rpc(shared, &headers, parsed).await
         }
         _ => (StatusCode::NOT_FOUND, "not found").into_response(),
     }
-}
-
-fn card(shared: &Shared, headers: &HeaderMap, wire: Wire) -> Response {
-    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(CARD_ETAG) {
-        return (StatusCode::NOT_MODIFIED, [(header::ETAG, CARD_ETAG)]).into_response();
-    }
-    let (config, addr) = {
-        let s = lock(shared);
-        (s.config.clone(), s.addr)
-    };
-    let endpoint = match &config.card {
-        CardFault::Endpoint(url) => url.clone(),
-        CardFault::None | CardFault::Broken => format!("http://{addr}/"),
-    };
-    let skills = json!([{"id": "echo", "name": "echo", "description": "Echoes text and files", "tags": ["test"]}]);
-    let caps = json!({"streaming": config.streaming, "pushNotifications": false});
-    let card = match wire {
-        Wire::V1 => {
-            let mut interfaces = vec![json!({"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"})];
-            let mut card = json!({"name": "scripted peer", "description": "A scripted A2A agent", "version": "1.0.0",
-                "capabilities": caps, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-                "skills": skills});
-            if config.mode == PeerMode::Both {
-                interfaces.push(json!({"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
-                card["url"] = json!(endpoint);
-                card["protocolVersion"] = json!("0.3.0");
-                card["preferredTransport"] = json!("JSONRPC");
-            }
-            card["supportedInterfaces"] = json!(interfaces);
-            card
-        }
-        Wire::V03 => json!({"name": "scripted peer", "description": "A scripted A2A agent (0.3)", "version": "1.0.0",
-            "url": endpoint, "protocolVersion": "0.3.0", "preferredTransport": "JSONRPC", "capabilities": caps,
-            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": skills}),
-    };
-    let body = if config.card == CardFault::Broken {
-        "{\"name\": \"broken".to_owned()
-    } else {
-        card.to_string()
-    };
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json"), (header::ETAG, CARD_ETAG)],
-        body,
-    )
-        .into_response()
 }
 
 fn rpc_error(id: &Value, code: i64, message: &str) -> Response {

@@ -61,6 +61,28 @@ async fn a_bearer_token_goes_to_its_origin_only_even_after_a_redirect() {
 }
 
 #[tokio::test]
+async fn an_api_key_goes_in_its_header_to_its_origin() {
+    let key = Some(("x-api-key".to_owned(), "key-0123456789".to_owned()));
+    let config = PeerConfig {
+        api_key: key,
+        ..PeerConfig::new(PeerMode::V03Only)
+    };
+    let s = setup_for(config.clone(), |url| {
+        let mut settings = quick();
+        let credential = Credential::Header {
+            name: "X-API-Key".into(),
+            value: "key-0123456789".into(),
+        };
+        settings.add_credential(url, credential).unwrap();
+        settings
+    })
+    .await;
+    assert!(s.run(send("hello")).await.unwrap().contains("answer: hello"));
+    let open = setup_with(config, quick()).await;
+    assert!(open.run(send("hello")).await.unwrap_err().contains("HTTP 401"));
+}
+
+#[tokio::test]
 async fn a_card_that_does_not_parse_or_names_another_origin_is_reported_not_used() {
     for mode in MODES {
         let s = setup_with(
