@@ -200,7 +200,13 @@ impl A2aClient {
         let mut task: Option<Task> = None;
         loop {
             let next = match tokio::time::timeout_at(deadline, events.next()).await {
-                Ok(Some(next)) => next?,
+                Ok(Some(Ok(next))) => next,
+                // A broken stream of a known task: polling takes over.
+                Ok(Some(Err(e))) if task.is_some() => {
+                    tracing::debug!(error = %e, "A2A stream broke; polling the task");
+                    break;
+                }
+                Ok(Some(Err(e))) => return Err(e),
                 // Ended, or out of time: what we have (polling takes over while time is left).
                 Ok(None) | Err(_) => break,
             };

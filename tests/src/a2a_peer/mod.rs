@@ -21,9 +21,9 @@
 //! - anything else: completes at once with the artifact `answer: <text>`.
 //!
 //! [`PeerConfig`] adds a bearer token or an API-key header every JSON-RPC call must carry (401
-//! otherwise), a
-//! redirect (307) of every JSON-RPC call to another URL, and card faults. Every request is
-//! recorded with its headers ([`A2aPeer::requests`]).
+//! otherwise), a redirect (307) of every JSON-RPC call to another URL, streams cut after their
+//! first event, and card faults. Every request is recorded with its headers
+//! ([`A2aPeer::requests`]).
 
 mod card;
 mod wire;
@@ -82,6 +82,8 @@ pub struct PeerConfig {
     pub redirect_to: Option<String>,
     /// A fault of its card.
     pub card: CardFault,
+    /// Streams end after the first event (the task), without a final state.
+    pub cut_streams: bool,
 }
 
 impl PeerConfig {
@@ -94,6 +96,7 @@ impl PeerConfig {
             api_key: None,
             redirect_to: None,
             card: CardFault::None,
+            cut_streams: false,
         }
     }
 }
@@ -427,6 +430,9 @@ async fn send(shared: Shared, id: Value, wire: Wire, params: Value, stream: bool
     if stream {
         let snapshot = lock(&shared).tasks[&task_id].clone();
         let mut events = vec![(None, snapshot.task_event(wire))];
+        if lock(&shared).config.cut_streams {
+            return sse(id, events);
+        }
         if snapshot.state == PeerState::Working {
             events.push((None, snapshot.status_event(wire)));
             let shared = shared.clone();

@@ -62,6 +62,24 @@ async fn a_task_still_running_is_polled_until_it_completes() {
 }
 
 #[tokio::test]
+async fn a_stream_that_ends_before_a_final_state_falls_back_to_polling() {
+    for mode in MODES {
+        let s = setup_with(
+            PeerConfig {
+                cut_streams: true,
+                ..PeerConfig::new(mode)
+            },
+            quick(),
+        )
+        .await;
+        let out = s.run(send("run 1 the report")).await.unwrap();
+        assert!(out.contains("done: run 1 the report"), "{mode:?}: {out}");
+        let methods = s.peer.rpc_methods();
+        assert!(methods[0].contains("tream") && methods.len() >= 2, "{methods:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_streamed_task_that_outlives_the_wait_is_reported_then_status_and_cancel_work() {
     for mode in MODES {
         for streaming in [true, false] {
