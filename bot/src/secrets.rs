@@ -45,7 +45,8 @@ impl Secrets {
     /// the binary). The sources:
     /// - each provider's `api_key`, and the variable its `api_key_env` names (any name);
     /// - `telegram.token` and `TELEGRAM_BOT_TOKEN`;
-    /// - `google.client_secret` (resolved: the file's, else `GOOGLE_CLIENT_SECRET`).
+    /// - `google.client_secret` (resolved: the file's, else `GOOGLE_CLIENT_SECRET`);
+    /// - the variables `[features.a2a.credentials.*]` name (`token_env`, `key_env`).
     pub fn of(config: &Config, env: impl Fn(&str) -> Option<String>) -> Secrets {
         let mut s = Secrets::default();
         for p in &config.providers {
@@ -61,6 +62,11 @@ impl Secrets {
             config.google.as_ref().map(|g| g.client_secret.as_str()),
         );
         s.variable("google.client_secret", "GOOGLE_CLIENT_SECRET", &env);
+        if let Some(a2a) = config.features.get("a2a") {
+            for (key, name) in crate::features::a2a::credential_variables(a2a) {
+                s.variable(&key, &name, &env);
+            }
+        }
         // A2A agents' and MCP servers' credentials go here, one line each, when they arrive.
         s
     }

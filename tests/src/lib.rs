@@ -5,7 +5,9 @@
 //! - [`bot_api`]: a Telegram Bot API double, strict like Telegram, that teloxide works
 //!   against; tests push updates and observe every call the bot makes.
 //! - [`google`]: Google's OAuth 2.0 endpoints and the Calendar API v3, strict like Google.
+//! - [`a2a_peer`]: a scripted A2A agent speaking JSON-RPC + SSE in A2A 1.0, 0.3, or both.
 
+pub mod a2a_peer;
 pub mod bot_api;
 pub mod google;
 pub mod model_server;

@@ -18,6 +18,7 @@
 //! A feature's config is its own section, `[features.<name>]`, read with [`Services::section`];
 //! a section no feature reads is an error naming it. (Google Calendar keeps its older `[google]`.)
 
+pub mod a2a;
 pub mod calendar;
 pub mod example;
 pub mod scheduler;
@@ -40,7 +41,7 @@ pub type Build = fn(&Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>>;
 
 /// Every feature, in the order their extensions, commands and help lines appear. Adding one:
 /// its module above and one line here.
-pub const FEATURES: &[Build] = &[scheduler::build, calendar::build, example::build];
+pub const FEATURES: &[Build] = &[scheduler::build, calendar::build, a2a::build, example::build];
 
 /// What the host shares with its features.
 pub struct Services {

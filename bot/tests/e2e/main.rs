@@ -1,5 +1,6 @@
 //! End-to-end tests of the real `volcanic-bot` binary against the test kit's doubles.
 
+mod a2a;
 mod compaction;
 mod console;
 mod console_tty;

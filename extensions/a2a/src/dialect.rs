@@ -1,0 +1,301 @@
+//! The two wire dialects. A2A 1.0 is read and written with `a2a-lf`'s types; A2A 0.3 (lowercase
+//! states, `kind`-tagged unions, bare results, `final` on status events) is translated to and
+//! from the 1.0 shapes here, so everything above works on one model.
+
+use a2a::{Message, SendMessageResponse, StreamResponse, Task};
+use serde_json::{Map, Value, json};
+
+use crate::error::{A2aError, Result};
+
+/// A wire dialect of an agent, chosen from its card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// A2A 1.0 (`SendMessage`, `TASK_STATE_*`, header `A2A-Version: 1.0`).
+    V1,
+    /// A2A 0.3 (`message/send`, `completed`, `kind` tags).
+    V03,
+}
+
+/// The calls the client makes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Call {
+    Send,
+    Stream,
+    Get,
+    Cancel,
+}
+
+impl Dialect {
+    /// How it is shown.
+    pub fn label(self) -> &'static str {
+        match self {
+            Dialect::V1 => "A2A 1.0",
+            Dialect::V03 => "A2A 0.3",
+        }
+    }
+
+    /// The JSON-RPC method of `call`.
+    pub(crate) fn method(self, call: Call) -> &'static str {
+        match (self, call) {
+            (Dialect::V1, Call::Send) => a2a::methods::SEND_MESSAGE,
+            (Dialect::V1, Call::Stream) => a2a::methods::SEND_STREAMING_MESSAGE,
+            (Dialect::V1, Call::Get) => a2a::methods::GET_TASK,
+            (Dialect::V1, Call::Cancel) => a2a::methods::CANCEL_TASK,
+            (Dialect::V03, Call::Send) => "message/send",
+            (Dialect::V03, Call::Stream) => "message/stream",
+            (Dialect::V03, Call::Get) => "tasks/get",
+            (Dialect::V03, Call::Cancel) => "tasks/cancel",
+        }
+    }
+
+    /// Params of a send: the message, and whether the server may hold the answer until the task
+    /// settles (`blocking`); 1.0 says it the other way round (`returnImmediately`).
+    pub(crate) fn send_params(self, message: &Message, blocking: bool) -> Result<Value> {
+        let wire = serde_json::to_value(message).map_err(|e| A2aError::Invalid(format!("message: {e}")))?;
+        Ok(match self {
+            Dialect::V1 => json!({"message": wire, "configuration": {"returnImmediately": !blocking}}),
+            Dialect::V03 => json!({"message": message_to_03(wire), "configuration": {"blocking": blocking}}),
+        })
+    }
+
+    /// Params of `GetTask` with the last `history` messages.
+    pub(crate) fn get_params(self, id: &str, history: i32) -> Value {
+        json!({"id": id, "historyLength": history})
+    }
+
+    /// The result of a send: a task or a direct message.
+    pub(crate) fn send_result(self, v: Value) -> Result<SendMessageResponse> {
+        match self {
+            Dialect::V1 => parse(v, "SendMessage result"),
+            Dialect::V03 => match kind(&v) {
+                Some("task") => Ok(SendMessageResponse::Task(parse(task_from_03(v), "task")?)),
+                Some("message") => Ok(SendMessageResponse::Message(parse(message_from_03(v), "message")?)),
+                other => Err(A2aError::Malformed(format!("message/send result of kind {other:?}"))),
+            },
+        }
+    }
+
+    /// A task (the result of get and cancel).
+    pub(crate) fn task(self, v: Value) -> Result<Task> {
+        match self {
+            Dialect::V1 => parse(v, "task"),
+            Dialect::V03 => parse(task_from_03(v), "task"),
+        }
+    }
+
+    /// One event of a stream; `final` is 0.3's end-of-stream mark (1.0 ends the stream).
+    pub(crate) fn event(self, v: Value) -> Result<(StreamResponse, bool)> {
+        match self {
+            Dialect::V1 => Ok((parse(v, "stream event")?, false)),
+            Dialect::V03 => {
+                let last = v.get("final").and_then(Value::as_bool).unwrap_or(false);
+                let event = match kind(&v) {
+                    Some("task") => StreamResponse::Task(parse(task_from_03(v), "task")?),
+                    Some("message") => StreamResponse::Message(parse(message_from_03(v), "message")?),
+                    Some("status-update") => {
+                        StreamResponse::StatusUpdate(parse(status_event_from_03(v), "status-update")?)
+                    }
+                    Some("artifact-update") => {
+                        StreamResponse::ArtifactUpdate(parse(artifact_event_from_03(v), "artifact-update")?)
+                    }
+                    other => return Err(A2aError::Malformed(format!("stream event of kind {other:?}"))),
+                };
+                Ok((event, last))
+            }
+        }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| A2aError::Malformed(format!("{what} does not have A2A's shape: {e}")))
+}
+
+fn kind(v: &Value) -> Option<&str> {
+    v.get("kind").and_then(Value::as_str)
+}
+
+/// Copies the listed keys of `from` that are present.
+fn pick(from: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    keys.iter()
+        .filter_map(|k| {
+            from.get(*k)
+                .filter(|v| !v.is_null())
+                .map(|v| ((*k).to_owned(), v.clone()))
+        })
+        .collect()
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// 0.3 state names to 1.0's (`input-required` → `TASK_STATE_INPUT_REQUIRED`).
+fn state_from_03(s: &str) -> String {
+    match s {
+        "unknown" | "" => "TASK_STATE_UNSPECIFIED".to_owned(),
+        other => format!("TASK_STATE_{}", other.replace('-', "_").to_ascii_uppercase()),
+    }
+}
+
+fn parts_from_03(v: Option<&Value>) -> Value {
+    let parts = v.and_then(Value::as_array).cloned().unwrap_or_default();
+    Value::Array(parts.into_iter().map(|p| part_from_03(obj(p))).collect())
+}
+
+fn part_from_03(p: Map<String, Value>) -> Value {
+    let mut out = pick(&p, &["metadata"]);
+    match p.get("kind").and_then(Value::as_str) {
+        Some("file") => {
+            let file = p.get("file").cloned().map(obj).unwrap_or_default();
+            if let Some(bytes) = file.get("bytes") {
+                out.insert("raw".into(), bytes.clone());
+            } else if let Some(uri) = file.get("uri") {
+                out.insert("url".into(), uri.clone());
+            }
+            if let Some(name) = file.get("name") {
+                out.insert("filename".into(), name.clone());
+            }
+            if let Some(mime) = file.get("mimeType") {
+                out.insert("mediaType".into(), mime.clone());
+            }
+        }
+        Some("data") => {
+            out.insert("data".into(), p.get("data").cloned().unwrap_or(Value::Null));
+        }
+        _ => {
+            out.insert("text".into(), p.get("text").cloned().unwrap_or(Value::Null));
+        }
+    }
+    Value::Object(out)
+}
+
+fn message_from_03(v: Value) -> Value {
+    let m = obj(v);
+    let mut out = pick(
+        &m,
+        &[
+            "messageId",
+            "contextId",
+            "taskId",
+            "metadata",
+            "extensions",
+            "referenceTaskIds",
+        ],
+    );
+    let role = match m.get("role").and_then(Value::as_str) {
+        Some("user") => "ROLE_USER",
+        Some("agent") => "ROLE_AGENT",
+        _ => "ROLE_UNSPECIFIED",
+    };
+    out.insert("role".into(), json!(role));
+    out.insert("parts".into(), parts_from_03(m.get("parts")));
+    Value::Object(out)
+}
+
+fn status_from_03(v: Option<&Value>) -> Value {
+    let s = obj(v.cloned().unwrap_or(Value::Null));
+    let mut out = pick(&s, &["timestamp"]);
+    let state = s.get("state").and_then(Value::as_str).unwrap_or("unknown");
+    out.insert("state".into(), json!(state_from_03(state)));
+    if let Some(message) = s.get("message").filter(|m| m.is_object()) {
+        out.insert("message".into(), message_from_03(message.clone()));
+    }
+    Value::Object(out)
+}
+
+fn artifact_from_03(v: Value) -> Value {
+    let a = obj(v);
+    let mut out = pick(&a, &["artifactId", "name", "description", "metadata", "extensions"]);
+    out.insert("parts".into(), parts_from_03(a.get("parts")));
+    Value::Object(out)
+}
+
+fn task_from_03(v: Value) -> Value {
+    let t = obj(v);
+    let mut out = pick(&t, &["id", "contextId", "metadata"]);
+    out.insert("status".into(), status_from_03(t.get("status")));
+    if let Some(Value::Array(list)) = t.get("artifacts") {
+        out.insert("artifacts".into(), list.iter().cloned().map(artifact_from_03).collect());
+    }
+    if let Some(Value::Array(list)) = t.get("history") {
+        out.insert("history".into(), list.iter().cloned().map(message_from_03).collect());
+    }
+    Value::Object(out)
+}
+
+fn status_event_from_03(v: Value) -> Value {
+    let e = obj(v);
+    let mut out = pick(&e, &["taskId", "contextId", "metadata"]);
+    out.insert("status".into(), status_from_03(e.get("status")));
+    Value::Object(out)
+}
+
+fn artifact_event_from_03(v: Value) -> Value {
+    let e = obj(v);
+    let mut out = pick(&e, &["taskId", "contextId", "append", "lastChunk", "metadata"]);
+    out.insert(
+        "artifact".into(),
+        artifact_from_03(e.get("artifact").cloned().unwrap_or(Value::Null)),
+    );
+    Value::Object(out)
+}
+
+/// A 1.0 message (as JSON) in 0.3's shape.
+fn message_to_03(v: Value) -> Value {
+    let m = obj(v);
+    let mut out = pick(
+        &m,
+        &[
+            "messageId",
+            "contextId",
+            "taskId",
+            "metadata",
+            "extensions",
+            "referenceTaskIds",
+        ],
+    );
+    out.insert("kind".into(), json!("message"));
+    let role = if m.get("role").and_then(Value::as_str) == Some("ROLE_AGENT") {
+        "agent"
+    } else {
+        "user"
+    };
+    out.insert("role".into(), json!(role));
+    let parts = m.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+    out.insert("parts".into(), parts.into_iter().map(|p| part_to_03(obj(p))).collect());
+    Value::Object(out)
+}
+
+fn part_to_03(p: Map<String, Value>) -> Value {
+    let mut out = pick(&p, &["metadata"]);
+    if let Some(text) = p.get("text") {
+        out.insert("kind".into(), json!("text"));
+        out.insert("text".into(), text.clone());
+    } else if let Some(data) = p.get("data") {
+        out.insert("kind".into(), json!("data"));
+        out.insert("data".into(), data.clone());
+    } else {
+        let mut file = Map::new();
+        if let Some(raw) = p.get("raw") {
+            file.insert("bytes".into(), raw.clone());
+        } else if let Some(url) = p.get("url") {
+            file.insert("uri".into(), url.clone());
+        }
+        if let Some(name) = p.get("filename") {
+            file.insert("name".into(), name.clone());
+        }
+        if let Some(mime) = p.get("mediaType") {
+            file.insert("mimeType".into(), mime.clone());
+        }
+        out.insert("kind".into(), json!("file"));
+        out.insert("file".into(), Value::Object(file));
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+#[path = "dialect_tests.rs"]
+mod tests;
