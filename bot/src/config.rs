@@ -37,8 +37,10 @@ pub enum ConfigError {
     },
 }
 
+/// The file's top level. Unknown keys are not refused here: every other table is a host
+/// feature's section (`[a2a]`, `[example]`, ...; checked by the features, one no feature reads
+/// is an error), every other value an error naming its key ([`resolve`]).
 #[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 struct RawConfig {
     state_dir: Option<PathBuf>,
     workspaces_dir: Option<PathBuf>,
@@ -55,9 +57,9 @@ struct RawConfig {
     providers: BTreeMap<String, RawProvider>,
     http: Option<RawHttp>,
     google: Option<RawGoogle>,
-    /// `[features.<name>]`: each read by its feature (`features::Services::section`).
-    #[serde(default)]
-    features: BTreeMap<String, toml::Table>,
+    /// Everything else: the features' sections (`features::Services::section`).
+    #[serde(flatten)]
+    rest: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -201,8 +203,8 @@ pub struct Config {
     /// `[http] public_url` for the callback flow. `None` without a client id and secret (the bot
     /// runs; `/calendar connect` says what to configure).
     pub google: Option<volcanic_google_calendar::GoogleConfig>,
-    /// `[features.<name>]` sections as written; each feature reads and checks its own, and one
-    /// no feature reads is an error (`features::Features::build`).
+    /// The host features' sections (`[<feature name>]`) as written; each feature reads and checks
+    /// its own, and one no feature reads is an error (`features::Features::build`).
     pub features: BTreeMap<String, toml::Table>,
 }
 
@@ -278,6 +280,20 @@ fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
 }
 
 fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
+    let mut features = BTreeMap::new();
+    for (key, value) in raw.rest {
+        match value {
+            toml::Value::Table(t) => {
+                features.insert(key, t);
+            }
+            _ => {
+                return Err(invalid(
+                    key,
+                    "unknown setting (see config/volcanic.example.toml for the keys)",
+                ));
+            }
+        }
+    }
     let zone_name = raw.default_time_zone.unwrap_or_else(|| "UTC".into());
     let default_time_zone: chrono_tz::Tz = zone_name.parse().map_err(|_| {
         invalid(
@@ -388,7 +404,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
         public_url,
         google,
-        features: raw.features,
+        features,
     })
 }
 

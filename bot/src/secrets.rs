@@ -46,7 +46,7 @@ impl Secrets {
     /// - each provider's `api_key`, and the variable its `api_key_env` names (any name);
     /// - `telegram.token` and `TELEGRAM_BOT_TOKEN`;
     /// - `google.client_secret` (resolved: the file's, else `GOOGLE_CLIENT_SECRET`);
-    /// - the variables `[features.a2a.credentials.*]` name (`token_env`, `key_env`).
+    /// - the variables `[a2a.credentials.*]` name (`token_env`, `key_env`).
     pub fn of(config: &Config, env: impl Fn(&str) -> Option<String>) -> Secrets {
         let mut s = Secrets::default();
         for p in &config.providers {

@@ -1,12 +1,12 @@
 //! The A2A client feature: every chat's session gets the `a2a` tool (`volcanic-a2a`), on when
-//! the config has a `[features.a2a]` section (the tool costs every model request its
+//! the config has an `[a2a]` section (the tool costs every model request its
 //! definition, so a bot that talks to no agent does not carry it):
 //!
 //! ```toml
-//! [features.a2a]
+//! [a2a]
 //! send_wait_seconds = 60      # how long `send` waits for a final answer (1..=600)
 //! max_hops = 3                # a chain of agents longer than this is refused
-//! [features.a2a.credentials."https://agents.example.org"]   # an exact origin: scheme://host[:port]
+//! [a2a.credentials."https://agents.example.org"]   # an exact origin: scheme://host[:port]
 //! token_env = "RESEARCH_AGENT_TOKEN"                        # sent as Authorization: Bearer …
 //! # or an API key in a header: header = "X-API-Key", key_env = "RESEARCH_AGENT_KEY"
 //! ```
@@ -28,7 +28,7 @@ use volcanic_abstractions::extensions::ExtensionFactory;
 
 use super::{HostFeature, Services, SessionPlace};
 
-/// `[features.a2a]`.
+/// `[a2a]`.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Section {
@@ -43,7 +43,7 @@ pub struct Section {
     pub credentials: BTreeMap<String, CredentialSection>,
 }
 
-/// `[features.a2a.credentials."<origin>"]`: a bearer token or an API-key header, each read from
+/// `[a2a.credentials."<origin>"]`: a bearer token or an API-key header, each read from
 /// an environment variable (never written in the config).
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -73,7 +73,7 @@ pub fn credential_variables(section: &toml::Table) -> Vec<(String, String)> {
     for (origin, c) in credentials {
         for key in ["token_env", "key_env"] {
             if let Some(name) = c.get(key).and_then(toml::Value::as_str) {
-                out.push((format!("features.a2a.credentials.\"{origin}\".{key}"), name.to_owned()));
+                out.push((format!("a2a.credentials.\"{origin}\".{key}"), name.to_owned()));
             }
         }
     }
@@ -83,7 +83,7 @@ pub fn credential_variables(section: &toml::Table) -> Vec<(String, String)> {
 /// The client's settings from the section; `env` reads a variable. Errors name the key.
 pub fn settings(section: Section, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<A2aSettings> {
     if !(1..=600).contains(&section.send_wait_seconds) {
-        anyhow::bail!("config key `features.a2a.send_wait_seconds`: between 1 and 600 seconds");
+        anyhow::bail!("config key `a2a.send_wait_seconds`: between 1 and 600 seconds");
     }
     let mut s = A2aSettings {
         send_wait: Duration::from_secs(section.send_wait_seconds),
@@ -91,7 +91,7 @@ pub fn settings(section: Section, env: impl Fn(&str) -> Option<String>) -> anyho
         ..A2aSettings::default()
     };
     for (origin, c) in section.credentials {
-        let key = format!("features.a2a.credentials.\"{origin}\"");
+        let key = format!("a2a.credentials.\"{origin}\"");
         let read = |field: &str, name: &str| {
             env(name)
                 .filter(|v| !v.is_empty())
@@ -117,7 +117,7 @@ pub struct A2a {
     client: Arc<A2aClient>,
 }
 
-/// Builds it when the config has `[features.a2a]`.
+/// Builds it when the config has `[a2a]`.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
     let Some(section) = services.section::<Section>("a2a")? else {
         return Ok(None);
@@ -178,14 +178,14 @@ mod tests {
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default();
-            assert!(e.contains(needle) && e.contains("features.a2a"), "{text}: {e}");
+            assert!(e.contains(needle) && e.contains("a2a"), "{text}: {e}");
         }
         let table: toml::Table = toml::from_str("[credentials.\"https://a.example\"]\nheader = \"X\"\nkey_env = \"K\"")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             credential_variables(&table),
             vec![(
-                "features.a2a.credentials.\"https://a.example\".key_env".to_owned(),
+                "a2a.credentials.\"https://a.example\".key_env".to_owned(),
                 "K".to_owned()
             )]
         );

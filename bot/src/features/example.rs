@@ -3,7 +3,7 @@
 //! `bot/tests/e2e/features.rs` drives it through the real binary:
 //!
 //! ```toml
-//! [features.example]
+//! [example]
 //! reply = "pong"   # what /example and GET /example/ping answer (default "pong")
 //! ```
 //!
@@ -22,7 +22,7 @@ use volcanic_abstractions::extensions::{BoxError, CommandDefinition, Extension, 
 use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool, typed};
 use volcanic_abstractions::ui::NotifyLevel;
 
-/// `[features.example]`.
+/// `[example]`.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Section {
@@ -44,7 +44,7 @@ pub struct Example {
     reply: String,
 }
 
-/// Builds it when the config has `[features.example]`.
+/// Builds it when the config has `[example]`.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
     let Some(section) = services.section::<Section>("example")? else {
         return Ok(None);

@@ -15,7 +15,7 @@
 //! - messages it takes before any session sees them, and files it keeps per chat (moved with a
 //!   group that becomes a supergroup).
 //!
-//! A feature's config is its own section, `[features.<name>]`, read with [`Services::section`];
+//! A feature's config is its own top-level section, `[<name>]`, read with [`Services::section`];
 //! a section no feature reads is an error naming it. (Google Calendar keeps its older `[google]`.)
 
 pub mod a2a;
@@ -60,7 +60,7 @@ pub struct Services {
     pub shutdown: CancellationToken,
     /// The Telegram host's side; `None` in the console.
     pub telegram: Option<TelegramServices>,
-    /// The `[features.*]` sections read so far (one not read by any feature is an error).
+    /// The feature sections read so far (one not read by any feature is an error).
     read: Mutex<HashSet<String>>,
 }
 
@@ -104,7 +104,7 @@ impl Services {
         }
     }
 
-    /// The feature's section `[features.<name>]` as `T` (a `serde` struct; use
+    /// The feature's section `[<name>]` as `T` (a `serde` struct; use
     /// `#[serde(deny_unknown_fields)]`), `None` when the config has none. Errors name the key.
     pub fn section<T: serde::de::DeserializeOwned>(&self, name: &str) -> anyhow::Result<Option<T>> {
         self.read
@@ -117,7 +117,7 @@ impl Services {
         toml::Value::Table(table.clone())
             .try_into()
             .map(Some)
-            .map_err(|e| anyhow::anyhow!("config key `features.{name}`: {}", e.to_string().trim()))
+            .map_err(|e| anyhow::anyhow!("config key `{name}`: {}", e.to_string().trim()))
     }
 }
 
@@ -245,7 +245,7 @@ impl std::fmt::Debug for Features {
 
 impl Features {
     /// Builds every feature of [`FEATURES`] that `services` allow; fails on the first error, or
-    /// when the config has a `[features.*]` section no feature read.
+    /// when the config has a section that is neither a setting nor read by a feature.
     pub fn build(services: &Services) -> anyhow::Result<Features> {
         Self::build_from(FEATURES, services)
     }
@@ -269,12 +269,12 @@ impl Features {
             let mut known: Vec<&String> = read.iter().collect();
             known.sort();
             anyhow::bail!(
-                "config key `features.{unread}`: no such feature{}",
+                "config key `{unread}`: not a setting, and no feature reads it{}",
                 if known.is_empty() {
                     String::new()
                 } else {
                     format!(
-                        " (known: {})",
+                        " (features: {})",
                         known.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
                     )
                 }

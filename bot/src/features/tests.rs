@@ -44,7 +44,7 @@ fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
 
 #[test]
 fn without_telegram_only_the_features_that_need_no_chat_are_built() {
-    let features = Features::build(&services("[features.example]\nreply = \"hi\"\n")).unwrap();
+    let features = Features::build(&services("[example]\nreply = \"hi\"\n")).unwrap();
     assert_eq!(format!("{features:?}"), "[\"example\"]");
     let none = Features::build(&services("")).unwrap();
     assert_eq!(format!("{none:?}"), "[]");
@@ -52,27 +52,27 @@ fn without_telegram_only_the_features_that_need_no_chat_are_built() {
 
 #[test]
 fn a_section_no_feature_reads_is_an_error_naming_its_key_and_the_known_ones() {
-    let err = Features::build(&services("[features.exampel]\nreply = \"hi\"\n"))
+    let err = Features::build(&services("[exampel]\nreply = \"hi\"\n"))
         .unwrap_err()
         .to_string();
     assert_eq!(
         err,
-        "config key `features.exampel`: no such feature (known: a2a, example)"
+        "config key `exampel`: not a setting, and no feature reads it (features: a2a, example)"
     );
 }
 
 #[test]
 fn a_bad_key_in_a_section_is_an_error_naming_the_section_and_the_key() {
-    let err = Features::build(&services("[features.example]\nrepyl = \"hi\"\n"))
+    let err = Features::build(&services("[example]\nrepyl = \"hi\"\n"))
         .unwrap_err()
         .to_string();
-    assert!(err.starts_with("config key `features.example`: "), "{err}");
+    assert!(err.starts_with("config key `example`: "), "{err}");
     assert!(err.contains("repyl"), "{err}");
 }
 
 #[test]
 fn commands_help_and_extensions_come_in_list_order() {
-    let s = services("[features.example]\n");
+    let s = services("[example]\n");
     let builders: &[Build] = &[stuck, example::build];
     let features = Features::build_from(builders, &s).unwrap();
     let names: Vec<&str> = features.commands().iter().map(|c| c.name).collect();

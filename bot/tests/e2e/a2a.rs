@@ -1,4 +1,4 @@
-//! The A2A client through the real binary: with `[features.a2a]`, a chat's model calls the `a2a`
+//! The A2A client through the real binary: with `[a2a]`, a chat's model calls the `a2a`
 //! tool, the scripted peer (bearer-protected, 1.0 + 0.3) answers, and the answer reaches the
 //! model's next request as the tool's result; the token, read from the variable the config
 //! names, goes to the peer's origin and nowhere else.
@@ -60,7 +60,7 @@ async fn the_model_hands_a_task_to_a_remote_agent_and_reads_its_answer() {
     model.push(Turn::reply("Checked."));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let config = format!(
-        "{}[features.a2a]\nsend_wait_seconds = 20\n[features.a2a.credentials.\"{}\"]\ntoken_env = \"E2E_A2A_TOKEN\"\n",
+        "{}[a2a]\nsend_wait_seconds = 20\n[a2a.credentials.\"{}\"]\ntoken_env = \"E2E_A2A_TOKEN\"\n",
         telegram_config(&tg, ""),
         peer.url()
     );

@@ -1,5 +1,5 @@
 //! Host features through the real binary. The example feature (`bot/src/features/example.rs`,
-//! compiled in and on only with a `[features.example]` section) has a command, a per-chat tool,
+//! compiled in and on only with a `[example]` section) has a command, a per-chat tool,
 //! an extension command and an HTTP route, all in one file: each must reach the user, the model
 //! or the listener without the host naming it anywhere.
 
@@ -15,7 +15,7 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 fn example_config(tg: &BotApiServer, port: u16, reply: &str) -> String {
     format!(
         "{}[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n\
-         [features.example]\nreply = \"{reply}\"\n",
+         [example]\nreply = \"{reply}\"\n",
         telegram_config(tg, "")
     )
 }
@@ -118,26 +118,23 @@ async fn without_its_section_the_example_feature_is_not_there() {
 
 #[test]
 fn a_features_section_no_feature_reads_is_refused_with_its_key() {
-    let env = Env::new("http://127.0.0.1:9", "[features.exampel]\nreply = \"x\"\n");
+    let env = Env::new("http://127.0.0.1:9", "[exampel]\nreply = \"x\"\n");
     let out = env.console(&["-p", "hi"]);
     assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("config key `features.exampel`: no such feature") && err.contains("example"),
+        err.contains("config key `exampel`: no such feature") && err.contains("example"),
         "{err}"
     );
 }
 
 #[test]
 fn a_bad_key_in_a_features_section_is_refused_with_its_key() {
-    let env = Env::new("http://127.0.0.1:9", "[features.example]\nrepyl = \"x\"\n");
+    let env = Env::new("http://127.0.0.1:9", "[example]\nrepyl = \"x\"\n");
     let out = env.console(&["-p", "hi"]);
     assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
     let err = stderr(&out);
-    assert!(
-        err.contains("config key `features.example`") && err.contains("repyl"),
-        "{err}"
-    );
+    assert!(err.contains("config key `example`") && err.contains("repyl"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,7 +142,7 @@ async fn the_console_gets_the_example_features_per_session_extension() {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::call("toolu_01", "example_where", json!({})));
     model.push(Turn::reply("done"));
-    let env = Env::new(&model.url(), "[features.example]\n");
+    let env = Env::new(&model.url(), "[example]\n");
     let out = env.console(&["-p", "where am I?"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let requests = model.requests();

@@ -320,7 +320,7 @@ fn status_error(url: &Url, status: StatusCode) -> A2aError {
     let hint = match status.as_u16() {
         401 | 403 => format!(
             " (the agent wants credentials: the host config binds them to its origin, \
-             [features.a2a.credentials.\"{}\"]; ask the bot's operator)",
+             [a2a.credentials.\"{}\"]; ask the bot's operator)",
             origin_of(url).unwrap_or_default()
         ),
         _ => String::new(),

@@ -49,7 +49,7 @@ impl Credential {
     }
 }
 
-/// The client's settings (the host reads them from `[features.a2a]`).
+/// The client's settings (the host reads them from `[a2a]`).
 #[derive(Debug, Clone)]
 pub struct A2aSettings {
     /// How long `send` waits for a final state before answering with the task id.

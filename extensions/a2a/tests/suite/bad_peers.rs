@@ -33,7 +33,7 @@ async fn a_bearer_token_goes_to_its_origin_only_even_after_a_redirect() {
         // Without it: a clear 401 naming the config key.
         let open = setup_with(protected, quick()).await;
         let e = open.run(send("hello")).await.unwrap_err();
-        assert!(e.contains("HTTP 401") && e.contains("features.a2a.credentials"), "{e}");
+        assert!(e.contains("HTTP 401") && e.contains("a2a.credentials"), "{e}");
 
         // The protected agent redirects its calls to another origin: followed, without the token.
         let other = A2aPeer::start(PeerConfig::new(mode)).await.unwrap();
