@@ -20,6 +20,7 @@
 
 pub mod calendar;
 pub mod example;
+pub mod mcp;
 pub mod scheduler;
 
 use crate::config::Config;
@@ -40,7 +41,7 @@ pub type Build = fn(&Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>>;
 
 /// Every feature, in the order their extensions, commands and help lines appear. Adding one:
 /// its module above and one line here.
-pub const FEATURES: &[Build] = &[scheduler::build, calendar::build, example::build];
+pub const FEATURES: &[Build] = &[scheduler::build, calendar::build, example::build, mcp::build];
 
 /// What the host shares with its features.
 pub struct Services {

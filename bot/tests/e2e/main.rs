@@ -8,6 +8,7 @@ mod exactly_once;
 mod features;
 mod flood;
 mod kinds;
+mod mcp;
 mod poison;
 mod questions;
 mod scheduler;

@@ -89,9 +89,10 @@ impl McpHost {
         self.start_wait
     }
 
-    /// The extension factory for a session of `chat` (its key, `None` in the console) working in
-    /// `workspace`. Each session made from it registers under `chat` for [`McpHost::status`].
-    pub fn factory(self: &Arc<Self>, chat: Option<String>, workspace: PathBuf) -> ExtensionFactory {
+    /// The extension factory for a session of `chat` (its key, matched against a server's
+    /// `chats`; `None` in the console) working in `workspace`. Each session made from it
+    /// registers under `scope` (its chat and topic) for [`McpHost::status`].
+    pub fn factory(self: &Arc<Self>, chat: Option<String>, scope: String, workspace: PathBuf) -> ExtensionFactory {
         let host = self.clone();
         Arc::new(move || {
             let specs = host
@@ -106,22 +107,21 @@ impl McpHost {
                 workspace.clone(),
                 host.start_wait,
             ));
-            let key = chat.clone().unwrap_or_default();
             let mut sessions = host.sessions.lock().unwrap_or_else(|e| e.into_inner());
             sessions.retain(|_, w| w.strong_count() > 0);
-            sessions.insert(key, Arc::downgrade(&servers));
+            sessions.insert(scope.clone(), Arc::downgrade(&servers));
             Box::new(McpExtension { servers }) as Box<dyn Extension>
         })
     }
 
-    /// `(name, state)` of the servers of `chat`'s session; before it has one, the host's servers
-    /// for it as not started, and the bad host entries.
-    pub fn status(&self, chat: &str) -> Vec<(String, ServerState)> {
+    /// `(name, state)` of the servers of the session at `scope` (of `chat`); before it has one,
+    /// the host's servers for the chat as not started, and the bad host entries.
+    pub fn status(&self, chat: &str, scope: &str) -> Vec<(String, ServerState)> {
         let live = self
             .sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(chat)
+            .get(scope)
             .and_then(Weak::upgrade);
         if let Some(s) = live {
             return s.states();
