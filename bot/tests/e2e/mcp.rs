@@ -59,11 +59,14 @@ async fn a_chats_agent_calls_an_mcp_tool_and_mcp_shows_the_servers() {
     model.push(Turn::call("toolu_02", "everything__get-sum", json!({"a": 2, "b": 40})));
     model.push(Turn::reply("The sum is 42."));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
+    // Each server's command line carries this, to find its processes after the bot stopped.
+    let marker = format!("mcp-e2e-{}", std::process::id());
     let mcp = format!(
-        "[features.mcp]\nstart_wait_secs = 30\n\
-         [features.mcp.servers.everything]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\n\
+        "[features.mcp]\nstart_wait_secs = 10\n\
+         [features.mcp.servers.everything]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\", \"{marker}\"]\n\
          env = {{ PASSED_TOKEN = \"$MCP_E2E_SECRET\" }}\nexclude_tools = [\"echo\"]\n\
-         [features.mcp.servers.broken]\ncomand = \"typo\"\n",
+         [features.mcp.servers.broken]\ncomand = \"typo\"\n\
+         [features.mcp.servers.silent]\ncommand = \"node\"\nargs = [\"-e\", \"setInterval(() => {{}}, 100000) // {marker}\"]\n",
         script.display()
     );
     let env = Env::new(&model.url(), &format!("{}{mcp}", telegram_config(&tg, "")));
@@ -81,6 +84,9 @@ async fn a_chats_agent_calls_an_mcp_tool_and_mcp_shows_the_servers() {
 
     tg.push_update(updates::text_message(OWNER, OWNER, "what is 2 + 40?"));
     nth_text(&tg, OWNER, "The sum is 42.", 1, &bot).await;
+    // The server that never answers `initialize` did not hold the run longer than the wait.
+    let late = nth_text(&tg, OWNER, "still starting", 1, &bot).await;
+    assert!(late.contains("MCP server silent still starting after 10 s"), "{late}");
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
     let tools: Vec<String> = requests[0].body["tools"]
@@ -114,6 +120,32 @@ async fn a_chats_agent_calls_an_mcp_tool_and_mcp_shows_the_servers() {
     let after = nth_text(&tg, OWNER, "MCP servers:", 2, &bot).await;
     assert!(after.contains("• everything: ready, "), "{after}");
     assert!(after.contains("• broken: failed:"), "{after}");
+    assert!(after.contains("• silent: starting"), "{after}");
     assert!(!bot.log().contains(PASSED), "the secret reached the log");
+    assert!(running(&marker).len() >= 2, "the servers' processes are not found");
     assert_eq!(bot.terminate(T), Some(0));
+    // Stopping the bot killed both servers' process groups.
+    let deadline = std::time::Instant::now() + T;
+    while !running(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running: {:?}",
+            running(&marker)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The pids whose command line contains `marker`.
+fn running(marker: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        String::from_utf8_lossy(&cmdline).contains(marker).then_some(pid)
+    })
+    .collect()
 }
