@@ -7,7 +7,7 @@ use serde_json::Value;
 use volcanic_abstractions::messages::{ImageContent, TextContent, UserContent};
 use volcanic_abstractions::tools::{ToolError, ToolResult};
 
-/// Maps the result (as its wire JSON) of the tool `tool`.
+/// Maps a `CallToolResult` (as its wire JSON); `isError` gives [`ToolError::WithResult`].
 pub fn to_tool_result(result: &Value) -> Result<ToolResult, ToolError> {
     let mut content = Vec::new();
     let mut texts = Vec::new();

@@ -141,33 +141,35 @@ impl ChatServers {
             if guard.is_some() {
                 return;
             }
-            let (mut specs, bad) = (self.specs.clone(), crate::config::read_workspace(&self.workspace));
-            for b in &bad.1 {
-                tracing::warn!("{b}");
-            }
-            let mut slots = Vec::new();
-            for spec in bad.0 {
+            // The workspace's file is read now, so an edit counts from the next session.
+            let (workspace, bad) = crate::config::read_workspace(&self.workspace);
+            let mut specs = self.specs.clone();
+            for spec in workspace {
                 if specs.iter().any(|s| s.name == spec.name) {
-                    tracing::warn!(server = %spec.name, "{} names a server the host config has; the host's is used", crate::config::WORKSPACE_FILE);
+                    tracing::warn!(
+                        server = %spec.name,
+                        "{} names a server the host config has; the host's is used",
+                        crate::config::WORKSPACE_FILE
+                    );
                 } else {
                     specs.push(spec);
                 }
             }
-            for spec in specs {
-                slots.push(Arc::new(Slot {
+            let slot = |spec, state, stopped| {
+                Arc::new(Slot {
                     spec,
-                    state: Mutex::new(ServerState::Starting),
+                    state: Mutex::new(state),
                     conn: Mutex::new(None),
-                    stopped: AtomicBool::new(false),
-                }));
-            }
-            for b in bad.1 {
-                slots.push(Arc::new(Slot {
-                    spec: placeholder(&b.name),
-                    state: Mutex::new(ServerState::Failed(b.reason)),
-                    conn: Mutex::new(None),
-                    stopped: AtomicBool::new(true),
-                }));
+                    stopped: AtomicBool::new(stopped),
+                })
+            };
+            let mut slots: Vec<Arc<Slot>> = specs
+                .into_iter()
+                .map(|spec| slot(spec, ServerState::Starting, false))
+                .collect();
+            for b in bad {
+                tracing::warn!("{b}");
+                slots.push(slot(placeholder(&b.name), ServerState::Failed(b.reason), true));
             }
             *guard = Some(slots.clone());
             slots
