@@ -135,3 +135,31 @@ impl HostFeature for Mcp {
         &["/mcp - MCP servers of this chat and their state"]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example config's `[features.mcp]` block (commented out there) is a valid section.
+    #[test]
+    fn the_example_configs_block_parses() {
+        let text = include_str!("../../../config/volcanic.example.toml");
+        let block: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("# [features.mcp]"))
+            .map(|l| l.trim_start_matches('#').trim_start())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let table: toml::Table = block.parse().unwrap_or_else(|e| panic!("{e}"));
+        let section: Section = toml::Value::Table(table["features"]["mcp"].as_table().cloned().unwrap_or_default())
+            .try_into()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(section.servers.len(), 2);
+        for (name, value) in section.servers {
+            let raw: RawEntry = value.try_into().unwrap_or_else(|e| panic!("{name}: {e}"));
+            let lookup = |_: &str| Some("a-secret-value".to_owned());
+            let spec = raw.resolve(&name, volcanic_mcp::config::Origin::Host, &lookup, &mut Vec::new());
+            assert!(matches!(spec, Ok(Some(_))), "{name}: {spec:?}");
+        }
+    }
+}

@@ -55,7 +55,10 @@ fn a_section_no_feature_reads_is_an_error_naming_its_key_and_the_known_ones() {
     let err = Features::build(&services("[features.exampel]\nreply = \"hi\"\n"))
         .unwrap_err()
         .to_string();
-    assert_eq!(err, "config key `features.exampel`: no such feature (known: example, mcp)");
+    assert_eq!(
+        err,
+        "config key `features.exampel`: no such feature (known: example, mcp)"
+    );
 }
 
 #[test]
