@@ -10,6 +10,7 @@ mod exactly_once;
 mod features;
 mod flood;
 mod kinds;
+mod mcp;
 mod poison;
 mod questions;
 mod responses;

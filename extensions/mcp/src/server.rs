@@ -1,0 +1,236 @@
+//! One connection to one MCP server: started (a child process in its own process group, or
+//! streamable HTTP), initialised with protocol 2025-11-25, its tools listed, tools called with a
+//! timeout, and stopped (the whole process group killed).
+
+use crate::config::{ServerSpec, Transport};
+use crate::content::to_tool_result;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::processes::{ProcessGroup, ProcessSpawnContext, ProcessSpawnPolicy, SecretRedactor};
+use volcanic_abstractions::tools::{ToolError, ToolResult};
+
+/// How long `initialize` and the first `tools/list` may take before the server counts as failed.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// At most this much of a server's stderr goes to the log (per process); the rest is drained.
+pub const STDERR_LOG_CAP: usize = 16 * 1024;
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The process could not be started.
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        /// Program.
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A header name or value is not valid HTTP.
+    #[error("header `{0}` is not a valid HTTP header")]
+    Header(String),
+    /// `initialize` failed.
+    #[error("initialize failed: {0}")]
+    Initialize(String),
+    /// `tools/list` failed.
+    #[error("tools/list failed: {0}")]
+    ListTools(String),
+    /// It did not answer in time.
+    #[error("no answer to initialize and tools/list within {} s", START_TIMEOUT.as_secs())]
+    Timeout,
+}
+
+/// What a stdio server needs to start: its prepared process (the session's process policy made
+/// it) and the policy's process-group handle.
+pub struct Launch {
+    /// The prepared command, cwd and complete environment.
+    pub process: ProcessSpawnContext,
+    /// Kills the group at stop.
+    pub policy: Arc<dyn ProcessSpawnPolicy>,
+}
+
+/// A started server.
+pub struct Connection {
+    name: String,
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    group: Mutex<Option<Box<dyn ProcessGroup>>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The client's `initialize` parameters: protocol 2025-11-25 (rmcp's default, 2026-07-28, is
+/// refused by 2025-11-25 servers and the conformance runner; PEERS.md).
+pub fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("volcanic", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+}
+
+impl Connection {
+    /// Starts `spec` (`launch` is needed for stdio servers) and lists its tools.
+    pub async fn start(
+        spec: &ServerSpec,
+        launch: Option<Launch>,
+        redactor: Arc<dyn SecretRedactor>,
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
+        let started = tokio::time::timeout(START_TIMEOUT, Self::start_inner(spec, launch, redactor)).await;
+        let (conn, tools) = match started {
+            Ok(r) => r?,
+            Err(_) => return Err(StartError::Timeout),
+        };
+        Ok((conn, tools))
+    }
+
+    async fn start_inner(
+        spec: &ServerSpec,
+        launch: Option<Launch>,
+        redactor: Arc<dyn SecretRedactor>,
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
+        let (service, group) = match (&spec.transport, launch) {
+            (Transport::Stdio { .. }, Some(launch)) => {
+                let cmd = tokio::process::Command::from(launch.process.to_group_command());
+                let (child, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|source| StartError::Spawn {
+                        command: launch.process.command.clone(),
+                        source,
+                    })?;
+                let group = child.id().map(|pid| launch.policy.process_group(pid));
+                if let Some(stderr) = stderr {
+                    tokio::spawn(log_stderr(spec.name.clone(), stderr, redactor));
+                }
+                // The group is held from here: an initialize that fails drops it, killing the child.
+                let service = rmcp::service::serve_client(client_config(), child).await;
+                (service, group)
+            }
+            (Transport::Stdio { command, .. }, None) => {
+                return Err(StartError::Spawn {
+                    command: command.clone(),
+                    source: std::io::Error::other("no session to prepare the process"),
+                });
+            }
+            (Transport::Http { url, headers }, _) => {
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let name = http::HeaderName::try_from(k.as_str()).map_err(|_| StartError::Header(k.clone()))?;
+                    let value = http::HeaderValue::try_from(v.as_str()).map_err(|_| StartError::Header(k.clone()))?;
+                    custom.insert(name, value);
+                }
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                )
+                .custom_headers(custom);
+                let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
+                (rmcp::service::serve_client(client_config(), transport).await, None)
+            }
+        };
+        let service = service.map_err(|e| StartError::Initialize(e.to_string()))?;
+        let peer = service.peer().clone();
+        let tools = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| StartError::ListTools(e.to_string()))?;
+        Ok((
+            Connection {
+                name: spec.name.clone(),
+                peer,
+                service: Mutex::new(Some(service)),
+                group: Mutex::new(group),
+            },
+            tools,
+        ))
+    }
+
+    /// Calls `tool` with `args` (a JSON object), at most `timeout`; a timeout, a server gone
+    /// mid-call or a protocol error is an error result that says which.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Result<ToolResult, ToolError> {
+        let arguments = match args {
+            serde_json::Value::Object(map) => map,
+            serde_json::Value::Null => serde_json::Map::new(),
+            other => return Err(ToolError::msg(format!("arguments must be a JSON object, not {other}"))),
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let call = self.peer.call_tool(params);
+        let result = tokio::select! {
+            r = tokio::time::timeout(timeout, call) => r,
+            () = cancel.cancelled() => return Err(ToolError::Aborted),
+        };
+        let server = &self.name;
+        match result {
+            Err(_) => Err(ToolError::msg(format!(
+                "MCP server `{server}` did not answer `{tool}` within {} s (its `call_timeout_secs`); \
+                 the call was given up",
+                timeout.as_secs()
+            ))),
+            Ok(Err(e)) if self.peer.is_transport_closed() => Err(ToolError::msg(format!(
+                "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is not available \
+                 in this session any more"
+            ))),
+            Ok(Err(e)) => Err(ToolError::msg(format!("MCP server `{server}` refused `{tool}`: {e}"))),
+            Ok(Ok(result)) => {
+                let json = serde_json::to_value(&result)
+                    .map_err(|e| ToolError::msg(format!("MCP server `{server}`: unreadable result: {e}")))?;
+                to_tool_result(&json)
+            }
+        }
+    }
+
+    /// Whether the server's transport is gone (the process exited, the HTTP session ended).
+    pub fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+
+    /// Stops it: the process group is killed, the client's tasks cancelled. Idempotent.
+    pub fn stop(&self) {
+        if let Some(g) = self.group.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            g.kill();
+        }
+        if let Some(s) = self.service.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            s.cancellation_token().cancel();
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Logs the server's stderr line by line (redacted) up to [`STDERR_LOG_CAP`] bytes, then drains.
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr, redactor: Arc<dyn SecretRedactor>) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut logged = 0usize;
+    let mut dropped = false;
+    while let Ok(Some(line)) = lines.next_line().await {
+        if logged < STDERR_LOG_CAP {
+            logged += line.len() + 1;
+            tracing::info!(server = %server, "MCP server stderr: {}", redactor.redact(&line));
+        } else if !dropped {
+            dropped = true;
+            tracing::warn!(server = %server, "MCP server stderr: more than {STDERR_LOG_CAP} bytes; the rest is not logged");
+        }
+    }
+}
