@@ -42,7 +42,13 @@ pub type Build = fn(&Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>>;
 
 /// Every feature, in the order their extensions, commands and help lines appear. Adding one:
 /// its module above and one line here.
-pub const FEATURES: &[Build] = &[scheduler::build, calendar::build, a2a::build, mcp::build, example::build];
+pub const FEATURES: &[Build] = &[
+    scheduler::build,
+    calendar::build,
+    a2a::build,
+    mcp::build,
+    example::build,
+];
 
 /// What the host shares with its features.
 pub struct Services {

@@ -123,7 +123,7 @@ fn a_features_section_no_feature_reads_is_refused_with_its_key() {
     assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("config key `exampel`: no such feature") && err.contains("example"),
+        err.contains("config key `exampel`: not a setting, and no feature reads it") && err.contains("example"),
         "{err}"
     );
 }
