@@ -26,23 +26,44 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// Environment variable names the fake accepts (what the provider may pass).
-pub const ALLOWED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TZ", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"];
+pub const ALLOWED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "TZ",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CONFIG_DIR",
+];
 
 /// The flags every run must carry.
 pub const REQUIRED_FLAGS: &[&str] = &["-p", "--verbose", "--include-partial-messages"];
 
 /// The fake's `main`: `args` without the program name, `env` its environment, `stdin` the
 /// prompt; writes to `out`/`err`, returns the exit code.
-pub fn run(args: &[String], env: &BTreeMap<String, String>, stdin: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub fn run(
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    stdin: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     if let Some(bad) = env.keys().find(|k| !ALLOWED_ENV.contains(&k.as_str())) {
-        let _ = writeln!(err, "fake claude: unexpected environment variable {bad} (only {ALLOWED_ENV:?} may reach claude)");
+        let _ = writeln!(
+            err,
+            "fake claude: unexpected environment variable {bad} (only {ALLOWED_ENV:?} may reach claude)"
+        );
         return 3;
     }
     if let Some(missing) = REQUIRED_FLAGS.iter().find(|f| !args.iter().any(|a| a == *f)) {
         let _ = writeln!(err, "fake claude: missing flag {missing}");
         return 3;
     }
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     if flag("--output-format").as_deref() != Some("stream-json") {
         let _ = writeln!(err, "fake claude: missing --output-format stream-json");
         return 3;
@@ -59,8 +80,10 @@ pub fn run(args: &[String], env: &BTreeMap<String, String>, stdin: &str, out: &m
         let _ = writeln!(out, "{v}");
         let _ = out.flush();
     };
-    emit(json!({"type": "system", "subtype": "init", "session_id": session, "model": model,
-        "cwd": cwd(), "tools": ["Bash", "Read"], "mcp_servers": [], "permissionMode": flag("--permission-mode")}));
+    emit(
+        json!({"type": "system", "subtype": "init", "session_id": session, "model": model,
+        "cwd": cwd(), "tools": ["Bash", "Read"], "mcp_servers": [], "permissionMode": flag("--permission-mode")}),
+    );
     let last_line = stdin.trim().lines().last().unwrap_or_default().to_owned();
     let answer = format!(
         "fake claude ({} session {session}, model {model}, TZ {}, cwd {}): {last_line}",
@@ -89,21 +112,38 @@ pub fn run(args: &[String], env: &BTreeMap<String, String>, stdin: &str, out: &m
     if stdin.contains("[tool]") {
         let call = json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}});
         emit(message(1, call));
-        emit(json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
-            "tool_use_id": "toolu_1", "content": "notes.txt", "is_error": false}]}, "parent_tool_use_id": null, "session_id": session}));
+        emit(
+            json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": "toolu_1", "content": "notes.txt", "is_error": false}]}, "parent_tool_use_id": null, "session_id": session}),
+        );
     }
-    emit(partial(json!({"type": "message_start", "message": {"id": "msg_2", "content": []}})));
-    emit(partial(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})));
-    emit(partial(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Considering."}})));
+    emit(partial(
+        json!({"type": "message_start", "message": {"id": "msg_2", "content": []}}),
+    ));
+    emit(partial(
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+    ));
+    emit(partial(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Considering."}}),
+    ));
     emit(partial(json!({"type": "content_block_stop", "index": 0})));
-    emit(message(2, json!({"type": "thinking", "thinking": "Considering.", "signature": "sig"})));
-    emit(partial(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})));
+    emit(message(
+        2,
+        json!({"type": "thinking", "thinking": "Considering.", "signature": "sig"}),
+    ));
+    emit(partial(
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+    ));
     let cut = answer.char_indices().nth(12).map_or(answer.len(), |(i, _)| i);
-    emit(partial(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": &answer[..cut]}})));
+    emit(partial(
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": &answer[..cut]}}),
+    ));
     if stdin.contains("[slow]") {
         std::thread::sleep(std::time::Duration::from_secs(120));
     }
-    emit(partial(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": &answer[cut..]}})));
+    emit(partial(
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": &answer[cut..]}}),
+    ));
     emit(partial(json!({"type": "content_block_stop", "index": 1})));
     emit(message(2, json!({"type": "text", "text": answer})));
     emit(partial(json!({"type": "message_stop"})));
@@ -152,15 +192,28 @@ fn build() -> Result<PathBuf, String> {
     let target_dir = profile_dir.parent().ok_or("no target directory")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "volcanic-testkit", "--bin", "fake-claude", "--target-dir"])
-        .arg(target_dir)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "volcanic-testkit",
+        "--bin",
+        "fake-claude",
+        "--target-dir",
+    ])
+    .arg(target_dir)
+    .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
-    let out = cmd.output().map_err(|e| format!("cannot run cargo to build fake-claude: {e}"))?;
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run cargo to build fake-claude: {e}"))?;
     if !out.status.success() {
-        return Err(format!("building fake-claude failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "building fake-claude failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let bin = profile_dir.join("fake-claude");
     bin.is_file()

@@ -18,8 +18,12 @@ fn context(messages: Vec<Message>) -> ProviderContext {
 
 #[test]
 fn first_call_has_the_flags_the_allow_listed_env_tz_and_cwd() {
-    let config = ClaudeCodeConfig::new(None, Some("acceptEdits"), Some(vec!["Read".into(), "Bash(git log:*)".into()]))
-        .unwrap_or_default();
+    let config = ClaudeCodeConfig::new(
+        None,
+        Some("acceptEdits"),
+        Some(vec!["Read".into(), "Bash(git log:*)".into()]),
+    )
+    .unwrap_or_default();
     let env = |k: &str| match k {
         "PATH" => Some("/usr/bin".to_owned()),
         "HOME" => Some("/home/bot".to_owned()),
@@ -44,7 +48,10 @@ fn first_call_has_the_flags_the_allow_listed_env_tz_and_cwd() {
         ]
     );
     let vars: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    assert_eq!(vars, [("HOME", "/home/bot"), ("PATH", "/usr/bin"), ("TZ", "Asia/Tokyo")]);
+    assert_eq!(
+        vars,
+        [("HOME", "/home/bot"), ("PATH", "/usr/bin"), ("TZ", "Asia/Tokyo")]
+    );
     assert_eq!(run.cwd, Some(PathBuf::from("/work/chat-1")));
     assert_eq!(run.stdin, "hi");
     assert_eq!(run.resume, None);
@@ -72,20 +79,33 @@ fn starts_fresh_after_a_compaction_or_another_model_with_the_transcript_as_text(
         timestamp: 5,
     });
     // The kept answer is older than the summary.
-    let messages = vec![summary, answer("claude-code", Some("sess-1"), 2), Message::user_text("more", 6)];
+    let messages = vec![
+        summary,
+        answer("claude-code", Some("sess-1"), 2),
+        Message::user_text("more", 6),
+    ];
     let run = invocation(&ClaudeCodeConfig::default(), "sonnet", &context(messages), |_| None);
     assert_eq!(run.resume, None);
     assert!(run.stdin.contains("we talked about ducks"), "{}", run.stdin);
     assert!(run.stdin.ends_with("Now the user says:\n\nmore"), "{}", run.stdin);
 
-    let other = vec![Message::user_text("a", 1), answer("anthropic", Some("msg_1"), 2), Message::user_text("b", 3)];
+    let other = vec![
+        Message::user_text("a", 1),
+        answer("anthropic", Some("msg_1"), 2),
+        Message::user_text("b", 3),
+    ];
     assert_eq!(resume_id(&other), None);
 }
 
 #[test]
 fn config_errors_say_what_to_write() {
-    let e = ClaudeCodeConfig::new(None, Some("yolo"), None).err().map(|e| e.to_string());
-    assert_eq!(e.as_deref(), Some("`yolo`: use default, acceptEdits, plan or bypassPermissions"));
+    let e = ClaudeCodeConfig::new(None, Some("yolo"), None)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some("`yolo`: use default, acceptEdits, plan or bypassPermissions")
+    );
     assert!(ClaudeCodeConfig::new(Some(" ".into()), None, None).is_err());
     assert!(ClaudeCodeConfig::new(None, None, Some(vec!["Read,Write".into()])).is_err());
 }

@@ -110,21 +110,25 @@ impl ClaudeCodeConfig {
 /// the current model of each family. Prices are zero here: the cost shown is `claude`'s own
 /// `total_cost_usd`.
 pub fn models() -> Vec<Model> {
-    [("sonnet", "Claude Sonnet (Claude Code)"), ("opus", "Claude Opus (Claude Code)"), ("haiku", "Claude Haiku (Claude Code)")]
-        .into_iter()
-        .map(|(id, name)| Model {
-            id: id.into(),
-            name: name.into(),
-            provider: PROVIDER.into(),
-            api: Api::Other(API.into()),
-            base_url: String::new(),
-            reasoning: false,
-            input: vec![InputKind::Text],
-            cost: ModelCost::default(),
-            context_window: 200_000,
-            max_tokens: 32_000,
-        })
-        .collect()
+    [
+        ("sonnet", "Claude Sonnet (Claude Code)"),
+        ("opus", "Claude Opus (Claude Code)"),
+        ("haiku", "Claude Haiku (Claude Code)"),
+    ]
+    .into_iter()
+    .map(|(id, name)| Model {
+        id: id.into(),
+        name: name.into(),
+        provider: PROVIDER.into(),
+        api: Api::Other(API.into()),
+        base_url: String::new(),
+        reasoning: false,
+        input: vec![InputKind::Text],
+        cost: ModelCost::default(),
+        context_window: 200_000,
+        max_tokens: 32_000,
+    })
+    .collect()
 }
 
 /// The `claude-code` provider with its models, for the model registry. No API key: `claude`

@@ -9,8 +9,7 @@
 use serde_json::Value;
 use std::collections::HashSet;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent as Ev, Cost, Model, TextContent, ThinkingContent,
-    Usage,
+    AssistantContent, AssistantMessage, AssistantMessageEvent as Ev, Cost, Model, TextContent, ThinkingContent, Usage,
 };
 
 /// How long a tool result may be in the transcript (characters); the rest is cut.
@@ -180,7 +179,11 @@ impl Mapper {
             let said = v["result"]
                 .as_str()
                 .map(str::to_owned)
-                .or_else(|| v["errors"].as_array().map(|e| e.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")))
+                .or_else(|| {
+                    v["errors"]
+                        .as_array()
+                        .map(|e| e.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
+                })
                 .filter(|s| !s.is_empty());
             Outcome::Failed(match said {
                 Some(s) => format!("{subtype}: {s}"),
@@ -232,7 +235,9 @@ impl Mapper {
 
     /// Ends the open block, writing its text into the message.
     fn close(&mut self, out: &mut Vec<Ev>) {
-        let Some((kind, content)) = self.open.take() else { return };
+        let Some((kind, content)) = self.open.take() else {
+            return;
+        };
         let content_index = self.message.content.len() - 1;
         match (&mut self.message.content[content_index], kind) {
             (AssistantContent::Text(t), Kind::Text) => t.text = content.clone(),

@@ -9,8 +9,8 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use volcanic_abstractions::{
-    Api, AssistantMessage, AssistantMessageEvent as Ev, Model, Provider, ProviderContext, ProviderStream,
-    StopReason, StreamOptions,
+    Api, AssistantMessage, AssistantMessageEvent as Ev, Model, Provider, ProviderContext, ProviderStream, StopReason,
+    StreamOptions,
 };
 
 use crate::command::{Invocation, invocation};
@@ -69,7 +69,13 @@ impl Provider for ClaudeCodeProvider {
 }
 
 /// Runs one call, sending its events to `tx`; returns the terminal event.
-async fn call(command: &str, run: Invocation, mut mapper: Mapper, options: &StreamOptions, tx: &UnboundedSender<Ev>) -> Ev {
+async fn call(
+    command: &str,
+    run: Invocation,
+    mut mapper: Mapper,
+    options: &StreamOptions,
+    tx: &UnboundedSender<Ev>,
+) -> Ev {
     let mut cmd = Command::new(command);
     cmd.args(&run.args)
         .env_clear()
@@ -95,7 +101,14 @@ async fn call(command: &str, run: Invocation, mut mapper: Mapper, options: &Stre
             };
             return failed(mapper, tx, StopReason::Error, format!("Claude Code: {what}"));
         }
-        Err(e) => return failed(mapper, tx, StopReason::Error, format!("Claude Code: cannot start `{command}`: {e}")),
+        Err(e) => {
+            return failed(
+                mapper,
+                tx,
+                StopReason::Error,
+                format!("Claude Code: cannot start `{command}`: {e}"),
+            );
+        }
     };
     let group = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     let kill = || {
@@ -103,10 +116,16 @@ async fn call(command: &str, run: Invocation, mut mapper: Mapper, options: &Stre
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     };
-    let (Some(mut stdin), Some(stdout), Some(mut stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    let (Some(mut stdin), Some(stdout), Some(mut stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         kill();
-        return failed(mapper, tx, StopReason::Error, "Claude Code: no pipes to `claude`".into());
+        return failed(
+            mapper,
+            tx,
+            StopReason::Error,
+            "Claude Code: no pipes to `claude`".into(),
+        );
     };
     let prompt = run.stdin;
     // Written concurrently with reading: a long prompt must not block on a full pipe.
@@ -167,7 +186,12 @@ async fn call(command: &str, run: Invocation, mut mapper: Mapper, options: &Stre
             } else {
                 String::new()
             };
-            failed(mapper, tx, StopReason::Error, format!("Claude Code failed: {said}{hint}"))
+            failed(
+                mapper,
+                tx,
+                StopReason::Error,
+                format!("Claude Code failed: {said}{hint}"),
+            )
         }
         (None, Some(status), read) => {
             let detail = tail(&stderr);
@@ -180,8 +204,17 @@ async fn call(command: &str, run: Invocation, mut mapper: Mapper, options: &Stre
             } else {
                 format!("check that `claude -p` works as the bot's user, or {LOGIN_HINT}")
             };
-            let detail = if detail.is_empty() { String::new() } else { format!(": {detail}") };
-            failed(mapper, tx, StopReason::Error, format!("Claude Code: {how}{detail}; {hint}"))
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            };
+            failed(
+                mapper,
+                tx,
+                StopReason::Error,
+                format!("Claude Code: {how}{detail}; {hint}"),
+            )
         }
     }
 }
@@ -208,9 +241,15 @@ fn failed(mapper: Mapper, tx: &UnboundedSender<Ev>, reason: StopReason, message:
 
 fn looks_like_login(text: &str) -> bool {
     let t = text.to_ascii_lowercase();
-    ["/login", "not logged in", "invalid api key", "authentication", "oauth token"]
-        .iter()
-        .any(|p| t.contains(p))
+    [
+        "/login",
+        "not logged in",
+        "invalid api key",
+        "authentication",
+        "oauth token",
+    ]
+    .iter()
+    .any(|p| t.contains(p))
 }
 
 /// The last [`STDERR_CHARS`] characters of `text`, trimmed.
