@@ -192,6 +192,17 @@ fn build() -> Result<PathBuf, String> {
     let target_dir = profile_dir.parent().ok_or("no target directory")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
+    // What `cargo test` sets for the test process would look like a changed build environment
+    // to some build scripts (ring), rebuilding them on every run.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        let keep = ["CARGO_HOME", "CARGO_TARGET_DIR", "CARGO_BUILD_JOBS"].contains(&k.as_str());
+        if (k.starts_with("CARGO_") && !keep)
+            || ["LD_LIBRARY_PATH", "OUT_DIR", "RUST_TEST_THREADS"].contains(&k.as_str())
+        {
+            cmd.env_remove(&k);
+        }
+    }
     cmd.args([
         "build",
         "--quiet",

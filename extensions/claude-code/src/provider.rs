@@ -165,8 +165,17 @@ async fn call(
         return failed(mapper, tx, StopReason::Aborted, "Request was aborted".into());
     };
     let status = wait(&mut child, options).await;
-    let stderr = err_reader.await.unwrap_or_default();
-    kill(); // Whatever `claude` left running in its group.
+    if status.is_none() {
+        kill();
+        let _ = child.wait().await;
+    }
+    // Bounded: a leftover grandchild may hold stderr open. (No group kill after a normal exit:
+    // the reaped pid may already lead another group.)
+    let stderr = tokio::time::timeout(std::time::Duration::from_secs(2), err_reader)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     match (mapper.outcome().cloned(), status, read_result) {
         (_, None, _) => failed(mapper, tx, StopReason::Aborted, "Request was aborted".into()),
         (Some(Outcome::Success), _, _) => {
@@ -219,7 +228,8 @@ async fn call(
     }
 }
 
-/// The exit status, or `None` when the call was aborted meanwhile (then the caller kills).
+/// The exit status, or `None` when the call was aborted meanwhile (the caller then kills the
+/// group, before reaping, while its id is still `claude`'s).
 async fn wait(child: &mut Child, options: &StreamOptions) -> Option<std::process::ExitStatus> {
     tokio::select! {
         s = child.wait() => s.ok(),

@@ -212,6 +212,7 @@ async fn an_abort_kills_a_slow_turn_and_ends_the_stream_aborted() {
         let first_text = matches!(e, Ev::TextDelta { .. });
         events.push(e);
         if first_text {
+            assert!(running_in(s.dir.path()), "the fake runs in the session's directory");
             cancel.cancel();
         }
     }
@@ -220,6 +221,24 @@ async fn an_abort_kills_a_slow_turn_and_ends_the_stream_aborted() {
     assert_eq!(m.text(), "fake claude ");
     // The fake sleeps 120 s; the stream ended because its group was killed, not because it finished.
     assert!(!events.iter().any(|e| matches!(e, Ev::Done { .. })));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while running_in(s.dir.path()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fake still runs after the abort"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether any process runs with `dir` as its working directory (Linux `/proc`).
+fn running_in(dir: &std::path::Path) -> bool {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .any(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == dir))
 }
 
 #[test]
