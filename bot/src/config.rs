@@ -196,8 +196,10 @@ pub struct Config {
     pub telegram: TelegramConfig,
     /// `[providers.*]`.
     pub providers: Vec<CustomProviderConfig>,
-    /// `[providers.claude-code]`: how `claude` is started (defaults without the section).
-    pub claude_code: volcanic_claude_code::ClaudeCodeConfig,
+    /// `[providers.claude-code]`: how `claude` is started; `None` without the section, which
+    /// leaves the provider out (it runs a local executable on the owner's Claude login, so it is
+    /// opt-in; an empty section takes the defaults).
+    pub claude_code: Option<volcanic_claude_code::ClaudeCodeConfig>,
     /// `[http] listen`.
     pub http_listen: String,
     /// `[http] public_url`.
@@ -359,10 +361,10 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         }
     }
     let mut providers = Vec::new();
-    let mut claude_code = volcanic_claude_code::ClaudeCodeConfig::default();
+    let mut claude_code = None;
     for (name, p) in raw.providers {
         if name == volcanic_claude_code::PROVIDER {
-            claude_code = resolve_claude_code(p)?;
+            claude_code = Some(resolve_claude_code(p)?);
         } else {
             providers.push(resolve_provider(&name, p)?);
         }

@@ -162,16 +162,13 @@ fn claude_code_section_resolves_and_rejects_what_does_not_apply() {
     let c = parse("[providers.claude-code]\ncommand = \"/opt/claude\"\npermission_mode = \"acceptEdits\"\nallowed_tools = [\"Read\"]")
         .unwrap();
     assert!(c.providers.is_empty());
-    assert_eq!(c.claude_code.command, "/opt/claude");
-    assert_eq!(
-        c.claude_code.permission_mode,
-        volcanic_claude_code::PermissionMode::AcceptEdits
-    );
-    assert_eq!(c.claude_code.allowed_tools, ["Read"]);
-    assert_eq!(
-        parse("").unwrap().claude_code,
-        volcanic_claude_code::ClaudeCodeConfig::default()
-    );
+    let cc = c.claude_code.unwrap();
+    assert_eq!(cc.command, "/opt/claude");
+    assert_eq!(cc.permission_mode, volcanic_claude_code::PermissionMode::AcceptEdits);
+    assert_eq!(cc.allowed_tools, ["Read"]);
+    assert_eq!(parse("").unwrap().claude_code, None);
+    let empty = parse("[providers.claude-code]").unwrap().claude_code;
+    assert_eq!(empty, Some(volcanic_claude_code::ClaudeCodeConfig::default()));
     for (text, key) in [
         (
             "[providers.claude-code]\npermission_mode = \"yolo\"",
