@@ -6,7 +6,8 @@
 //! `usage`, `modelUsage`, `is_error`, `subtype`). The real package is never installed by tests.
 //!
 //! It checks how it was started and fails loudly (exit 3, the reason on stderr) when a required
-//! flag is missing or any environment variable outside [`ALLOWED_ENV`] is set (a bot secret must
+//! flag or `--model` is missing, `--permission-mode` is not one Claude Code knows, or any
+//! environment variable outside [`ALLOWED_ENV`] is set (a bot secret must
 //! never reach `claude`). The prompt (stdin) picks the scenario by marker:
 //!
 //! - `[tool]`: a `Bash` call and its result, then the answer;
@@ -68,7 +69,18 @@ pub fn run(
         let _ = writeln!(err, "fake claude: missing --output-format stream-json");
         return 3;
     }
-    let model = flag("--model").unwrap_or_else(|| "default".into());
+    let mode = flag("--permission-mode");
+    if mode
+        .as_deref()
+        .is_some_and(|m| !["default", "acceptEdits", "plan", "bypassPermissions"].contains(&m))
+    {
+        let _ = writeln!(err, "fake claude: unknown --permission-mode {mode:?}");
+        return 3;
+    }
+    let Some(model) = flag("--model") else {
+        let _ = writeln!(err, "fake claude: missing --model");
+        return 3;
+    };
     let resume = flag("--resume");
     let session = resume.clone().unwrap_or_else(|| {
         let nanos = std::time::SystemTime::now()
