@@ -92,6 +92,10 @@ struct RawProvider {
     api_key: Option<String>,
     #[serde(default)]
     models: Vec<RawModel>,
+    /// `[providers.claude-code]` only: the `claude` executable, `--permission-mode`, `--allowedTools`.
+    command: Option<String>,
+    permission_mode: Option<String>,
+    allowed_tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,6 +198,10 @@ pub struct Config {
     pub telegram: TelegramConfig,
     /// `[providers.*]`.
     pub providers: Vec<CustomProviderConfig>,
+    /// `[providers.claude-code]`: how `claude` is started; `None` without the section, which
+    /// leaves the provider out (it runs a local executable on the owner's Claude login, so it is
+    /// opt-in; an empty section takes the defaults).
+    pub claude_code: Option<volcanic_claude_code::ClaudeCodeConfig>,
     /// `[http] listen`.
     pub http_listen: String,
     /// `[http] public_url`.
@@ -369,8 +377,13 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         }
     }
     let mut providers = Vec::new();
+    let mut claude_code = None;
     for (name, p) in raw.providers {
-        providers.push(resolve_provider(&name, p)?);
+        if name == volcanic_claude_code::PROVIDER {
+            claude_code = Some(resolve_claude_code(p)?);
+        } else {
+            providers.push(resolve_provider(&name, p)?);
+        }
     }
     let http = raw.http.unwrap_or_default();
     if let Some(u) = http.public_url.as_deref().filter(|u| !u.is_empty())
@@ -401,6 +414,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
             owners: tg.owners,
         },
         providers,
+        claude_code,
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
         public_url,
         google,
@@ -458,13 +472,55 @@ fn resolve_google(
     }
 }
 
+/// `[providers.claude-code]`: `api` (if set) must be `claude-code`; only `command`,
+/// `permission_mode` and `allowed_tools` apply.
+fn resolve_claude_code(p: RawProvider) -> Result<volcanic_claude_code::ClaudeCodeConfig, ConfigError> {
+    let key = |k: &str| format!("providers.claude-code.{k}");
+    if p.api.as_deref().is_some_and(|a| a != volcanic_claude_code::API) {
+        return Err(invalid(
+            key("api"),
+            "this provider's api is `claude-code` (or leave it out)",
+        ));
+    }
+    for (k, set) in [
+        ("base_url", p.base_url.is_some()),
+        ("api_key", p.api_key.is_some()),
+        ("api_key_env", p.api_key_env.is_some()),
+        ("models", !p.models.is_empty()),
+    ] {
+        if set {
+            return Err(invalid(
+                key(k),
+                "not used: `claude` uses its own login and models (sonnet, opus, haiku)",
+            ));
+        }
+    }
+    let (command, mode, tools) = (p.command, p.permission_mode, p.allowed_tools);
+    let bad = |k: &'static str| move |e: volcanic_claude_code::ClaudeCodeError| invalid(key(k), e.to_string());
+    volcanic_claude_code::ClaudeCodeConfig::new(command.clone(), None, None).map_err(bad("command"))?;
+    volcanic_claude_code::ClaudeCodeConfig::new(None, mode.as_deref(), None).map_err(bad("permission_mode"))?;
+    volcanic_claude_code::ClaudeCodeConfig::new(command, mode.as_deref(), tools).map_err(bad("allowed_tools"))
+}
+
 fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, ConfigError> {
     let key = |k: &str| format!("providers.{name}.{k}");
+    if p.command.is_some() || p.permission_mode.is_some() || p.allowed_tools.is_some() {
+        return Err(invalid(
+            key("command"),
+            "command, permission_mode and allowed_tools belong in [providers.claude-code]",
+        ));
+    }
     let builtin = matches!(name, "anthropic" | "openai");
     let api = match (p.api.as_deref(), name) {
         (Some("anthropic-messages"), _) | (None, "anthropic") => Api::AnthropicMessages,
         (Some("openai-completions"), _) | (None, "openai") => Api::OpenAiCompletions,
         (Some("openai-responses"), _) => Api::OpenAiResponses,
+        (Some("claude-code"), _) => {
+            return Err(invalid(
+                key("api"),
+                "claude-code is configured as [providers.claude-code]",
+            ));
+        }
         (Some(other), _) => {
             return Err(invalid(
                 key("api"),

@@ -156,3 +156,39 @@ fn debug_output_leaves_out_every_secret() {
         "{printed}"
     );
 }
+
+#[test]
+fn claude_code_section_resolves_and_rejects_what_does_not_apply() {
+    let c = parse("[providers.claude-code]\ncommand = \"/opt/claude\"\npermission_mode = \"acceptEdits\"\nallowed_tools = [\"Read\"]")
+        .unwrap();
+    assert!(c.providers.is_empty());
+    let cc = c.claude_code.unwrap();
+    assert_eq!(cc.command, "/opt/claude");
+    assert_eq!(cc.permission_mode, volcanic_claude_code::PermissionMode::AcceptEdits);
+    assert_eq!(cc.allowed_tools, ["Read"]);
+    assert_eq!(parse("").unwrap().claude_code, None);
+    let empty = parse("[providers.claude-code]").unwrap().claude_code;
+    assert_eq!(empty, Some(volcanic_claude_code::ClaudeCodeConfig::default()));
+    for (text, key) in [
+        (
+            "[providers.claude-code]\npermission_mode = \"yolo\"",
+            "providers.claude-code.permission_mode",
+        ),
+        (
+            "[providers.claude-code]\nbase_url = \"http://x\"",
+            "providers.claude-code.base_url",
+        ),
+        (
+            "[providers.claude-code]\ncommand = \"\"",
+            "providers.claude-code.command",
+        ),
+        ("[providers.cc]\napi = \"claude-code\"", "providers.cc.api"),
+        (
+            "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\ncommand = \"c\"",
+            "providers.l.command",
+        ),
+    ] {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains(key), "{text}: {e}");
+    }
+}

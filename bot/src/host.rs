@@ -20,6 +20,10 @@ pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
     models.register_provider(volcanic_openai::registration()?);
     // The `openai` catalogue's reasoning models use the Responses API.
     models.register_api(Arc::new(volcanic_openai_responses::OpenAiResponsesProvider::new()?));
+    // `claude -p` on the owner's Claude login (opt-in); outside the process policy on purpose.
+    if let Some(claude_code) = &config.claude_code {
+        models.register_provider(volcanic_claude_code::registration(claude_code.clone()));
+    }
     for p in &config.providers {
         models
             .add_custom_provider(p)

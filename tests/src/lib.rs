@@ -6,9 +6,12 @@
 //!   against; tests push updates and observe every call the bot makes.
 //! - [`google`]: Google's OAuth 2.0 endpoints and the Calendar API v3, strict like Google.
 //! - [`a2a_peer`]: a scripted A2A agent speaking JSON-RPC + SSE in A2A 1.0, 0.3, or both.
+//! - [`fake_claude`]: a fake `claude -p` printing recorded `stream-json` lines (the
+//!   `fake-claude` bin), checking its flags and environment.
 
 pub mod a2a_peer;
 pub mod bot_api;
+pub mod fake_claude;
 pub mod google;
 pub mod model_server;
 pub mod pi_session;

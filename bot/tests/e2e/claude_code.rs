@@ -1,0 +1,67 @@
+//! Claude Code as the model, through the real binary on Telegram: the `claude` of
+//! `[providers.claude-code] command` is the test kit's fake, which refuses any environment
+//! variable outside its allow-list (the bot's token and keys are in the bot's environment), so
+//! an answer at all shows none leaked. A chat on `claude-code/sonnet` gets its answer in its
+//! workspace and time zone, the next message resumes Claude's session with `--resume <id>`, and
+//! after `/new` a fresh session starts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::*;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::model_server::ModelServer;
+
+/// The session id in the fake's answer `fake claude (<new|resumed> session <id>, ...`.
+fn session_of(answer: &str) -> String {
+    let after = answer
+        .split(" session ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no session in {answer:?}"));
+    after.split(',').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_on_claude_code_gets_its_answer_and_resumes_the_session() {
+    let fake = volcanic_testkit::fake_claude::path().unwrap_or_else(|e| panic!("the fake claude is needed: {e}"));
+    // The model server is never called: Claude Code is the model.
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let path = env.dir.path().join("volcanic.toml");
+    let config = std::fs::read_to_string(&path).unwrap().replace(
+        "model = \"anthropic/claude-sonnet-4-5\"",
+        "model = \"claude-code/sonnet\"\ndefault_time_zone = \"Asia/Tokyo\"",
+    );
+    let config = format!(
+        "{config}[providers.claude-code]\ncommand = \"{}\"\npermission_mode = \"plan\"\nallowed_tools = [\"Read\"]\n",
+        fake.display()
+    );
+    std::fs::write(&path, config).unwrap();
+    let bot = BotProcess::start(&env, TOKEN);
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "hello claude"));
+    let first = nth_text(&tg, OWNER, "fake claude (", 1, &bot).await;
+    assert!(first.starts_with("fake claude (new session fake-"), "{first}");
+    assert!(first.contains(", model sonnet, TZ Asia/Tokyo, cwd "), "{first}");
+    let ws = env.dir.path().join("workspaces").join(OWNER.to_string());
+    let ws = ws.canonicalize().unwrap_or(ws);
+    assert!(first.contains(&ws.display().to_string()), "{first}");
+    assert!(first.ends_with("hello claude"), "{first}");
+    let session = session_of(&first);
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "and again"));
+    let second = nth_text(&tg, OWNER, "fake claude (", 2, &bot).await;
+    assert!(
+        second.starts_with(&format!("fake claude (resumed session {session}, ")),
+        "{second}"
+    );
+    assert!(second.ends_with("and again"), "{second}");
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
+    tg.push_update(updates::text_message(OWNER, OWNER, "from scratch"));
+    let third = nth_text(&tg, OWNER, "from scratch", 1, &bot).await;
+    assert!(third.starts_with("fake claude (new session fake-"), "{third}");
+    assert_ne!(session_of(&third), session);
+    assert!(model.requests().is_empty(), "the model server was called");
+    drop(bot);
+}

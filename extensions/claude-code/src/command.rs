@@ -1,0 +1,197 @@
+//! What one call starts: `claude`'s arguments, environment, working directory and prompt, all
+//! read from the call's context.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+use volcanic_abstractions::{Message, ProviderContext, UserContent};
+use volcanic_provider_support::{branch_summary_text, compaction_summary_text};
+
+use crate::{ClaudeCodeConfig, ClaudeCodeError, PROVIDER};
+
+/// Variables passed from the bot's environment to `claude` when set: what it needs to run
+/// (`PATH`, `HOME`, `LANG`) and its own login (`CLAUDE_CODE_OAUTH_TOKEN` from
+/// `claude setup-token`, `CLAUDE_CONFIG_DIR`). `ANTHROPIC_API_KEY` is not among them: it is the
+/// bot's own key for the `anthropic` provider, and Claude Code would bill it instead of the
+/// subscription.
+pub const PASSED_ENV: &[&str] = &["PATH", "HOME", "LANG", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"];
+
+/// Claude Code's `--permission-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PermissionMode {
+    /// `default`: tools that need permission are denied in `-p` mode (reading works).
+    #[default]
+    Default,
+    /// `acceptEdits`: file edits are allowed, commands still need `allowed_tools`.
+    AcceptEdits,
+    /// `plan`: nothing is changed; `claude` only plans.
+    Plan,
+    /// `bypassPermissions`: everything is allowed (only for a trusted, sandboxed host).
+    BypassPermissions,
+}
+
+impl PermissionMode {
+    /// The flag value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+        }
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = ClaudeCodeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::Plan,
+            PermissionMode::BypassPermissions,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
+        .ok_or_else(|| ClaudeCodeError::PermissionMode(s.to_owned()))
+    }
+}
+
+/// One `claude` run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Invocation {
+    pub(crate) args: Vec<String>,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) stdin: String,
+    /// The `--resume` id, if any.
+    pub(crate) resume: Option<String>,
+}
+
+/// The run for `model_id` and `context`; `env` reads the bot's environment.
+pub(crate) fn invocation(
+    config: &ClaudeCodeConfig,
+    model_id: &str,
+    context: &ProviderContext,
+    env: impl Fn(&str) -> Option<String>,
+) -> Invocation {
+    let resume = resume_id(&context.messages);
+    let mut args: Vec<String> = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--model",
+        model_id,
+        "--permission-mode",
+        config.permission_mode.as_str(),
+    ]
+    .map(str::to_owned)
+    .into();
+    if !config.allowed_tools.is_empty() {
+        args.push("--allowedTools".into());
+        args.push(config.allowed_tools.join(","));
+    }
+    if let Some(id) = &resume {
+        args.push("--resume".into());
+        args.push(id.clone());
+    }
+    let mut vars: BTreeMap<String, String> = PASSED_ENV
+        .iter()
+        .filter_map(|k| env(k).map(|v| ((*k).to_owned(), v)))
+        .collect();
+    if let Some(tz) = prompt_line(&context.system_prompt, "Time zone: ") {
+        vars.insert("TZ".into(), tz);
+    }
+    let cwd = prompt_line(&context.system_prompt, "Current working directory: ").map(PathBuf::from);
+    let stdin = prompt(&context.messages, resume.is_some());
+    Invocation {
+        args,
+        env: vars,
+        cwd,
+        stdin,
+        resume,
+    }
+}
+
+/// The value of the system prompt's last `label…` line (the runtime writes the environment lines
+/// last, so a context file quoting one cannot win).
+fn prompt_line(system_prompt: &str, label: &str) -> Option<String> {
+    system_prompt
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(label))
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// The session to resume: the `response_id` of the latest `claude-code` answer, unless a
+/// compaction happened after it (the kept messages are older than the summary) or another
+/// model answered since.
+pub(crate) fn resume_id(messages: &[Message]) -> Option<String> {
+    let compacted_at = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::CompactionSummary(s) => Some(s.timestamp),
+            _ => None,
+        })
+        .max();
+    let last = messages.iter().rev().find_map(|m| match m {
+        Message::Assistant(a) => Some(a),
+        _ => None,
+    })?;
+    (last.provider == PROVIDER && compacted_at.is_none_or(|t| last.timestamp > t))
+        .then(|| last.response_id.clone())
+        .flatten()
+}
+
+/// The prompt: when resuming, the user text after the last answer; when starting fresh, the
+/// whole transcript as text (empty after `/new`, the summary after a compaction) ending with it.
+fn prompt(messages: &[Message], resuming: bool) -> String {
+    let start = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant(_)))
+        .map_or(0, |i| i + 1);
+    let new: Vec<String> = messages[start..].iter().filter_map(user_text).collect();
+    let new = new.join("\n\n");
+    if resuming || start == 0 && messages.iter().all(|m| matches!(m, Message::User(_))) {
+        return new;
+    }
+    let mut out = String::from("The conversation so far:\n\n");
+    for m in &messages[..start] {
+        let line = match m {
+            Message::User(_) => user_text(m).map(|t| format!("User: {t}")),
+            Message::Assistant(a) => {
+                let text = a.text();
+                (!text.is_empty()).then(|| format!("Assistant: {text}"))
+            }
+            Message::ToolResult(r) => Some(format!("Tool result ({}): {}", r.tool_name, join(&r.content))),
+            Message::CompactionSummary(s) => Some(compaction_summary_text(s)),
+            Message::BranchSummary(s) => Some(branch_summary_text(s)),
+            Message::Custom(_) | Message::BashExecution(_) => None,
+        };
+        if let Some(line) = line {
+            out.push_str(&line);
+            out.push_str("\n\n");
+        }
+    }
+    out.push_str("Now the user says:\n\n");
+    out.push_str(&new);
+    out
+}
+
+fn user_text(m: &Message) -> Option<String> {
+    match m {
+        Message::User(u) => Some(u.content.text()),
+        _ => None,
+    }
+}
+
+fn join(blocks: &[UserContent]) -> String {
+    volcanic_abstractions::join_text(blocks)
+}
+
+#[cfg(test)]
+#[path = "command_tests.rs"]
+mod tests;

@@ -1,0 +1,111 @@
+use super::*;
+use pretty_assertions::assert_eq;
+use volcanic_abstractions::{AssistantMessage, SummaryMessage};
+
+fn answer(provider: &str, id: Option<&str>, ts: i64) -> Message {
+    let mut a = AssistantMessage::empty("claude-code", provider, "sonnet", ts);
+    a.response_id = id.map(str::to_owned);
+    Message::Assistant(a)
+}
+
+fn context(messages: Vec<Message>) -> ProviderContext {
+    ProviderContext {
+        system_prompt: "You are helpful.\nTime zone: Asia/Tokyo\nCurrent working directory: /work/chat-1".into(),
+        messages,
+        tools: Vec::new(),
+    }
+}
+
+#[test]
+fn first_call_has_the_flags_the_allow_listed_env_tz_and_cwd() {
+    let config = ClaudeCodeConfig::new(
+        None,
+        Some("acceptEdits"),
+        Some(vec!["Read".into(), "Bash(git log:*)".into()]),
+    )
+    .unwrap_or_default();
+    let env = |k: &str| match k {
+        "PATH" => Some("/usr/bin".to_owned()),
+        "HOME" => Some("/home/bot".to_owned()),
+        "TELEGRAM_BOT_TOKEN" | "ANTHROPIC_API_KEY" => Some("secret".to_owned()),
+        _ => None,
+    };
+    let run = invocation(&config, "sonnet", &context(vec![Message::user_text("hi", 1)]), env);
+    assert_eq!(
+        run.args,
+        [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Read,Bash(git log:*)"
+        ]
+    );
+    let vars: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(
+        vars,
+        [("HOME", "/home/bot"), ("PATH", "/usr/bin"), ("TZ", "Asia/Tokyo")]
+    );
+    assert_eq!(run.cwd, Some(PathBuf::from("/work/chat-1")));
+    assert_eq!(run.stdin, "hi");
+    assert_eq!(run.resume, None);
+}
+
+#[test]
+fn resumes_the_latest_claude_answer_with_the_new_text_only() {
+    let messages = vec![
+        Message::user_text("one", 1),
+        answer("claude-code", Some("sess-1"), 2),
+        Message::user_text("two", 3),
+    ];
+    let run = invocation(&ClaudeCodeConfig::default(), "opus", &context(messages), |_| None);
+    assert_eq!(run.resume.as_deref(), Some("sess-1"));
+    assert_eq!(&run.args[run.args.len() - 2..], ["--resume", "sess-1"]);
+    assert_eq!(run.stdin, "two");
+}
+
+#[test]
+fn starts_fresh_after_a_compaction_or_another_model_with_the_transcript_as_text() {
+    let summary = Message::CompactionSummary(SummaryMessage {
+        summary: "we talked about ducks".into(),
+        tokens_before: Some(10),
+        from_id: None,
+        timestamp: 5,
+    });
+    // The kept answer is older than the summary.
+    let messages = vec![
+        summary,
+        answer("claude-code", Some("sess-1"), 2),
+        Message::user_text("more", 6),
+    ];
+    let run = invocation(&ClaudeCodeConfig::default(), "sonnet", &context(messages), |_| None);
+    assert_eq!(run.resume, None);
+    assert!(run.stdin.contains("we talked about ducks"), "{}", run.stdin);
+    assert!(run.stdin.ends_with("Now the user says:\n\nmore"), "{}", run.stdin);
+
+    let other = vec![
+        Message::user_text("a", 1),
+        answer("anthropic", Some("msg_1"), 2),
+        Message::user_text("b", 3),
+    ];
+    assert_eq!(resume_id(&other), None);
+}
+
+#[test]
+fn config_errors_say_what_to_write() {
+    let e = ClaudeCodeConfig::new(None, Some("yolo"), None)
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some("`yolo`: use default, acceptEdits, plan or bypassPermissions")
+    );
+    assert!(ClaudeCodeConfig::new(Some(" ".into()), None, None).is_err());
+    assert!(ClaudeCodeConfig::new(None, None, Some(vec!["Read,Write".into()])).is_err());
+}
