@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use volcanic_abstractions::model::{Api, InputKind};
 
 fn parse(t: &str) -> Result<Config, ConfigError> {
     Config::parse(t, Path::new("test.toml"))
