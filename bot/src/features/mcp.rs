@@ -147,11 +147,12 @@ mod tests {
         let block: String = text
             .lines()
             .skip_while(|l| !l.starts_with("# [mcp]"))
+            .take_while(|l| l.starts_with('#') && (!l.starts_with("# [") || l.starts_with("# [mcp")))
             .map(|l| l.trim_start_matches('#').trim_start())
             .collect::<Vec<_>>()
             .join("\n");
         let table: toml::Table = block.parse().unwrap_or_else(|e| panic!("{e}"));
-        let section: Section = toml::Value::Table(table["features"]["mcp"].as_table().cloned().unwrap_or_default())
+        let section: Section = toml::Value::Table(table["mcp"].as_table().cloned().unwrap_or_default())
             .try_into()
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(section.servers.len(), 2);
