@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use serde_json::json;
-use std::process::Command;
 use volcanic_testkit::a2a_peer::{A2aPeer, PeerConfig, PeerMode};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
@@ -16,25 +15,7 @@ const PEER_TOKEN: &str = "peer-token-0123456789";
 
 /// [`BotProcess::start`] with `E2E_A2A_TOKEN` in the bot's environment too.
 fn start_with_token(env: &Env) -> BotProcess {
-    let log = env.dir.path().join("bot-a2a.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
-        .arg("--config")
-        .arg(env.dir.path().join("volcanic.toml"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .env("E2E_ANTHROPIC_KEY", "test-key")
-        .env("E2E_OPENAI_KEY", "test-key")
-        .env("E2E_A2A_TOKEN", PEER_TOKEN)
-        .env("VOLCANIC_LOG", "info")
-        .current_dir(env.dir.path())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .unwrap();
-    BotProcess { child, log }
+    BotProcess::start_with(env, TOKEN, Some("info"), &[("E2E_A2A_TOKEN", PEER_TOKEN)])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

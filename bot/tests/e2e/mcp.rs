@@ -8,7 +8,6 @@
 use crate::support::*;
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
@@ -30,25 +29,7 @@ fn everything() -> PathBuf {
 
 /// [`BotProcess::start`] with `MCP_E2E_SECRET` added to the bot's environment.
 fn start_bot(env: &Env) -> BotProcess {
-    let log = env.dir.path().join("bot.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"))
-        .arg("--config")
-        .arg(env.dir.path().join("volcanic.toml"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .env("E2E_ANTHROPIC_KEY", "test-key")
-        .env("E2E_OPENAI_KEY", "test-key")
-        .env("MCP_E2E_SECRET", PASSED)
-        .env("VOLCANIC_LOG", "info")
-        .current_dir(env.dir.path())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .unwrap();
-    BotProcess { child, log }
+    BotProcess::start_with(env, TOKEN, Some("info"), &[("MCP_E2E_SECRET", PASSED)])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

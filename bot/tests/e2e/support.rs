@@ -133,6 +133,11 @@ impl BotProcess {
 
     /// [`start`](Self::start) with `VOLCANIC_LOG` set to `level` (`None`: unset, the default).
     pub fn start_logging(env: &Env, token: &str, level: Option<&str>) -> BotProcess {
+        BotProcess::start_with(env, token, level, &[])
+    }
+
+    /// [`start_logging`](Self::start_logging) with `extra` variables in the bot's environment.
+    pub fn start_with(env: &Env, token: &str, level: Option<&str>, extra: &[(&str, &str)]) -> BotProcess {
         let log = env.dir.path().join(format!(
             "bot-{}.log",
             std::time::SystemTime::now()
@@ -154,6 +159,7 @@ impl BotProcess {
         if let Some(level) = level {
             command.env("VOLCANIC_LOG", level);
         }
+        command.envs(extra.iter().copied());
         let child = command
             .current_dir(env.dir.path())
             .stdout(out.try_clone().unwrap())
