@@ -3,12 +3,20 @@
 #   - npm: @copilotkit/aimock (a third-party model API mock) and @mariozechner/pi-coding-agent
 #     (pi itself, to read our session files), @modelcontextprotocol/server-everything (an MCP
 #     server for the MCP client's tests), pinned in .testdeps/package-lock.json;
+#   - Python (.testdeps/venv): a2a-sdk, uvicorn and mcp, every package pinned in
+#     .testdeps/requirements.txt;
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Reinstall only when the lock file changed since the last install.
 if ! cmp -s .testdeps/package-lock.json .testdeps/node_modules/.volcanic-installed-lock; then
   npm ci --prefix .testdeps --no-audit --no-fund --loglevel=error
   cp .testdeps/package-lock.json .testdeps/node_modules/.volcanic-installed-lock
+fi
+if ! cmp -s .testdeps/requirements.txt .testdeps/venv/.volcanic-installed-requirements; then
+  rm -rf .testdeps/venv
+  python3 -m venv .testdeps/venv
+  .testdeps/venv/bin/pip install --quiet --disable-pip-version-check -r .testdeps/requirements.txt
+  cp .testdeps/requirements.txt .testdeps/venv/.volcanic-installed-requirements
 fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings

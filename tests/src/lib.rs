@@ -8,6 +8,7 @@
 //! - [`a2a_peer`]: a scripted A2A agent speaking JSON-RPC + SSE in A2A 1.0, 0.3, or both.
 //! - [`fake_claude`]: a fake `claude -p` printing recorded `stream-json` lines (the
 //!   `fake-claude` bin), checking its flags and environment.
+//! - [`testdeps`]: where the pinned npm and Python test peers are (`.testdeps/`).
 
 pub mod a2a_peer;
 pub mod bot_api;
@@ -15,6 +16,7 @@ pub mod fake_claude;
 pub mod google;
 pub mod model_server;
 pub mod pi_session;
+pub mod testdeps;
 
 pub use bot_api::{ApiCall, ApiError, BotApiServer, ChatMessage};
 pub use google::GoogleServer;
