@@ -2,7 +2,9 @@
 # The one test command (README.md): installs the pinned test peers, then runs every test.
 #   - npm: @copilotkit/aimock (a third-party model API mock) and @mariozechner/pi-coding-agent
 #     (pi itself, to read our session files), @modelcontextprotocol/server-everything (an MCP
-#     server for the MCP client's tests), pinned in .testdeps/package-lock.json;
+#     server for the MCP client's tests), @modelcontextprotocol/conformance with node@22 (the
+#     runner needs Node 22), @a2a-js/sdk with express (an A2A peer written by others), pinned in
+#     .testdeps/package-lock.json;
 #   - Python (.testdeps/venv): a2a-sdk, uvicorn and mcp, every package pinned in
 #     .testdeps/requirements.txt;
 set -euo pipefail
