@@ -41,6 +41,9 @@ pub struct Section {
     /// Credentials by origin.
     #[serde(default)]
     pub credentials: BTreeMap<String, CredentialSection>,
+    /// `[a2a.server]`: read by the A2A server feature (issue 15), not by the client.
+    #[serde(default)]
+    pub server: Option<toml::Table>,
 }
 
 /// `[a2a.credentials."<origin>"]`: a bearer token or an API-key header, each read from
