@@ -42,8 +42,8 @@ pub struct Section {
     #[serde(default)]
     pub credentials: BTreeMap<String, CredentialSection>,
     /// `[a2a.server]`: read by the A2A server feature (issue 15), not by the client.
-    #[serde(default)]
-    pub server: Option<toml::Table>,
+    #[serde(default, rename = "server")]
+    pub _server: Option<toml::Table>,
 }
 
 /// `[a2a.credentials."<origin>"]`: a bearer token or an API-key header, each read from
