@@ -31,9 +31,10 @@
 //! - **corrupt files**: `*.corrupt-*` in the state or workspaces dirs, or a `.jsonl` line under
 //!   the state dir that is not JSON.
 //!
-//! A notice is judged by the tool-run log: a kill in the instant between the bot's `tool` mark
-//! and the `echo` of the command would count a right notice as wrong (a few milliseconds out of
-//! a 1.5 s run; no kill point aims there).
+//! A notice is judged by the tool's effect (the tool-run log, the job in `jobs.json`) or, failing
+//! that, by the tool call kept in the session transcript before it: a kill between the bot's
+//! durable `tool` mark and the tool's effect leaves the bot unable to know whether the tool did
+//! anything, and telling the user is then right.
 //!
 //! Knobs (environment): `KILL_BENCH_SEED=<u64>` repeats a run's plan, kill points and presses
 //! (printed at the start; timing still varies from run to run); `KILL_BENCH_MESSAGES`,

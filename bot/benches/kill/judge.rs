@@ -2,7 +2,10 @@
 //! histories (run by the smoke version too, so the detector of each bad count is itself tested).
 //!
 //! A pressed Retry starts a new segment of its message: one answer and one tool run are allowed
-//! per segment, and a notice is right only if the message's tool ran in its segment.
+//! per segment, and a notice is right only if the message's tool ran in its segment, or its
+//! tool call was kept in the transcript before the notice (the kill fell between the bot's
+//! durable `tool` mark, written as the tool starts, and the tool's visible effect: the bot
+//! cannot know the tool did nothing, so telling the user is right).
 
 use crate::script::Kind;
 
@@ -21,6 +24,8 @@ pub struct Seen {
     pub presses: Vec<Ms>,
     /// Its tool runs: `bash` for a command (the tool-run log), the job's creation for a reminder.
     pub tools: Vec<Ms>,
+    /// Its tool calls kept in the session transcript (the model asked, the bot recorded it).
+    pub asked: Vec<Ms>,
 }
 
 impl Seen {
@@ -31,6 +36,7 @@ impl Seen {
             notices: Vec::new(),
             presses: Vec::new(),
             tools: Vec::new(),
+            asked: Vec::new(),
         }
     }
 }
@@ -46,7 +52,7 @@ pub struct Verdict {
     pub twice: bool,
     /// More than one tool run in a segment.
     pub rerun: bool,
-    /// Notices with no tool run in their segment before them.
+    /// Notices with neither a tool run nor a kept tool call in their segment before them.
     pub wrong_notices: usize,
     /// Segments after a press that have an answer.
     pub retries_answered: usize,
@@ -88,7 +94,7 @@ pub fn judge(s: &Seen) -> Verdict {
         wrong_notices: s
             .notices
             .iter()
-            .filter(|t| s.kind == Kind::Ask || !in_segment(&s.tools, **t))
+            .filter(|t| s.kind == Kind::Ask || !(in_segment(&s.tools, **t) || in_segment(&s.asked, **t)))
             .count(),
         retries_answered: answers.iter().skip(1).filter(|c| **c > 0).count(),
         notice_after_answer: s.notices.iter().any(|t| in_segment(&s.answers, *t)),
@@ -103,6 +109,11 @@ pub fn self_check() {
         notices: notices.to_vec(),
         presses: presses.to_vec(),
         tools: tools.to_vec(),
+        asked: Vec::new(),
+    };
+    let asked = |s: Seen, asked: &[Ms]| Seen {
+        asked: asked.to_vec(),
+        ..s
     };
     let cases = [
         (
@@ -155,6 +166,28 @@ pub fn self_check() {
             seen(Kind::Run, &[50], &[20], &[], &[30]),
             Verdict {
                 wrong_notices: 1,
+                ..Verdict::default()
+            },
+        ),
+        (
+            "killed between the tool's mark and its effect: call kept, notice, no effect",
+            asked(seen(Kind::Plan, &[], &[20], &[], &[]), &[10]),
+            Verdict::default(),
+        ),
+        (
+            "a notice about a tool call kept only after it",
+            asked(seen(Kind::Plan, &[], &[20], &[], &[]), &[30]),
+            Verdict {
+                wrong_notices: 1,
+                ..Verdict::default()
+            },
+        ),
+        (
+            "after a press, a notice whose tool call and run came before the press",
+            asked(seen(Kind::Run, &[50], &[40], &[30], &[10]), &[5]),
+            Verdict {
+                wrong_notices: 1,
+                retries_answered: 1,
                 ..Verdict::default()
             },
         ),

@@ -28,6 +28,53 @@ pub struct JobSeen {
     pub ran: bool,
 }
 
+/// Every `bash` or `schedule` tool call persisted in a session file under `state` (the bot's
+/// transcripts), as (message n, unix ms of the assistant message): the model asked for the
+/// message's tool and the bot kept the request, so a kill may have fallen between its durable
+/// `tool` mark and the tool's effect (a `bash` command's marker names the message, `M<n>`; a
+/// `schedule` call's text its job, `J<n>`).
+pub fn tool_calls(state: &Path) -> Vec<(usize, Ms)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![state.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned();
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                    continue;
+                };
+                let message = &v["message"];
+                if v["type"] != "message" || message["role"] != "assistant" {
+                    continue;
+                }
+                let Some(at) = message["timestamp"].as_i64() else {
+                    continue;
+                };
+                for block in message["content"].as_array().map(Vec::as_slice).unwrap_or_default() {
+                    if block["type"] != "toolCall" {
+                        continue;
+                    }
+                    for (_, n) in markers_in(&block["arguments"].to_string()) {
+                        out.push((n, at));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every job of every workspace (`<ws>/<chat>/.volcanic/scheduler/jobs.json`).
 pub fn read_jobs(workspaces: &Path) -> Vec<JobSeen> {
     let mut out = Vec::new();
@@ -236,6 +283,7 @@ pub fn tally(run: &Run) -> Figures {
     let sends: Vec<ApiCall> = run.tg.calls("sendMessage").into_iter().filter(ApiCall::is_ok).collect();
     let jobs = read_jobs(&run.env.workspaces());
     let runs = tool_runs(&run.env.tool_log());
+    let calls = tool_calls(&run.env.state());
     let mut seen: HashMap<usize, Seen> = rec.sent.iter().map(|m| (m.n, Seen::new(m.kind))).collect();
     let mut job_answers: HashMap<usize, usize> = HashMap::new();
     let mut job_notices: HashMap<usize, usize> = HashMap::new();
@@ -293,6 +341,11 @@ pub fn tally(run: &Run) -> Figures {
     for j in &jobs {
         if let Some(s) = j.n.and_then(|n| seen.get_mut(&n)).filter(|s| s.kind == Kind::Plan) {
             s.tools.push(j.created_ms);
+        }
+    }
+    for (n, at) in &calls {
+        if let Some(s) = seen.get_mut(n) {
+            s.asked.push(*at);
         }
     }
     for m in &rec.sent {
