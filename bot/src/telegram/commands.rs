@@ -8,6 +8,7 @@
 use super::api::Target;
 use super::chats::chat_key;
 use super::inbound::InMessage;
+use super::menus;
 use super::router::Host;
 use super::texts;
 use crate::features::{CommandCall, Turn};
@@ -378,19 +379,16 @@ fn model<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> 
             Ok(s) => s,
             Err(e) => return Some(e),
         };
+        let models = session.available_models();
         if c.args.is_empty() {
             let current = session.model().map(|m| m.key());
-            let list: Vec<String> = session
-                .available_models()
-                .iter()
-                .map(|m| {
-                    let mark = if Some(m.key()) == current { "▸" } else { "•" };
-                    format!("{mark} `{}`", m.key())
-                })
-                .collect();
-            return Some(format!("Models (change with /model provider/id):\n{}", list.join("\n")));
+            let (text, buttons) = menus::model_menu(&models, current.as_deref());
+            return show_menu(host, c.target, &text, buttons).await;
         }
-        Some(match session.set_model(c.args).await {
+        let Some(wanted) = menus::resolve_model(c.args, &models) else {
+            return Some("⚠️ That model is no longer configured; send /model to see the current ones.".into());
+        };
+        Some(match session.set_model(&wanted).await {
             Ok(model) => {
                 let _ = host.chats.settings().update(&c.key, |s| s.model = Some(model.key()));
                 format!("Model: `{}`", model.key())
@@ -400,6 +398,21 @@ fn model<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> 
     })
 }
 
+/// Sends a menu (text and buttons) after everything already queued for the chat; a refusal
+/// becomes the answer instead.
+async fn show_menu(
+    host: &Host,
+    target: Target,
+    text: &str,
+    buttons: teloxide::types::InlineKeyboardMarkup,
+) -> Option<String> {
+    host.chats.slot(target).output.flush().await;
+    match host.tg.send_plain(target, text, Some(buttons)).await {
+        Ok(_) => None,
+        Err(e) => Some(format!("⚠️ Could not show the menu: {}", super::api::refusal(&e))),
+    }
+}
+
 fn thinking<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let session = match session_of(host, c.target).await {
@@ -407,10 +420,9 @@ fn thinking<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String
             Err(e) => return Some(e),
         };
         if c.args.is_empty() {
-            return Some(format!(
-                "Thinking level: {} (change with /thinking off|minimal|low|medium|high|xhigh)",
-                session.thinking_level()
-            ));
+            let model = session.model();
+            let (text, buttons) = menus::thinking_menu(session.thinking_level(), model.as_ref());
+            return show_menu(host, c.target, &text, buttons).await;
         }
         Some(match c.args.parse::<ThinkingLevel>() {
             Ok(level) => match session.set_thinking_level(level).await {

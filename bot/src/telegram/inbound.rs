@@ -104,6 +104,8 @@ pub struct InCallback {
     pub thread: Option<i32>,
     /// `data`.
     pub data: String,
+    /// The text of the message with the button (`message.text`).
+    pub message_text: String,
 }
 
 /// What an update is, for the router.
@@ -139,6 +141,7 @@ pub fn parse(update: &Value) -> Inbound {
             message_id: msg["message_id"].as_i64().unwrap_or_default(),
             thread: topic(msg),
             data: q["data"].as_str().unwrap_or_default().to_owned(),
+            message_text: msg["text"].as_str().unwrap_or_default().to_owned(),
         });
     }
     Inbound::Other

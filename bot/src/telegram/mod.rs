@@ -19,6 +19,7 @@ mod inbound;
 mod journal;
 mod ledger;
 mod media;
+mod menus;
 mod merge;
 mod output;
 mod poller;

@@ -234,11 +234,39 @@ impl Host {
             self.retry(update_id, kept, target, c.message_id);
             return;
         }
+        if let Some(line) = super::menus::command_line(&c.data) {
+            self.menu_press(update_id, &c, target, line.to_owned()).await;
+            return;
+        }
         self.journal.mark(update_id, Progress::Done);
         match self.pending.press(target, &c.data) {
             Some(choice) => tracing::debug!(chat = c.chat_id, %choice, "question answered"),
             None => tracing::debug!(chat = c.chat_id, data = %c.data, "button without a waiting question"),
         }
+    }
+
+    /// A menu button was pressed ([`menus`](super::menus)): its buttons give way to the choice,
+    /// and its command runs as if the presser had typed it, in its place in the chat's line.
+    async fn menu_press(self: &Arc<Self>, update_id: i64, c: &InCallback, target: Target, line: String) {
+        if let Ok(message_id) = i32::try_from(c.message_id) {
+            let shown = format!("{}\n→ {line}", c.message_text);
+            self.tg.edit_progress(target, message_id, &shown).await;
+        }
+        let m = InMessage {
+            message_id: c.message_id,
+            chat_id: c.chat_id,
+            chat_type: if c.chat_id < 0 { "supergroup" } else { "private" }.to_owned(),
+            from_id: c.from_id,
+            thread: c.thread,
+            text: line.clone(),
+            ..InMessage::default()
+        };
+        let turn = commands::takes_turn(self, &line).then(|| self.chats.slot(target).intake.order.ticket());
+        let host = self.clone();
+        tokio::spawn(async move {
+            commands::handle(&host, &m, &line, turn).await;
+            host.journal.mark(update_id, Progress::Done);
+        });
     }
 
     /// A group became a supergroup: its workspace, settings, sessions and the features' files

@@ -26,6 +26,7 @@ mod telegram_calendar;
 mod telegram_compact;
 mod telegram_failures;
 mod telegram_media;
+mod telegram_menus;
 mod telegram_more;
 mod telegram_order;
 mod telegram_slots;
