@@ -15,6 +15,10 @@ pub const API_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// One catalogue row.
 type Row = (&'static str, &'static str, f64, f64, f64, f64, u64, u64);
 
+/// The catalogue as of **2026-11-30** (prices in USD per million tokens and token limits, from
+/// https://www.anthropic.com/pricing and the models overview). Prices change: a config section adds or replaces models
+/// without a release (`[[providers.anthropic.models]]` with `id`, `context_window`, `max_tokens`,
+/// `reasoning`, `input`, `cost`; a replaced model keeps its display name).
 #[rustfmt::skip]
 const MODELS: &[Row] = &[
     ("claude-sonnet-4-5", "Claude Sonnet 4.5", 3.0, 15.0, 0.3, 3.75, 200_000, 64_000),

@@ -18,6 +18,10 @@ pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// One catalogue row.
 type Row = (&'static str, &'static str, bool, f64, f64, f64, u64, u64);
 
+/// The catalogue as of **2026-11-30** (prices in USD per million tokens and token limits, from
+/// https://openai.com/api/pricing and the model pages). Prices change: a config section adds or replaces models
+/// without a release (`[[providers.openai.models]]` with `id`, `context_window`, `max_tokens`,
+/// `reasoning`, `input`, `cost`; a replaced model keeps its display name).
 #[rustfmt::skip]
 const MODELS: &[Row] = &[
     ("gpt-5", "GPT-5", true, 1.25, 10.0, 0.125, 400_000, 128_000),

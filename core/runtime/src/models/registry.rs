@@ -139,7 +139,8 @@ impl ModelRegistry {
                 provider: cfg.name.clone(),
                 api: cfg.api.as_str().to_owned(),
             })?;
-        // A section for a built-in provider overrides its key and base URL; listed models are added.
+        // A section for a built-in provider overrides its key and base URL; a listed model is
+        // added, or replaces the catalogue's model of the same id (keeping its display name).
         let mut models: Vec<Model> = self
             .providers
             .iter()
@@ -151,14 +152,23 @@ impl ModelRegistry {
                 m.base_url = cfg.base_url.clone();
             }
         }
+        // Without a base URL of its own, a built-in provider's added models use its catalogue's.
+        let base_url = match (cfg.base_url.is_empty(), models.first()) {
+            (true, Some(m)) => m.base_url.clone(),
+            _ => cfg.base_url.clone(),
+        };
         for m in &cfg.models {
+            let name = models
+                .iter()
+                .find(|x| x.id == m.id)
+                .map_or_else(|| m.id.clone(), |x| x.name.clone());
             models.retain(|x| x.id != m.id);
             models.push(Model {
                 id: m.id.clone(),
-                name: m.id.clone(),
+                name,
                 provider: cfg.name.clone(),
                 api: cfg.api.clone(),
-                base_url: cfg.base_url.clone(),
+                base_url: base_url.clone(),
                 reasoning: m.reasoning,
                 input: m.input.clone(),
                 cost: m.cost,
@@ -300,4 +310,85 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+
+    impl Provider for Nothing {
+        fn api(&self) -> Api {
+            Api::AnthropicMessages
+        }
+
+        fn stream(&self, model: &Model, _context: ProviderContext, _options: StreamOptions) -> ProviderStream {
+            error_stream(model, "not called".into())
+        }
+    }
+
+    fn model(id: &str, name: &str, base_url: &str) -> Model {
+        Model {
+            id: id.into(),
+            name: name.into(),
+            provider: "anthropic".into(),
+            api: Api::AnthropicMessages,
+            base_url: base_url.into(),
+            reasoning: true,
+            input: vec![InputKind::Text],
+            cost: ModelCost::default(),
+            context_window: 200_000,
+            max_tokens: 64_000,
+        }
+    }
+
+    fn custom(id: &str, input_price: f64) -> CustomModelConfig {
+        CustomModelConfig {
+            id: id.into(),
+            context_window: 100_000,
+            max_tokens: 1_000,
+            reasoning: false,
+            input: vec![InputKind::Text],
+            cost: ModelCost {
+                input: input_price,
+                ..ModelCost::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_built_in_providers_section_adds_and_replaces_models_at_its_base_url() {
+        let mut r = ModelRegistry::new();
+        let provider: Arc<dyn Provider> = Arc::new(Nothing);
+        r.register_api(provider.clone());
+        r.register_provider(ProviderRegistration {
+            name: "anthropic".into(),
+            provider,
+            models: vec![
+                model("claude-a", "Claude A", "https://api.example"),
+                model("claude-b", "Claude B", "https://api.example"),
+            ],
+            api_key: Some("k".into()),
+            api_key_env: None,
+        });
+        r.add_custom_provider(&CustomProviderConfig {
+            name: "anthropic".into(),
+            api: Api::AnthropicMessages,
+            base_url: String::new(),
+            api_key: None,
+            api_key_env: Some("X".into()),
+            models: vec![custom("claude-b", 7.0), custom("claude-new", 1.0)],
+        })
+        .unwrap();
+        let b = r.find("anthropic/claude-b").unwrap();
+        assert_eq!(
+            (b.name.as_str(), b.cost.input, b.base_url.as_str()),
+            ("Claude B", 7.0, "https://api.example")
+        );
+        let added = r.find("anthropic/claude-new").unwrap();
+        assert_eq!(added.base_url, "https://api.example");
+        assert_eq!(r.find("anthropic/claude-a").unwrap().name, "Claude A");
+    }
 }
