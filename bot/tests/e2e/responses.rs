@@ -1,7 +1,8 @@
 //! The built-in `openai` provider's reasoning models through the real binary: the console runs a
 //! tool call on `openai/gpt-5-mini` over the Responses API (reasoning replayed encrypted,
 //! statelessly), then the same session continues on Chat Completions (`openai/gpt-4.1`) with
-//! every request accepted by the strict model server.
+//! every request accepted by the strict model server; and one conversation over all five back
+//! ends (Anthropic, Responses, Chat Completions, Claude Code, Anthropic) with a tool call in each.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -62,4 +63,86 @@ async fn console_runs_a_tool_call_over_responses_then_switches_to_chat_completio
     assert_eq!(third.path, "/v1/chat/completions");
     assert!(!third.is_rejected(), "{:?}", third.rejection);
     assert_eq!(third.tool_outputs().len(), 1);
+}
+
+/// Issue 17's switching test: one conversation over five back ends, a tool call in each step
+/// (Claude Code runs its own `Bash` inside `claude`), every model request accepted by the
+/// strict model server, each one carrying the whole conversation before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_each() {
+    let fake = volcanic_testkit::fake_claude::path().unwrap_or_else(|e| panic!("the fake claude is needed: {e}"));
+    let server = ModelServer::start().await.unwrap();
+    let env = Env::new(&server.url(), "");
+    let path = env.dir.path().join("volcanic.toml");
+    let config = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{config}[providers.claude-code]\ncommand = \"{}\"\n", fake.display()),
+    )
+    .unwrap();
+
+    let steps = [
+        ("anthropic/claude-sonnet-4-5", "/v1/messages"),
+        ("openai/gpt-5-mini", "/v1/responses"),
+        ("openai/gpt-4.1", "/v1/chat/completions"),
+        ("claude-code/sonnet", ""),
+        ("anthropic/claude-opus-4-5", "/v1/messages"),
+    ];
+    let mut session: Option<String> = None;
+    let mut said: Vec<String> = Vec::new();
+    let mut our_tool_runs = 0;
+    for (i, (model, path)) in steps.iter().enumerate() {
+        let file = format!("step{i}.txt");
+        let prompt = if path.is_empty() {
+            format!("[tool] step {i}")
+        } else {
+            server.push(Turn::new().tool_call(
+                format!("call_step{i}"),
+                "bash",
+                json!({"command": format!("echo {i} > {file}")}),
+            ));
+            server.push(Turn::reply(&format!("step {i} done")));
+            format!("step {i}: write {file}")
+        };
+        let before = server.requests().len();
+        let mut args = vec!["--model", model, "-p", prompt.as_str()];
+        if let Some(s) = &session {
+            args.splice(0..0, ["--session", s.as_str()]);
+        }
+        let out = env.console(&args);
+        assert_eq!(out.status.code(), Some(0), "{model}: stderr: {}", stderr(&out));
+        if session.is_none() {
+            let files = env.session_files();
+            assert_eq!(files.len(), 1, "{files:?}");
+            session = Some(files[0].to_str().unwrap().to_owned());
+        }
+        let requests = server.requests();
+        if path.is_empty() {
+            assert!(stdout(&out).contains("fake claude (new session"), "{}", stdout(&out));
+            assert_eq!(requests.len(), before, "Claude Code is the model: no request here");
+            said.push(prompt);
+            continue;
+        }
+        assert_eq!(stdout(&out), format!("step {i} done\n"), "{model}");
+        assert_eq!(
+            std::fs::read_to_string(env.workspace().join(&file)).unwrap(),
+            format!("{i}\n")
+        );
+        assert_eq!(requests.len(), before + 2, "{model}");
+        for r in &requests[before..] {
+            assert_eq!(&r.path, path, "{model}");
+            assert!(!r.is_rejected(), "{model}: {:?}\n{}", r.rejection, r.body);
+            let body = r.body.to_string();
+            for earlier in &said {
+                assert!(
+                    body.contains(earlier.as_str()),
+                    "{model}: {earlier:?} missing from {body}"
+                );
+            }
+        }
+        our_tool_runs += 1;
+        assert_eq!(requests[before + 1].tool_outputs().len(), our_tool_runs, "{model}");
+        said.push(format!("step {i}: write {file}"));
+        said.push(format!("step {i} done"));
+    }
 }
