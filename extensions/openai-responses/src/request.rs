@@ -23,7 +23,7 @@ use volcanic_abstractions::{
     ToolResultMessage, UserBody, UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
+    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_result_text,
 };
 
 /// Smallest `max_output_tokens` the API accepts (a smaller one is a 400).
@@ -327,28 +327,12 @@ fn reasoning_item(signature: &str) -> Option<InputItem<'static>> {
 /// A `function_call_output`; the result's images go to `images` (or a note when the model
 /// takes none).
 fn tool_output<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> InputItem<'a> {
-    let mut text = volcanic_abstractions::join_text(&result.content);
-    let mut has_images = false;
-    for block in &result.content {
-        if let UserContent::Image(image) = block {
-            has_images = true;
-            if model.takes_images() {
-                images.push(image_part(&image.mime_type, &image.data));
-            }
-        }
-    }
-    if has_images && !model.takes_images() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(IMAGE_OMITTED);
-    } else if text.is_empty() {
-        text.push_str(if has_images {
-            "(see attached image)"
-        } else {
-            "(no output)"
-        });
-    }
+    let (text, attached) = tool_result_text(model, result);
+    images.extend(
+        attached
+            .into_iter()
+            .map(|image| image_part(&image.mime_type, &image.data)),
+    );
     InputItem::FunctionCallOutput {
         call_id: call_id(&result.tool_call_id),
         output: text,

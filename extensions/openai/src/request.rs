@@ -25,7 +25,7 @@ use volcanic_abstractions::{
     ToolResultMessage, UserBody, UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
+    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_result_text,
 };
 
 /// Longest tool-call id OpenAI accepts.
@@ -318,28 +318,12 @@ fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
 /// A `role: "tool"` message; the result's images go to `images` (or a note when the model
 /// takes none).
 fn tool_message<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> WireMessage<'a> {
-    let mut text = volcanic_abstractions::join_text(&result.content);
-    let mut has_images = false;
-    for block in &result.content {
-        if let UserContent::Image(image) = block {
-            has_images = true;
-            if model.takes_images() {
-                images.push(image_part(&image.mime_type, &image.data));
-            }
-        }
-    }
-    if has_images && !model.takes_images() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(IMAGE_OMITTED);
-    } else if text.is_empty() {
-        text.push_str(if has_images {
-            "(see attached image)"
-        } else {
-            "(no output)"
-        });
-    }
+    let (text, attached) = tool_result_text(model, result);
+    images.extend(
+        attached
+            .into_iter()
+            .map(|image| image_part(&image.mime_type, &image.data)),
+    );
     WireMessage::Tool {
         tool_call_id: tool_id(&result.tool_call_id),
         content: text,

@@ -4,7 +4,9 @@
 //! read back.
 
 use serde_json::{Map, Value};
-use volcanic_abstractions::{BashExecutionMessage, SummaryMessage};
+use volcanic_abstractions::{
+    BashExecutionMessage, ImageContent, Model, SummaryMessage, ToolResultMessage, UserContent,
+};
 
 /// Lead-in of a compaction summary.
 const COMPACTION_SUMMARY_PREFIX: &str =
@@ -19,6 +21,37 @@ const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
 
 /// Text standing in for an image the model cannot take.
 pub const IMAGE_OMITTED: &str = "[image omitted: this model does not accept images]";
+
+/// A tool result for the OpenAI wire APIs, whose tool messages carry text only: the text, and the
+/// images to send beside it (in a user message) when `model` takes images. An image the model
+/// cannot take becomes [`IMAGE_OMITTED`] in the text; an empty result reads `(no output)`, or
+/// `(see attached image)` when only images came back.
+pub fn tool_result_text<'a>(model: &Model, result: &'a ToolResultMessage) -> (String, Vec<&'a ImageContent>) {
+    let mut text = volcanic_abstractions::join_text(&result.content);
+    let images: Vec<&ImageContent> = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            UserContent::Image(image) => Some(image),
+            _ => None,
+        })
+        .collect();
+    if !images.is_empty() && !model.takes_images() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(IMAGE_OMITTED);
+        return (text, Vec::new());
+    }
+    if text.is_empty() {
+        text.push_str(if images.is_empty() {
+            "(no output)"
+        } else {
+            "(see attached image)"
+        });
+    }
+    (text, images)
+}
 
 /// A user-run shell command as the model sees it; `None` when it is excluded from context.
 pub fn bash_execution_text(message: &BashExecutionMessage) -> Option<String> {

@@ -26,6 +26,7 @@ pub mod testing;
 
 pub use convert::{
     IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_arguments,
+    tool_result_text,
 };
 pub use error::{ProviderError, Result};
 pub use http::{ProviderConfig, truncate};
