@@ -206,6 +206,12 @@ pub struct StreamOptions {
     pub on_payload: Option<PayloadHook>,
     /// Maximum attempts for transient errors (429, 5xx, overloaded, connection reset); 0 = default.
     pub max_retries: u32,
+    /// The session's working directory, for a provider that runs a program as the model (Claude
+    /// Code runs `claude` there); `None` outside a session.
+    pub cwd: Option<std::path::PathBuf>,
+    /// The session's IANA time zone (e.g. `Asia/Tokyo`; UTC when the session has none), for a
+    /// provider that runs a program as the model (its `TZ`); `None` outside a session.
+    pub time_zone: Option<String>,
 }
 
 impl std::fmt::Debug for StreamOptions {
@@ -215,6 +221,8 @@ impl std::fmt::Debug for StreamOptions {
             .field("thinking_level", &self.thinking_level)
             .field("max_tokens", &self.max_tokens)
             .field("session_id", &self.session_id)
+            .field("cwd", &self.cwd)
+            .field("time_zone", &self.time_zone)
             .finish_non_exhaustive()
     }
 }

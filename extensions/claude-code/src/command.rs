@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr;
-use volcanic_abstractions::{Message, ProviderContext, UserContent};
+use volcanic_abstractions::{Message, ProviderContext, StreamOptions, UserContent};
 use volcanic_provider_support::{branch_summary_text, compaction_summary_text};
 
 use crate::{ClaudeCodeConfig, ClaudeCodeError, PROVIDER};
@@ -68,11 +68,13 @@ pub(crate) struct Invocation {
     pub(crate) resume: Option<String>,
 }
 
-/// The run for `model_id` and `context`; `env` reads the bot's environment.
+/// The run for `model_id` and `context`, in the session's working directory and time zone
+/// (`options.cwd`, `options.time_zone`); `env` reads the bot's environment.
 pub(crate) fn invocation(
     config: &ClaudeCodeConfig,
     model_id: &str,
     context: &ProviderContext,
+    options: &StreamOptions,
     env: impl Fn(&str) -> Option<String>,
 ) -> Invocation {
     let resume = resume_id(&context.messages);
@@ -101,10 +103,10 @@ pub(crate) fn invocation(
         .iter()
         .filter_map(|k| env(k).map(|v| ((*k).to_owned(), v)))
         .collect();
-    if let Some(tz) = prompt_line(&context.system_prompt, "Time zone: ") {
-        vars.insert("TZ".into(), tz);
+    if let Some(tz) = &options.time_zone {
+        vars.insert("TZ".into(), tz.clone());
     }
-    let cwd = prompt_line(&context.system_prompt, "Current working directory: ").map(PathBuf::from);
+    let cwd = options.cwd.clone();
     let stdin = prompt(&context.messages, resume.is_some());
     Invocation {
         args,
@@ -113,17 +115,6 @@ pub(crate) fn invocation(
         stdin,
         resume,
     }
-}
-
-/// The value of the system prompt's last `label…` line (the runtime writes the environment lines
-/// last, so a context file quoting one cannot win).
-fn prompt_line(system_prompt: &str, label: &str) -> Option<String> {
-    system_prompt
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix(label))
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
 }
 
 /// The session to resume: the `response_id` of the latest `claude-code` answer, unless a

@@ -8,9 +8,20 @@ fn answer(provider: &str, id: Option<&str>, ts: i64) -> Message {
     Message::Assistant(a)
 }
 
+/// The session's place, as the runtime passes it.
+fn options() -> StreamOptions {
+    StreamOptions {
+        cwd: Some("/work/chat-1".into()),
+        time_zone: Some("Asia/Tokyo".into()),
+        ..StreamOptions::default()
+    }
+}
+
 fn context(messages: Vec<Message>) -> ProviderContext {
     ProviderContext {
-        system_prompt: "You are helpful.\nTime zone: Asia/Tokyo\nCurrent working directory: /work/chat-1".into(),
+        // The prompt's own lines are not where the session's place comes from (a context file
+        // may quote anything): the options are.
+        system_prompt: "You are helpful.\nTime zone: Europe/Paris\nCurrent working directory: /elsewhere".into(),
         messages,
         tools: Vec::new(),
     }
@@ -30,7 +41,13 @@ fn first_call_has_the_flags_the_allow_listed_env_tz_and_cwd() {
         "TELEGRAM_BOT_TOKEN" | "ANTHROPIC_API_KEY" => Some("secret".to_owned()),
         _ => None,
     };
-    let run = invocation(&config, "sonnet", &context(vec![Message::user_text("hi", 1)]), env);
+    let run = invocation(
+        &config,
+        "sonnet",
+        &context(vec![Message::user_text("hi", 1)]),
+        &options(),
+        env,
+    );
     assert_eq!(
         run.args,
         [
@@ -64,7 +81,13 @@ fn resumes_the_latest_claude_answer_with_the_new_text_only() {
         answer("claude-code", Some("sess-1"), 2),
         Message::user_text("two", 3),
     ];
-    let run = invocation(&ClaudeCodeConfig::default(), "opus", &context(messages), |_| None);
+    let run = invocation(
+        &ClaudeCodeConfig::default(),
+        "opus",
+        &context(messages),
+        &options(),
+        |_| None,
+    );
     assert_eq!(run.resume.as_deref(), Some("sess-1"));
     assert_eq!(&run.args[run.args.len() - 2..], ["--resume", "sess-1"]);
     assert_eq!(run.stdin, "two");
@@ -84,7 +107,13 @@ fn starts_fresh_after_a_compaction_or_another_model_with_the_transcript_as_text(
         answer("claude-code", Some("sess-1"), 2),
         Message::user_text("more", 6),
     ];
-    let run = invocation(&ClaudeCodeConfig::default(), "sonnet", &context(messages), |_| None);
+    let run = invocation(
+        &ClaudeCodeConfig::default(),
+        "sonnet",
+        &context(messages),
+        &options(),
+        |_| None,
+    );
     assert_eq!(run.resume, None);
     assert!(run.stdin.contains("we talked about ducks"), "{}", run.stdin);
     assert!(run.stdin.ends_with("Now the user says:\n\nmore"), "{}", run.stdin);

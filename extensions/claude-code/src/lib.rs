@@ -2,9 +2,8 @@
 //! call runs `claude -p --output-format stream-json --verbose --include-partial-messages`, so a
 //! person can run their chats on a Claude subscription.
 //!
-//! - **Process.** `claude` runs in the session's working directory and time zone (both read from
-//!   the system prompt's `Current working directory:` and `Time zone:` lines, the only place the
-//!   provider contract carries them), in its own process group (an abort kills the group), with
+//! - **Process.** `claude` runs in the session's working directory and time zone (the provider
+//!   contract's `StreamOptions::cwd` and `time_zone`), in its own process group (an abort kills the group), with
 //!   an allow-listed environment: `PATH`, `HOME`, Claude's own login variables
 //!   ([`PASSED_ENV`]) when set, and `TZ`; nothing of the bot's. It is outside the process policy
 //!   on purpose (`spec/architecture.md`): it runs the model, not the agent's commands.

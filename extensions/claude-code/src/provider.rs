@@ -55,7 +55,7 @@ impl Provider for ClaudeCodeProvider {
     }
 
     fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
-        let run = invocation(&self.config, &model.id, &context, |k| std::env::var(k).ok());
+        let run = invocation(&self.config, &model.id, &context, &options, |k| std::env::var(k).ok());
         let (tx, rx) = unbounded();
         let mapper = Mapper::new(model, now_ms());
         let _ = tx.unbounded_send(mapper.start());

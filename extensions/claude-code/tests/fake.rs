@@ -34,12 +34,18 @@ fn setup(command: Option<String>) -> Setup {
 impl Setup {
     fn context(&self, messages: Vec<Message>) -> ProviderContext {
         ProviderContext {
-            system_prompt: format!(
-                "You are helpful.\nTime zone: Europe/Berlin\nCurrent working directory: {}",
-                self.dir.path().display()
-            ),
+            system_prompt: "You are helpful.".into(),
             messages,
             tools: Vec::new(),
+        }
+    }
+
+    /// The session's place, as the runtime passes it.
+    fn options(&self) -> StreamOptions {
+        StreamOptions {
+            cwd: Some(self.dir.path().to_path_buf()),
+            time_zone: Some("Europe/Berlin".into()),
+            ..StreamOptions::default()
         }
     }
 
@@ -53,8 +59,7 @@ impl Setup {
     }
 
     async fn call(&self, text: &str) -> Vec<Ev> {
-        self.call_with(vec![Message::user_text(text, 1)], StreamOptions::default())
-            .await
+        self.call_with(vec![Message::user_text(text, 1)], self.options()).await
     }
 }
 
@@ -195,7 +200,7 @@ async fn an_abort_kills_a_slow_turn_and_ends_the_stream_aborted() {
     let cancel = tokio_util::sync::CancellationToken::new();
     let options = StreamOptions {
         cancel: cancel.clone(),
-        ..Default::default()
+        ..s.options()
     };
     let model = models().remove(0);
     let mut stream = s.provider.stream(

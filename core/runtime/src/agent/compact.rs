@@ -127,6 +127,8 @@ async fn run(
                 max_tokens: Some(inner.compactor.summary_max_tokens(&model)),
                 cancel: cancel.child_token(),
                 session_id: Some(inner.lock_manager().session_id().to_owned()),
+                cwd: Some(inner.cwd.clone()),
+                time_zone: Some(inner.zone_name()),
                 ..Default::default()
             };
             let stream = inner

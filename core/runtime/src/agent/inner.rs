@@ -139,6 +139,11 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The session's IANA time zone name, UTC when it has none (as its system prompt says).
+    pub fn zone_name(&self) -> String {
+        self.lock_state().time_zone.unwrap_or(chrono_tz::UTC).name().to_owned()
+    }
+
     pub fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -79,6 +79,8 @@ async fn request(
         thinking_level: if model.reasoning { thinking } else { Default::default() },
         cancel: cancel.child_token(),
         session_id: Some(inner.lock_manager().session_id().to_owned()),
+        cwd: Some(inner.cwd.clone()),
+        time_zone: Some(inner.zone_name()),
         ..Default::default()
     };
     if inner.runner.has_handlers::<BeforeProviderRequestEvent>() {

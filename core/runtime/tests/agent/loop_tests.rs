@@ -366,3 +366,28 @@ async fn an_empty_prompt_is_refused_before_any_model_call() {
     assert_eq!(h.faux.calls(), 0);
     assert!(h.session.messages().is_empty());
 }
+
+#[tokio::test]
+async fn the_provider_is_told_the_sessions_working_directory_and_time_zone() {
+    let h = harness(vec![FauxTurn::text("one"), FauxTurn::text("two")], vec![]).await;
+    h.session.prompt(PromptInput::text("where am I?")).await.unwrap();
+    let tokyo = h
+        .factory
+        .create(AgentSessionOptions {
+            cwd: h.workspace(),
+            session: SessionSelect::New,
+            time_zone: Some(chrono_tz::Asia::Tokyo),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    tokyo.prompt(PromptInput::text("and now?")).await.unwrap();
+    let places = h.faux.places.lock().unwrap().clone();
+    assert_eq!(
+        places,
+        vec![
+            (Some(h.workspace()), Some("UTC".to_owned())),
+            (Some(h.workspace()), Some("Asia/Tokyo".to_owned())),
+        ]
+    );
+}

@@ -73,6 +73,8 @@ pub struct Faux {
     pub summary_error: Mutex<Option<String>>,
     /// When set, the next summary request hangs until it is notified.
     pub summary_gate: Mutex<Option<Arc<Notify>>>,
+    /// Each call's `StreamOptions::cwd` and `time_zone` (the session's place).
+    pub places: Mutex<Vec<(Option<std::path::PathBuf>, Option<String>)>>,
 }
 
 /// Whether a request is compaction's summary request.
@@ -147,6 +149,10 @@ impl Provider for Faux {
             self.contexts.lock().unwrap().push(context.clone());
             self.turns.lock().unwrap().pop_front()
         };
+        self.places
+            .lock()
+            .unwrap()
+            .push((options.cwd.clone(), options.time_zone.clone()));
         let payload = json!({"system": context.system_prompt, "messages": context.messages.len()});
         let model = model.clone();
         let (tx, rx) = futures::channel::mpsc::unbounded();
