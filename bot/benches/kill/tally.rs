@@ -75,6 +75,17 @@ pub fn tool_calls(state: &Path) -> Vec<(usize, Ms)> {
     out
 }
 
+/// Whether the bot's log says that a chunk of update `id`'s answer was on its way to Telegram
+/// when the bot stopped (`recovery`: "counted as shown … ids=[…]").
+fn counted_as_shown(log: &str, id: i64) -> bool {
+    log.lines().filter(|l| l.contains("counted as shown")).any(|l| {
+        l.split("ids=[")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .is_some_and(|ids| ids.split(',').any(|x| x.trim().parse() == Ok(id)))
+    })
+}
+
 /// Every job of every workspace (`<ws>/<chat>/.volcanic/scheduler/jobs.json`).
 pub fn read_jobs(workspaces: &Path) -> Vec<JobSeen> {
     let mut out = Vec::new();
@@ -284,6 +295,7 @@ pub fn tally(run: &Run) -> Figures {
     let jobs = read_jobs(&run.env.workspaces());
     let runs = tool_runs(&run.env.tool_log());
     let calls = tool_calls(&run.env.state());
+    let bot_log = std::fs::read_to_string(run.env.bot_log()).unwrap_or_default();
     let mut seen: HashMap<usize, Seen> = rec.sent.iter().map(|m| (m.n, Seen::new(m.kind))).collect();
     let mut job_answers: HashMap<usize, usize> = HashMap::new();
     let mut job_notices: HashMap<usize, usize> = HashMap::new();
@@ -372,8 +384,20 @@ pub fn tally(run: &Run) -> Figures {
                 .map(|t| t.chars().take(80).collect())
                 .collect();
             let last: Vec<&String> = told.iter().rev().take(3).collect();
+            // The documented limit (README, "Exactly once"): a chunk whose request was on its way
+            // at a kill is counted as shown; lost only if the kill came before Telegram had it.
+            let on_the_wire = rec
+                .msg_of_update
+                .iter()
+                .filter(|(_, n)| **n == m.n)
+                .any(|(id, _)| counted_as_shown(&bot_log, *id));
+            let why = if on_the_wire {
+                "; a chunk of its answer was on its way at a kill and counted as shown, but never reached the double"
+            } else {
+                ""
+            };
             f.lost
-                .push(format!("{} (the chat's last other texts: {last:?})", detail()));
+                .push(format!("{} (the chat's last other texts: {last:?}){why}", detail()));
         }
         if v.retry_lost {
             f.retries_lost.push(detail());
