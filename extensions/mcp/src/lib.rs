@@ -12,8 +12,10 @@
 //!
 //! Not yet: OAuth, elicitation, `list_changed`, restart after a crash, shared servers.
 
+pub mod client;
 pub mod config;
 pub mod content;
+pub mod elicit;
 pub mod names;
 pub mod server;
 pub mod session;

@@ -1,6 +1,7 @@
 //! The per-session part: a chat's servers, started on its first run (in parallel; the run waits
 //! a bounded time), their tools registered as `<server>__<tool>`, stopped with the session.
 
+use crate::client::Handler;
 use crate::config::{BadEntry, ServerSpec, Transport};
 use crate::names::tool_name;
 use crate::server::{Connection, Launch};
@@ -245,7 +246,7 @@ async fn start_one(slot: Arc<Slot>, api: Arc<dyn ExtensionApi>, ctx: Arc<dyn Ext
         }
         Transport::Http { .. } => None,
     };
-    match Connection::start(spec, launch, api.redactor()).await {
+    match Connection::start(spec, launch, api.redactor(), Handler::default()).await {
         Err(e) => {
             tracing::warn!(server = %spec.name, "MCP server failed to start: {e}");
             slot.set(ServerState::Failed(e.to_string()));
