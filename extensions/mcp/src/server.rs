@@ -179,8 +179,8 @@ impl Connection {
                 timeout.as_secs()
             ))),
             Ok(Err(e)) if self.peer.is_transport_closed() => Err(ToolError::msg(format!(
-                "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is not available \
-                 in this session any more"
+                "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is restarted \
+                 (`/mcp` shows when it is back)"
             ))),
             Ok(Err(e)) => Err(ToolError::msg(format!("MCP server `{server}` refused `{tool}`: {e}"))),
             Ok(Ok(result)) => {
@@ -189,6 +189,11 @@ impl Connection {
                 to_tool_result(&json)
             }
         }
+    }
+
+    /// Its tools now (`tools/list`, every page).
+    pub async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, rmcp::ServiceError> {
+        self.peer.list_all_tools().await
     }
 
     /// Whether the server's transport is gone (the process exited, the HTTP session ended).
