@@ -113,3 +113,34 @@ async fn a_python_server_changes_its_tools_asks_the_user_and_is_restarted_after_
     assert!(bot.log().contains("MCP server exited; restart 1 of 5"), "{}", bot.log());
     assert_eq!(bot.terminate(T), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_mcp_tools_are_bounded_and_the_overflow_is_reported() {
+    let python = testdeps::python().unwrap_or_else(|e| panic!("{e}"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/mcp_lifecycle.py");
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("Fine."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let mcp = format!(
+        "[mcp]\nmax_tools = 3\n[mcp.servers.py]\ncommand = \"{}\"\nargs = [\"{}\"]\n",
+        python.display(),
+        script.display()
+    );
+    let env = Env::new(&model.url(), &format!("{}{mcp}", telegram_config(&tg, "")));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
+    nth_text(&tg, OWNER, "Fine.", 1, &bot).await;
+    let offered: Vec<String> = tool_names(&model.requests()[0].body)
+        .into_iter()
+        .filter(|n| n.starts_with("py__"))
+        .collect();
+    assert_eq!(offered.len(), 3, "{offered:?}");
+    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp"));
+    let state = nth_text(&tg, OWNER, "MCP servers:", 1, &bot).await;
+    assert!(
+        state.contains("• py: ready, 3 tools (2 left out: over mcp.max_tools"),
+        "{state}"
+    );
+    assert!(bot.log().contains("2 MCP tools left out"), "{}", bot.log());
+    assert_eq!(bot.terminate(T), Some(0));
+}
