@@ -107,7 +107,7 @@ fn scope(target: Option<Target>) -> String {
 
 const COMMANDS: &[FeatureCommand] = &[FeatureCommand {
     name: "mcp",
-    description: "MCP servers of this chat and their state",
+    description: "MCP servers of this chat and their state; /mcp restart NAME",
     turn: Turn::AtOnce,
 }];
 
@@ -134,6 +134,14 @@ impl HostFeature for Mcp {
     }
 
     async fn command(&self, _name: &str, call: CommandCall<'_>) -> Option<String> {
+        let mut words = call.args.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (None, _, _) => {}
+            (Some("restart"), Some(name), None) => {
+                return Some(self.host.restart(&scope(Some(call.target)), name));
+            }
+            _ => return Some("Usage: /mcp (the servers and their state) or /mcp restart NAME".into()),
+        }
         let states = self
             .host
             .status(&chat_key(call.target.chat_id), &scope(Some(call.target)));
@@ -151,7 +159,7 @@ impl HostFeature for Mcp {
     }
 
     fn help(&self) -> &[&'static str] {
-        &["/mcp - MCP servers of this chat and their state"]
+        &["/mcp - MCP servers of this chat and their state; /mcp restart NAME restarts one"]
     }
 }
 

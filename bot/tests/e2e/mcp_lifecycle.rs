@@ -111,6 +111,31 @@ async fn a_python_server_changes_its_tools_asks_the_user_and_is_restarted_after_
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
     assert!(bot.log().contains("MCP server exited; restart 1 of 5"), "{}", bot.log());
+
+    // `/mcp restart NAME`: a fresh process, the count starts afresh; an unknown name is said so.
+    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp restart nope"));
+    nth_text(&tg, OWNER, "No MCP server nope in this chat", 1, &bot).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp restart py"));
+    nth_text(&tg, OWNER, "Restarting MCP server py", 1, &bot).await;
+    loop {
+        n += 1;
+        tg.push_update(updates::text_message(OWNER, OWNER, "/mcp"));
+        let state = nth_text(&tg, OWNER, "MCP servers:", n, &bot).await;
+        if state.contains("• py: ready, 5 tools") && !state.contains("restarted") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline + T,
+            "not restarted: {state}\n{}",
+            bot.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    assert!(
+        bot.log().contains("MCP server restarted by /mcp restart"),
+        "{}",
+        bot.log()
+    );
     assert_eq!(bot.terminate(T), Some(0));
 }
 

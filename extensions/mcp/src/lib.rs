@@ -155,6 +155,20 @@ impl McpHost {
             .collect()
     }
 
+    /// Restarts server `name` of the session at `scope`; the answer for `/mcp restart NAME`.
+    pub fn restart(&self, scope: &str, name: &str) -> String {
+        let live = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(scope)
+            .and_then(Weak::upgrade);
+        match live {
+            Some(s) => s.restart(name),
+            None => "This chat has no running session: its servers start with its next message.".into(),
+        }
+    }
+
     /// Stops every session's servers (the bot stops).
     pub fn stop_all(&self) {
         let live: Vec<Arc<ChatServers>> = self

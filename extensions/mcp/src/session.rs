@@ -147,6 +147,22 @@ impl ChatServers {
 }
 
 impl ChatServers {
+    /// Restarts server `name` of this session; says what happened (for `/mcp restart`).
+    pub fn restart(&self, name: &str) -> String {
+        let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (Some(env), Some(slots)) = (env, slots) else {
+            return "The servers of this chat have not started yet: they start with its next message.".into();
+        };
+        match slots.iter().find(|s| s.spec.name == name) {
+            None => format!("No MCP server `{name}` in this chat (/mcp lists them)."),
+            Some(slot) if crate::slot::restart_now(slot, &env) => {
+                format!("Restarting MCP server `{name}`; /mcp shows when it is ready.")
+            }
+            Some(_) => format!("MCP server `{name}` cannot be restarted: fix its entry (see /mcp)."),
+        }
+    }
+
     /// Re-lists the tools of the servers that said their list changed (before a model call).
     async fn refresh(&self) {
         let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();

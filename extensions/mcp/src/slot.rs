@@ -10,7 +10,7 @@ use crate::server::{Connection, Launch};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -157,6 +157,8 @@ pub struct Slot {
     tools: Mutex<BTreeMap<String, Arc<McpTool>>>,
     left_out: AtomicUsize,
     restarts: AtomicU32,
+    /// Bumped by every start: a watcher of an older one stops watching.
+    generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Slot {
@@ -182,6 +184,7 @@ impl Slot {
             tools: Mutex::default(),
             left_out: AtomicUsize::new(0),
             restarts: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
         })
     }
 
@@ -233,6 +236,7 @@ impl Slot {
 
 /// Starts the slot's server, registers its tools, then watches it (restarts after an exit).
 pub(crate) async fn start(slot: Arc<Slot>, env: Env) {
+    let generation = slot.generation.fetch_add(1, Ordering::SeqCst) + 1;
     match connect(&slot, &env).await {
         Err(e) => {
             tracing::warn!(server = %slot.spec.name, "MCP server failed to start: {e}");
@@ -241,7 +245,7 @@ pub(crate) async fn start(slot: Arc<Slot>, env: Env) {
         Ok((conn, tools)) => {
             if install(&slot, &env, conn, tools) {
                 tracing::info!(server = %slot.spec.name, state = %slot.state(), "MCP server ready");
-                tokio::spawn(watch(slot, env));
+                tokio::spawn(watch(slot, env, generation));
             }
         }
     }
@@ -354,6 +358,23 @@ fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: Vec<rmcp::model::Tool>) {
     }
 }
 
+/// Restarts the slot's server now (`/mcp restart NAME`): the running one is stopped, its
+/// watcher let go, the restart count and backoff start afresh. `false` for a bad entry's slot.
+pub(crate) fn restart_now(slot: &Arc<Slot>, env: &Env) -> bool {
+    if slot.is_stopped() {
+        return false;
+    }
+    slot.generation.fetch_add(1, Ordering::SeqCst);
+    if let Some(old) = lock(&slot.conn).take() {
+        old.stop();
+    }
+    slot.restarts.store(0, Ordering::SeqCst);
+    slot.set(ServerState::Starting);
+    tracing::info!(server = %slot.spec.name, "MCP server restarted by /mcp restart");
+    tokio::spawn(start(slot.clone(), env.clone()));
+    true
+}
+
 /// Re-lists the tools when the server said they changed (called before each model call).
 pub(crate) async fn refresh_if_stale(slot: &Arc<Slot>, env: &Env) {
     if !slot.stale.swap(false, Ordering::SeqCst) {
@@ -375,12 +396,13 @@ pub(crate) async fn refresh_if_stale(slot: &Arc<Slot>, env: &Env) {
 
 /// Watches a running server; after it exits, restarts it with backoff ([`backoff`]) up to
 /// [`MAX_RESTARTS`] times in a row, then gives it up (failed, with the reason).
-async fn watch(slot: Arc<Slot>, env: Env) {
+async fn watch(slot: Arc<Slot>, env: Env, generation: u64) {
     let name = slot.spec.name.clone();
     let (mut up_since, mut attempt) = (Instant::now(), 0u32);
+    let replaced = |slot: &Slot| slot.is_stopped() || slot.generation.load(Ordering::SeqCst) != generation;
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
-        if slot.is_stopped() {
+        if replaced(&slot) {
             return;
         }
         if !slot.connection().is_none_or(|c| c.is_closed()) {
@@ -401,7 +423,7 @@ async fn watch(slot: Arc<Slot>, env: Env) {
             slot.set(ServerState::Restarting { attempt });
             tracing::warn!(server = %name, "MCP server exited; restart {attempt} of {MAX_RESTARTS} in {} s", delay.as_secs());
             tokio::time::sleep(delay).await;
-            if slot.is_stopped() {
+            if replaced(&slot) {
                 return;
             }
             match connect(&slot, &env).await {
