@@ -175,6 +175,14 @@ impl ChatServers {
     }
 }
 
+impl Drop for ChatServers {
+    /// A session dropped without `session_shutdown` still stops its servers (their watchers
+    /// would otherwise keep them running).
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A slot standing for a bad workspace entry (never started).
 fn placeholder(name: &str) -> ServerSpec {
     ServerSpec {
