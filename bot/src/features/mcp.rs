@@ -4,6 +4,8 @@
 //! ```toml
 //! [mcp]
 //! start_wait_secs = 10          # how long a chat's first run waits for its servers (default 10)
+//! max_tools = 100               # MCP tools per session; more are left out and reported
+//! max_schema_bytes = 65536      # bytes of their schemas per session; likewise
 //!
 //! [mcp.servers.github]
 //! command = "github-mcp-server"
@@ -15,7 +17,8 @@
 //! ```
 //!
 //! Per session the extension `mcp` (servers started on the chat's first run, their tools as
-//! `<server>__<tool>`); the host command `/mcp` lists the chat's servers and their state. Every
+//! `<server>__<tool>`, re-listed after `list_changed`, a crashed server restarted with backoff,
+//! questions from servers asked through the chat's buttons); the host command `/mcp` lists the chat's servers and their state. Every
 //! `$NAME` value resolved is added to the policy's redactor, which also drops any inherited
 //! variable holding it from every child process: it reaches its own server only.
 
@@ -27,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_mcp::config::{RawEntry, WORKSPACE_FILE};
+use volcanic_mcp::slot::Limits;
 use volcanic_mcp::{DEFAULT_START_WAIT, McpHost};
 
 /// `[mcp]`.
@@ -36,6 +40,12 @@ struct Section {
     /// Seconds a chat's first run waits for its servers.
     #[serde(default)]
     start_wait_secs: Option<u64>,
+    /// MCP tools per session (all servers), over it left out and reported.
+    #[serde(default)]
+    max_tools: Option<usize>,
+    /// Bytes of the MCP tools' schemas and descriptions per session, over it left out and reported.
+    #[serde(default)]
+    max_schema_bytes: Option<usize>,
     /// `[mcp.servers.NAME]`, each checked on its own (a bad one never stops the others).
     #[serde(default)]
     servers: BTreeMap<String, toml::Value>,
@@ -57,6 +67,14 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         Some(s) => Duration::from_secs(s),
         None => DEFAULT_START_WAIT,
     };
+    let defaults = Limits::default();
+    let limits = Limits {
+        max_tools: section.max_tools.unwrap_or(defaults.max_tools),
+        max_schema_bytes: section.max_schema_bytes.unwrap_or(defaults.max_schema_bytes),
+    };
+    if limits.max_tools == 0 || limits.max_schema_bytes == 0 {
+        anyhow::bail!("config keys `mcp.max_tools` and `mcp.max_schema_bytes`: must be at least 1");
+    }
     let entries = section
         .servers
         .into_iter()
@@ -68,6 +86,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         })
         .collect();
     let (host, secrets) = McpHost::new(entries, &|name| std::env::var(name).ok(), start_wait);
+    let host = host.with_limits(limits);
     for secret in secrets {
         services.redactor.add_secret(&secret);
     }
@@ -88,7 +107,7 @@ fn scope(target: Option<Target>) -> String {
 
 const COMMANDS: &[FeatureCommand] = &[FeatureCommand {
     name: "mcp",
-    description: "MCP servers of this chat and their state",
+    description: "MCP servers of this chat and their state; /mcp restart NAME",
     turn: Turn::AtOnce,
 }];
 
@@ -115,6 +134,14 @@ impl HostFeature for Mcp {
     }
 
     async fn command(&self, _name: &str, call: CommandCall<'_>) -> Option<String> {
+        let mut words = call.args.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (None, _, _) => {}
+            (Some("restart"), Some(name), None) => {
+                return Some(self.host.restart(&scope(Some(call.target)), name));
+            }
+            _ => return Some("Usage: /mcp (the servers and their state) or /mcp restart NAME".into()),
+        }
         let states = self
             .host
             .status(&chat_key(call.target.chat_id), &scope(Some(call.target)));
@@ -132,7 +159,7 @@ impl HostFeature for Mcp {
     }
 
     fn help(&self) -> &[&'static str] {
-        &["/mcp - MCP servers of this chat and their state"]
+        &["/mcp - MCP servers of this chat and their state; /mcp restart NAME restarts one"]
     }
 }
 

@@ -12,6 +12,7 @@ mod features;
 mod flood;
 mod kinds;
 mod mcp;
+mod mcp_lifecycle;
 mod poison;
 mod questions;
 mod responses;

@@ -10,16 +10,24 @@
 //!   with its session (its group killed) or at [`McpHost::stop_all`].
 //! - Its tools appear as `<server>__<tool>` ([`names`]), results mapped by [`content`].
 //!
-//! Not yet: OAuth, elicitation, `list_changed`, restart after a crash, shared servers.
+//! - Questions from servers ([`elicit`]) go to the session's UI; `list_changed` re-lists the
+//!   tools before the next model call; a server that exits is restarted with backoff; the tools
+//!   of a session are bounded ([`slot::Limits`]).
+//!
+//! Not yet: OAuth, shared servers.
 
+pub mod client;
 pub mod config;
 pub mod content;
+pub mod elicit;
 pub mod names;
 pub mod server;
 pub mod session;
+pub mod slot;
 
 use config::{BadEntry, Origin, RawEntry, ServerSpec};
 use session::{ChatServers, McpExtension, ServerState};
+use slot::Limits;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -42,6 +50,7 @@ pub struct McpHost {
     servers: Vec<HostServer>,
     bad: Vec<BadEntry>,
     start_wait: Duration,
+    limits: Limits,
     sessions: Mutex<HashMap<String, Weak<ChatServers>>>,
 }
 
@@ -79,9 +88,16 @@ impl McpHost {
             servers,
             bad,
             start_wait,
+            limits: Limits::default(),
             sessions: Mutex::default(),
         };
         (host, secrets)
+    }
+
+    /// With these bounds on each session's MCP tools (default [`Limits::default`]).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// How long a run waits for servers still starting.
@@ -106,6 +122,7 @@ impl McpHost {
                 host.bad.clone(),
                 workspace.clone(),
                 host.start_wait,
+                host.limits,
             ));
             let mut sessions = host.sessions.lock().unwrap_or_else(|e| e.into_inner());
             sessions.retain(|_, w| w.strong_count() > 0);
@@ -136,6 +153,20 @@ impl McpHost {
                     .map(|b| (b.name.clone(), ServerState::Failed(b.reason.clone()))),
             )
             .collect()
+    }
+
+    /// Restarts server `name` of the session at `scope`; the answer for `/mcp restart NAME`.
+    pub fn restart(&self, scope: &str, name: &str) -> String {
+        let live = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(scope)
+            .and_then(Weak::upgrade);
+        match live {
+            Some(s) => s.restart(name),
+            None => "This chat has no running session: its servers start with its next message.".into(),
+        }
     }
 
     /// Stops every session's servers (the bot stops).

@@ -2,9 +2,10 @@
 //! streamable HTTP), initialised with protocol 2025-11-25, its tools listed, tools called with a
 //! timeout, and stopped (the whole process group killed).
 
+use crate::client::Handler;
 use crate::config::{ServerSpec, Transport};
 use crate::content::to_tool_result;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use std::collections::HashMap;
@@ -59,7 +60,7 @@ pub struct Launch {
 pub struct Connection {
     name: String,
     peer: Peer<RoleClient>,
-    service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     group: Mutex<Option<Box<dyn ProcessGroup>>>,
 }
 
@@ -71,24 +72,16 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// The client's `initialize` parameters: protocol 2025-11-25 (rmcp's default, 2026-07-28, is
-/// refused by 2025-11-25 servers and the conformance runner; PEERS.md).
-pub fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("volcanic", env!("CARGO_PKG_VERSION")),
-    )
-    .with_protocol_version(ProtocolVersion::V_2025_11_25)
-}
-
 impl Connection {
-    /// Starts `spec` (`launch` is needed for stdio servers) and lists its tools.
+    /// Starts `spec` (`launch` is needed for stdio servers) with `handler` answering the
+    /// server's requests and notifications, and lists its tools.
     pub async fn start(
         spec: &ServerSpec,
         launch: Option<Launch>,
         redactor: Arc<dyn SecretRedactor>,
+        handler: Handler,
     ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
-        let started = tokio::time::timeout(START_TIMEOUT, Self::start_inner(spec, launch, redactor)).await;
+        let started = tokio::time::timeout(START_TIMEOUT, Self::start_inner(spec, launch, redactor, handler)).await;
         let (conn, tools) = match started {
             Ok(r) => r?,
             Err(_) => return Err(StartError::Timeout),
@@ -100,6 +93,7 @@ impl Connection {
         spec: &ServerSpec,
         launch: Option<Launch>,
         redactor: Arc<dyn SecretRedactor>,
+        handler: Handler,
     ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
         let (service, group) = match (&spec.transport, launch) {
             (Transport::Stdio { .. }, Some(launch)) => {
@@ -116,7 +110,7 @@ impl Connection {
                     tokio::spawn(log_stderr(spec.name.clone(), stderr, redactor));
                 }
                 // The group is held from here: an initialize that fails drops it, killing the child.
-                let service = rmcp::service::serve_client(client_config(), child).await;
+                let service = rmcp::service::serve_client(handler, child).await;
                 (service, group)
             }
             (Transport::Stdio { command, .. }, None) => {
@@ -137,7 +131,7 @@ impl Connection {
                 )
                 .custom_headers(custom);
                 let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
-                (rmcp::service::serve_client(client_config(), transport).await, None)
+                (rmcp::service::serve_client(handler, transport).await, None)
             }
         };
         let service = service.map_err(|e| StartError::Initialize(e.to_string()))?;
@@ -185,8 +179,8 @@ impl Connection {
                 timeout.as_secs()
             ))),
             Ok(Err(e)) if self.peer.is_transport_closed() => Err(ToolError::msg(format!(
-                "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is not available \
-                 in this session any more"
+                "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is restarted \
+                 (`/mcp` shows when it is back)"
             ))),
             Ok(Err(e)) => Err(ToolError::msg(format!("MCP server `{server}` refused `{tool}`: {e}"))),
             Ok(Ok(result)) => {
@@ -195,6 +189,11 @@ impl Connection {
                 to_tool_result(&json)
             }
         }
+    }
+
+    /// Its tools now (`tools/list`, every page).
+    pub async fn list_tools(&self) -> Result<Vec<rmcp::model::Tool>, rmcp::ServiceError> {
+        self.peer.list_all_tools().await
     }
 
     /// Whether the server's transport is gone (the process exited, the HTTP session ended).

@@ -1,89 +1,17 @@
 //! The per-session part: a chat's servers, started on its first run (in parallel; the run waits
-//! a bounded time), their tools registered as `<server>__<tool>`, stopped with the session.
+//! a bounded time), their tools registered as `<server>__<tool>` ([`crate::slot`]), re-listed
+//! before a model call after `list_changed`, stopped with the session.
 
 use crate::config::{BadEntry, ServerSpec, Transport};
-use crate::names::tool_name;
-use crate::server::{Connection, Launch};
+pub use crate::slot::ServerState;
+use crate::slot::{Budget, Env, Limits, Slot};
 use async_trait::async_trait;
-use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::extensions::events::{BeforeAgentStartEvent, SessionShutdownEvent};
+use volcanic_abstractions::extensions::events::{BeforeAgentStartEvent, ContextEvent, SessionShutdownEvent};
 use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, ExtensionApiExt, ExtensionContext};
-use volcanic_abstractions::processes::{ProcessPurpose, ProcessSpawnRequest};
-use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
 use volcanic_abstractions::ui::NotifyLevel;
-
-/// A server's state, as `/mcp` shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerState {
-    /// Not started yet (the chat has had no run in this session).
-    NotStarted,
-    /// Starting.
-    Starting,
-    /// Ready with this many tools (after the filters).
-    Ready(usize),
-    /// Could not start, or stopped by itself; with the reason.
-    Failed(String),
-    /// Stopped with its session.
-    Stopped,
-}
-
-impl std::fmt::Display for ServerState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ServerState::NotStarted => f.write_str("not started (starts with the chat's next message)"),
-            ServerState::Starting => f.write_str("starting"),
-            ServerState::Ready(n) => write!(f, "ready, {n} tool{}", if *n == 1 { "" } else { "s" }),
-            ServerState::Failed(why) => write!(f, "failed: {why}"),
-            ServerState::Stopped => f.write_str("stopped"),
-        }
-    }
-}
-
-/// One server of one session.
-#[derive(Debug)]
-pub struct Slot {
-    spec: ServerSpec,
-    state: Mutex<ServerState>,
-    conn: Mutex<Option<Arc<Connection>>>,
-    stopped: AtomicBool,
-}
-
-impl Slot {
-    fn set(&self, state: ServerState) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
-    }
-
-    /// Its state now (a ready server whose process exited is failed).
-    pub fn state(&self) -> ServerState {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let closed = self
-            .conn
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_some_and(|c| c.is_closed());
-        match state {
-            ServerState::Ready(_) if closed => ServerState::Failed("the server exited".into()),
-            s => s,
-        }
-    }
-
-    fn stop(&self) {
-        self.stopped.store(true, Ordering::SeqCst);
-        if let Some(c) = self.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            c.stop();
-        }
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(*state, ServerState::Ready(_) | ServerState::Starting) {
-            *state = ServerState::Stopped;
-        }
-    }
-}
 
 /// The servers of one session (the host keeps a weak reference for `/mcp` and shutdown).
 #[derive(Debug)]
@@ -92,18 +20,28 @@ pub struct ChatServers {
     bad: Vec<BadEntry>,
     workspace: PathBuf,
     start_wait: Duration,
+    limits: Limits,
     slots: Mutex<Option<Vec<Arc<Slot>>>>,
+    env: Mutex<Option<Env>>,
 }
 
 impl ChatServers {
     /// The host's servers for this chat; the workspace's are added at the first run.
-    pub fn new(specs: Vec<ServerSpec>, bad: Vec<BadEntry>, workspace: PathBuf, start_wait: Duration) -> Self {
+    pub fn new(
+        specs: Vec<ServerSpec>,
+        bad: Vec<BadEntry>,
+        workspace: PathBuf,
+        start_wait: Duration,
+        limits: Limits,
+    ) -> Self {
         ChatServers {
             specs,
             bad,
             workspace,
             start_wait,
+            limits,
             slots: Mutex::new(None),
+            env: Mutex::new(None),
         }
     }
 
@@ -128,6 +66,8 @@ impl ChatServers {
 
     /// Stops every server (idempotent).
     pub fn stop(&self) {
+        // The session's context is let go with it.
+        self.env.lock().unwrap_or_else(|e| e.into_inner()).take();
         for slot in self.slots.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten() {
             slot.stop();
         }
@@ -155,14 +95,7 @@ impl ChatServers {
                     specs.push(spec);
                 }
             }
-            let slot = |spec, state, stopped| {
-                Arc::new(Slot {
-                    spec,
-                    state: Mutex::new(state),
-                    conn: Mutex::new(None),
-                    stopped: AtomicBool::new(stopped),
-                })
-            };
+            let slot = Slot::new;
             let mut slots: Vec<Arc<Slot>> = specs
                 .into_iter()
                 .map(|spec| slot(spec, ServerState::Starting, false))
@@ -174,10 +107,16 @@ impl ChatServers {
             *guard = Some(slots.clone());
             slots
         };
+        let env = Env {
+            api: Arc::downgrade(&api),
+            ctx: ctx.clone(),
+            budget: Arc::new(Mutex::new(Budget::new(self.limits))),
+        };
+        *self.env.lock().unwrap_or_else(|e| e.into_inner()) = Some(env.clone());
         let starts: Vec<_> = slots
             .iter()
             .filter(|s| s.state() == ServerState::Starting)
-            .map(|slot| tokio::spawn(start_one(slot.clone(), api.clone(), ctx.clone())))
+            .map(|slot| tokio::spawn(crate::slot::start(slot.clone(), env.clone())))
             .collect();
         if starts.is_empty() {
             return;
@@ -207,6 +146,43 @@ impl ChatServers {
     }
 }
 
+impl ChatServers {
+    /// Restarts server `name` of this session; says what happened (for `/mcp restart`).
+    pub fn restart(&self, name: &str) -> String {
+        let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (Some(env), Some(slots)) = (env, slots) else {
+            return "The servers of this chat have not started yet: they start with its next message.".into();
+        };
+        match slots.iter().find(|s| s.spec.name == name) {
+            None => format!("No MCP server `{name}` in this chat (/mcp lists them)."),
+            Some(slot) if crate::slot::restart_now(slot, &env) => {
+                format!("Restarting MCP server `{name}`; /mcp shows when it is ready.")
+            }
+            Some(_) => format!("MCP server `{name}` cannot be restarted: fix its entry (see /mcp)."),
+        }
+    }
+
+    /// Re-lists the tools of the servers that said their list changed (before a model call).
+    async fn refresh(&self) {
+        let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let (Some(env), Some(slots)) = (env, slots) {
+            for slot in &slots {
+                crate::slot::refresh_if_stale(slot, &env).await;
+            }
+        }
+    }
+}
+
+impl Drop for ChatServers {
+    /// A session dropped without `session_shutdown` still stops its servers (their watchers
+    /// would otherwise keep them running).
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A slot standing for a bad workspace entry (never started).
 fn placeholder(name: &str) -> ServerSpec {
     ServerSpec {
@@ -219,109 +195,6 @@ fn placeholder(name: &str) -> ServerSpec {
         include_tools: Vec::new(),
         exclude_tools: Vec::new(),
         call_timeout: Duration::ZERO,
-    }
-}
-
-/// Starts one server through the session's process policy and registers its tools.
-async fn start_one(slot: Arc<Slot>, api: Arc<dyn ExtensionApi>, ctx: Arc<dyn ExtensionContext>) {
-    let spec = &slot.spec;
-    let launch = match &spec.transport {
-        Transport::Stdio { command, args, env } => {
-            let mut request = ProcessSpawnRequest::new(ProcessPurpose::McpServer, command.clone(), ctx.cwd());
-            request.args = args.clone();
-            request.env = env.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
-            request.time_zone = ctx.time_zone();
-            request.origin = format!("mcp:{}", spec.name);
-            match ctx.prepare_process(request).await {
-                Ok(process) => Some(Launch {
-                    process,
-                    policy: api.processes(),
-                }),
-                Err(e) => {
-                    slot.set(ServerState::Failed(e.to_string()));
-                    return;
-                }
-            }
-        }
-        Transport::Http { .. } => None,
-    };
-    match Connection::start(spec, launch, api.redactor()).await {
-        Err(e) => {
-            tracing::warn!(server = %spec.name, "MCP server failed to start: {e}");
-            slot.set(ServerState::Failed(e.to_string()));
-        }
-        Ok((conn, tools)) => {
-            let conn = Arc::new(conn);
-            if slot.stopped.load(Ordering::SeqCst) {
-                conn.stop();
-                return;
-            }
-            let mut count = 0;
-            for t in tools.into_iter().filter(|t| spec.wants(&t.name)) {
-                api.register_tool(Arc::new(McpTool::new(spec, &t, conn.clone())));
-                count += 1;
-            }
-            tracing::info!(server = %spec.name, tools = count, "MCP server ready");
-            *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn);
-            slot.set(ServerState::Ready(count));
-        }
-    }
-}
-
-/// One MCP tool, as the model sees it.
-struct McpTool {
-    name: String,
-    remote: String,
-    description: String,
-    schema: Arc<Value>,
-    timeout: Duration,
-    conn: Arc<Connection>,
-}
-
-impl McpTool {
-    fn new(spec: &ServerSpec, tool: &rmcp::model::Tool, conn: Arc<Connection>) -> Self {
-        let mut schema = Value::Object((*tool.input_schema).clone());
-        if let Some(o) = schema.as_object_mut() {
-            // Providers take a plain object schema; `$schema` is noise to them.
-            o.remove("$schema");
-            o.entry("type").or_insert_with(|| Value::String("object".into()));
-            o.entry("properties")
-                .or_insert_with(|| Value::Object(Default::default()));
-        }
-        let description = tool
-            .description
-            .as_deref()
-            .or(tool.title.as_deref())
-            .unwrap_or("(no description)");
-        McpTool {
-            name: tool_name(&spec.name, &tool.name),
-            remote: tool.name.to_string(),
-            description: format!("{description} (MCP server `{}`)", spec.name),
-            schema: Arc::new(schema),
-            timeout: spec.call_timeout,
-            conn,
-        }
-    }
-}
-
-#[async_trait]
-impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn parameters(&self) -> Arc<Value> {
-        self.schema.clone()
-    }
-    async fn execute(
-        &self,
-        args: Value,
-        _invocation: ToolInvocation,
-        cancel: CancellationToken,
-    ) -> Result<ToolResult, ToolError> {
-        self.conn.call(&self.remote, args, self.timeout, cancel).await
     }
 }
 
@@ -345,6 +218,14 @@ impl Extension for McpExtension {
                 if let Some(api) = api {
                     servers.ensure_started(api, ctx).await;
                 }
+                Ok(())
+            })
+        });
+        let servers = self.servers.clone();
+        api.on::<ContextEvent, _>(move |_e, _ctx, _cancel| {
+            let servers = servers.clone();
+            Box::pin(async move {
+                servers.refresh().await;
                 Ok(())
             })
         });

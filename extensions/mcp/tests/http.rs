@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::processes::SecretRedactor;
+use volcanic_mcp::client::Handler;
 use volcanic_mcp::config::{DEFAULT_CALL_TIMEOUT, ServerSpec, Transport};
 use volcanic_mcp::server::Connection;
 
@@ -74,7 +75,7 @@ async fn everything_over_streamable_http_lists_and_calls_tools() {
         exclude_tools: Vec::new(),
         call_timeout: DEFAULT_CALL_TIMEOUT,
     };
-    let (conn, tools) = match Connection::start(&spec, None, Arc::new(NoRedaction)).await {
+    let (conn, tools) = match Connection::start(&spec, None, Arc::new(NoRedaction), Handler::default()).await {
         Ok(started) => started,
         Err(e) => panic!("did not start over HTTP: {e}"),
     };

@@ -12,6 +12,7 @@ use volcanic_abstractions::processes::{
     ProcessGroup, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
 };
 use volcanic_abstractions::tools::ToolError;
+use volcanic_mcp::client::Handler;
 use volcanic_mcp::config::{DEFAULT_CALL_TIMEOUT, ServerSpec, Transport};
 use volcanic_mcp::server::{Connection, Launch};
 
@@ -93,7 +94,7 @@ async fn start(name: &str, script: &Path, args: &[&str], env: &[(&str, &str)]) -
         },
         policy: Arc::new(Policy),
     };
-    match Connection::start(&spec, Some(launch), Arc::new(NoRedaction)).await {
+    match Connection::start(&spec, Some(launch), Arc::new(NoRedaction), Handler::default()).await {
         Ok((conn, tools)) => (conn, tools.iter().map(|t| t.name.to_string()).collect()),
         Err(e) => panic!("{name} did not start: {e}"),
     }
