@@ -101,7 +101,7 @@ async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_eac
                 "bash",
                 json!({"command": format!("echo {i} > {file}")}),
             ));
-            server.push(Turn::reply(&format!("step {i} done")));
+            server.push(Turn::reply(format!("step {i} done")));
             format!("step {i}: write {file}")
         };
         let before = server.requests().len();
