@@ -147,3 +147,7 @@ pub async fn serve(
     bound(local);
     axum::serve(listener, server.router()).await.map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+#[path = "a2a_server_tests.rs"]
+mod tests;

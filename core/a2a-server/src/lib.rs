@@ -174,3 +174,6 @@ async fn legacy_card_handler(State(server): State<Arc<A2aServer>>, headers: Head
     let card = card::card_json(&server.config.card, &base, false, true);
     card::card_response(&card, &headers, &server.last_modified)
 }
+
+#[cfg(test)]
+mod tests;

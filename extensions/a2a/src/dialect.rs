@@ -460,3 +460,7 @@ pub fn send_params_03_to_v1(v: Value) -> Value {
 #[cfg(test)]
 #[path = "dialect_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "dialect_server_tests.rs"]
+mod server_tests;
