@@ -145,6 +145,10 @@ pub async fn serve(
         .map_err(|e| format!("bind {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     bound(local);
+    // SSE events are small writes: without TCP_NODELAY each waits for the peer's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, server.router()).await.map_err(|e| e.to_string())
 }
 

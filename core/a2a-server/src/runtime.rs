@@ -20,7 +20,7 @@ use crate::push::{Delivery, Pusher};
 use crate::store::{PushTarget, StoredTask, TaskDir};
 
 /// Events buffered per open stream before a slow reader misses some.
-const STREAM_BUFFER: usize = 256;
+const STREAM_BUFFER: usize = 64;
 /// The status message of a task found running after a restart.
 pub const INTERRUPTED: &str =
     "The server stopped while this task was running; it did not finish. Send the request again.";
@@ -41,9 +41,14 @@ struct Record {
 
 impl Record {
     fn new(stored: StoredTask) -> Record {
+        let buffer = if stored.task.status.state.is_terminal() {
+            1
+        } else {
+            STREAM_BUFFER
+        };
         Record {
             stored,
-            tx: broadcast::channel(STREAM_BUFFER).0,
+            tx: broadcast::channel(buffer).0,
             cancel: None,
             push_queue: None,
             turn: 0,
@@ -369,6 +374,11 @@ impl Tenant {
             metadata: None,
         });
         self.publish(r, event);
+        if r.stored.task.status.state.is_terminal() {
+            // Nothing follows a final state: open streams drain and close, and the channel's
+            // buffer is freed (a settled task is only read through GetTask / ListTasks).
+            r.tx = broadcast::channel(1).0;
+        }
     }
 
     pub(crate) async fn apply_artifact(&self, id: &str, artifact: Artifact, append: bool, last_chunk: bool) {
