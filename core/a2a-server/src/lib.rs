@@ -134,7 +134,8 @@ impl A2aServer {
             .route("/.well-known/agent.json", get(legacy_card_handler))
             .route(RPC_PATH, post(rpc::handle))
             .route(&format!("{RPC_PATH}/"), post(rpc::handle))
-            .layer(DefaultBodyLimit::max(self.config.limits.max_body_bytes))
+            // The endpoint bounds its body itself, answering a JSON-RPC error.
+            .layer(DefaultBodyLimit::disable())
             .with_state(self.clone())
     }
 

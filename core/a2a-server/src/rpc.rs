@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use a2a::{A2AError, JsonRpcError, StreamResponse, TaskState, error_code, methods};
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -41,7 +41,7 @@ fn error_response(id: &Value, e: &A2AError) -> Response {
 }
 
 /// Handles one JSON-RPC request.
-pub(crate) async fn handle(State(server): State<Arc<A2aServer>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn handle(State(server): State<Arc<A2aServer>>, headers: HeaderMap, body: Body) -> Response {
     let tenant = match server.caller_of(&headers) {
         Ok(Some(t)) => t.clone(),
         _ => {
@@ -68,6 +68,13 @@ pub(crate) async fn handle(State(server): State<Arc<A2aServer>>, headers: Header
         );
         return json_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &rpc_error(&Value::Null, &e));
     }
+    let limit = server.config.limits.max_body_bytes;
+    let Ok(body) = axum::body::to_bytes(body, limit).await else {
+        let e = A2AError::invalid_request(format!(
+            "the request body is over {limit} bytes, this server's limit: send less (e.g. files by URL)"
+        ));
+        return json_response(StatusCode::PAYLOAD_TOO_LARGE, &rpc_error(&Value::Null, &e));
+    };
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return error_response(&Value::Null, &A2AError::parse_error(format!("body is not JSON: {e}"))),

@@ -174,6 +174,10 @@ async fn protocol_errors_carry_the_spec_codes() {
     .await;
     assert_eq!(b["error"]["code"], -32001, "{b}");
     assert_eq!(b["error"]["data"][0]["reason"], "TASK_NOT_FOUND", "{b}");
+    let big = "x".repeat(2 * 1024 * 1024);
+    let (status, b, _) = call(&server, Some(ALICE), "application/json", send(&big)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(b["error"]["code"], -32600, "{b}");
     let many: Vec<Value> = (0..40).map(|i| json!({"text": i.to_string()})).collect();
     let (_, b, _) = call(
         &server,
