@@ -8,8 +8,8 @@
 //! - Tenancy: callers present bearer tokens from config, compared in constant time; a missing or
 //!   wrong token is a 401 with `WWW-Authenticate`. [`A2AServerCache`] keeps one [`Tenant`] per
 //!   caller with its own task store, so a caller never sees another's tasks (`TaskNotFound`).
-//! - Work is done by an [`Executor`] (the seam): the bot's runs an agent session per (caller,
-//!   contextId); the test kit's is scripted.
+//! - Work is done by an [`Executor`] (the seam): the test kit's is scripted (the A2A TCK's
+//!   behaviours); the bot's, an agent session per (caller, contextId), is not built yet.
 //! - Tasks persist under `<state_dir>/a2a/<caller>/tasks/` (atomic writes); a task found
 //!   `working` at start becomes `failed` with a message saying so.
 //! - Push notifications go out in order with retries; private targets are refused ([`push`]).
