@@ -11,6 +11,7 @@
 //! - [`testdeps`]: where the pinned npm and Python test peers are (`.testdeps/`).
 
 pub mod a2a_peer;
+pub mod a2a_server;
 pub mod bot_api;
 pub mod fake_claude;
 pub mod google;

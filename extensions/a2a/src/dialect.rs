@@ -296,6 +296,171 @@ fn part_to_03(p: Map<String, Value>) -> Value {
     Value::Object(out)
 }
 
+// ---- The server side: 1.0 results and events out in 0.3's shapes, 0.3 params in as 1.0's. ----
+
+/// 1.0 state names to 0.3's (`TASK_STATE_INPUT_REQUIRED` → `input-required`).
+fn state_to_03(s: &str) -> String {
+    match s.strip_prefix("TASK_STATE_") {
+        Some("UNSPECIFIED") | None => "unknown".to_owned(),
+        Some(rest) => rest.to_ascii_lowercase().replace('_', "-"),
+    }
+}
+
+fn status_to_03(v: Option<&Value>) -> Value {
+    let s = obj(v.cloned().unwrap_or(Value::Null));
+    let mut out = pick(&s, &["timestamp"]);
+    let state = s.get("state").and_then(Value::as_str).unwrap_or("");
+    out.insert("state".into(), json!(state_to_03(state)));
+    if let Some(message) = s.get("message").filter(|m| m.is_object()) {
+        out.insert("message".into(), message_to_03(message.clone()));
+    }
+    Value::Object(out)
+}
+
+fn artifact_to_03(v: Value) -> Value {
+    let a = obj(v);
+    let mut out = pick(&a, &["artifactId", "name", "description", "metadata", "extensions"]);
+    let parts = a.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+    out.insert("parts".into(), parts.into_iter().map(|p| part_to_03(obj(p))).collect());
+    Value::Object(out)
+}
+
+/// A 1.0 task (as JSON) in 0.3's shape: `kind: "task"`, lowercase states, `kind`-tagged parts.
+pub fn task_to_03(v: Value) -> Value {
+    let t = obj(v);
+    let mut out = pick(&t, &["id", "contextId", "metadata"]);
+    out.insert("kind".into(), json!("task"));
+    out.insert("status".into(), status_to_03(t.get("status")));
+    if let Some(Value::Array(list)) = t.get("artifacts") {
+        out.insert("artifacts".into(), list.iter().cloned().map(artifact_to_03).collect());
+    }
+    if let Some(Value::Array(list)) = t.get("history") {
+        out.insert("history".into(), list.iter().cloned().map(message_to_03).collect());
+    }
+    Value::Object(out)
+}
+
+/// A 1.0 message (as JSON) in 0.3's shape (`kind: "message"`, `role: "agent"`, tagged parts).
+pub fn message_v1_to_03(v: Value) -> Value {
+    message_to_03(v)
+}
+
+/// A 0.3 message (as JSON) in 1.0's shape, ready for `a2a::Message`.
+pub fn message_03_to_v1(v: Value) -> Value {
+    message_from_03(v)
+}
+
+/// A 1.0 `SendMessage` result (`{"task"}` / `{"message"}`) as 0.3's bare, `kind`-tagged result.
+pub fn send_result_to_03(result: &SendMessageResponse) -> Value {
+    match result {
+        SendMessageResponse::Task(t) => task_to_03(serde_json::to_value(t).unwrap_or_default()),
+        SendMessageResponse::Message(m) => message_to_03(serde_json::to_value(m).unwrap_or_default()),
+    }
+}
+
+/// One 1.0 stream event as a 0.3 event: bare and `kind`-tagged; status updates carry `final`
+/// (true when the stream ends after it).
+pub fn event_to_03(event: &StreamResponse, last: bool) -> Value {
+    match event {
+        StreamResponse::Task(t) => task_to_03(serde_json::to_value(t).unwrap_or_default()),
+        StreamResponse::Message(m) => message_to_03(serde_json::to_value(m).unwrap_or_default()),
+        StreamResponse::StatusUpdate(e) => {
+            let e = obj(serde_json::to_value(e).unwrap_or_default());
+            let mut out = pick(&e, &["taskId", "contextId", "metadata"]);
+            out.insert("kind".into(), json!("status-update"));
+            out.insert("status".into(), status_to_03(e.get("status")));
+            out.insert("final".into(), json!(last));
+            Value::Object(out)
+        }
+        StreamResponse::ArtifactUpdate(e) => {
+            let e = obj(serde_json::to_value(e).unwrap_or_default());
+            let mut out = pick(&e, &["taskId", "contextId", "append", "lastChunk", "metadata"]);
+            out.insert("kind".into(), json!("artifact-update"));
+            out.insert(
+                "artifact".into(),
+                artifact_to_03(e.get("artifact").cloned().unwrap_or(Value::Null)),
+            );
+            Value::Object(out)
+        }
+    }
+}
+
+/// 0.3 push authentication (`{"schemes": ["Bearer"], "credentials"}`) as 1.0's
+/// (`{"scheme", "credentials"}`), and back.
+fn auth_from_03(v: &Value) -> Value {
+    let scheme = v
+        .get("schemes")
+        .and_then(Value::as_array)
+        .and_then(|s| s.first())
+        .cloned()
+        .unwrap_or(json!("Bearer"));
+    let mut out = Map::new();
+    out.insert("scheme".into(), scheme);
+    if let Some(c) = v.get("credentials").filter(|c| !c.is_null()) {
+        out.insert("credentials".into(), c.clone());
+    }
+    Value::Object(out)
+}
+
+fn auth_to_03(v: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert(
+        "schemes".into(),
+        json!([v.get("scheme").cloned().unwrap_or(json!("Bearer"))]),
+    );
+    if let Some(c) = v.get("credentials").filter(|c| !c.is_null()) {
+        out.insert("credentials".into(), c.clone());
+    }
+    Value::Object(out)
+}
+
+/// A 0.3 `PushNotificationConfig` (`{id?, url, token?, authentication?}`) for task `task_id` as a
+/// 1.0 `TaskPushNotificationConfig` (JSON).
+pub fn push_config_03_to_v1(v: &Value, task_id: &str) -> Value {
+    let c = obj(v.clone());
+    let mut out = pick(&c, &["id", "url", "token"]);
+    out.insert("taskId".into(), json!(task_id));
+    if let Some(a) = c.get("authentication").filter(|a| a.is_object()) {
+        out.insert("authentication".into(), auth_from_03(a));
+    }
+    Value::Object(out)
+}
+
+/// A 1.0 `TaskPushNotificationConfig` (JSON) as 0.3's `{taskId, pushNotificationConfig}`.
+pub fn push_config_v1_to_03(v: Value) -> Value {
+    let c = obj(v);
+    let mut inner = pick(&c, &["id", "url", "token"]);
+    if let Some(a) = c.get("authentication").filter(|a| a.is_object()) {
+        inner.insert("authentication".into(), auth_to_03(a));
+    }
+    json!({"taskId": c.get("taskId").cloned().unwrap_or(Value::Null), "pushNotificationConfig": inner})
+}
+
+/// 0.3 `message/send` / `message/stream` params as 1.0 `SendMessageRequest` params: the message
+/// translated, `blocking` turned into `returnImmediately`, the push config carried over.
+pub fn send_params_03_to_v1(v: Value) -> Value {
+    let p = obj(v);
+    let mut out = pick(&p, &["metadata"]);
+    if let Some(m) = p.get("message") {
+        out.insert("message".into(), message_from_03(m.clone()));
+    }
+    if let Some(Value::Object(c)) = p.get("configuration") {
+        let mut conf = pick(c, &["acceptedOutputModes", "historyLength"]);
+        if let Some(b) = c.get("blocking").and_then(Value::as_bool) {
+            conf.insert("returnImmediately".into(), json!(!b));
+        }
+        if let Some(push) = c.get("pushNotificationConfig").filter(|x| x.is_object()) {
+            conf.insert("taskPushNotificationConfig".into(), push_config_03_to_v1(push, ""));
+        }
+        out.insert("configuration".into(), Value::Object(conf));
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 #[path = "dialect_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "dialect_server_tests.rs"]
+mod server_tests;
