@@ -5,9 +5,12 @@
 //! a 0.3 interface too and the 0.3 top-level fields), 0.3 at `/.well-known/agent.json` only (so
 //! a 0.3-only client must fall back to it). Cards carry an `ETag` and answer 304 to
 //! `If-None-Match`. JSON-RPC at `POST /`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
-//! `CancelTask` (1.0; without the `A2A-Version: 1.0` header -32009, as `a2a-sdk` does) and
-//! `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` (0.3); a method of a dialect not
-//! served is -32601.
+//! `CancelTask`, `SubscribeToTask`, `CreateTaskPushNotificationConfig` (1.0; without the
+//! `A2A-Version: 1.0` header -32009, as `a2a-sdk` does) and `message/send`, `message/stream`,
+//! `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/set` (0.3); a
+//! method of a dialect not served is -32601. With [`PeerConfig::push`], a task's final state is
+//! posted to its registered URL (body: the task, in the dialect the config was set in; header
+//! `X-A2A-Notification-Token`); [`A2aPeer::pushes`] lists what was posted and the answer.
 //!
 //! What a task does is chosen by the first text of the message:
 //! - `run N …`: works N seconds, then completes with the artifact `done: …`;
@@ -84,6 +87,9 @@ pub struct PeerConfig {
     pub card: CardFault,
     /// Streams end after the first event (the task), without a final state.
     pub cut_streams: bool,
+    /// Whether its card offers push notifications (then it takes push configs and posts each
+    /// task's final state to the registered URL with the registered token).
+    pub push: bool,
 }
 
 impl PeerConfig {
@@ -97,6 +103,7 @@ impl PeerConfig {
             redirect_to: None,
             card: CardFault::None,
             cut_streams: false,
+            push: false,
         }
     }
 }
@@ -135,6 +142,8 @@ struct Inner {
     /// When each running task completes.
     done_at: HashMap<String, Instant>,
     next: u64,
+    /// Push notifications posted: URL and the HTTP status answered (0: no answer).
+    pushes: Vec<(String, u16)>,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -172,6 +181,7 @@ impl A2aPeer {
             tasks: HashMap::new(),
             done_at: HashMap::new(),
             next: 0,
+            pushes: Vec::new(),
         }));
         let app = Router::new().fallback(serve).with_state(shared.clone());
         let task = tokio::spawn(async move {
@@ -199,6 +209,11 @@ impl A2aPeer {
     /// The JSON-RPC methods called, in order.
     pub fn rpc_methods(&self) -> Vec<String> {
         self.requests().into_iter().filter_map(|r| r.rpc).collect()
+    }
+
+    /// The push notifications posted so far: URL and the HTTP status answered (0: none).
+    pub fn pushes(&self) -> Vec<(String, u16)> {
+        lock(&self.shared).pushes.clone()
     }
 
     /// A task as the peer has it now.
@@ -290,6 +305,10 @@ async fn rpc(shared: Shared, headers: &HeaderMap, body: Value) -> Response {
         "SendStreamingMessage" => (Wire::V1, "stream"),
         "GetTask" => (Wire::V1, "get"),
         "CancelTask" => (Wire::V1, "cancel"),
+        "SubscribeToTask" => (Wire::V1, "subscribe"),
+        "CreateTaskPushNotificationConfig" => (Wire::V1, "push"),
+        "tasks/resubscribe" => (Wire::V03, "subscribe"),
+        "tasks/pushNotificationConfig/set" => (Wire::V03, "push"),
         "message/send" => (Wire::V03, "send"),
         "message/stream" => (Wire::V03, "stream"),
         "tasks/get" => (Wire::V03, "get"),
@@ -333,8 +352,89 @@ async fn rpc(shared: Shared, headers: &HeaderMap, body: Value) -> Response {
                 }
             }
         }
+        "subscribe" => subscribe(&shared, id, wire, &task_id),
+        "push" => set_push(&shared, &id, wire, &params),
         _ => send(shared, id, wire, params, call == "stream").await,
     }
+}
+
+/// `SubscribeToTask` / `tasks/resubscribe`: the task now, then (for a running task) its
+/// completion when the time comes.
+fn subscribe(shared: &Shared, id: Value, wire: Wire, task_id: &str) -> Response {
+    let (snapshot, done_at, cut) = {
+        let mut s = lock(shared);
+        advance(&mut s, task_id);
+        (
+            s.tasks.get(task_id).cloned(),
+            s.done_at.get(task_id).copied(),
+            s.config.cut_streams,
+        )
+    };
+    let Some(snapshot) = snapshot else {
+        return rpc_error(&id, -32001, "Task not found");
+    };
+    if snapshot.state.is_final() {
+        return rpc_error(&id, -32004, "the task is in a final state");
+    }
+    let mut events = vec![(None, snapshot.task_event(wire))];
+    if cut || snapshot.state != PeerState::Working {
+        return sse(id, events);
+    }
+    events.push((done_at, Value::String(task_id.to_owned())));
+    sse_later(shared.clone(), id, wire, events)
+}
+
+/// Registers a push receiver for a task (push must be offered by the card).
+fn set_push(shared: &Shared, id: &Value, wire: Wire, params: &Value) -> Response {
+    if !lock(shared).config.push {
+        return rpc_error(id, -32003, "Push Notification is not supported");
+    }
+    let task_id = params["taskId"].as_str().unwrap_or_default().to_owned();
+    let config = match wire {
+        Wire::V1 => params.clone(),
+        Wire::V03 => params["pushNotificationConfig"].clone(),
+    };
+    let (Some(url), token) = (config["url"].as_str(), config["token"].as_str()) else {
+        return rpc_error(id, -32602, "no url");
+    };
+    let (url, token) = (url.to_owned(), token.map(str::to_owned));
+    let done_at = {
+        let s = lock(shared);
+        if !s.tasks.contains_key(&task_id) {
+            return rpc_error(id, -32001, "Task not found");
+        }
+        s.done_at.get(&task_id).copied()
+    };
+    let shared2 = shared.clone();
+    let tid = task_id.clone();
+    let (url2, token2) = (url.clone(), token.clone());
+    tokio::spawn(async move {
+        if let Some(at) = done_at {
+            tokio::time::sleep(at.saturating_duration_since(Instant::now())).await;
+        }
+        let body = {
+            let mut s = lock(&shared2);
+            advance(&mut s, &tid);
+            match s.tasks.get(&tid) {
+                Some(t) => t.json(wire, 10),
+                None => return,
+            }
+        };
+        let mut req = reqwest::Client::new().post(&url2).json(&body);
+        if let Some(t) = &token2 {
+            req = req.header("X-A2A-Notification-Token", t);
+        }
+        let status = match req.send().await {
+            Ok(r) => r.status().as_u16(),
+            Err(_) => 0,
+        };
+        lock(&shared2).pushes.push((url2, status));
+    });
+    let mut answer = json!({"taskId": task_id, "url": url, "id": "push-1"});
+    if let Some(t) = token {
+        answer["token"] = json!(t);
+    }
+    rpc_ok(id, answer)
 }
 
 /// Completes a `run` task whose time has come.

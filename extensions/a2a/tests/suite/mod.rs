@@ -4,6 +4,7 @@
 
 mod bad_peers;
 mod dialects;
+mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
