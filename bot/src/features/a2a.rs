@@ -1,6 +1,6 @@
 //! The A2A client feature: every chat's session gets the `a2a` tool (`volcanic-a2a`), on by
 //! default (issue 14: "added to every chat session by the host"); `[a2a] enabled = false` turns
-//! it off:
+//! it off. The console (one session, no chat) gets it only with an `[a2a]` section.
 //!
 //! ```toml
 //! [a2a]
@@ -233,9 +233,14 @@ pub struct A2a {
     workspaces_root: PathBuf,
 }
 
-/// Builds it unless `[a2a] enabled = false`.
+/// Builds it for every chat of the Telegram host unless `[a2a] enabled = false`; in the
+/// console (one session, no chat) only with an `[a2a]` section.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
-    let section = services.section::<Section>("a2a")?.unwrap_or_default();
+    let section = match services.section::<Section>("a2a")? {
+        Some(s) => s,
+        None if services.telegram.is_some() => Section::default(),
+        None => return Ok(None),
+    };
     if !section.enabled {
         return Ok(None);
     }
@@ -546,6 +551,11 @@ mod tests {
                 .unwrap_or_default();
             assert!(e.contains(needle) && e.contains("a2a"), "{text}: {e}");
         }
+        let e = watch_settings(&section("poll_seconds = 0"))
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("a2a.poll_seconds")));
+        assert!(!section("enabled = false").enabled && Section::default().enabled);
         let table: toml::Table = toml::from_str("[credentials.\"https://a.example\"]\nheader = \"X\"\nkey_env = \"K\"")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(

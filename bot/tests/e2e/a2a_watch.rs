@@ -73,6 +73,11 @@ async fn a_remote_result_arrives_later_exactly_once_across_kill_9() {
         .unwrap()
         .to_owned();
     assert!(peer.task(&task_id).is_some_and(|t| !t.state.is_final()));
+    // /agents: the agent, its dialect, and the pending task.
+    tg.push_update(updates::text_message(OWNER, OWNER, "/agents"));
+    let listed = nth_text(&tg, OWNER, "A2A agents of this chat", 1, &bot).await;
+    assert!(listed.contains("helper") && listed.contains("A2A 1.0"), "{listed}");
+    assert!(listed.contains(&format!("helper task {task_id}: working")), "{listed}");
     bot.kill9();
 
     // Restarted: reconciled, followed, and its result handed to the chat's session, whose run
