@@ -268,9 +268,21 @@ impl A2aClient {
                     }
                 },
                 StreamResponse::ArtifactUpdate(e) => {
-                    if let Some(t) = task.as_mut() {
-                        merge_artifact(t, e.artifact, e.append.unwrap_or(false));
-                    }
+                    // An answer to a task that asked for input may start with its artifacts
+                    // (a2a-sdk 1.3 sends no task event then): the task is made from the event.
+                    let t = task.get_or_insert_with(|| Task {
+                        id: e.task_id.clone(),
+                        context_id: e.context_id.clone(),
+                        status: a2a::TaskStatus {
+                            state: TaskState::Working,
+                            message: None,
+                            timestamp: None,
+                        },
+                        artifacts: None,
+                        history: None,
+                        metadata: None,
+                    });
+                    merge_artifact(t, e.artifact, e.append.unwrap_or(false));
                 }
             }
             if last || task.as_ref().is_some_and(|t| is_settled(&t.status.state)) {

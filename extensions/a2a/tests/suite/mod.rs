@@ -4,6 +4,7 @@
 
 mod bad_peers;
 mod dialects;
+mod sdk_peer;
 mod watch;
 
 use std::sync::Arc;
