@@ -113,3 +113,69 @@ async fn a_remote_result_arrives_later_exactly_once_across_kill_9() {
     let gets = peer.rpc_methods().iter().filter(|m| *m == "GetTask").count();
     assert!(gets >= 2, "followed by polling: {:?}", peer.rpc_methods());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_reaches_the_real_binarys_listener_and_brings_the_result() {
+    let peer = A2aPeer::start(PeerConfig {
+        streaming: false,
+        push: true,
+        ..PeerConfig::new(PeerMode::Both)
+    })
+    .await
+    .unwrap();
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call(
+        "toolu_01",
+        "a2a",
+        json!({"action": "send", "agent": "helper", "text": "run 3 the pushed job"}),
+    ));
+    model.push(Turn::reply("Handed over; it will push."));
+    model.push(Turn::reply("The pushed job is done."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    // Slow polling and reconciling: only the push can bring the result in time.
+    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n");
+    let config = a2a_config(&tg, &http)
+        .replace("poll_seconds = 0.2", "poll_seconds = 600")
+        .replace("poll_max_seconds = 0.5", "poll_max_seconds = 600")
+        .replace("reconcile_seconds = 2", "reconcile_seconds = 600");
+    let env = Env::new(&model.url(), &config);
+    let ws = list_helper(&env, &peer.url());
+    let bot = BotProcess::start(&env, TOKEN);
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "run the pushed job on the helper"));
+    nth_text(&tg, OWNER, "Handed over; it will push.", 1, &bot).await;
+    let requests = wait_requests(&model, 2, &bot).await;
+    assert!(
+        conversation(&requests[1]).contains("followed (push)"),
+        "{}",
+        conversation(&requests[1])
+    );
+    let pending = std::fs::read_to_string(ws.join(".volcanic/a2a/pending.json")).unwrap();
+    assert!(pending.contains("push_id") && !pending.contains("token"), "{pending}");
+
+    nth_text(&tg, OWNER, "The pushed job is done.", 1, &bot).await;
+    let pushes = peer.pushes();
+    assert_eq!(pushes.len(), 1, "{pushes:?}");
+    assert!(
+        pushes[0].0.starts_with(&format!("http://127.0.0.1:{port}/a2a/push/")),
+        "{pushes:?}"
+    );
+    assert_eq!(pushes[0].1, 200, "answered at once with 2xx");
+    let requests = wait_requests(&model, 3, &bot).await;
+    assert!(conversation(&requests[2]).contains("done: run 3 the pushed job"));
+    // Confirmed with GetTask after the push; no polling in between.
+    let gets = peer.rpc_methods().iter().filter(|m| *m == "GetTask").count();
+    assert!(gets <= 2, "{:?}", peer.rpc_methods());
+    // A forged push is refused.
+    let id = pushes[0].0.rsplit('/').next().unwrap().to_owned();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let forged = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/a2a/push/{id}"))
+        .header("X-A2A-Notification-Token", "forged")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 401);
+}

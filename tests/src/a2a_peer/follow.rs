@@ -70,6 +70,8 @@ pub(super) fn set_push(shared: &Shared, id: &Value, wire: Wire, params: &Value) 
                 None => return,
             }
         };
+        // reqwest is built without a default crypto provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut req = reqwest::Client::new().post(&url2).json(&body);
         if let Some(t) = &token2 {
             req = req.header("X-A2A-Notification-Token", t);
