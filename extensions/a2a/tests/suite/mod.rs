@@ -4,6 +4,7 @@
 
 mod bad_peers;
 mod dialects;
+mod js_peer;
 mod sdk_peer;
 mod watch;
 

@@ -13,10 +13,10 @@ use volcanic_testkit::testdeps;
 
 const SDK_MODES: [&str; 3] = ["v1", "both", "v03"];
 
-/// The SDK peer on a free port; killed on drop.
-struct SdkPeer {
+/// A peer process on a free port; killed on drop.
+pub struct SdkPeer {
     child: Child,
-    url: String,
+    pub url: String,
 }
 
 impl Drop for SdkPeer {
@@ -27,23 +27,26 @@ impl Drop for SdkPeer {
 }
 
 async fn sdk_peer(mode: &str, flags: &str) -> SdkPeer {
-    // reqwest is built without a default crypto provider (the client installs ring's too).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let python = testdeps::python().unwrap_or_else(|e| panic!("{e}"));
     let script = testdeps::repo_root().join("tests/peers/a2a_sdk_peer.py");
+    started(|port| {
+        let mut c = Command::new(&python);
+        c.arg(&script).arg(port.to_string()).arg(mode).arg(flags);
+        c
+    })
+    .await
+}
+
+/// Starts `command(port)` on a free port and waits (up to 60 s) until it serves its card.
+pub async fn started(command: impl FnOnce(u16) -> Command) -> SdkPeer {
+    // reqwest is built without a default crypto provider (the client installs ring's too).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new(python)
-        .arg(&script)
-        .arg(port.to_string())
-        .arg(mode)
-        .arg(flags)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = command(port).stdout(Stdio::null()).spawn().unwrap();
     let peer = SdkPeer {
         child,
         url: format!("http://127.0.0.1:{port}"),
@@ -54,18 +57,22 @@ async fn sdk_peer(mode: &str, flags: &str) -> SdkPeer {
         if reqwest::get(&card).await.is_ok_and(|r| r.status().is_success()) {
             return peer;
         }
-        assert!(std::time::Instant::now() < deadline, "the a2a-sdk peer did not start");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the peer at {} did not start",
+            peer.url
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-fn tool_on(url: &str, settings: A2aSettings) -> (A2aTool, tempfile::TempDir) {
+pub fn tool_on(url: &str, settings: A2aSettings) -> (A2aTool, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     list_agent(dir.path(), url);
     (A2aTool::new(A2aClient::new(settings).unwrap(), Arc::default()), dir)
 }
 
-async fn run(tool: &A2aTool, ws: &std::path::Path, a: A2aArgs) -> Result<String, String> {
+pub async fn run(tool: &A2aTool, ws: &std::path::Path, a: A2aArgs) -> Result<String, String> {
     tool.call(a, ws)
         .await
         .map(|r| r.text_content())
