@@ -10,6 +10,7 @@ What a task does is chosen by the first word of the message's text:
   run N ...   works N seconds (WORKING), then completes with the artifact "done: <text>";
   ask ...     asks for input (INPUT_REQUIRED, "which one?"); the answer completes it with
               "thanks: <answer>";
+  later N ... works N seconds, then asks for input as `ask` does;
   fail ...    fails with the status message "failed on purpose";
   echo ...    completes with the artifact "echo: <text>";
   anything    completes at once with the artifact "answer: <text>".
@@ -60,6 +61,12 @@ class Scripted(AgentExecutor):
             await asyncio.sleep(secs)
             await updater.add_artifact([new_text_part(f"done: {text}")], name="result")
             await updater.complete()
+        elif word == "later":
+            await updater.start_work()
+            await asyncio.sleep(float(text.split()[1]) if len(text.split()) > 1 else 1.0)
+            await updater.requires_input(
+                new_text_message("which one?", context_id=task.context_id, task_id=task.id, role=pb.Role.ROLE_AGENT)
+            )
         elif word == "ask":
             await updater.requires_input(
                 new_text_message("which one?", context_id=task.context_id, task_id=task.id, role=pb.Role.ROLE_AGENT)

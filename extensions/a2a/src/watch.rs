@@ -78,8 +78,9 @@ pub struct A2AResult {
     /// Its state (`completed`, `failed`, `canceled`, `rejected`, `input-required`,
     /// `auth-required`, or `not-found` when the agent no longer knows it).
     pub state: String,
-    /// The prompt's first line up to `.`: `[A2A result · agent <a> · task <t> · <state>`; the
-    /// same for the same task and state, so the host journals its delivery under it.
+    /// The prompt's first line up to `.`: `[A2A result · agent <a> · task <t> · <state>` (with
+    /// ` · round <n>` for input-required and auth-required, which may come more than once); the
+    /// same for the same result, so the host journals its delivery under it.
     pub key: String,
     /// The whole prompt (the heading, then the task framed as untrusted data).
     pub prompt: String,
@@ -485,7 +486,16 @@ impl A2AWatchRegistry {
     }
 
     fn prompt(&self, entry: &PendingTask, workspace: &Path, state: &str, next: &str, body: &str) -> A2AResult {
-        let key = format!("[A2A result · agent {} · task {} · {state}", entry.agent, entry.task_id);
+        // A task may ask for input more than once: each round (a new entry, made by the `send`
+        // that answered the last one) is its own delivery.
+        let round = match state {
+            "input-required" | "auth-required" => format!(" · round {}", entry.since),
+            _ => String::new(),
+        };
+        let key = format!(
+            "[A2A result · agent {} · task {} · {state}{round}",
+            entry.agent, entry.task_id
+        );
         let head = format!(
             "{key}. This message comes from the A2A watch, not typed by the user now.]\n\
              The task you handed to agent `{}` earlier is {state}.{next}",

@@ -205,3 +205,36 @@ async fn long_sdk_tasks_are_followed_by_polling_subscribe_and_push() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_long_task_that_asks_for_input_is_delivered_then_answered() {
+    let peer = sdk_peer("both", "nopush").await;
+    let rec = Arc::new(Recorder::default());
+    let stop = CancellationToken::new();
+    let _guard = stop.clone().drop_guard();
+    let client = A2aClient::new(short_wait()).unwrap();
+    let registry = A2AWatchRegistry::new(client.clone(), rec.clone(), fast(None, None), stop);
+    let dir = tempfile::tempdir().unwrap();
+    list_agent(dir.path(), &peer.url);
+    let tool = A2aTool::watched(client, Arc::default(), registry, CHAT);
+    let out = tool
+        .call(send("later 1 pick"), dir.path())
+        .await
+        .unwrap()
+        .text_content();
+    assert!(out.contains("followed (subscribe)"), "{out}");
+    let got = delivered(&rec, 1).await;
+    assert_eq!(got[0].state, "input-required");
+    assert!(got[0].key.contains("· round "), "{}", got[0].key);
+    assert!(
+        got[0].prompt.contains("which one?") && got[0].prompt.contains("action send"),
+        "{}",
+        got[0].prompt
+    );
+    let answer = A2aArgs {
+        task_id: Some(got[0].task_id.clone()),
+        ..send("the green one")
+    };
+    let done = tool.call(answer, dir.path()).await.unwrap().text_content();
+    assert!(done.contains("thanks: the green one"), "{done}");
+}
