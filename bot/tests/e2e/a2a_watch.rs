@@ -179,3 +179,77 @@ async fn a_push_reaches_the_real_binarys_listener_and_brings_the_result() {
         .unwrap();
     assert_eq!(forged.status().as_u16(), 401);
 }
+
+/// The Python `a2a-sdk` peer (`tests/peers/a2a_sdk_peer.py`, 1.0 with 0.3) on `port`; killed on
+/// drop. Waits until it serves its card.
+struct SdkPeer(std::process::Child);
+
+impl Drop for SdkPeer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn sdk_peer(port: u16) -> SdkPeer {
+    let python = volcanic_testkit::testdeps::python().unwrap_or_else(|e| panic!("{e}"));
+    let script = volcanic_testkit::testdeps::repo_root().join("tests/peers/a2a_sdk_peer.py");
+    let child = std::process::Command::new(python)
+        .arg(script)
+        .arg(port.to_string())
+        .arg("both")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = SdkPeer(child);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !reqwest::get(&card).await.is_ok_and(|r| r.status().is_success()) {
+        assert!(std::time::Instant::now() < deadline, "the a2a-sdk peer did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    peer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdks_push_reaches_the_real_binary() {
+    let sdk_port = free_port();
+    let _peer = sdk_peer(sdk_port).await;
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call(
+        "toolu_01",
+        "a2a",
+        json!({"action": "send", "agent": "helper", "text": "run 3 the sdk job"}),
+    ));
+    model.push(Turn::reply("Handed to the SDK agent."));
+    model.push(Turn::reply("The SDK agent is done."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n");
+    // Polling and reconciling far slower than the task: the push brings the result.
+    let config = a2a_config(&tg, &http)
+        .replace("poll_seconds = 0.2", "poll_seconds = 600")
+        .replace("poll_max_seconds = 0.5", "poll_max_seconds = 600")
+        .replace("reconcile_seconds = 2", "reconcile_seconds = 600");
+    let env = Env::new(&model.url(), &config);
+    list_helper(&env, &format!("http://127.0.0.1:{sdk_port}"));
+    let bot = BotProcess::start(&env, TOKEN);
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "give the SDK agent the job"));
+    nth_text(&tg, OWNER, "Handed to the SDK agent.", 1, &bot).await;
+    let requests = wait_requests(&model, 2, &bot).await;
+    assert!(
+        conversation(&requests[1]).contains("followed (push)"),
+        "{}",
+        conversation(&requests[1])
+    );
+    nth_text(&tg, OWNER, "The SDK agent is done.", 1, &bot).await;
+    let requests = wait_requests(&model, 3, &bot).await;
+    assert!(conversation(&requests[2]).contains("done: run 3 the sdk job"));
+    assert!(
+        !bot.log().contains("push to receiver"),
+        "no push was refused:\n{}",
+        bot.log()
+    );
+}
