@@ -217,7 +217,12 @@ impl A2AWatchRegistry {
             Ok(list) => list,
             Err(e) => {
                 tracing::error!("A2A pending tasks: {e}");
-                lock(&self.problems).push(e.to_string());
+                let mut problems = lock(&self.problems);
+                // The last few are enough for /agents (a file unreadable for days repeats).
+                if problems.len() >= 10 {
+                    problems.remove(0);
+                }
+                problems.push(e.to_string());
                 Vec::new()
             }
         }
