@@ -40,8 +40,8 @@ use crate::render::{framed, state_name, task_text};
 pub struct WatchSettings {
     /// First pause between polls (issue 14: 5 s).
     pub poll_first: Duration,
-    /// Longest pause between polls (issue 14: 60 s); also the pause before a failed delivery is
-    /// tried again.
+    /// Longest pause between polls (issue 14: 60 s); also the first pause before a failed
+    /// delivery is tried again (doubling up to `reconcile_every`).
     pub poll_max: Duration,
     /// The slow timer: every follower asks `GetTask` at least this often, and every chat's
     /// `pending.json` is read again (tasks nobody follows get a follower).
@@ -350,6 +350,9 @@ impl A2AWatchRegistry {
         let mut pause = self.settings.poll_first;
         let mut stream_ok = true;
         let mut check = check_first;
+        // After a failed delivery (e.g. the model's provider is down): poll_max, doubling up to
+        // the slow timer, so a long outage does not prompt the chat every minute.
+        let mut retry = self.settings.poll_max;
         let mut card: Option<AgentCardInfo> = None;
         loop {
             if self.shutdown.is_cancelled() {
@@ -405,9 +408,11 @@ impl A2AWatchRegistry {
                 Ok(t) => t,
                 Err(A2aError::Rpc { code: -32001, .. }) => {
                     let result = self.gone(&entry, &workspace);
-                    if self.deliver(&key, result).await {
+                    if self.deliver(&key, result).await || !self.pause(&wake, retry).await {
                         return;
                     }
+                    retry = (retry * 2).min(self.settings.reconcile_every.max(self.settings.poll_max));
+                    check = true;
                     continue;
                 }
                 Err(e) => {
@@ -427,9 +432,11 @@ impl A2AWatchRegistry {
                 }
                 Err(e) => tracing::error!(task = %entry.task_id, "A2A result not rendered: {e}"),
             }
-            if !self.pause(&wake, self.settings.poll_max).await {
+            if !self.pause(&wake, retry).await {
                 return;
             }
+            retry = (retry * 2).min(self.settings.reconcile_every.max(self.settings.poll_max));
+            check = true;
         }
     }
 
