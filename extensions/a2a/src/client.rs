@@ -124,11 +124,11 @@ impl A2aClient {
         Ok(task)
     }
 
-    fn request(&self, card: &AgentCardInfo, call: Call, params: Value, accept: &'static str) -> Result<Request> {
+    fn request(&self, card: &AgentCardInfo, method: &str, params: Value, accept: &'static str) -> Result<Request> {
         let body = json!({
             "jsonrpc": "2.0",
             "id": uuid::Uuid::new_v4().to_string(),
-            "method": card.dialect.method(call),
+            "method": method,
             "params": params,
         });
         let mut headers = HeaderMap::new();
@@ -147,7 +147,12 @@ impl A2aClient {
 
     /// One JSON-RPC call; its `result`.
     async fn rpc(&self, card: &AgentCardInfo, call: Call, params: Value) -> Result<Value> {
-        let req = self.request(card, call, params, "application/json")?;
+        self.rpc_named(card, card.dialect.method(call), params).await
+    }
+
+    /// One JSON-RPC call of `method` (a name of the card's dialect); its `result`.
+    pub(crate) async fn rpc_named(&self, card: &AgentCardInfo, method: &str, params: Value) -> Result<Value> {
+        let req = self.request(card, method, params, "application/json")?;
         let (url, status, _, body) = self.http.fetch(req, MAX_BODY).await?;
         let parsed: Option<Value> = serde_json::from_slice(&body).ok();
         if let Some(v) = &parsed
@@ -164,12 +169,42 @@ impl A2aClient {
 
     /// A streaming send: reads events until the task settles, the stream ends or `deadline`.
     async fn send_streaming(&self, card: &AgentCardInfo, message: &Message, deadline: Instant) -> Result<Streamed> {
-        let req = self.request(
-            card,
-            Call::Stream,
-            card.dialect.send_params(message, true)?,
-            "text/event-stream",
-        )?;
+        let params = card.dialect.send_params(message, true)?;
+        self.stream_named(card, card.dialect.method(Call::Stream), params, deadline)
+            .await
+    }
+
+    /// Follows a task by the streaming call `method` (subscribe) until it settles
+    /// ([`is_settled`]), the stream ends, or `deadline`; the task as last seen, which is not
+    /// settled when the stream ended early (polling takes over then).
+    ///
+    /// # Errors
+    /// As [`A2aClient::send`]; a stream that brings no task is [`A2aError::Malformed`].
+    pub(crate) async fn follow_stream(
+        &self,
+        card: &AgentCardInfo,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+    ) -> Result<Task> {
+        match self.stream_named(card, method, params, deadline).await? {
+            Streamed::Task(t) => Ok(t),
+            Streamed::Message(_) => Err(A2aError::Malformed(
+                "a subscription answered with a message instead of the task".into(),
+            )),
+        }
+    }
+
+    /// A streaming JSON-RPC call: reads events until the task settles, the stream ends or
+    /// `deadline`.
+    async fn stream_named(
+        &self,
+        card: &AgentCardInfo,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+    ) -> Result<Streamed> {
+        let req = self.request(card, method, params, "text/event-stream")?;
         let shown = req.url.to_string();
         let connect = self.http.settings().call_timeout;
         let (url, resp) = bounded(connect, &shown, self.http.send(req)).await?;
@@ -233,9 +268,21 @@ impl A2aClient {
                     }
                 },
                 StreamResponse::ArtifactUpdate(e) => {
-                    if let Some(t) = task.as_mut() {
-                        merge_artifact(t, e.artifact, e.append.unwrap_or(false));
-                    }
+                    // An answer to a task that asked for input may start with its artifacts
+                    // (a2a-sdk 1.3 sends no task event then): the task is made from the event.
+                    let t = task.get_or_insert_with(|| Task {
+                        id: e.task_id.clone(),
+                        context_id: e.context_id.clone(),
+                        status: a2a::TaskStatus {
+                            state: TaskState::Working,
+                            message: None,
+                            timestamp: None,
+                        },
+                        artifacts: None,
+                        history: None,
+                        metadata: None,
+                    });
+                    merge_artifact(t, e.artifact, e.append.unwrap_or(false));
                 }
             }
             if last || task.as_ref().is_some_and(|t| is_settled(&t.status.state)) {

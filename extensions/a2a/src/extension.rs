@@ -9,7 +9,9 @@ use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, Exten
 use volcanic_abstractions::tools::typed;
 
 use crate::client::A2aClient;
+use crate::pending::ChatRef;
 use crate::tool::A2aTool;
+use crate::watch::A2AWatchRegistry;
 
 /// The bus channel carrying the inbound hop count, `{"hop": N}`.
 pub const INBOUND_EVENT: &str = "a2a.inbound";
@@ -19,6 +21,7 @@ pub const INBOUND_EVENT: &str = "a2a.inbound";
 pub struct A2aExtension {
     client: Arc<A2aClient>,
     hop: Arc<AtomicU32>,
+    watch: Option<(Arc<A2AWatchRegistry>, ChatRef)>,
 }
 
 #[async_trait]
@@ -38,7 +41,11 @@ impl Extension for A2aExtension {
                 }
             }),
         );
-        api.register_tool(typed(A2aTool::new(self.client.clone(), self.hop.clone())));
+        let tool = match &self.watch {
+            Some((registry, chat)) => A2aTool::watched(self.client.clone(), self.hop.clone(), registry.clone(), *chat),
+            None => A2aTool::new(self.client.clone(), self.hop.clone()),
+        };
+        api.register_tool(typed(tool));
         Ok(())
     }
 }
@@ -51,6 +58,22 @@ impl A2aClient {
             Box::new(A2aExtension {
                 client: client.clone(),
                 hop: Arc::new(AtomicU32::new(0)),
+                watch: None,
+            }) as Box<dyn Extension>
+        })
+    }
+}
+
+impl A2AWatchRegistry {
+    /// The extension factory for the sessions of `chat`: their long tasks are followed here
+    /// and their results delivered to `chat`.
+    pub fn extension_factory(self: &Arc<Self>, chat: ChatRef) -> ExtensionFactory {
+        let registry = self.clone();
+        Arc::new(move || {
+            Box::new(A2aExtension {
+                client: registry.client().clone(),
+                hop: Arc::new(AtomicU32::new(0)),
+                watch: Some((registry.clone(), chat)),
             }) as Box<dyn Extension>
         })
     }

@@ -8,10 +8,13 @@
 //! - The per-session [`A2aExtension`] registers the `a2a` tool ([`A2aArgs`]): `agents`, `send`,
 //!   `status`, `cancel` over the workspace's `.volcanic/a2a/agents.json`. `send` waits a bounded
 //!   time (default 60 s) for a settled task; a task still running then is answered with its id.
-//! - Not yet: the process-wide watch registry that follows long tasks (push, subscribe, polling),
-//!   `pending.json` and the delivery of late results into the chat.
+//! - The process-wide [`A2AWatchRegistry`] follows the tasks `send` left running (push,
+//!   subscribe or polling; reconciled with `GetTask` at start-up and on a slow timer), keeps
+//!   them in the chat's `.volcanic/a2a/pending.json` and hands each result to the chat once
+//!   through the host's [`A2AResultDelivery`].
 
 mod agents;
+mod calls;
 mod card;
 mod client;
 mod config;
@@ -19,8 +22,11 @@ pub mod dialect;
 mod error;
 mod extension;
 mod http;
+mod pending;
+mod push;
 mod render;
 mod tool;
+mod watch;
 
 pub use agents::{AGENTS_FILE, AgentEntry, agents_path, read_agents};
 pub use card::{AgentCardInfo, CARD_PATH, LEGACY_CARD_PATH, parse_card};
@@ -33,5 +39,8 @@ pub use dialect::Dialect;
 pub use error::{A2aError, Result, rpc_code_name};
 pub use extension::{A2aExtension, INBOUND_EVENT};
 pub use http::{MAX_BODY, MAX_CARD, MAX_STREAM};
+pub use pending::{ChatRef, PENDING_FILE, PendingTask, pending_path, read_pending, write_pending};
+pub use push::{PUSH_ROUTE, PushSettings};
 pub use render::{INBOX, state_name};
 pub use tool::{A2aArgs, A2aTool, Action, HOP_METADATA_KEY, MAX_FILE};
+pub use watch::{A2AResult, A2AResultDelivery, A2AWatchRegistry, PushRefused, WatchSettings};

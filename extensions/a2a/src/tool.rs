@@ -15,9 +15,12 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool};
 
 use crate::agents::{AGENTS_FILE, AgentEntry, read_agents};
+use crate::card::AgentCardInfo;
 use crate::client::{A2aClient, is_settled};
 use crate::error::{A2aError, Result};
+use crate::pending::ChatRef;
 use crate::render::{framed, message_text, state_name, task_text};
+use crate::watch::A2AWatchRegistry;
 
 /// The message metadata key carrying the hop count (1 for a message a user's agent sends).
 pub const HOP_METADATA_KEY: &str = "volcanic.hop";
@@ -64,12 +67,34 @@ pub struct A2aTool {
     client: Arc<A2aClient>,
     /// The session's inbound hop count (0 unless the session serves another agent).
     hop: Arc<AtomicU32>,
+    /// The registry that follows long tasks, and the chat their results go to (`None`: a
+    /// session with no chat, whose long tasks are checked with `status`).
+    watch: Option<(Arc<A2AWatchRegistry>, ChatRef)>,
 }
 
 impl A2aTool {
     /// The tool on `client`; `hop` is the session's inbound hop count.
     pub fn new(client: Arc<A2aClient>, hop: Arc<AtomicU32>) -> Self {
-        Self { client, hop }
+        Self {
+            client,
+            hop,
+            watch: None,
+        }
+    }
+
+    /// The tool of a chat's session: tasks still running after `send`'s wait go to `registry`,
+    /// which brings their results to `chat`.
+    pub fn watched(
+        client: Arc<A2aClient>,
+        hop: Arc<AtomicU32>,
+        registry: Arc<A2AWatchRegistry>,
+        chat: ChatRef,
+    ) -> Self {
+        Self {
+            client,
+            hop,
+            watch: Some((registry, chat)),
+        }
     }
 
     /// Runs one call in `workspace`.
@@ -197,22 +222,44 @@ impl A2aTool {
                     };
                     format!("Agent `{}` task {} is {state}.{next}", entry.name, task.id)
                 } else {
-                    format!(
-                        "Agent `{}` task {} is still {state} after {} s. Its result does not come to the chat \
-                         by itself yet (watching long tasks is not built): check it later with action status, \
-                         agent `{}` and task_id {}.",
-                        entry.name,
-                        task.id,
-                        wait.as_secs(),
-                        entry.name,
-                        task.id
-                    )
+                    self.hand_over(workspace, &entry, &card, &task, wait).await
                 };
                 let body = task_text(&task, workspace, 0)?;
                 Ok(ToolResult::text(framed(&entry.name, &head, &body, cap)).with_details(
                     json!({"agent": entry.name, "task_id": task.id, "context_id": task.context_id, "state": state}),
                 ))
             }
+        }
+    }
+}
+
+impl A2aTool {
+    /// What the model is told about a task still running after the wait: handed to the
+    /// registry (its result comes to the chat later), else how to check it.
+    async fn hand_over(
+        &self,
+        workspace: &Path,
+        entry: &AgentEntry,
+        card: &AgentCardInfo,
+        task: &a2a::Task,
+        wait: std::time::Duration,
+    ) -> String {
+        let state = state_name(&task.status.state);
+        let (name, id, secs) = (&entry.name, &task.id, wait.as_secs());
+        let check = format!("check it with action status, agent `{name}` and task_id {id}");
+        let Some((registry, chat)) = &self.watch else {
+            return format!("Agent `{name}` task {id} is still {state} after {secs} s; {check}.");
+        };
+        match registry.watch(workspace, *chat, entry, card, task).await {
+            Ok(how) => format!(
+                "Agent `{name}` task {id} is still {state} after {secs} s. It is being followed ({how}); \
+                 its result will come to this chat by itself as a follow-up message. Tell the user so \
+                 and end your turn (no need to wait or to check)."
+            ),
+            Err(e) => format!(
+                "Agent `{name}` task {id} is still {state} after {secs} s and cannot be followed ({e}); \
+                 {check} later."
+            ),
         }
     }
 }

@@ -21,7 +21,7 @@ pub(super) fn card(shared: &Shared, headers: &HeaderMap, wire: Wire) -> Response
         CardFault::None | CardFault::Broken => format!("http://{addr}/"),
     };
     let skills = json!([{"id": "echo", "name": "echo", "description": "Echoes text and files", "tags": ["test"]}]);
-    let caps = json!({"streaming": config.streaming, "pushNotifications": false});
+    let caps = json!({"streaming": config.streaming, "pushNotifications": config.push});
     let card = match wire {
         Wire::V1 => {
             let mut interfaces = vec![json!({"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"})];

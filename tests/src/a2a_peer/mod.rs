@@ -5,9 +5,12 @@
 //! a 0.3 interface too and the 0.3 top-level fields), 0.3 at `/.well-known/agent.json` only (so
 //! a 0.3-only client must fall back to it). Cards carry an `ETag` and answer 304 to
 //! `If-None-Match`. JSON-RPC at `POST /`: `SendMessage`, `SendStreamingMessage`, `GetTask`,
-//! `CancelTask` (1.0; without the `A2A-Version: 1.0` header -32009, as `a2a-sdk` does) and
-//! `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` (0.3); a method of a dialect not
-//! served is -32601.
+//! `CancelTask`, `SubscribeToTask`, `CreateTaskPushNotificationConfig` (1.0; without the
+//! `A2A-Version: 1.0` header -32009, as `a2a-sdk` does) and `message/send`, `message/stream`,
+//! `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, `tasks/pushNotificationConfig/set` (0.3); a
+//! method of a dialect not served is -32601. With [`PeerConfig::push`], a task's final state is
+//! posted to its registered URL (body: the task, in the dialect the config was set in; header
+//! `X-A2A-Notification-Token`); [`A2aPeer::pushes`] lists what was posted and the answer.
 //!
 //! What a task does is chosen by the first text of the message:
 //! - `run N …`: works N seconds, then completes with the artifact `done: …`;
@@ -26,6 +29,7 @@
 //! ([`A2aPeer::requests`]).
 
 mod card;
+mod follow;
 mod wire;
 
 use std::collections::HashMap;
@@ -84,6 +88,9 @@ pub struct PeerConfig {
     pub card: CardFault,
     /// Streams end after the first event (the task), without a final state.
     pub cut_streams: bool,
+    /// Whether its card offers push notifications (then it takes push configs and posts each
+    /// task's final state to the registered URL with the registered token).
+    pub push: bool,
 }
 
 impl PeerConfig {
@@ -97,6 +104,7 @@ impl PeerConfig {
             redirect_to: None,
             card: CardFault::None,
             cut_streams: false,
+            push: false,
         }
     }
 }
@@ -135,6 +143,8 @@ struct Inner {
     /// When each running task completes.
     done_at: HashMap<String, Instant>,
     next: u64,
+    /// Push notifications posted: URL and the HTTP status answered (0: no answer).
+    pushes: Vec<(String, u16)>,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -172,6 +182,7 @@ impl A2aPeer {
             tasks: HashMap::new(),
             done_at: HashMap::new(),
             next: 0,
+            pushes: Vec::new(),
         }));
         let app = Router::new().fallback(serve).with_state(shared.clone());
         let task = tokio::spawn(async move {
@@ -199,6 +210,11 @@ impl A2aPeer {
     /// The JSON-RPC methods called, in order.
     pub fn rpc_methods(&self) -> Vec<String> {
         self.requests().into_iter().filter_map(|r| r.rpc).collect()
+    }
+
+    /// The push notifications posted so far: URL and the HTTP status answered (0: none).
+    pub fn pushes(&self) -> Vec<(String, u16)> {
+        lock(&self.shared).pushes.clone()
     }
 
     /// A task as the peer has it now.
@@ -290,6 +306,10 @@ async fn rpc(shared: Shared, headers: &HeaderMap, body: Value) -> Response {
         "SendStreamingMessage" => (Wire::V1, "stream"),
         "GetTask" => (Wire::V1, "get"),
         "CancelTask" => (Wire::V1, "cancel"),
+        "SubscribeToTask" => (Wire::V1, "subscribe"),
+        "CreateTaskPushNotificationConfig" => (Wire::V1, "push"),
+        "tasks/resubscribe" => (Wire::V03, "subscribe"),
+        "tasks/pushNotificationConfig/set" => (Wire::V03, "push"),
         "message/send" => (Wire::V03, "send"),
         "message/stream" => (Wire::V03, "stream"),
         "tasks/get" => (Wire::V03, "get"),
@@ -333,6 +353,8 @@ async fn rpc(shared: Shared, headers: &HeaderMap, body: Value) -> Response {
                 }
             }
         }
+        "subscribe" => follow::subscribe(&shared, id, wire, &task_id),
+        "push" => follow::set_push(&shared, &id, wire, &params),
         _ => send(shared, id, wire, params, call == "stream").await,
     }
 }

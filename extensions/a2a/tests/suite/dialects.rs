@@ -97,7 +97,7 @@ async fn a_streamed_task_that_outlives_the_wait_is_reported_then_status_and_canc
             .await;
             let out = s.run(send("run 30 slowly")).await.unwrap();
             let id = field(&out, "task_id");
-            assert!(out.contains("still working") && out.contains("not built"), "{out}");
+            assert!(out.contains("still working") && out.contains("action status"), "{out}");
             let status = s
                 .run(A2aArgs {
                     task_id: Some(id.clone()),

@@ -4,6 +4,9 @@
 
 mod bad_peers;
 mod dialects;
+mod js_peer;
+mod sdk_peer;
+mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
