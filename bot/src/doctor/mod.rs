@@ -93,6 +93,7 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
         }
     };
     out.extend(config_checks(&config, path));
+    out.push(features_check(&config));
     out.push(checks::token(&config).await);
     out.extend(checks::models(&config).await);
     out.extend(checks::google(&config).await);
@@ -102,6 +103,40 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
     out.push(checks::lock(&config.state_dir, &holder));
     out.extend(checks::listener(&config, holder.ok()).await);
     out
+}
+
+/// The feature sections (`[a2a]`, `[mcp]`, …), checked as the bot's start checks them: each
+/// feature reads its own section, and a section no feature reads is an error. Built as the
+/// console builds them (no Telegram side), so nothing is started or written.
+fn features_check(config: &Config) -> Check {
+    let services = crate::features::Services::new(
+        std::sync::Arc::new(config.clone()),
+        crate::host::process_policy(config),
+        config.state_dir.clone(),
+        config.workspaces_dir.clone(),
+        tokio_util::sync::CancellationToken::new(),
+    );
+    match crate::features::Features::build(&services) {
+        Ok(_) => {
+            let mut sections: Vec<&String> = config.features.keys().collect();
+            sections.sort();
+            Check::ok(
+                "features",
+                if sections.is_empty() {
+                    "no feature sections".to_owned()
+                } else {
+                    let names: Vec<String> = sections.iter().map(|s| format!("[{s}]")).collect();
+                    format!("{} read", names.join(", "))
+                },
+            )
+        }
+        Err(e) => Check::fail(
+            "features",
+            e.to_string(),
+            "fix the key the message names (config/volcanic.example.toml documents every section); \
+             the bot refuses to start with it",
+        ),
+    }
 }
 
 fn config_checks(config: &Config, path: &Path) -> Vec<Check> {

@@ -96,6 +96,7 @@ async fn doctor_passes_a_working_setup_and_checks_each_part_for_real() {
         "{text}"
     );
     assert!(line(&text, "model openai").starts_with("[ok]"), "{text}");
+    assert!(line(&text, "features").starts_with("[ok]"), "{text}");
     assert!(
         line(&text, "google").contains(&format!("the token endpoint accepts client {CLIENT_ID}")),
         "{text}"
@@ -153,8 +154,9 @@ async fn doctor_fails_each_broken_part_with_its_fix() {
             &format!("state_dir = \"{}\"", env.dir.path().join("data").display()),
             &format!("state_dir = \"{}\"", env.dir.path().join("afile/data").display()),
         );
+    // `[mpc]`: a typo of `[mcp]`, which the bot would refuse at start.
     let extra = format!(
-        "{}[http]\nlisten = \"127.0.0.1:{listen}\"\npublic_url = \"http://127.0.0.1:{public}\"\n{}",
+        "{}[http]\nlisten = \"127.0.0.1:{listen}\"\npublic_url = \"http://127.0.0.1:{public}\"\n{}[mpc]\nstart_wait_secs = 1\n",
         telegram_config(&tg, ""),
         google_section(&g, "wrong-secret")
     );
@@ -171,6 +173,11 @@ async fn doctor_fails_each_broken_part_with_its_fix() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
     assert!(line(&text, "token").contains("refused the bot token"), "{text}");
+    assert!(
+        line(&text, "features").contains("[FAIL] features        config key `mpc`: not a setting"),
+        "{text}"
+    );
+    assert!(fix_of(&text, "features").contains("refuses to start"), "{text}");
     assert!(fix_of(&text, "token").contains("@BotFather"), "{text}");
     assert!(line(&text, "model anthropic").contains("[FAIL]"), "{text}");
     assert!(line(&text, "model anthropic").contains("invalid x-api-key"), "{text}");
