@@ -188,6 +188,10 @@ fn claude_code_section_resolves_and_rejects_what_does_not_apply() {
             "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\ncommand = \"c\"",
             "providers.l.command",
         ),
+        (
+            "[providers.l]\napi = \"openai-completions\"\nbase_url = \"http://x\"\nallowed_tools = [\"Read\"]",
+            "providers.l.allowed_tools",
+        ),
     ] {
         let e = parse(text).unwrap_err().to_string();
         assert!(e.contains(key), "{text}: {e}");

@@ -85,9 +85,16 @@ pub fn check_model(
 ) -> anyhow::Result<volcanic_abstractions::model::Model> {
     let Some(model) = models.find(key) else {
         let known: Vec<String> = models.models().iter().map(|m| m.key()).collect();
+        // Claude Code is opt-in: its models exist only with its section.
+        let hint = if key.split('/').next() == Some(volcanic_claude_code::PROVIDER) {
+            "; Claude Code is off: turn it on with a `[providers.claude-code]` section (README, \
+             \"Claude Code\")"
+        } else {
+            ""
+        };
         anyhow::bail!(
             "{source}: unknown model `{key}`; known: {} (a custom provider lists its models in \
-             `[providers.NAME] models`)",
+             `[providers.NAME] models`){hint}",
             known.join(", ")
         );
     };
@@ -151,5 +158,25 @@ pub fn no_reasoning_note(session: &volcanic_core::agent::AgentSession) -> String
             m.key()
         ),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_claude_code_model_says_how_to_turn_claude_code_on() {
+        let models = ModelRegistry::new();
+        let e = check_model(&models, "claude-code/sonnet", "config key `model`")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown model `claude-code/sonnet`"), "{e}");
+        assert!(e.contains("`[providers.claude-code]` section"), "{e}");
+        let e = check_model(&models, "anthropic/nope", "config key `model`")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("Claude Code"), "{e}");
     }
 }

@@ -77,11 +77,17 @@ pub(super) fn resolve_claude_code(p: RawProvider) -> Result<volcanic_claude_code
 
 pub(super) fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProviderConfig, ConfigError> {
     let key = |k: &str| format!("providers.{name}.{k}");
-    if p.command.is_some() || p.permission_mode.is_some() || p.allowed_tools.is_some() {
-        return Err(invalid(
-            key("command"),
-            "command, permission_mode and allowed_tools belong in [providers.claude-code]",
-        ));
+    for (k, set) in [
+        ("command", p.command.is_some()),
+        ("permission_mode", p.permission_mode.is_some()),
+        ("allowed_tools", p.allowed_tools.is_some()),
+    ] {
+        if set {
+            return Err(invalid(
+                key(k),
+                "command, permission_mode and allowed_tools belong in [providers.claude-code]",
+            ));
+        }
     }
     let builtin = matches!(name, "anthropic" | "openai");
     let api = match (p.api.as_deref(), name) {
