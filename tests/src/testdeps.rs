@@ -24,6 +24,16 @@ pub fn path(relative: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// `@modelcontextprotocol/server-everything`'s entry point (an MCP server for the MCP tests),
+/// relative to `.testdeps/`.
+pub const SERVER_EVERYTHING: &str = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+/// [`SERVER_EVERYTHING`] as a path; panics with how to install it when missing (a test that
+/// needs it fails with the reason).
+pub fn server_everything() -> PathBuf {
+    path(SERVER_EVERYTHING).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The test venv's Python 3 (`.testdeps/venv/bin/python`), which has the packages pinned in
 /// `.testdeps/requirements.txt` (`a2a-sdk`, `uvicorn`, `mcp`).
 pub fn python() -> Result<PathBuf, String> {

@@ -16,15 +16,7 @@ const PASSED: &str = "mcp-only-secret-7f3a91";
 
 /// `server-everything`'s entry point; fails with what to do when it is not installed.
 fn everything() -> PathBuf {
-    let js = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../.testdeps/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        js.is_file(),
-        "@modelcontextprotocol/server-everything is not installed at {}: run ./scripts/test.sh (it runs \
-         npm ci --prefix .testdeps)",
-        js.display()
-    );
-    js
+    volcanic_testkit::testdeps::server_everything()
 }
 
 /// [`BotProcess::start`] with `MCP_E2E_SECRET` added to the bot's environment.

@@ -172,19 +172,19 @@ fn part_from_03(p: Map<String, Value>) -> Value {
     Value::Object(out)
 }
 
+/// A message's fields that are the same in both dialects.
+const MESSAGE_FIELDS: &[&str] = &[
+    "messageId",
+    "contextId",
+    "taskId",
+    "metadata",
+    "extensions",
+    "referenceTaskIds",
+];
+
 fn message_from_03(v: Value) -> Value {
     let m = obj(v);
-    let mut out = pick(
-        &m,
-        &[
-            "messageId",
-            "contextId",
-            "taskId",
-            "metadata",
-            "extensions",
-            "referenceTaskIds",
-        ],
-    );
+    let mut out = pick(&m, MESSAGE_FIELDS);
     let role = match m.get("role").and_then(Value::as_str) {
         Some("user") => "ROLE_USER",
         Some("agent") => "ROLE_AGENT",
@@ -246,17 +246,7 @@ fn artifact_event_from_03(v: Value) -> Value {
 /// A 1.0 message (as JSON) in 0.3's shape.
 fn message_to_03(v: Value) -> Value {
     let m = obj(v);
-    let mut out = pick(
-        &m,
-        &[
-            "messageId",
-            "contextId",
-            "taskId",
-            "metadata",
-            "extensions",
-            "referenceTaskIds",
-        ],
-    );
+    let mut out = pick(&m, MESSAGE_FIELDS);
     out.insert("kind".into(), json!("message"));
     let role = if m.get("role").and_then(Value::as_str) == Some("ROLE_AGENT") {
         "agent"

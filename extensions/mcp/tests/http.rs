@@ -33,13 +33,7 @@ impl Drop for Child {
 async fn everything_over_streamable_http_lists_and_calls_tools() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let js = dir.join("../../.testdeps/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        js.is_file(),
-        "@modelcontextprotocol/server-everything is not installed at {}: run ./scripts/test.sh (it runs \
-         npm ci --prefix .testdeps)",
-        js.display()
-    );
+    let js = volcanic_testkit::testdeps::server_everything();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

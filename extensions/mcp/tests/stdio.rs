@@ -22,14 +22,7 @@ fn repo() -> PathBuf {
 
 /// `server-everything`'s entry point; fails with what to do when it is not installed.
 fn everything() -> PathBuf {
-    let js = repo().join(".testdeps/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        js.is_file(),
-        "@modelcontextprotocol/server-everything is not installed at {}: run ./scripts/test.sh (it runs \
-         npm ci --prefix .testdeps)",
-        js.display()
-    );
-    js
+    volcanic_testkit::testdeps::server_everything()
 }
 
 /// Kills a process group (what the host's policy does).
