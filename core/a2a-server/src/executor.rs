@@ -23,7 +23,8 @@ pub struct ExecRequest {
     pub message: Message,
     /// Whether this continues a task that was waiting for input.
     pub resumed: bool,
-    /// Cancelled when the caller cancels the task (`CancelTask`); the executor should stop soon.
+    /// Cancelled when the caller cancels the task (`CancelTask`), also while it waits for input;
+    /// the executor should stop soon. One token per task, the same in every turn.
     pub cancel: CancellationToken,
 }
 
@@ -34,6 +35,18 @@ pub struct ExecRequest {
 pub trait Executor: Send + Sync + 'static {
     /// Runs one turn of a task.
     async fn execute(&self, request: ExecRequest, events: TaskEvents);
+
+    /// Whether a message carrying the id of a task whose turn is still running is handed to
+    /// [`follow_up`](Executor::follow_up) (queued behind the work in progress) instead of being
+    /// refused with `UnsupportedOperation`. Default: refused.
+    fn takes_follow_ups(&self) -> bool {
+        false
+    }
+
+    /// A further message for a task whose turn is running (already in the task's history);
+    /// the running turn goes on and settles the task. Called only when
+    /// [`takes_follow_ups`](Executor::takes_follow_ups) says so.
+    async fn follow_up(&self, _request: ExecRequest, _events: TaskEvents) {}
 }
 
 /// Where an executor reports a task's progress; every call updates the stored task, the open

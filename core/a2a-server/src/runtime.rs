@@ -33,7 +33,11 @@ pub fn interrupted(s: &TaskState) -> bool {
 struct Record {
     stored: StoredTask,
     tx: broadcast::Sender<StreamResponse>,
+    /// Set while a turn runs (the task is busy); a clone of `abort`.
     cancel: Option<CancellationToken>,
+    /// Cancelled by `CancelTask`, for the task's whole life: an executor waiting on a question
+    /// of an `input-required` task (no turn running) is told too.
+    abort: CancellationToken,
     push_queue: Option<mpsc::UnboundedSender<Delivery>>,
     /// Counts turns, so the end of an old turn never touches a newer one.
     turn: u64,
@@ -50,6 +54,7 @@ impl Record {
             stored,
             tx: broadcast::channel(buffer).0,
             cancel: None,
+            abort: CancellationToken::new(),
             push_queue: None,
             turn: 0,
         }
@@ -202,7 +207,7 @@ impl Tenant {
                         t.status.state
                     )));
                 }
-                if r.running() {
+                if r.running() && !self.executor.takes_follow_ups() {
                     return Err(unsupported(format!(
                         "task {id} is still working: send the next message when it asks for input or finishes"
                     )));
@@ -218,7 +223,8 @@ impl Tenant {
                 (a2a::new_task_id(), ctx, false)
             }
         };
-        if running >= self.limits.max_concurrent_tasks {
+        let follow_up = resumed && tasks.get(&task_id).is_some_and(Record::running);
+        if running >= self.limits.max_concurrent_tasks && !follow_up {
             return Err(unsupported(format!(
                 "caller {} already has {running} tasks running (limit {}): wait for one to finish",
                 self.name, self.limits.max_concurrent_tasks
@@ -263,9 +269,11 @@ impl Tenant {
         if history.len() > self.limits.max_history {
             history.drain(..history.len() - self.limits.max_history);
         }
-        let cancel = CancellationToken::new();
-        r.cancel = Some(cancel.clone());
-        r.turn += 1;
+        let cancel = r.abort.clone();
+        if !follow_up {
+            r.cancel = Some(cancel.clone());
+            r.turn += 1;
+        }
         let turn = r.turn;
         self.save(r);
         let started = Started {
@@ -288,6 +296,11 @@ impl Tenant {
             context_id,
         };
         let me = self.clone();
+        if follow_up {
+            // The running turn takes it; its end settles the task.
+            tokio::spawn(async move { me.executor.follow_up(request, events).await });
+            return Ok(started);
+        }
         tokio::spawn(async move {
             let run = std::panic::AssertUnwindSafe(me.executor.execute(request, events)).catch_unwind();
             let why = match run.await {
@@ -459,9 +472,7 @@ impl Tenant {
             if r.stored.task.status.state.is_terminal() {
                 return Err(A2AError::task_not_cancelable(id));
             }
-            if let Some(c) = &r.cancel {
-                c.cancel();
-            }
+            r.abort.cancel();
         }
         self.set_status(id, TaskState::Canceled, None);
         self.get(id, None)

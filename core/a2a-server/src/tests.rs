@@ -299,3 +299,119 @@ fn bad_callers_are_refused_at_start() {
         Err(ServerError::Duplicate(_))
     ));
 }
+
+/// Asks a question, then waits for the task's cancel token past the turn's end; takes
+/// follow-ups and records them.
+#[derive(Default)]
+struct Asker {
+    seen_cancel: Arc<tokio::sync::Notify>,
+    follow_ups: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl Executor for Asker {
+    async fn execute(&self, req: ExecRequest, ev: TaskEvents) {
+        if req.message.text() == Some("work") {
+            ev.status(TaskState::Working, None).await;
+            req.cancel.cancelled().await;
+            return;
+        }
+        ev.status(TaskState::InputRequired, Some("Which one?")).await;
+        let seen = self.seen_cancel.clone();
+        tokio::spawn(async move {
+            req.cancel.cancelled().await;
+            seen.notify_one();
+        });
+    }
+
+    fn takes_follow_ups(&self) -> bool {
+        true
+    }
+
+    async fn follow_up(&self, req: ExecRequest, _ev: TaskEvents) {
+        let text = req.message.text().unwrap_or_default().to_owned();
+        self.follow_ups.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+    }
+}
+
+fn send_to(task: &str, text: &str) -> Value {
+    rpc(
+        "SendMessage",
+        json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{text}"), "taskId": task,
+                           "parts": [{"text": text}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+}
+
+#[tokio::test]
+async fn cancelling_a_task_that_waits_for_input_reaches_its_executor() {
+    let asker = Arc::new(Asker::default());
+    let server = A2aServer::new(config(None), asker.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", send("ask me")).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{b}"
+    );
+    let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
+    let seen = asker.seen_cancel.notified();
+    let (_, b, _) = call(
+        &server,
+        Some(ALICE),
+        "application/json",
+        rpc("CancelTask", json!({"id": id})),
+    )
+    .await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
+    tokio::time::timeout(std::time::Duration::from_secs(5), seen)
+        .await
+        .unwrap_or_else(|_| panic!("the executor's token was not cancelled"));
+}
+
+#[tokio::test]
+async fn a_message_to_a_working_task_is_a_follow_up_when_the_executor_takes_them() {
+    let asker = Arc::new(Asker::default());
+    let server = A2aServer::new(config(None), asker.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let (_, b, _) = call(
+        &server,
+        Some(ALICE),
+        "application/json",
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": "m-w", "parts": [{"text": "work"}]},
+                   "configuration": {"returnImmediately": true}}),
+        ),
+    )
+    .await;
+    let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
+    assert!(!id.is_empty(), "{b}");
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", send_to(&id, "and also this")).await;
+    assert_eq!(b["result"]["task"]["id"], id.as_str(), "{b}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while asker.follow_ups.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no follow-up reached the executor"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        *asker.follow_ups.lock().unwrap_or_else(|e| e.into_inner()),
+        vec!["and also this"]
+    );
+    // The Echo executor takes none: the same message is refused.
+    let echo = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
+    let (_, b, _) = call(
+        &echo,
+        Some(ALICE),
+        "application/json",
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": "m-s", "parts": [{"text": "slow"}]},
+                   "configuration": {"returnImmediately": true}}),
+        ),
+    )
+    .await;
+    let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
+    let (_, b, _) = call(&echo, Some(ALICE), "application/json", send_to(&id, "more")).await;
+    assert_eq!(b["error"]["code"], -32004, "{b}");
+}
