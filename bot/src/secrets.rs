@@ -46,7 +46,8 @@ impl Secrets {
     /// - each provider's `api_key`, and the variable its `api_key_env` names (any name);
     /// - `telegram.token` and `TELEGRAM_BOT_TOKEN`;
     /// - `google.client_secret` (resolved: the file's, else `GOOGLE_CLIENT_SECRET`);
-    /// - the variables `[a2a.credentials.*]` name (`token_env`, `key_env`).
+    /// - the variables `[a2a.credentials.*]` name (`token_env`, `key_env`), and those of the A2A
+    ///   server's callers (`[[a2a.server.callers]] token_env`).
     pub fn of(config: &Config, env: impl Fn(&str) -> Option<String>) -> Secrets {
         let mut s = Secrets::default();
         for p in &config.providers {
@@ -64,6 +65,9 @@ impl Secrets {
         s.variable("google.client_secret", "GOOGLE_CLIENT_SECRET", &env);
         if let Some(a2a) = config.features.get("a2a") {
             for (key, name) in crate::features::a2a::credential_variables(a2a) {
+                s.variable(&key, &name, &env);
+            }
+            for (key, name) in crate::features::a2a_server::token_variables(a2a) {
                 s.variable(&key, &name, &env);
             }
         }

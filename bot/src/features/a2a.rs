@@ -73,9 +73,9 @@ pub struct Section {
     /// Credentials by origin.
     #[serde(default)]
     pub credentials: BTreeMap<String, CredentialSection>,
-    /// `[a2a.server]`: read by the A2A server feature (issue 15), not by the client.
-    #[serde(default, rename = "server")]
-    pub _server: Option<toml::Table>,
+    /// `[a2a.server]`: read by the A2A server feature ([`super::a2a_server`]), not by the client.
+    #[serde(default)]
+    pub server: Option<super::a2a_server::ServerSection>,
 }
 
 /// `[a2a.credentials."<origin>"]`: a bearer token or an API-key header, each read from
@@ -101,7 +101,7 @@ impl Default for Section {
             send_wait_seconds: default_wait(),
             max_hops: default_hops(),
             credentials: BTreeMap::new(),
-            _server: None,
+            server: None,
         }
     }
 }

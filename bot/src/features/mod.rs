@@ -19,6 +19,7 @@
 //! a section no feature reads is an error naming it. (Google Calendar keeps its older `[google]`.)
 
 pub mod a2a;
+pub mod a2a_server;
 pub mod calendar;
 pub mod example;
 pub mod mcp;
@@ -46,6 +47,7 @@ pub const FEATURES: &[Build] = &[
     scheduler::build,
     calendar::build,
     a2a::build,
+    a2a_server::build,
     mcp::build,
     example::build,
 ];

@@ -187,6 +187,47 @@ impl Chats {
         Ok(session)
     }
 
+    /// A session made for a feature outside any chat's line (e.g. an A2A caller's), like a
+    /// chat's: the host's factory, the workspace's extensions, every feature's extensions for
+    /// its place (with `acts_for`, that chat's: calendar, scheduler), then `spec`'s own. Time zone
+    /// and model are the chat's it acts for, else the defaults; `spec.model` wins for a new
+    /// session. Resumes the scope's most recent session.
+    pub async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {
+        std::fs::create_dir_all(&spec.cwd)?;
+        let cwd = std::fs::canonicalize(&spec.cwd)?;
+        let settings = spec
+            .acts_for
+            .map(|t| self.deps.settings.get(&chat_key(t.chat_id)))
+            .unwrap_or_default();
+        let tz = settings
+            .time_zone
+            .as_deref()
+            .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
+            .unwrap_or(self.deps.config.default_time_zone);
+        let mut extra_extensions = crate::host::workspace_extensions(&cwd);
+        extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
+            chat: spec.acts_for,
+            time_zone: tz,
+            workspace: &cwd,
+        }));
+        extra_extensions.extend(spec.extra_extensions);
+        Ok(self
+            .deps
+            .factory
+            .create(AgentSessionOptions {
+                extra_extensions,
+                cwd,
+                scope: Some(spec.scope),
+                session: SessionSelect::ContinueRecent,
+                time_zone: Some(tz),
+                model: spec.model.or(settings.model),
+                thinking: settings.thinking,
+                ui: spec.ui,
+                channel: None,
+            })
+            .await?)
+    }
+
     /// The commands every chat session's extensions register (the host's and the features'; a
     /// workspace's own are that chat's), read from the `CommandRegistry` of an in-memory session
     /// made like a chat's: every command a chat can run is announced, with no list to keep.
@@ -309,6 +350,33 @@ impl ChatDelivery {
         let slot = host.chats.slot(to);
         Some(Chat { host, slot })
     }
+
+    /// A feature's own session ([`Chats::own_session`]). Errors: the host is gone (shutting
+    /// down), the folder or the session file cannot be made.
+    pub async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {
+        let host = self
+            .host
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| anyhow::anyhow!("the bot is shutting down"))?;
+        host.chats.own_session(spec).await
+    }
+}
+
+/// What [`ChatDelivery::own_session`] makes.
+pub struct OwnSession {
+    /// Its working directory, created if missing.
+    pub cwd: PathBuf,
+    /// Its store scope: a folder under `<state_dir>/sessions/`.
+    pub scope: String,
+    /// The chat it acts for (its time zone, model and per-chat features); `None`: no chat.
+    pub acts_for: Option<Target>,
+    /// Model (`provider/id`) for a new session.
+    pub model: Option<String>,
+    /// Where its questions go.
+    pub ui: Option<Arc<dyn volcanic_abstractions::ui::UserInterface>>,
+    /// Extensions after the features'.
+    pub extra_extensions: Vec<volcanic_abstractions::extensions::ExtensionFactory>,
 }
 
 /// One chat, for a feature: its session and its output, the same its messages use.

@@ -35,7 +35,7 @@ mod unreadable;
 mod webhook;
 
 pub(crate) use api::{Target, Tg};
-pub(crate) use chats::{Chat, ChatDelivery, chat_key};
+pub(crate) use chats::{Chat, ChatDelivery, OwnSession, chat_key};
 pub(crate) use inbound::InMessage;
 pub(crate) use journal::prompt_digest;
 
@@ -204,6 +204,10 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             tracing::info!(bot = %host.bot_username, listen = %config.http_listen, "webhook receiving");
         }
         let stop = shutdown.clone();
+        // Without TCP_NODELAY the end of a short SSE stream waits ~40 ms on a delayed ACK.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         Some(tokio::spawn(async move {
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(stop.cancelled_owned())

@@ -1,6 +1,7 @@
 //! End-to-end tests of the real `volcanic-bot` binary against the test kit's doubles.
 
 mod a2a;
+mod a2a_server;
 mod a2a_watch;
 mod claude_code;
 mod compaction;

@@ -350,3 +350,9 @@ pub async fn eventually(what: &str, bot: &BotProcess, mut check: impl FnMut() ->
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// An HTTP client for the tests' own requests (rustls with the ring provider installed).
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

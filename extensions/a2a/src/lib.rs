@@ -41,6 +41,6 @@ pub use extension::{A2aExtension, INBOUND_EVENT};
 pub use http::{MAX_BODY, MAX_CARD, MAX_STREAM};
 pub use pending::{ChatRef, PENDING_FILE, PendingTask, pending_path, read_pending, write_pending};
 pub use push::{PUSH_ROUTE, PushSettings};
-pub use render::{INBOX, state_name};
+pub use render::{INBOX, parts_text, state_name};
 pub use tool::{A2aArgs, A2aTool, Action, HOP_METADATA_KEY, MAX_FILE};
 pub use watch::{A2AResult, A2AResultDelivery, A2AWatchRegistry, PushRefused, WatchSettings};

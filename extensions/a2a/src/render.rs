@@ -27,8 +27,9 @@ pub fn state_name(s: &TaskState) -> &'static str {
     }
 }
 
-/// The parts as text; files (raw bytes) are saved in `workspace`'s inbox, prefixed by `tag`.
-pub(crate) fn parts_text(parts: &[Part], workspace: &Path, tag: &str, out: &mut String) -> Result<()> {
+/// The parts as text, one line each (data as JSON); files (raw bytes) are saved in
+/// `workspace`'s inbox ([`INBOX`]), their names prefixed by `tag`. Errors: a file cannot be saved.
+pub fn parts_text(parts: &[Part], workspace: &Path, tag: &str, out: &mut String) -> Result<()> {
     for part in parts {
         match &part.content {
             PartContent::Text(t) => {

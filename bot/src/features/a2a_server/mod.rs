@@ -1,0 +1,296 @@
+//! The A2A server feature (issue 15): other agents call the assistant over A2A, each caller an
+//! isolated tenant, served by `volcanic-a2a-server` on the bot's one HTTP listener.
+//!
+//! ```toml
+//! [http]
+//! public_url = "https://bot.example.org"     # the card names <public_url>/a2a
+//! [a2a.server]
+//! name = "Ada's assistant"                    # the card (optional; defaults shown in README)
+//! description = "Answers about Ada's calendar"
+//! [[a2a.server.skills]]
+//! id = "calendar"
+//! name = "Calendar"
+//! description = "What is on Ada's calendar"
+//! examples = ["What do I have on Friday?"]
+//! [[a2a.server.callers]]
+//! name = "laptop"                 # its tenant: workspaces/a2a-laptop/, <state_dir>/a2a/laptop/
+//! token_env = "A2A_LAPTOP_TOKEN"  # the bearer token it presents (16+ characters)
+//! tools = ["read", "ls", "grep", "find", "calendar"]  # optional; default: all but bash, write, edit
+//! chat = 123456789                # optional: acts for this chat (its zone, model, calendar, jobs)
+//! ```
+//!
+//! Each caller's tasks live in its own store; one agent session per (caller, `contextId`)
+//! ([`pool::A2ASessionPool`]). Without `[http] public_url` the server does not start (the
+//! bot refuses the config, naming the key).
+
+mod gate;
+pub mod pool;
+mod ui;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use volcanic_a2a_server::{A2aServer, Caller, CardInfo, Limits, ServerConfig, Skill, valid_caller_name};
+
+use super::{HostFeature, Services};
+use crate::telegram::Target;
+use pool::{A2ASessionPool, CallerPolicy, ToolPolicy};
+
+/// Tools a caller's sessions lack unless its `tools` lists them: they change the owner's files
+/// or run commands.
+pub const DENIED_BY_DEFAULT: &[&str] = &["bash", "write", "edit"];
+
+/// `[a2a.server]`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// Whether the server runs (default: yes, once the section exists).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The card's name.
+    pub name: Option<String>,
+    /// The card's description.
+    pub description: Option<String>,
+    /// The card's skills.
+    #[serde(default)]
+    pub skills: Vec<SkillSection>,
+    /// Text of the authenticated extended card; unset: no extended card.
+    pub extended_description: Option<String>,
+    /// Who may call.
+    #[serde(default)]
+    pub callers: Vec<CallerSection>,
+    /// Allow push targets on loopback (tests only).
+    #[serde(default)]
+    pub allow_loopback_push: bool,
+    /// Largest request body, bytes.
+    pub max_body_bytes: Option<usize>,
+    /// Most parts in one message.
+    pub max_parts: Option<usize>,
+    /// Most history messages kept per task.
+    pub max_history: Option<usize>,
+    /// Most tasks one caller may have running at once.
+    pub max_concurrent_tasks: Option<usize>,
+    /// Most tasks kept per caller.
+    pub max_tasks_kept: Option<usize>,
+    /// Minutes a context's session stays in memory unused (default: `[bot] session_idle_minutes`).
+    pub idle_minutes: Option<u64>,
+}
+
+/// `[[a2a.server.skills]]`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillSection {
+    /// Stable id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// What it does.
+    #[serde(default)]
+    pub description: String,
+    /// Keywords.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Example prompts.
+    #[serde(default)]
+    pub examples: Vec<String>,
+}
+
+/// `[[a2a.server.callers]]`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallerSection {
+    /// Its tenant name (`[A-Za-z0-9_-]`, 1–64 characters).
+    pub name: String,
+    /// The variable holding its bearer token.
+    pub token_env: String,
+    /// The tools its sessions may use (`"*"`: all); unset: all but [`DENIED_BY_DEFAULT`].
+    pub tools: Option<Vec<String>>,
+    /// The chat it acts for.
+    pub chat: Option<i64>,
+    /// Model (`provider/id`) of its new sessions.
+    pub model: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The variables the callers' tokens are read from, with their config keys (for
+/// `crate::secrets`: denied to child processes, redacted).
+pub fn token_variables(a2a: &toml::Table) -> Vec<(String, String)> {
+    let Some(toml::Value::Array(callers)) = a2a.get("server").and_then(|s| s.get("callers")) else {
+        return Vec::new();
+    };
+    callers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let name = c.get("token_env")?.as_str()?;
+            Some((format!("a2a.server.callers[{i}].token_env"), name.to_owned()))
+        })
+        .collect()
+}
+
+/// The server's config and the callers' policies from the section; `env` reads a variable.
+/// Errors name the key.
+pub fn server_config(
+    section: &ServerSection,
+    public_url: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<(ServerConfig, Vec<(String, CallerPolicy)>)> {
+    let public_url = public_url.trim().trim_end_matches('/');
+    if public_url.is_empty() {
+        anyhow::bail!(
+            "config key `a2a.server`: needs `[http] public_url`, the address callers reach the bot \
+             at (the card names <public_url>/a2a)"
+        );
+    }
+    url::Url::parse(public_url).map_err(|e| anyhow::anyhow!("config key `http.public_url`: {e}"))?;
+    let defaults = CardInfo::default();
+    let card = CardInfo {
+        name: section.name.clone().unwrap_or(defaults.name),
+        description: section.description.clone().unwrap_or(defaults.description),
+        version: defaults.version,
+        skills: section
+            .skills
+            .iter()
+            .map(|s| Skill {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                description: s.description.clone(),
+                tags: s.tags.clone(),
+                examples: s.examples.clone(),
+            })
+            .collect(),
+        public_url: Some(public_url.to_owned()),
+        extended_description: section.extended_description.clone(),
+    };
+    let d = Limits::default();
+    let limit = |key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => Err(anyhow::anyhow!("config key `a2a.server.{key}`: must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    let limits = Limits {
+        max_body_bytes: limit("max_body_bytes", section.max_body_bytes, d.max_body_bytes)?,
+        max_parts: limit("max_parts", section.max_parts, d.max_parts)?,
+        max_history: limit("max_history", section.max_history, d.max_history)?,
+        max_concurrent_tasks: limit(
+            "max_concurrent_tasks",
+            section.max_concurrent_tasks,
+            d.max_concurrent_tasks,
+        )?,
+        max_tasks_kept: limit("max_tasks_kept", section.max_tasks_kept, d.max_tasks_kept)?,
+    };
+    let mut callers = Vec::new();
+    let mut policies = Vec::new();
+    for (i, c) in section.callers.iter().enumerate() {
+        let key = format!("a2a.server.callers[{i}]");
+        if !valid_caller_name(&c.name) {
+            anyhow::bail!(
+                "config key `{key}.name`: {:?} must be 1-64 letters, digits, '_' or '-' (it names folders)",
+                c.name
+            );
+        }
+        let token = env(&c.token_env)
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| anyhow::anyhow!("config key `{key}.token_env`: the variable {} is not set", c.token_env))?;
+        if token.trim().chars().count() < 16 {
+            anyhow::bail!(
+                "config key `{key}.token_env`: the token in {} is shorter than 16 characters; use a long \
+                 random one (e.g. `openssl rand -hex 24`)",
+                c.token_env
+            );
+        }
+        let tools = match &c.tools {
+            None => ToolPolicy::AllBut(DENIED_BY_DEFAULT.iter().map(|s| (*s).to_owned()).collect()),
+            Some(list) if list.iter().any(|t| t == "*") => ToolPolicy::AllBut(Vec::new()),
+            Some(list) => ToolPolicy::Only(list.clone()),
+        };
+        callers.push(Caller {
+            name: c.name.clone(),
+            token: token.trim().to_owned(),
+        });
+        policies.push((
+            c.name.clone(),
+            CallerPolicy {
+                tools,
+                acts_for: c.chat.map(|chat_id| Target { chat_id, thread: None }),
+                model: c.model.clone(),
+            },
+        ));
+    }
+    Ok((
+        ServerConfig {
+            card,
+            callers,
+            limits,
+            state_dir: None,
+            allow_loopback_push: section.allow_loopback_push,
+        },
+        policies,
+    ))
+}
+
+/// The feature: the server and its session pool.
+pub struct A2aServerFeature {
+    server: Arc<A2aServer>,
+    pool: Arc<A2ASessionPool>,
+}
+
+/// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
+pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
+    let section = services.section::<super::a2a::Section>("a2a")?.and_then(|s| s.server);
+    let (Some(section), Some(telegram)) = (section, &services.telegram) else {
+        return Ok(None);
+    };
+    if !section.enabled {
+        return Ok(None);
+    }
+    let (mut config, policies) = server_config(&section, &services.config.public_url, |n| std::env::var(n).ok())?;
+    config.state_dir = Some(services.state_dir.clone());
+    for c in &config.callers {
+        services.redactor.add_secret(&c.token);
+    }
+    let idle = section.idle_minutes.map_or(services.config.session_idle, |m| {
+        Duration::from_secs(m.saturating_mul(60))
+    });
+    let pool = A2ASessionPool::new(
+        telegram.chats.clone(),
+        policies.into_iter().collect(),
+        services.workspaces_root.clone(),
+        idle,
+        services.shutdown.clone(),
+    );
+    let callers: Vec<String> = config.callers.iter().map(|c| c.name.clone()).collect();
+    let server = A2aServer::new(config, pool.clone()).map_err(|e| anyhow::anyhow!("config key `a2a.server`: {e}"))?;
+    tracing::info!(
+        callers = %callers.join(", "),
+        "A2A server: card at {}/.well-known/agent-card.json",
+        services.config.public_url.trim_end_matches('/')
+    );
+    Ok(Some(Arc::new(A2aServerFeature { server, pool })))
+}
+
+#[async_trait]
+impl HostFeature for A2aServerFeature {
+    fn name(&self) -> &'static str {
+        "a2a-server"
+    }
+
+    fn routes(&self) -> Option<axum::Router> {
+        Some(self.server.router())
+    }
+
+    fn start(&self) {
+        self.pool.start();
+    }
+
+    async fn stop(&self) {
+        self.pool.stop().await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,502 @@
+//! `A2ASessionPool` (spec: architecture.md, "A2A server"): one agent session per (caller,
+//! `contextId`), in the caller's workspace `workspaces/a2a-<caller>/`, one task at a time per
+//! context, evicted when idle. It is the server's [`Executor`]: a task's message becomes a
+//! prompt; tool starts become `working` updates; the answer becomes the task's artifact; a
+//! question of the session's UI becomes `input-required`, answered by the caller's next message.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use a2a::{Artifact, Part, TaskState};
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use volcanic_a2a::{HOP_METADATA_KEY, INBOUND_EVENT};
+use volcanic_a2a_server::{ExecRequest, Executor, TaskEvents};
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, Submitted};
+
+use super::gate::{self, BusSlot};
+use super::ui::TaskUi;
+use crate::telegram::{ChatDelivery, OwnSession, Target};
+
+/// Which tools a caller's sessions may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolPolicy {
+    /// Every tool but these.
+    AllBut(Vec<String>),
+    /// Only these.
+    Only(Vec<String>),
+}
+
+impl ToolPolicy {
+    /// Whether the tool `name` is allowed.
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            ToolPolicy::AllBut(denied) => !denied.iter().any(|d| d == name),
+            ToolPolicy::Only(allowed) => allowed.iter().any(|a| a == name),
+        }
+    }
+}
+
+/// What the owner lets one caller do.
+#[derive(Debug, Clone)]
+pub struct CallerPolicy {
+    /// Its tools.
+    pub tools: ToolPolicy,
+    /// The chat it acts for (zone, model, calendar, jobs); `None`: none.
+    pub acts_for: Option<Target>,
+    /// Model of its new sessions.
+    pub model: Option<String>,
+}
+
+/// A context's current task, as its session's run reports into it.
+pub struct TaskSlot {
+    id: String,
+    events: TaskEvents,
+    /// The task's cancel token (`CancelTask`).
+    pub cancel: CancellationToken,
+    /// Where the answer to the open question goes.
+    pub question: Option<oneshot::Sender<String>>,
+    /// Told when the turn is over (the task asked, or settled).
+    turn_end: Option<oneshot::Sender<()>>,
+}
+
+/// What a run reports, applied in order by the context's forwarder.
+pub enum Update {
+    /// A `working` status with this text (a tool started, a notice).
+    Progress(String),
+    /// `input-required` with this question.
+    Ask(String),
+    /// The task's end.
+    Done(Outcome),
+}
+
+/// How a task ended.
+pub enum Outcome {
+    /// Completed with this answer (the artifact).
+    Answer(String),
+    /// Failed, saying why.
+    Failed(String),
+    /// Stopped by `CancelTask` (already `canceled`).
+    Canceled,
+}
+
+/// What a context's session, UI and forwarder share: the current task and the update queue.
+pub struct Shared {
+    task: Mutex<Option<TaskSlot>>,
+    updates: mpsc::UnboundedSender<Update>,
+}
+
+impl Shared {
+    /// The current task.
+    pub fn lock(&self) -> MutexGuard<'_, Option<TaskSlot>> {
+        self.task.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues an update for the current task.
+    pub fn send(&self, update: Update) {
+        let _ = self.updates.send(update);
+    }
+}
+
+struct Context {
+    session: AgentSession,
+    shared: Arc<Shared>,
+    bus: BusSlot,
+    workspace: PathBuf,
+    caller: String,
+    last_active: Mutex<Instant>,
+}
+
+impl Context {
+    fn touch(&self) {
+        *self.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+}
+
+/// The sessions of every caller's contexts.
+pub struct A2ASessionPool {
+    chats: Arc<ChatDelivery>,
+    callers: HashMap<String, CallerPolicy>,
+    workspaces_root: PathBuf,
+    contexts: tokio::sync::Mutex<HashMap<(String, String), Arc<Context>>>,
+    idle: Duration,
+    shutdown: CancellationToken,
+}
+
+impl A2ASessionPool {
+    /// A pool making sessions through `chats`, for `callers`, evicting contexts idle for `idle`.
+    pub fn new(
+        chats: Arc<ChatDelivery>,
+        callers: HashMap<String, CallerPolicy>,
+        workspaces_root: PathBuf,
+        idle: Duration,
+        shutdown: CancellationToken,
+    ) -> Arc<A2ASessionPool> {
+        Arc::new(A2ASessionPool {
+            chats,
+            callers,
+            workspaces_root,
+            contexts: tokio::sync::Mutex::default(),
+            idle,
+            shutdown,
+        })
+    }
+
+    /// The workspace of `caller`.
+    pub fn workspace(&self, caller: &str) -> PathBuf {
+        self.workspaces_root.join(format!("a2a-{caller}"))
+    }
+
+    /// Starts the idle sweep.
+    pub fn start(self: &Arc<Self>) {
+        let me = Arc::downgrade(self);
+        let shutdown = self.shutdown.clone();
+        let every = (self.idle / 2).clamp(Duration::from_millis(500), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let Some(pool) = me.upgrade() else { return };
+                pool.evict_idle().await;
+            }
+        });
+    }
+
+    /// Drops the contexts idle for longer than the idle time, with no task.
+    async fn evict_idle(&self) {
+        let mut gone = Vec::new();
+        {
+            let mut contexts = self.contexts.lock().await;
+            contexts.retain(|_, c| {
+                let idle = c.last_active.lock().unwrap_or_else(|e| e.into_inner()).elapsed() >= self.idle;
+                let keep = !idle || c.shared.lock().is_some() || !c.session.is_idle();
+                if !keep {
+                    gone.push(c.clone());
+                }
+                keep
+            });
+        }
+        for c in gone {
+            tracing::info!(caller = %c.caller, "A2A context session evicted from memory after idling");
+            c.session.dispose().await;
+        }
+    }
+
+    /// Stops every run and closes every session (its running tasks fail at the next start).
+    pub async fn stop(&self) {
+        let all: Vec<Arc<Context>> = self.contexts.lock().await.drain().map(|(_, c)| c).collect();
+        for c in &all {
+            c.session.abort();
+        }
+        for c in all {
+            c.session.wait_for_idle().await;
+            c.session.dispose().await;
+        }
+    }
+
+    /// The context `(caller, context_id)`, its session made (or resumed) on first use.
+    async fn context(&self, caller: &str, context_id: &str) -> anyhow::Result<Arc<Context>> {
+        let key = (caller.to_owned(), context_id.to_owned());
+        let mut contexts = self.contexts.lock().await;
+        if let Some(c) = contexts.get(&key) {
+            c.touch();
+            return Ok(c.clone());
+        }
+        let policy = self
+            .callers
+            .get(caller)
+            .ok_or_else(|| anyhow::anyhow!("caller {caller} has no policy"))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            task: Mutex::new(None),
+            updates: tx,
+        });
+        let bus = BusSlot::default();
+        let workspace = self.workspace(caller);
+        // Context ids come from outside: hashed, they cannot name another folder.
+        let digest = Sha256::digest(context_id.as_bytes());
+        let scope = format!("a2a-{caller}/{}", hex(&digest[..12]));
+        let session = self
+            .chats
+            .own_session(OwnSession {
+                cwd: workspace.clone(),
+                scope,
+                acts_for: policy.acts_for,
+                model: policy.model.clone(),
+                ui: Some(Arc::new(TaskUi::new(shared.clone()))),
+                extra_extensions: vec![gate::factory(policy.tools.clone(), caller.to_owned(), bus.clone())],
+            })
+            .await?;
+        {
+            let shared = shared.clone();
+            session.subscribe(move |e| {
+                if let AgentSessionEvent::ToolExecutionStart { tool_name, .. } = e {
+                    shared.send(Update::Progress(format!("Using the tool `{tool_name}`")));
+                }
+            });
+        }
+        tokio::spawn(forward(shared.clone(), rx));
+        let context = Arc::new(Context {
+            session,
+            shared,
+            bus,
+            workspace,
+            caller: caller.to_owned(),
+            last_active: Mutex::new(Instant::now()),
+        });
+        contexts.insert(key, context.clone());
+        Ok(context)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Applies a context's updates to its current task, in order.
+async fn forward(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Update>) {
+    while let Some(update) = rx.recv().await {
+        let Some(events) = shared.lock().as_ref().map(|t| t.events.clone()) else {
+            continue;
+        };
+        let done = matches!(update, Update::Done(_));
+        let turn_over = match update {
+            Update::Progress(text) => {
+                events.status(TaskState::Working, Some(&text)).await;
+                false
+            }
+            Update::Ask(question) => {
+                events.status(TaskState::InputRequired, Some(&question)).await;
+                true
+            }
+            Update::Done(Outcome::Answer(text)) => {
+                let artifact = Artifact {
+                    artifact_id: "answer".into(),
+                    name: Some("answer".into()),
+                    description: None,
+                    parts: vec![Part::text(text)],
+                    metadata: None,
+                    extensions: None,
+                };
+                events.artifact(artifact, false, true).await;
+                events.status(TaskState::Completed, None).await;
+                true
+            }
+            Update::Done(Outcome::Failed(why)) => {
+                events.status(TaskState::Failed, Some(&why)).await;
+                true
+            }
+            Update::Done(Outcome::Canceled) => {
+                events.status(TaskState::Canceled, None).await;
+                true
+            }
+        };
+        let mut state = shared.lock();
+        if turn_over && let Some(end) = state.as_mut().and_then(|t| t.turn_end.take()) {
+            let _ = end.send(());
+        }
+        if done {
+            *state = None;
+        }
+    }
+}
+
+/// The prompt for a caller's message: who sends it (so the model treats it as another agent's
+/// words, and a leading `/` is never a command), then its parts as text (files saved in the
+/// workspace's A2A inbox).
+fn prompt_text(ctx: &Context, req: &ExecRequest) -> Result<String, String> {
+    let mut body = String::new();
+    volcanic_a2a::parts_text(&req.message.parts, &ctx.workspace, &req.task_id, &mut body).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "[A2A message from the agent `{}` (task {}); its words are its own, not the owner's]\n{}",
+        req.caller,
+        req.task_id,
+        body.trim_end()
+    ))
+}
+
+/// The hop count of a message (1 when a caller sends none).
+fn hop_of(req: &ExecRequest) -> u64 {
+    req.message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(HOP_METADATA_KEY))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(1)
+}
+
+/// The answers a run gave after the message at `from`: the text of each final assistant
+/// message (the prompt's, then each follow-up's), or why it failed.
+fn outcome(messages: &[Message], from: usize, cancelled: bool) -> Outcome {
+    if cancelled {
+        return Outcome::Canceled;
+    }
+    let mut answers = Vec::new();
+    for m in messages.iter().skip(from) {
+        let Message::Assistant(a) = m else { continue };
+        match a.stop_reason {
+            StopReason::Error => {
+                return Outcome::Failed(format!(
+                    "The model call failed: {}",
+                    a.error_message.as_deref().unwrap_or("no reason given")
+                ));
+            }
+            StopReason::Aborted => return Outcome::Failed("The run was stopped (the server is shutting down).".into()),
+            _ if a.tool_calls().next().is_none() => {
+                let text = a.text();
+                if !text.trim().is_empty() {
+                    answers.push(text);
+                }
+            }
+            _ => {}
+        }
+    }
+    if answers.is_empty() {
+        Outcome::Failed("The agent ended its run without an answer.".into())
+    } else {
+        Outcome::Answer(answers.join("\n\n"))
+    }
+}
+
+/// Runs a new task's prompt to its end and reports the outcome.
+async fn drive(ctx: Arc<Context>, text: String, cancel: CancellationToken) {
+    let session = ctx.session.clone();
+    let from = session.messages().len();
+    let ended = CancellationToken::new();
+    {
+        let session = session.clone();
+        let (cancel, ended) = (cancel.clone(), ended.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = cancel.cancelled() => session.abort(),
+                () = ended.cancelled() => {}
+            }
+        });
+    }
+    let submitted = session.submit(PromptInput::text(text)).await;
+    let result = match submitted {
+        Ok(Submitted::Started(run)) => run.finished().await.map_err(|e| e.to_string()),
+        Ok(Submitted::Queued | Submitted::Handled) => Err("the session did not start a run for this message".into()),
+        Err(e) => Err(e.to_string()),
+    };
+    ended.cancel();
+    let outcome = match result {
+        Ok(()) => outcome(&session.messages(), from, cancel.is_cancelled()),
+        Err(_) if cancel.is_cancelled() => Outcome::Canceled,
+        Err(e) => Outcome::Failed(format!("The agent could not run: {e}")),
+    };
+    ctx.touch();
+    ctx.shared.send(Update::Done(outcome));
+}
+
+#[async_trait]
+impl Executor for A2ASessionPool {
+    async fn execute(&self, req: ExecRequest, events: TaskEvents) {
+        let ctx = match self.context(&req.caller, &req.context_id).await {
+            Ok(c) => c,
+            Err(e) => {
+                let why = format!("Could not open a session for this context: {e:#}");
+                events.status(TaskState::Failed, Some(&why)).await;
+                return;
+            }
+        };
+        let (end_tx, end_rx) = oneshot::channel();
+        if req.resumed {
+            let answer_to = {
+                let mut state = ctx.shared.lock();
+                match state.as_mut().filter(|t| t.id == req.task_id) {
+                    Some(t) if t.question.is_some() => {
+                        t.turn_end = Some(end_tx);
+                        t.question.take()
+                    }
+                    _ => None,
+                }
+            };
+            let Some(answer_to) = answer_to else {
+                let why = "This task's question is no longer open (the server restarted since it was asked): \
+                           start a new task.";
+                events.status(TaskState::Failed, Some(why)).await;
+                return;
+            };
+            events.status(TaskState::Working, None).await;
+            let answer = req.message.text().map(str::to_owned).unwrap_or_else(|| {
+                let mut out = String::new();
+                let _ = volcanic_a2a::parts_text(&req.message.parts, &ctx.workspace, &req.task_id, &mut out);
+                out
+            });
+            let _ = answer_to.send(answer.trim().to_owned());
+        } else {
+            let busy = {
+                let mut state = ctx.shared.lock();
+                match state.as_ref() {
+                    Some(t) => Some(t.id.clone()),
+                    None => {
+                        *state = Some(TaskSlot {
+                            id: req.task_id.clone(),
+                            events: events.clone(),
+                            cancel: req.cancel.clone(),
+                            question: None,
+                            turn_end: Some(end_tx),
+                        });
+                        None
+                    }
+                }
+            };
+            if let Some(other) = busy {
+                let why = format!(
+                    "This context is busy with task {other}: send this message with taskId {other} to add it \
+                     to that task, wait for it to finish, or use another contextId."
+                );
+                events.status(TaskState::Rejected, Some(&why)).await;
+                return;
+            }
+            let text = match prompt_text(&ctx, &req) {
+                Ok(t) => t,
+                Err(e) => {
+                    ctx.shared.send(Update::Done(Outcome::Failed(format!(
+                        "The message could not be read: {e}"
+                    ))));
+                    let _ = end_rx.await;
+                    return;
+                }
+            };
+            if let Some(bus) = ctx.bus.get() {
+                bus.emit(INBOUND_EVENT, serde_json::json!({ "hop": hop_of(&req) }));
+            }
+            events.status(TaskState::Working, None).await;
+            tokio::spawn(drive(ctx.clone(), text, req.cancel.clone()));
+        }
+        let _ = end_rx.await;
+    }
+
+    fn takes_follow_ups(&self) -> bool {
+        true
+    }
+
+    async fn follow_up(&self, req: ExecRequest, _events: TaskEvents) {
+        let Ok(ctx) = self.context(&req.caller, &req.context_id).await else {
+            return;
+        };
+        if ctx.shared.lock().as_ref().is_none_or(|t| t.id != req.task_id) {
+            return;
+        }
+        let Ok(text) = prompt_text(&ctx, &req) else { return };
+        let input = PromptInput {
+            text,
+            images: Vec::new(),
+            queue: Some(QueueMode::FollowUp),
+        };
+        if let Err(e) = ctx.session.submit(input).await {
+            tracing::warn!(caller = %req.caller, task = %req.task_id, "an A2A follow-up was not taken: {e}");
+        }
+    }
+}

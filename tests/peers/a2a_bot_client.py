@@ -1,0 +1,184 @@
+"""Drives the real volcanic-bot's A2A server with the pinned Python a2a-sdk client (1.3.0).
+
+usage: a2a_bot_client.py BASE_URL TOKEN OTHER_TOKEN {1.0|0.3}
+
+The bot's model is scripted by the test (bot/tests/e2e/a2a_server.rs): "echo: <text>" for a
+plain message, a `read` call first for "use a tool", a reply held for a minute for "slow", and
+`bash rm -rf` (which the bot's guard asks about) for "clean up". In the dialect asked: blocking
+send, streaming send (a `working` update naming the tool, then the artifact), get
+(historyLength), list (1.0), a busy context refusing a second task, resubscribe, cancel,
+input-required answered by the next message, push to a local receiver (with its token and
+Authorization), the other caller's TaskNotFound, and a wrong token's 401. Prints `ok <step>`
+per step; exits 1 with the reason on the first failure.
+"""
+
+import asyncio
+import http.server
+import json
+import sys
+import threading
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    AuthenticationInfo,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+
+
+def fail(why):
+    print(f"FAIL {why}", flush=True)
+    sys.exit(1)
+
+
+def ok(step):
+    print(f"ok {step}", flush=True)
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    got = []
+
+    def do_POST(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        Receiver.got.append((dict(self.headers), json.loads(body or b"null")))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def msg(text, mid, task_id=None, context_id=None):
+    return Message(message_id=mid, role=Role.ROLE_USER, parts=[Part(text=text)], task_id=task_id or "",
+                   context_id=context_id or "")
+
+
+async def client_for(base, token, dialect, streaming):
+    http_client = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    card = await A2ACardResolver(http_client, base).get_agent_card()
+    keep = [i for i in card.supported_interfaces if i.protocol_version.startswith(dialect)]
+    if not keep:
+        fail(f"the card offers no {dialect} interface: {card.supported_interfaces}")
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(keep)
+    config = ClientConfig(streaming=streaming, httpx_client=http_client)
+    return ClientFactory(config).create(card)
+
+
+async def collect(aiter):
+    return [e async for e in aiter]
+
+
+async def main():
+    base, token, other, dialect = sys.argv[1:5]
+    tag = dialect.replace(".", "")
+    blocking = await client_for(base, token, dialect, streaming=False)
+    streaming = await client_for(base, token, dialect, streaming=True)
+
+    events = await collect(blocking.send_message(SendMessageRequest(message=msg(f"hello {tag}", f"m-hello-{tag}"))))
+    task = events[-1].task
+    if task.status.state != TaskState.TASK_STATE_COMPLETED or f"echo: hello {tag}" not in str(task.artifacts):
+        fail(f"blocking send: {events}")
+    ok("blocking send")
+
+    events = await collect(streaming.send_message(SendMessageRequest(message=msg(f"use a tool {tag}", f"m-tool-{tag}"))))
+    kinds = [e.WhichOneof("payload") for e in events]
+    updates = [e.status_update.status for e in events if e.HasField("status_update")]
+    said = " ".join(str(u.message) for u in updates)
+    if kinds[0] != "task" or "artifact_update" not in kinds or updates[-1].state != TaskState.TASK_STATE_COMPLETED:
+        fail(f"streaming send: {kinds} {updates}")
+    if "tool `read`" not in said or not any(u.state == TaskState.TASK_STATE_WORKING for u in updates):
+        fail(f"streaming send: no working update naming the tool: {updates}")
+    ok("streaming send")
+
+    got = await blocking.get_task(GetTaskRequest(id=task.id, history_length=1))
+    if got.id != task.id or len(got.history) != 1:
+        fail(f"get: {got}")
+    ok("get")
+
+    if dialect == "1.0":
+        listed = await blocking.list_tasks(ListTasksRequest(page_size=100))
+        if task.id not in [t.id for t in listed.tasks]:
+            fail(f"list: {listed}")
+        ok("list")
+
+    req = SendMessageRequest(message=msg("slow", f"m-slow-{tag}"), configuration=SendMessageConfiguration(return_immediately=True))
+    slow = (await collect(blocking.send_message(req)))[-1].task
+    busy = SendMessageRequest(message=msg("hello again", f"m-busy-{tag}", context_id=slow.context_id))
+    refused = (await collect(blocking.send_message(busy)))[-1].task
+    if refused.status.state != TaskState.TASK_STATE_REJECTED or slow.id not in str(refused.status.message):
+        fail(f"a second task in a busy context: {refused}")
+    ok("busy context")
+    sub = streaming.subscribe(SubscribeToTaskRequest(id=slow.id))
+    first = await sub.__anext__()
+    if first.WhichOneof("payload") != "task" or first.task.id != slow.id:
+        fail(f"resubscribe: first event {first}")
+    ok("resubscribe")
+    canceled = await blocking.cancel_task(CancelTaskRequest(id=slow.id))
+    if canceled.status.state != TaskState.TASK_STATE_CANCELED:
+        fail(f"cancel: {canceled}")
+    rest = await asyncio.wait_for(collect(sub), 20)
+    if not rest or rest[-1].status_update.status.state != TaskState.TASK_STATE_CANCELED:
+        fail(f"the subscription did not end with canceled: {rest}")
+    ok("cancel")
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    hook = f"http://127.0.0.1:{httpd.server_address[1]}/hook"
+    push = TaskPushNotificationConfig(url=hook, token="tok-1", authentication=AuthenticationInfo(scheme="Bearer", credentials="push-secret"))
+    req = SendMessageRequest(message=msg("clean up", f"m-clean-{tag}"), configuration=SendMessageConfiguration(task_push_notification_config=push))
+    asked = (await collect(blocking.send_message(req)))[-1].task
+    question = str(asked.status.message)
+    if asked.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or "Allow" not in question:
+        fail(f"input-required: {asked}")
+    answer = SendMessageRequest(message=msg("Allow", f"m-allow-{tag}", asked.id))
+    done = (await collect(blocking.send_message(answer)))[-1].task
+    if done.status.state != TaskState.TASK_STATE_COMPLETED or "Cleaned up" not in str(done.artifacts):
+        fail(f"answer to input-required: {done}")
+    ok("input-required")
+    for _ in range(200):
+        if any("COMPLETED" in json.dumps(b) or "completed" in json.dumps(b) for _, b in Receiver.got):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        fail(f"no push with the final state arrived: {Receiver.got}")
+    headers = {k.lower(): v for k, v in Receiver.got[-1][0].items()}
+    if headers.get("authorization") != "Bearer push-secret" or headers.get("x-a2a-notification-token") != "tok-1":
+        fail(f"push headers: {headers}")
+    ok("push")
+
+    intruder = await client_for(base, other, dialect, streaming=True)
+    for name, call in [
+        ("get", lambda: intruder.get_task(GetTaskRequest(id=done.id))),
+        ("cancel", lambda: intruder.cancel_task(CancelTaskRequest(id=done.id))),
+        ("subscribe", lambda: collect(intruder.subscribe(SubscribeToTaskRequest(id=done.id)))),
+    ]:
+        try:
+            await call()
+        except Exception as e:  # noqa: BLE001
+            if "not found" not in str(e).lower() and "-32001" not in str(e):
+                fail(f"another caller's {name}: {type(e).__name__}: {e}")
+        else:
+            fail(f"another caller could {name} this caller's task")
+    ok("isolation")
+
+    async with httpx.AsyncClient() as raw:
+        r = await raw.post(f"{base}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": done.id}},
+                           headers={"Authorization": "Bearer wrong-token-wrong-token", "A2A-Version": "1.0"})
+        if r.status_code != 401 or "bearer" not in r.headers.get("www-authenticate", "").lower():
+            fail(f"wrong token: {r.status_code} {r.headers}")
+    ok("wrong token")
+    httpd.shutdown()
+
+
+asyncio.run(main())
