@@ -14,6 +14,7 @@ use volcanic_testkit::testdeps;
 
 const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdefgh";
+const CAROL: &str = "carol-token-0123456789abcdef";
 
 /// `[http]` on `port` and `[a2a.server]` with the callers alice (every tool) and bob (the
 /// default tools), push to loopback allowed (the test's receiver listens there).
@@ -23,7 +24,8 @@ fn server_config(tg: &BotApiServer, port: u16) -> String {
          [a2a.server]\nname = \"Test assistant\"\nallow_loopback_push = true\n\
          [[a2a.server.skills]]\nid = \"echo\"\nname = \"Echo\"\ndescription = \"Says it back\"\n\
          [[a2a.server.callers]]\nname = \"alice\"\ntoken_env = \"E2E_ALICE\"\ntools = [\"*\"]\n\
-         [[a2a.server.callers]]\nname = \"bob\"\ntoken_env = \"E2E_BOB\"\n",
+         [[a2a.server.callers]]\nname = \"bob\"\ntoken_env = \"E2E_BOB\"\n\
+         [[a2a.server.callers]]\nname = \"carol\"\ntoken_env = \"E2E_CAROL\"\nchat = {OWNER}\n",
         telegram_config(tg, "")
     )
 }
@@ -61,6 +63,7 @@ fn echo_model(model: &ModelServer) {
         }
         Some(match asked.as_str() {
             "slow" => Turn::reply("too late").delay(Duration::from_secs(60)),
+            "hold on" => Turn::reply("first part").delay(Duration::from_secs(3)),
             "clean up" => Turn::call("call_rm", "bash", json!({"command": "rm -rf ./scratch-a2a"})),
             "run a command" => Turn::call("call_sh", "bash", json!({"command": "echo ran"})),
             a if a.starts_with("use a tool") => Turn::call("call_rd", "read", json!({"path": "notes.txt"})),
@@ -70,7 +73,12 @@ fn echo_model(model: &ModelServer) {
 }
 
 fn start_server_bot(env: &Env) -> BotProcess {
-    BotProcess::start_with(env, TOKEN, Some("info"), &[("E2E_ALICE", ALICE), ("E2E_BOB", BOB)])
+    BotProcess::start_with(
+        env,
+        TOKEN,
+        Some("info"),
+        &[("E2E_ALICE", ALICE), ("E2E_BOB", BOB), ("E2E_CAROL", CAROL)],
+    )
 }
 
 /// Waits until `url` answers the card.
@@ -209,6 +217,65 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
     let r = rpc(&base, BOB, &get(&working)).await;
     assert_eq!(r["result"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     assert!(r.to_string().contains("did not finish"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
+    let model = ModelServer::start().await.unwrap();
+    echo_model(&model);
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let env = Env::new(&model.url(), &server_config(&tg, port));
+    let bot = start_server_bot(&env);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_card(&base, &bot).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "/tz Asia/Tokyo"));
+    wait_text(&tg, OWNER, "Time zone: Asia/Tokyo", &bot).await;
+    let send = |text: &str, extra: serde_json::Value| {
+        let mut message = json!({"role": "ROLE_USER", "messageId": format!("m-{text}"), "parts": [{"text": text}]});
+        message
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": message, "configuration": {"returnImmediately": text == "hold on"}}})
+    };
+    let r = rpc(&base, CAROL, &send("hello one", json!({"contextId": "ctx-1"}))).await;
+    assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    // The chat's zone and its scheduler come with the chat it acts for.
+    let first = model.requests().pop().unwrap();
+    assert!(first.body.to_string().contains("Asia/Tokyo"), "{}", first.body);
+    assert!(first.body["tools"].to_string().contains("\"schedule\""));
+    let r = rpc(&base, CAROL, &send("hello two", json!({"contextId": "ctx-1"}))).await;
+    assert_eq!(
+        r["result"]["task"]["artifacts"][0]["parts"][0]["text"], "echo: hello two",
+        "{r}"
+    );
+    let second = model.requests().pop().unwrap();
+    assert!(conversation(&second).contains("hello one"), "one session per context");
+
+    // A message carrying a working task's id is queued behind its run; the answer has both.
+    let r = rpc(&base, CAROL, &send("hold on", json!({}))).await;
+    let task = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let r = rpc(&base, CAROL, &send("and this", json!({"taskId": task}))).await;
+    assert_eq!(r["result"]["task"]["id"], task.as_str(), "{r}");
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task}});
+    let deadline = std::time::Instant::now() + T;
+    let done = loop {
+        let r = rpc(&base, CAROL, &get).await;
+        if r["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break r;
+        }
+        assert!(std::time::Instant::now() < deadline, "{r}\n{}", bot.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let answer = done["result"]["artifacts"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        answer.contains("first part") && answer.contains("echo: and this"),
+        "{done}"
+    );
 }
 
 /// One JSON-RPC call in A2A 1.0 as the caller with `token`.
