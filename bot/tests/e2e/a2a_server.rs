@@ -1,7 +1,8 @@
 //! The A2A server through the real binary (`[a2a.server]`): the pinned Python a2a-sdk client
 //! drives it in 1.0 and 0.3 (`tests/peers/a2a_bot_client.py`); a caller without `bash` in its
 //! tools cannot run it; and one bot's chat agent asks another bot process's agent, which knows
-//! it serves an agent (its own onward message would pass `max_hops`).
+//! it serves an agent (its own onward message would pass `max_hops`) and, without the test
+//! switch, refuses a push target on loopback.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -380,4 +381,10 @@ async fn one_bots_agent_asks_another_bot_process_over_a2a() {
     assert!(shown.contains("beyond max_hops"), "{shown}\nB log:\n{}", bot_b.log());
     // B ran the task in the caller's workspace and kept it in the caller's store.
     assert!(env_b.dir.path().join("workspaces/a2a-bot-a").is_dir());
+    // B has no loopback switch: a push target on 127.0.0.1 is refused.
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "CreateTaskPushNotificationConfig",
+        "params": {"taskId": "any", "url": "http://127.0.0.1:9/hook"}});
+    let r = rpc(&url_b, ALICE, &body).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("loopback"), "{r}");
 }
