@@ -116,8 +116,11 @@ fn features_check(config: &Config) -> Check {
         config.workspaces_dir.clone(),
         tokio_util::sync::CancellationToken::new(),
     );
-    match crate::features::Features::build(&services) {
-        Ok(_) => {
+    // The A2A server exists only in the Telegram host; its section is checked as its start does.
+    let built = crate::features::Features::build(&services)
+        .and_then(|_| crate::features::a2a_server::configured(&services).map(|_| ()));
+    match built {
+        Ok(()) => {
             let mut sections: Vec<&String> = config.features.keys().collect();
             sections.sort();
             Check::ok(

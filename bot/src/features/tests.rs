@@ -110,3 +110,24 @@ fn the_services_and_features_can_be_shared_between_tasks() {
     shared::<Services>();
     shared::<Arc<dyn HostFeature>>();
 }
+
+#[test]
+fn the_a2a_server_section_is_checked_without_telegram_as_doctor_does() {
+    let toml = "[http]\npublic_url = \"https://bot.example.org\"\n[a2a.server]\n\
+                [[a2a.server.callers]]\nname = \"laptop\"\ntoken_env = \"VOLCANIC_TEST_UNSET_A2A_TOKEN\"\n";
+    let s = services(toml);
+    // The console builds no server...
+    let features = Features::build(&s).unwrap();
+    assert!(!format!("{features:?}").contains("a2a-server"));
+    // ...but the check names the key the bot's start would refuse.
+    let e = a2a_server::configured(&s)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("a2a.server.callers[0].token_env"), "{e}");
+    let e = a2a_server::configured(&services("[a2a.server]\nnmae = \"x\"\n"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("nmae"), "{e}");
+}

@@ -386,5 +386,8 @@ async fn one_bots_agent_asks_another_bot_process_over_a2a() {
         "params": {"taskId": "any", "url": "http://127.0.0.1:9/hook"}});
     let r = rpc(&url_b, ALICE, &body).await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
-    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("loopback"), "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap_or_default().contains("loopback"),
+        "{r}"
+    );
 }

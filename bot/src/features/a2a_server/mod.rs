@@ -239,16 +239,45 @@ pub struct A2aServerFeature {
     pool: Arc<A2ASessionPool>,
 }
 
-/// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
-pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
+/// The enabled `[a2a.server]` section with the server's config and the callers' policies
+/// (tokens read from the process environment); `None` without the section or when disabled.
+/// The bot's start and `doctor` both check a config with it. Errors name the key.
+pub fn configured(services: &Services) -> anyhow::Result<Option<Configured>> {
     let section = services.section::<super::a2a::Section>("a2a")?.and_then(|s| s.server);
-    let (Some(section), Some(telegram)) = (section, &services.telegram) else {
+    let Some(section) = section.filter(|s| s.enabled) else {
         return Ok(None);
     };
-    if !section.enabled {
+    let (config, policies) = server_config(&section, &services.config.public_url, |n| std::env::var(n).ok())?;
+    Ok(Some(Configured {
+        section,
+        config,
+        policies,
+    }))
+}
+
+/// An enabled `[a2a.server]`, checked ([`configured`]).
+pub struct Configured {
+    /// The section as written.
+    pub section: ServerSection,
+    /// The server's config (no `state_dir` yet).
+    pub config: ServerConfig,
+    /// Each caller's policy, by name.
+    pub policies: Vec<(String, CallerPolicy)>,
+}
+
+/// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
+pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
+    let Some(telegram) = &services.telegram else {
         return Ok(None);
-    }
-    let (mut config, policies) = server_config(&section, &services.config.public_url, |n| std::env::var(n).ok())?;
+    };
+    let Some(Configured {
+        section,
+        mut config,
+        policies,
+    }) = configured(services)?
+    else {
+        return Ok(None);
+    };
     config.state_dir = Some(services.state_dir.clone());
     for c in &config.callers {
         services.redactor.add_secret(&c.token);
