@@ -22,7 +22,7 @@ const CAROL: &str = "carol-token-0123456789abcdef";
 fn server_config(tg: &BotApiServer, port: u16) -> String {
     format!(
         "{}[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n\
-         [a2a.server]\nname = \"Test assistant\"\nallow_loopback_push = true\n\
+         [a2a.server]\nname = \"Test assistant\"\nallow_loopback_push = true\nidle_minutes = 0.01\n\
          [[a2a.server.skills]]\nid = \"echo\"\nname = \"Echo\"\ndescription = \"Says it back\"\n\
          [[a2a.server.callers]]\nname = \"alice\"\ntoken_env = \"E2E_ALICE\"\ntools = [\"*\"]\n\
          [[a2a.server.callers]]\nname = \"bob\"\ntoken_env = \"E2E_BOB\"\n\
@@ -254,6 +254,18 @@ async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
     );
     let second = model.requests().pop().unwrap();
     assert!(conversation(&second).contains("hello one"), "one session per context");
+    // Evicted after idling (0.6 s here), the context's session is resumed from its file.
+    eventually("the idle context's session evicted", &bot, || {
+        bot.log().contains("A2A context session evicted")
+    })
+    .await;
+    let r = rpc(&base, CAROL, &send("hello three", json!({"contextId": "ctx-1"}))).await;
+    assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    let third = model.requests().pop().unwrap();
+    assert!(
+        conversation(&third).contains("hello two"),
+        "resumed from the session file"
+    );
 
     // A message carrying a working task's id is queued behind its run; the answer has both.
     let r = rpc(&base, CAROL, &send("hold on", json!({}))).await;

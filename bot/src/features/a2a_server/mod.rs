@@ -73,8 +73,9 @@ pub struct ServerSection {
     pub max_concurrent_tasks: Option<usize>,
     /// Most tasks kept per caller.
     pub max_tasks_kept: Option<usize>,
-    /// Minutes a context's session stays in memory unused (default: `[bot] session_idle_minutes`).
-    pub idle_minutes: Option<u64>,
+    /// Minutes a context's session stays in memory unused, fractions allowed (default:
+    /// `session_idle_minutes`).
+    pub idle_minutes: Option<f64>,
 }
 
 /// `[[a2a.server.skills]]`.
@@ -248,21 +249,22 @@ pub fn configured(services: &Services) -> anyhow::Result<Option<Configured>> {
         return Ok(None);
     };
     let (config, policies) = server_config(&section, &services.config.public_url, |n| std::env::var(n).ok())?;
-    Ok(Some(Configured {
-        section,
-        config,
-        policies,
-    }))
+    let idle = match section.idle_minutes {
+        None => None,
+        Some(m) if m.is_finite() && m > 0.0 && m <= 1e7 => Some(Duration::from_secs_f64(m * 60.0)),
+        Some(_) => anyhow::bail!("config key `a2a.server.idle_minutes`: a number of minutes above 0"),
+    };
+    Ok(Some(Configured { config, policies, idle }))
 }
 
 /// An enabled `[a2a.server]`, checked ([`configured`]).
 pub struct Configured {
-    /// The section as written.
-    pub section: ServerSection,
     /// The server's config (no `state_dir` yet).
     pub config: ServerConfig,
     /// Each caller's policy, by name.
     pub policies: Vec<(String, CallerPolicy)>,
+    /// How long a context's session may idle in memory (`None`: the host's).
+    pub idle: Option<Duration>,
 }
 
 /// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
@@ -271,9 +273,9 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         return Ok(None);
     };
     let Some(Configured {
-        section,
         mut config,
         policies,
+        idle,
     }) = configured(services)?
     else {
         return Ok(None);
@@ -282,9 +284,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
     for c in &config.callers {
         services.redactor.add_secret(&c.token);
     }
-    let idle = section.idle_minutes.map_or(services.config.session_idle, |m| {
-        Duration::from_secs(m.saturating_mul(60))
-    });
+    let idle = idle.unwrap_or(services.config.session_idle);
     let pool = A2ASessionPool::new(
         telegram.chats.clone(),
         policies.into_iter().collect(),
