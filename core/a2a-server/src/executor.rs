@@ -36,6 +36,13 @@ pub trait Executor: Send + Sync + 'static {
     /// Runs one turn of a task.
     async fn execute(&self, request: ExecRequest, events: TaskEvents);
 
+    /// Whether a new task may start in the caller's existing context `context_id`; `Err` says
+    /// why not (answered as `UnsupportedOperation`, no task made), e.g. the context is busy with
+    /// another task. Called before the task exists; default: always.
+    fn admit(&self, _caller: &str, _context_id: &str) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Whether a message carrying the id of a task whose turn is still running is handed to
     /// [`follow_up`](Executor::follow_up) (queued behind the work in progress) instead of being
     /// refused with `UnsupportedOperation`. Default: refused.

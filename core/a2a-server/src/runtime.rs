@@ -187,6 +187,11 @@ impl Tenant {
         if let Some(p) = &inline_push {
             crate::push::check_url(&p.url, self.pusher.allow_loopback).map_err(invalid_params)?;
         }
+        if message.task_id.as_deref().is_none_or(str::is_empty)
+            && let Some(ctx) = message.context_id.as_deref().filter(|c| !c.is_empty())
+        {
+            self.executor.admit(&self.name, ctx).map_err(unsupported)?;
+        }
         let mut tasks = self.lock();
         let running = tasks.values().filter(|r| r.running()).count();
         let (task_id, context_id, resumed) = match message.task_id.clone().filter(|t| !t.is_empty()) {

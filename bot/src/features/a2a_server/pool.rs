@@ -324,6 +324,14 @@ fn prompt_text(ctx: &Context, req: &ExecRequest) -> Result<String, String> {
     ))
 }
 
+/// Why a new task cannot start in a context busy with `task`.
+fn busy_text(task: &str) -> String {
+    format!(
+        "this context is busy with task {task}: send the message with taskId {task} to add it to that \
+         task, wait for it to finish, or use another contextId"
+    )
+}
+
 /// The hop count of a message (1 when a caller sends none).
 fn hop_of(req: &ExecRequest) -> u64 {
     req.message
@@ -452,11 +460,7 @@ impl Executor for A2ASessionPool {
                 }
             };
             if let Some(other) = busy {
-                let why = format!(
-                    "This context is busy with task {other}: send this message with taskId {other} to add it \
-                     to that task, wait for it to finish, or use another contextId."
-                );
-                events.status(TaskState::Rejected, Some(&why)).await;
+                events.status(TaskState::Rejected, Some(&busy_text(&other))).await;
                 return;
             }
             let text = match prompt_text(&ctx, &req) {
@@ -476,6 +480,21 @@ impl Executor for A2ASessionPool {
             tokio::spawn(drive(ctx.clone(), text, req.cancel.clone()));
         }
         let _ = end_rx.await;
+    }
+
+    fn admit(&self, caller: &str, context_id: &str) -> Result<(), String> {
+        // A context being made (the map locked) cannot be busy yet; a task that takes it in
+        // the meantime is caught again in `execute`.
+        let Ok(contexts) = self.contexts.try_lock() else {
+            return Ok(());
+        };
+        let busy = contexts
+            .get(&(caller.to_owned(), context_id.to_owned()))
+            .and_then(|c| c.shared.lock().as_ref().map(|t| t.id.clone()));
+        match busy {
+            Some(task) => Err(busy_text(&task)),
+            None => Ok(()),
+        }
     }
 
     fn takes_follow_ups(&self) -> bool {
