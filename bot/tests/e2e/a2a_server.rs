@@ -1,6 +1,6 @@
 //! The A2A server through the real binary (`[a2a.server]`): the pinned Python a2a-sdk client
 //! drives it in 1.0 and 0.3 (`tests/peers/a2a_bot_client.py`); a caller without `bash` in its
-//! tools cannot run it; and one bot's chat agent asks another bot process's agent, which knows
+//! tools cannot run it, nor read outside its workspace; and one bot's chat agent asks another bot process's agent, which knows
 //! it serves an agent (its own onward message would pass `max_hops`) and, without the test
 //! switch, refuses a push target on loopback.
 
@@ -67,6 +67,7 @@ fn echo_model(model: &ModelServer) {
             "hold on" => Turn::reply("first part").delay(Duration::from_secs(3)),
             "clean up" => Turn::call("call_rm", "bash", json!({"command": "rm -rf ./scratch-a2a"})),
             "run a command" => Turn::call("call_sh", "bash", json!({"command": "echo ran"})),
+            "read outside" => Turn::call("call_ro", "read", json!({"path": "../../volcanic.toml"})),
             a if a.starts_with("use a tool") => Turn::call("call_rd", "read", json!({"path": "notes.txt"})),
             a => Turn::reply(format!("echo: {a}")),
         })
@@ -199,6 +200,15 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
     }
     assert!(tools.contains("\"read\""), "{tools}");
     assert!(conversation(&requests[0]).contains("A2A message from the agent `bob`"));
+    // `read` reaches only the caller's own workspace (here: the bot's config, two folders up).
+    let outside = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m-out", "parts": [{"text": "read outside"}]}}});
+    let r = rpc(&base, BOB, &outside).await;
+    let answer = r["result"]["task"]["artifacts"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(answer.contains("outside this caller's workspace"), "{r}");
+    assert!(!answer.contains("telegram"), "{answer}");
 
     // Durable: a task settled before a kill answers after the restart; one working at the
     // kill is failed, saying so.
@@ -208,7 +218,7 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
         "configuration": {"returnImmediately": true}}});
     let r = rpc(&base, BOB, &slow).await;
     let working = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    model.wait_for_request_count(3, T).await.unwrap();
+    model.wait_for_request_count(5, T).await.unwrap();
     bot.kill9();
     let bot = start_server_bot(&env);
     wait_card(&base, &bot).await;

@@ -34,6 +34,10 @@ pub struct CardInfo {
     /// Extra text for the authenticated extended card (`GetExtendedAgentCard`); `None`: the
     /// extended card is not configured (error -32007).
     pub extended_description: Option<String>,
+    /// Serve `/.well-known/agent-card.json` as a strict A2A 1.0 card, without the 0.3 fields
+    /// 0.3 clients read from that path (the A2A TCK's schema allows no other fields). Default
+    /// `false`: the 0.3 fields are merged in, as the `a2a-sdk` server does.
+    pub strict: bool,
 }
 
 impl Default for CardInfo {
@@ -45,6 +49,7 @@ impl Default for CardInfo {
             skills: Vec::new(),
             public_url: None,
             extended_description: None,
+            strict: false,
         }
     }
 }
@@ -81,6 +86,10 @@ pub struct Limits {
     pub max_concurrent_tasks: usize,
     /// Most tasks kept per caller (the oldest settled ones are forgotten first).
     pub max_tasks_kept: usize,
+    /// Most push configs per task (each notification goes to every one).
+    pub max_push_configs: usize,
+    /// Most messages queued behind a running turn of one task (follow-ups).
+    pub max_follow_ups: usize,
 }
 
 impl Default for Limits {
@@ -91,6 +100,8 @@ impl Default for Limits {
             max_history: 200,
             max_concurrent_tasks: 16,
             max_tasks_kept: 10_000,
+            max_push_configs: 10,
+            max_follow_ups: 8,
         }
     }
 }

@@ -36,11 +36,19 @@ pub trait Executor: Send + Sync + 'static {
     /// Runs one turn of a task.
     async fn execute(&self, request: ExecRequest, events: TaskEvents);
 
-    /// Whether a new task may start in the caller's existing context `context_id`; `Err` says
-    /// why not (answered as `UnsupportedOperation`, no task made), e.g. the context is busy with
-    /// another task. Called before the task exists; default: always.
-    fn admit(&self, _caller: &str, _context_id: &str) -> Result<(), String> {
-        Ok(())
+    /// Whether a task waiting for input can still be answered after the server restarts. When
+    /// not (the bot's questions live in a running session), such tasks are failed at start,
+    /// saying so, like a task that was working. Default: they can.
+    fn questions_survive_restart(&self) -> bool {
+        true
+    }
+
+    /// Whether a context holds one unfinished task at a time: a new task in a context whose
+    /// task is still submitted, working or waiting for input is refused with
+    /// `UnsupportedOperation`, naming that task (the bot runs one session per context). Default:
+    /// any number.
+    fn one_task_per_context(&self) -> bool {
+        false
     }
 
     /// Whether a message carrying the id of a task whose turn is still running is handed to

@@ -37,7 +37,7 @@ pub use card::{CARD_MAX_AGE, RPC_PATH, card_json};
 pub use config::{Caller, CardInfo, Limits, ServerConfig, Skill, valid_caller_name};
 pub use error::ServerError;
 pub use executor::{ExecRequest, Executor, TaskEvents};
-pub use runtime::{INTERRUPTED, Started, Tenant};
+pub use runtime::{INTERRUPTED, QUESTION_LOST, Started, Tenant};
 
 /// One [`Tenant`] per configured caller, made at start (the spec's `A2AServerCache`).
 pub struct A2AServerCache {
@@ -166,7 +166,7 @@ impl A2aServer {
 
 async fn card_handler(State(server): State<Arc<A2aServer>>, headers: HeaderMap) -> Response {
     let base = card::base_url(&server.config.card, &headers);
-    let card = card::card_json(&server.config.card, &base, false, false);
+    let card = card::card_json(&server.config.card, &base, false, !server.config.card.strict);
     card::card_response(&card, &headers, &server.last_modified)
 }
 

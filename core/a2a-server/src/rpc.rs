@@ -348,7 +348,7 @@ async fn dispatch(
                 &server.config.card,
                 base.trim_end_matches('/'),
                 true,
-                false,
+                v03,
             )))
         }
         other => Err(A2AError::method_not_found(other)),

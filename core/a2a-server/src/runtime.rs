@@ -25,6 +25,11 @@ const STREAM_BUFFER: usize = 64;
 pub const INTERRUPTED: &str =
     "The server stopped while this task was running; it did not finish. Send the request again.";
 
+/// The status message of a task that waited for input when the server stopped, with an
+/// executor whose questions do not survive a restart.
+pub const QUESTION_LOST: &str =
+    "The server restarted while this task waited for an answer; its question is gone. Send the request again.";
+
 /// Whether a task waits for the caller (the turn is over but the task is not).
 pub fn interrupted(s: &TaskState) -> bool {
     matches!(s, TaskState::InputRequired | TaskState::AuthRequired)
@@ -41,6 +46,8 @@ struct Record {
     push_queue: Option<mpsc::UnboundedSender<Delivery>>,
     /// Counts turns, so the end of an old turn never touches a newer one.
     turn: u64,
+    /// Follow-ups taken during the current turn.
+    follow_ups: usize,
 }
 
 impl Record {
@@ -57,6 +64,7 @@ impl Record {
             abort: CancellationToken::new(),
             push_queue: None,
             turn: 0,
+            follow_ups: 0,
         }
     }
     fn running(&self) -> bool {
@@ -110,9 +118,15 @@ impl Tenant {
     ) -> Result<Arc<Tenant>, crate::ServerError> {
         let mut tasks = HashMap::new();
         if let Some(d) = &dir {
+            let questions_lost = !executor.questions_survive_restart();
             for mut stored in d.load()? {
-                if matches!(stored.task.status.state, TaskState::Submitted | TaskState::Working) {
-                    let mut m = Message::new(a2a::Role::Agent, vec![a2a::Part::text(INTERRUPTED)]);
+                let why = match stored.task.status.state {
+                    TaskState::Submitted | TaskState::Working => Some(INTERRUPTED),
+                    ref s if interrupted(s) && questions_lost => Some(QUESTION_LOST),
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    let mut m = Message::new(a2a::Role::Agent, vec![a2a::Part::text(why)]);
                     m.task_id = Some(stored.task.id.clone());
                     m.context_id = Some(stored.task.context_id.clone());
                     stored.task.status = TaskStatus {
@@ -187,12 +201,21 @@ impl Tenant {
         if let Some(p) = &inline_push {
             crate::push::check_url(&p.url, self.pusher.allow_loopback).map_err(invalid_params)?;
         }
-        if message.task_id.as_deref().is_none_or(str::is_empty)
-            && let Some(ctx) = message.context_id.as_deref().filter(|c| !c.is_empty())
-        {
-            self.executor.admit(&self.name, ctx).map_err(unsupported)?;
-        }
         let mut tasks = self.lock();
+        if self.executor.one_task_per_context()
+            && message.task_id.as_deref().is_none_or(str::is_empty)
+            && let Some(ctx) = message.context_id.as_deref().filter(|c| !c.is_empty())
+            && let Some(busy) = tasks
+                .values()
+                .map(|r| &r.stored.task)
+                .find(|t| t.context_id == ctx && !t.status.state.is_terminal())
+        {
+            return Err(unsupported(format!(
+                "this context is busy with task {0}: send the message with taskId {0} to add it to that \
+                 task, wait for it to finish, or use another contextId",
+                busy.id
+            )));
+        }
         let running = tasks.values().filter(|r| r.running()).count();
         let (task_id, context_id, resumed) = match message.task_id.clone().filter(|t| !t.is_empty()) {
             Some(id) => {
@@ -256,6 +279,16 @@ impl Tenant {
         let Some(r) = tasks.get_mut(&task_id) else {
             return Err(task_not_found(&task_id));
         };
+        if follow_up && r.follow_ups >= self.limits.max_follow_ups {
+            return Err(unsupported(format!(
+                "task {task_id} already has {} messages queued behind its work (limit {}): wait for its answer",
+                r.follow_ups, self.limits.max_follow_ups
+            )));
+        }
+        if let Some(p) = &inline_push {
+            let id = p.id.as_deref().filter(|i| !i.is_empty()).unwrap_or(&task_id);
+            self.check_push_room(r, id)?;
+        }
         if let Some(mut p) = inline_push {
             p.task_id = task_id.clone();
             let id =
@@ -275,9 +308,12 @@ impl Tenant {
             history.drain(..history.len() - self.limits.max_history);
         }
         let cancel = r.abort.clone();
-        if !follow_up {
+        if follow_up {
+            r.follow_ups += 1;
+        } else {
             r.cancel = Some(cancel.clone());
             r.turn += 1;
+            r.follow_ups = 0;
         }
         let turn = r.turn;
         self.save(r);
@@ -499,6 +535,21 @@ impl Tenant {
         })
     }
 
+    /// Whether task `r` may take the push config `id` (a new one within the limit, or a
+    /// replacement).
+    fn check_push_room(&self, r: &Record, id: &str) -> Result<(), A2AError> {
+        let replaces = r.stored.push.iter().any(|t| t.config.id.as_deref() == Some(id));
+        if !replaces && r.stored.push.len() >= self.limits.max_push_configs {
+            return Err(invalid_params(format!(
+                "task {} has {} push configs (limit {}): delete one first",
+                r.stored.task.id,
+                r.stored.push.len(),
+                self.limits.max_push_configs
+            )));
+        }
+        Ok(())
+    }
+
     /// Adds or replaces a push config of task `cfg.task_id` (id defaults to the task's id).
     pub fn set_push(
         &self,
@@ -515,6 +566,7 @@ impl Tenant {
             .clone()
             .filter(|i| !i.is_empty())
             .unwrap_or_else(|| cfg.task_id.clone());
+        self.check_push_room(r, &id)?;
         cfg.id = Some(id.clone());
         cfg.tenant = None;
         r.stored.push.retain(|t| t.config.id.as_deref() != Some(id.as_str()));

@@ -415,3 +415,235 @@ async fn a_message_to_a_working_task_is_a_follow_up_when_the_executor_takes_them
     let (_, b, _) = call(&echo, Some(ALICE), "application/json", send_to(&id, "more")).await;
     assert_eq!(b["error"]["code"], -32004, "{b}");
 }
+
+async fn card(server: &Arc<A2aServer>, path: &str) -> Value {
+    let resp = match server
+        .router()
+        .oneshot(Request::get(path).body(Body::empty()).unwrap_or_default())
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => match e {},
+    };
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn the_card_carries_the_0_3_fields_unless_strict() {
+    let mut cfg = config(None);
+    cfg.card.public_url = Some("https://bot.example.org".into());
+    let server = A2aServer::new(cfg.clone(), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
+    for path in ["/.well-known/agent-card.json", "/.well-known/agent.json"] {
+        let c = card(&server, path).await;
+        assert_eq!(c["url"], "https://bot.example.org/a2a", "{path}: {c}");
+        assert_eq!(c["protocolVersion"], "0.3.0");
+        assert_eq!(c["securitySchemes"]["bearer"]["type"], "http");
+        assert_eq!(
+            c["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+            "Bearer"
+        );
+        assert_eq!(c["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    }
+    cfg.card.strict = true;
+    let server = A2aServer::new(cfg, Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
+    let c = card(&server, "/.well-known/agent-card.json").await;
+    assert!(
+        c.get("url").is_none() && c["securitySchemes"]["bearer"].get("type").is_none(),
+        "{c}"
+    );
+    assert_eq!(
+        card(&server, "/.well-known/agent.json").await["url"],
+        "https://bot.example.org/a2a"
+    );
+}
+
+#[tokio::test]
+async fn push_configs_and_follow_ups_per_task_are_bounded() {
+    let mut cfg = config(None);
+    cfg.allow_loopback_push = true;
+    cfg.limits.max_push_configs = 1;
+    cfg.limits.max_follow_ups = 1;
+    let asker = Arc::new(Asker::default());
+    let server = A2aServer::new(cfg, asker.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let (_, b, _) = call(
+        &server,
+        Some(ALICE),
+        "application/json",
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": "m-w", "parts": [{"text": "work"}]},
+                   "configuration": {"returnImmediately": true}}),
+        ),
+    )
+    .await;
+    let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
+    let push = |n: &str| {
+        rpc(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": n, "url": "http://127.0.0.1:9/hook"}),
+        )
+    };
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", push("p1")).await;
+    assert_eq!(b["result"]["id"], "p1", "{b}");
+    // Replacing the same id is fine; a second one is over the limit.
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", push("p1")).await;
+    assert_eq!(b["result"]["id"], "p1", "{b}");
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", push("p2")).await;
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("push configs (limit 1)"),
+        "{b}"
+    );
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", send_to(&id, "one")).await;
+    assert_eq!(b["result"]["task"]["id"], id.as_str(), "{b}");
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", send_to(&id, "two")).await;
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("queued behind its work (limit 1)"),
+        "{b}"
+    );
+}
+
+/// Asks like [`Asker`], but its questions die with the process.
+struct Forgetful(Asker);
+
+#[async_trait]
+impl Executor for Forgetful {
+    async fn execute(&self, req: ExecRequest, ev: TaskEvents) {
+        self.0.execute(req, ev).await;
+    }
+
+    fn questions_survive_restart(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn a_question_that_dies_with_the_process_fails_its_task_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let start = |survive: bool| {
+        let executor: Arc<dyn Executor> = if survive {
+            Arc::new(Asker::default())
+        } else {
+            Arc::new(Forgetful(Asker::default()))
+        };
+        A2aServer::new(config(Some(dir.path().into())), executor).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let server = start(true);
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", send("ask me")).await;
+    let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
+    drop(server);
+    let get = rpc("GetTask", json!({"id": id}));
+    // An executor whose questions survive keeps the task waiting...
+    let (_, b, _) = call(&start(true), Some(ALICE), "application/json", get.clone()).await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{b}");
+    // ...one whose questions die with it fails it, saying so.
+    let (_, b, _) = call(&start(false), Some(ALICE), "application/json", get).await;
+    assert_eq!(b["result"]["status"]["state"], "TASK_STATE_FAILED", "{b}");
+    assert_eq!(b["result"]["status"]["message"]["parts"][0]["text"], QUESTION_LOST);
+}
+
+/// Like [`Asker`], one unfinished task per context.
+struct Single(Asker);
+
+#[async_trait]
+impl Executor for Single {
+    async fn execute(&self, req: ExecRequest, ev: TaskEvents) {
+        self.0.execute(req, ev).await;
+    }
+
+    fn one_task_per_context(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn one_unfinished_task_per_context_when_the_executor_says_so() {
+    let server = A2aServer::new(config(None), Arc::new(Single(Asker::default()))).unwrap_or_else(|e| panic!("{e}"));
+    let in_context = |text: &str, ctx: &str| {
+        rpc(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{text}"), "contextId": ctx,
+                               "parts": [{"text": text}]},
+                   "configuration": {"returnImmediately": true}}),
+        )
+    };
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("work", "c1")).await;
+    let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("more", "c1")).await;
+    assert_eq!(b["error"]["code"], -32004, "{b}");
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("busy with task {id}")),
+        "{b}"
+    );
+    // Another context, or another caller's context of the same name, is free.
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("work", "c2")).await;
+    assert!(b["result"]["task"]["id"].is_string(), "{b}");
+    let (_, b, _) = call(&server, Some(BOB), "application/json", in_context("work", "c1")).await;
+    assert!(b["result"]["task"]["id"].is_string(), "{b}");
+    // A task waiting for input keeps its context busy too.
+    let ask = rpc(
+        "SendMessage",
+        json!({"message": {"role": "ROLE_USER", "messageId": "m-ask", "contextId": "c3", "parts": [{"text": "ask"}]}}),
+    );
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", ask).await;
+    assert_eq!(
+        b["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{b}"
+    );
+    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("again", "c3")).await;
+    assert_eq!(b["error"]["code"], -32004, "{b}");
+}
+
+#[tokio::test]
+async fn the_card_answers_304_to_a_weak_etag_and_to_if_modified_since() {
+    let server = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
+    let get = |name: &'static str, value: String| {
+        let server = server.clone();
+        async move {
+            let mut req = Request::get("/.well-known/agent-card.json");
+            if !name.is_empty() {
+                req = req.header(name, value);
+            }
+            match server
+                .router()
+                .oneshot(req.body(Body::empty()).unwrap_or_default())
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => match e {},
+            }
+        }
+    };
+    let first = get("", String::new()).await;
+    let header = |n: &str| {
+        first
+            .headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let (etag, modified) = (header("etag"), header("last-modified"));
+    assert_eq!(
+        get("if-none-match", format!("W/{etag}")).await.status(),
+        StatusCode::NOT_MODIFIED
+    );
+    assert_eq!(
+        get("if-modified-since", modified).await.status(),
+        StatusCode::NOT_MODIFIED
+    );
+    let old = "Mon, 01 Jan 2001 00:00:00 GMT".to_owned();
+    assert_eq!(get("if-modified-since", old).await.status(), StatusCode::OK);
+    assert_eq!(get("if-none-match", "\"other\"".into()).await.status(), StatusCode::OK);
+}

@@ -2,7 +2,7 @@
 //! `127.0.0.1`, for the TCK and the Python `a2a-sdk` tests.
 //!
 //! `a2a-tck-server [--port N] [--state DIR] [--caller NAME=TOKEN]... [--anonymous NAME]
-//! [--allow-loopback-push] [--max-concurrent N]`; prints `listening on http://127.0.0.1:PORT` once bound.
+//! [--allow-loopback-push] [--strict-card] [--max-concurrent N]`; prints `listening on http://127.0.0.1:PORT` once bound.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ fn usage(why: &str) -> ! {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "{why}\nusage: a2a-tck-server [--port N] [--state DIR] [--caller NAME=TOKEN]... [--anonymous NAME] [--allow-loopback-push] [--max-concurrent N]\n"
+            "{why}\nusage: a2a-tck-server [--port N] [--state DIR] [--caller NAME=TOKEN]... [--anonymous NAME] [--allow-loopback-push] [--strict-card] [--max-concurrent N]\n"
         )
         .as_bytes(),
     );
@@ -41,6 +41,8 @@ async fn main() {
             }
             "--anonymous" => anonymous = Some(value()),
             "--allow-loopback-push" => config.allow_loopback_push = true,
+            // The TCK checks the card against the 1.0 schema, which allows no 0.3 fields.
+            "--strict-card" => config.card.strict = true,
             "--max-concurrent" => {
                 config.limits.max_concurrent_tasks = value()
                     .parse()

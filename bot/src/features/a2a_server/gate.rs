@@ -1,7 +1,10 @@
 //! The extension every A2A caller's session gets: it keeps the session to the caller's tools
-//! (the model sees only those, and a call to another is blocked) and hands the pool the
-//! session's bus, on which each task's inbound hop count is put as `a2a.inbound`.
+//! (the model sees only those, and a call to another is blocked), keeps the file tools (`read`,
+//! `write`, `edit`) inside the caller's workspace, and hands the pool the session's bus, on which
+//! each task's inbound hop count is put as `a2a.inbound`. (`bash`, when the owner allows it, is
+//! not confined: README says so.)
 
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
@@ -57,7 +60,7 @@ impl Extension for Gate {
         });
         let tools = self.tools.clone();
         let caller = self.caller.clone();
-        api.on::<ToolCallEvent, _>(move |e, _ctx, _cancel| {
+        api.on::<ToolCallEvent, _>(move |e, ctx, _cancel| {
             let allowed = tools.allows(&e.tool_name);
             let caller = caller.clone();
             Box::pin(async move {
@@ -67,10 +70,85 @@ impl Extension for Gate {
                          tools in `[[a2a.server.callers]] tools`)",
                         e.tool_name
                     ));
+                } else if FILE_TOOLS.contains(&e.tool_name.as_str())
+                    && let Some(path) = e.input.get("path").and_then(serde_json::Value::as_str)
+                    && !inside(&ctx.cwd(), path)
+                {
+                    e.block(format!(
+                        "`{path}` is outside this caller's workspace: an A2A caller's file tools reach \
+                         only its own folder"
+                    ));
                 }
                 Ok(())
             })
         });
         Ok(())
+    }
+}
+
+/// The built-in tools whose `path` argument names a file.
+const FILE_TOOLS: &[&str] = &["read", "write", "edit"];
+
+/// Whether `path`, resolved as the file tools resolve it, lies inside `workspace` once symbolic
+/// links are followed. A path that does not exist yet is judged by its nearest existing folder,
+/// and may not climb out with `..` below it.
+pub fn inside(workspace: &Path, path: &str) -> bool {
+    let Ok(root) = workspace.canonicalize() else {
+        return false;
+    };
+    let full = volcanic_core::tools::resolve_path(workspace, path);
+    let mut existing = full.as_path();
+    let mut rest: Vec<Component<'_>> = Vec::new();
+    let base = loop {
+        match existing.canonicalize() {
+            Ok(p) => break p,
+            Err(_) => {
+                let (Some(parent), Some(name)) = (existing.parent(), existing.components().next_back()) else {
+                    return false;
+                };
+                rest.push(name);
+                existing = parent;
+            }
+        }
+    };
+    if rest.iter().any(|c| !matches!(c, Component::Normal(_))) {
+        return false;
+    }
+    let resolved: PathBuf = base.join(rest.iter().rev().collect::<PathBuf>());
+    resolved.starts_with(&root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_paths_must_stay_inside_the_workspace_also_through_links() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ws = dir.path().join("a2a-bob");
+        std::fs::create_dir_all(ws.join("notes")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ws.join("notes/a.txt"), "a").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("secret.txt"), "s").unwrap_or_else(|e| panic!("{e}"));
+        for ok in ["notes/a.txt", "notes/new/b.txt", "./c.txt"] {
+            assert!(inside(&ws, ok), "{ok}");
+        }
+        let abs = ws.join("notes/a.txt").display().to_string();
+        assert!(inside(&ws, &abs));
+        for bad in [
+            "../secret.txt",
+            "notes/../../secret.txt",
+            "/etc/passwd",
+            "~/x",
+            "new/../../secret.txt",
+            "/proc/self/environ",
+        ] {
+            assert!(!inside(&ws, bad), "{bad}");
+        }
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path().join("secret.txt"), ws.join("link.txt"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!inside(&ws, "link.txt"));
+        }
     }
 }

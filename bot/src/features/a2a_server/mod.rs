@@ -34,6 +34,7 @@ use async_trait::async_trait;
 use volcanic_a2a_server::{A2aServer, Caller, CardInfo, Limits, ServerConfig, Skill, valid_caller_name};
 
 use super::{HostFeature, Services};
+use crate::config::Config;
 use crate::telegram::Target;
 use pool::{A2ASessionPool, CallerPolicy, ToolPolicy};
 
@@ -73,6 +74,10 @@ pub struct ServerSection {
     pub max_concurrent_tasks: Option<usize>,
     /// Most tasks kept per caller.
     pub max_tasks_kept: Option<usize>,
+    /// Most push configs per task.
+    pub max_push_configs: Option<usize>,
+    /// Most messages queued behind one task's running work.
+    pub max_follow_ups: Option<usize>,
     /// Minutes a context's session stays in memory unused, fractions allowed (default:
     /// `session_idle_minutes`).
     pub idle_minutes: Option<f64>,
@@ -133,21 +138,36 @@ pub fn token_variables(a2a: &toml::Table) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The server's config and the callers' policies from the section; `env` reads a variable.
-/// Errors name the key.
+/// The server's config and the callers' policies from the section, for the host `config`;
+/// `env` reads a variable. Errors name the key: no `[http] public_url` (or one with a query or
+/// fragment), no callers, a bad or duplicate name, a missing, short, duplicate or reused token
+/// (one of the bot's own secrets), an unknown model, a chat the bot does not serve.
 pub fn server_config(
     section: &ServerSection,
-    public_url: &str,
+    config: &Config,
     env: impl Fn(&str) -> Option<String>,
 ) -> anyhow::Result<(ServerConfig, Vec<(String, CallerPolicy)>)> {
-    let public_url = public_url.trim().trim_end_matches('/');
+    let public_url = config.public_url.trim().trim_end_matches('/');
     if public_url.is_empty() {
         anyhow::bail!(
             "config key `a2a.server`: needs `[http] public_url`, the address callers reach the bot \
              at (the card names <public_url>/a2a)"
         );
     }
-    url::Url::parse(public_url).map_err(|e| anyhow::anyhow!("config key `http.public_url`: {e}"))?;
+    let parsed = url::Url::parse(public_url).map_err(|e| anyhow::anyhow!("config key `http.public_url`: {e}"))?;
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        anyhow::bail!(
+            "config key `http.public_url`: {public_url:?} has a query or fragment; give scheme, host and path only"
+        );
+    }
+    if section.callers.is_empty() {
+        anyhow::bail!(
+            "config key `a2a.server.callers`: none listed, so every request would be refused; add a \
+             [[a2a.server.callers]] block (name, token_env), or remove [a2a.server]"
+        );
+    }
+    let models = crate::host::model_registry(config)?;
+    let own_secrets = own_secrets(config, &models, &env);
     let defaults = CardInfo::default();
     let card = CardInfo {
         name: section.name.clone().unwrap_or(defaults.name),
@@ -166,6 +186,7 @@ pub fn server_config(
             .collect(),
         public_url: Some(public_url.to_owned()),
         extended_description: section.extended_description.clone(),
+        strict: false,
     };
     let d = Limits::default();
     let limit = |key: &str, v: Option<usize>, default: usize| match v {
@@ -183,6 +204,8 @@ pub fn server_config(
             d.max_concurrent_tasks,
         )?,
         max_tasks_kept: limit("max_tasks_kept", section.max_tasks_kept, d.max_tasks_kept)?,
+        max_push_configs: limit("max_push_configs", section.max_push_configs, d.max_push_configs)?,
+        max_follow_ups: limit("max_follow_ups", section.max_follow_ups, d.max_follow_ups)?,
     };
     let mut callers = Vec::new();
     let mut policies = Vec::new();
@@ -190,14 +213,47 @@ pub fn server_config(
         let key = format!("a2a.server.callers[{i}]");
         if !valid_caller_name(&c.name) {
             anyhow::bail!(
-                "config key `{key}.name`: {:?} must be 1-64 letters, digits, '_' or '-' (it names folders)",
+                "config key `{key}.name`: {:?} must be 1-64 letters, digits, '_' or '-', not starting \
+                 with '-' (it names folders)",
                 c.name
             );
         }
-        let token = env(&c.token_env)
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| anyhow::anyhow!("config key `{key}.token_env`: the variable {} is not set", c.token_env))?;
-        if token.trim().chars().count() < 16 {
+        if section.callers[..i].iter().any(|o| o.name == c.name) {
+            anyhow::bail!("config key `{key}.name`: caller {:?} is listed twice", c.name);
+        }
+        let token = match env(&c.token_env) {
+            None => anyhow::bail!("config key `{key}.token_env`: the variable {} is not set", c.token_env),
+            Some(t) if t.trim().is_empty() => {
+                anyhow::bail!("config key `{key}.token_env`: the variable {} is empty", c.token_env)
+            }
+            Some(t) => t.trim().to_owned(),
+        };
+        if own_secrets.contains(&token) {
+            anyhow::bail!(
+                "config key `{key}.token_env`: {} holds one of the bot's own secrets (its Telegram token \
+                 or a model key); give each caller a token of its own",
+                c.token_env
+            );
+        }
+        if callers.iter().any(|o: &Caller| o.token == token) {
+            anyhow::bail!(
+                "config key `{key}.token_env`: caller {:?} has the same token as another caller",
+                c.name
+            );
+        }
+        if let Some(m) = &c.model {
+            crate::host::check_model(&models, m, &format!("config key `{key}.model`"))?;
+        }
+        if let Some(chat) = c.chat
+            && !config.telegram.allowed_users.contains(&chat)
+            && !config.telegram.allowed_chats.contains(&chat)
+        {
+            anyhow::bail!(
+                "config key `{key}.chat`: {chat} is neither in telegram.allowed_users nor in \
+                 telegram.allowed_chats, so the bot serves no such chat"
+            );
+        }
+        if token.chars().count() < 16 {
             anyhow::bail!(
                 "config key `{key}.token_env`: the token in {} is shorter than 16 characters; use a long \
                  random one (e.g. `openssl rand -hex 24`)",
@@ -211,7 +267,7 @@ pub fn server_config(
         };
         callers.push(Caller {
             name: c.name.clone(),
-            token: token.trim().to_owned(),
+            token,
         });
         policies.push((
             c.name.clone(),
@@ -234,6 +290,32 @@ pub fn server_config(
     ))
 }
 
+/// The values of the bot's own secrets a caller token must not reuse: the Telegram token and
+/// every model provider's key.
+fn own_secrets(
+    config: &Config,
+    models: &volcanic_core::models::ModelRegistry,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut out: Vec<String> = config
+        .telegram
+        .token
+        .clone()
+        .into_iter()
+        .chain(env("TELEGRAM_BOT_TOKEN"))
+        .collect();
+    let mut providers: Vec<String> = models.models().into_iter().map(|m| m.provider).collect();
+    providers.dedup();
+    for p in providers {
+        if let Ok(Some(key)) = models.api_key(&p) {
+            out.push(key);
+        }
+    }
+    out.retain(|v| !v.trim().is_empty());
+    out.iter_mut().for_each(|v| *v = v.trim().to_owned());
+    out
+}
+
 /// The feature: the server and its session pool.
 pub struct A2aServerFeature {
     server: Arc<A2aServer>,
@@ -248,7 +330,7 @@ pub fn configured(services: &Services) -> anyhow::Result<Option<Configured>> {
     let Some(section) = section.filter(|s| s.enabled) else {
         return Ok(None);
     };
-    let (config, policies) = server_config(&section, &services.config.public_url, |n| std::env::var(n).ok())?;
+    let (config, policies) = server_config(&section, &services.config, |n| std::env::var(n).ok())?;
     let idle = match section.idle_minutes {
         None => None,
         Some(m) if m.is_finite() && m > 0.0 && m <= 1e7 => Some(Duration::from_secs_f64(m * 60.0)),

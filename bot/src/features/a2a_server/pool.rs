@@ -324,14 +324,6 @@ fn prompt_text(ctx: &Context, req: &ExecRequest) -> Result<String, String> {
     ))
 }
 
-/// Why a new task cannot start in a context busy with `task`.
-fn busy_text(task: &str) -> String {
-    format!(
-        "this context is busy with task {task}: send the message with taskId {task} to add it to that \
-         task, wait for it to finish, or use another contextId"
-    )
-}
-
 /// The hop count of a message (1 when a caller sends none).
 fn hop_of(req: &ExecRequest) -> u64 {
     req.message
@@ -460,7 +452,9 @@ impl Executor for A2ASessionPool {
                 }
             };
             if let Some(other) = busy {
-                events.status(TaskState::Rejected, Some(&busy_text(&other))).await;
+                // The server admits one unfinished task per context; this is a last guard.
+                let why = format!("this context is busy with task {other}");
+                events.status(TaskState::Rejected, Some(&why)).await;
                 return;
             }
             let text = match prompt_text(&ctx, &req) {
@@ -482,19 +476,13 @@ impl Executor for A2ASessionPool {
         let _ = end_rx.await;
     }
 
-    fn admit(&self, caller: &str, context_id: &str) -> Result<(), String> {
-        // A context being made (the map locked) cannot be busy yet; a task that takes it in
-        // the meantime is caught again in `execute`.
-        let Ok(contexts) = self.contexts.try_lock() else {
-            return Ok(());
-        };
-        let busy = contexts
-            .get(&(caller.to_owned(), context_id.to_owned()))
-            .and_then(|c| c.shared.lock().as_ref().map(|t| t.id.clone()));
-        match busy {
-            Some(task) => Err(busy_text(&task)),
-            None => Ok(()),
-        }
+    fn questions_survive_restart(&self) -> bool {
+        // A question lives in its session's run, which a restart ends.
+        false
+    }
+
+    fn one_task_per_context(&self) -> bool {
+        true
     }
 
     fn takes_follow_ups(&self) -> bool {
