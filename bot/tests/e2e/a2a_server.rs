@@ -113,6 +113,14 @@ async fn the_python_a2a_sdk_client_drives_the_bot_in_both_dialects() {
     let bot = start_server_bot(&env);
     let base = format!("http://127.0.0.1:{port}");
     wait_card(&base, &bot).await;
+    // Bob's task runs all along while alice's client works.
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"role": "ROLE_USER", "messageId": "m-bob", "parts": [{"text": "slow"}]},
+        "configuration": {"returnImmediately": true}}});
+    let bobs = rpc(&base, BOB, &slow).await["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let script = testdeps::repo_root().join("tests/peers/a2a_bot_client.py");
     for dialect in ["1.0", "0.3"] {
         let (python, script, base) = (python.clone(), script.clone(), base.clone());
@@ -154,18 +162,36 @@ async fn the_python_a2a_sdk_client_drives_the_bot_in_both_dialects() {
             );
         }
     }
+    // Alice cannot see, cancel or subscribe to bob's running task; bob can.
+    for method in ["GetTask", "CancelTask", "SubscribeToTask"] {
+        let r = rpc(
+            &base,
+            ALICE,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {"id": bobs}}),
+        )
+        .await;
+        assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
+    }
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": bobs}});
+    assert_eq!(
+        rpc(&base, BOB, &get).await["result"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    let cancel = json!({"jsonrpc": "2.0", "id": 4, "method": "CancelTask", "params": {"id": bobs}});
+    assert_eq!(
+        rpc(&base, BOB, &cancel).await["result"]["status"]["state"],
+        "TASK_STATE_CANCELED"
+    );
     // The caller's files stay in its own workspace and state; its token never reached the log.
     assert!(env.dir.path().join("workspaces/a2a-alice").is_dir());
     let tasks = std::fs::read_dir(env.dir.path().join("data/a2a/alice/tasks"))
         .unwrap()
         .count();
     assert!(tasks >= 8, "alice's task store holds {tasks} tasks");
-    assert!(
-        std::fs::read_dir(env.dir.path().join("data/a2a/bob/tasks"))
-            .unwrap()
-            .next()
-            .is_none()
-    );
+    let bob_tasks = std::fs::read_dir(env.dir.path().join("data/a2a/bob/tasks"))
+        .unwrap()
+        .count();
+    assert_eq!(bob_tasks, 1, "bob's store holds his one task");
     assert!(!bot.log().contains(ALICE));
 }
 
