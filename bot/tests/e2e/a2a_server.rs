@@ -114,10 +114,7 @@ async fn the_python_a2a_sdk_client_drives_the_bot_in_both_dialects() {
     let base = format!("http://127.0.0.1:{port}");
     wait_card(&base, &bot).await;
     // Bob's task runs all along while alice's client works.
-    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"role": "ROLE_USER", "messageId": "m-bob", "parts": [{"text": "slow"}]},
-        "configuration": {"returnImmediately": true}}});
-    let bobs = rpc(&base, BOB, &slow).await["result"]["task"]["id"]
+    let bobs = rpc(&base, BOB, "SendMessage", send("slow", json!({}), true)).await["result"]["task"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -164,22 +161,15 @@ async fn the_python_a2a_sdk_client_drives_the_bot_in_both_dialects() {
     }
     // Alice cannot see, cancel or subscribe to bob's running task; bob can.
     for method in ["GetTask", "CancelTask", "SubscribeToTask"] {
-        let r = rpc(
-            &base,
-            ALICE,
-            &json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {"id": bobs}}),
-        )
-        .await;
+        let r = rpc(&base, ALICE, method, json!({"id": bobs})).await;
         assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
     }
-    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": bobs}});
     assert_eq!(
-        rpc(&base, BOB, &get).await["result"]["status"]["state"],
+        rpc(&base, BOB, "GetTask", json!({"id": bobs})).await["result"]["status"]["state"],
         "TASK_STATE_WORKING"
     );
-    let cancel = json!({"jsonrpc": "2.0", "id": 4, "method": "CancelTask", "params": {"id": bobs}});
     assert_eq!(
-        rpc(&base, BOB, &cancel).await["result"]["status"]["state"],
+        rpc(&base, BOB, "CancelTask", json!({"id": bobs})).await["result"]["status"]["state"],
         "TASK_STATE_CANCELED"
     );
     // The caller's files stay in its own workspace and state; its token never reached the log.
@@ -205,9 +195,7 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
     let bot = start_server_bot(&env);
     let base = format!("http://127.0.0.1:{port}");
     wait_card(&base, &bot).await;
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "run a command"}]}}});
-    let r = rpc(&base, BOB, &body).await;
+    let r = rpc(&base, BOB, "SendMessage", send("run a command", json!({}), false)).await;
     assert_eq!(
         r["result"]["task"]["status"]["state"],
         "TASK_STATE_COMPLETED",
@@ -227,9 +215,7 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
     assert!(tools.contains("\"read\""), "{tools}");
     assert!(conversation(&requests[0]).contains("A2A message from the agent `bob`"));
     // `read` reaches only the caller's own workspace (here: the bot's config, two folders up).
-    let outside = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"role": "ROLE_USER", "messageId": "m-out", "parts": [{"text": "read outside"}]}}});
-    let r = rpc(&base, BOB, &outside).await;
+    let r = rpc(&base, BOB, "SendMessage", send("read outside", json!({}), false)).await;
     let answer = r["result"]["task"]["artifacts"][0]["parts"][0]["text"]
         .as_str()
         .unwrap_or_default();
@@ -239,19 +225,15 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
     // Durable: a task settled before a kill answers after the restart; one working at the
     // kill is failed, saying so.
     let done = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let slow = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
-        "message": {"role": "ROLE_USER", "messageId": "m-2", "parts": [{"text": "slow"}]},
-        "configuration": {"returnImmediately": true}}});
-    let r = rpc(&base, BOB, &slow).await;
+    let r = rpc(&base, BOB, "SendMessage", send("slow", json!({}), true)).await;
     let working = r["result"]["task"]["id"].as_str().unwrap().to_owned();
     model.wait_for_request_count(5, T).await.unwrap();
     bot.kill9();
     let bot = start_server_bot(&env);
     wait_card(&base, &bot).await;
-    let get = |id: &str| json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": id}});
-    let r = rpc(&base, BOB, &get(&done)).await;
+    let r = rpc(&base, BOB, "GetTask", json!({"id": done})).await;
     assert_eq!(r["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
-    let r = rpc(&base, BOB, &get(&working)).await;
+    let r = rpc(&base, BOB, "GetTask", json!({"id": working})).await;
     assert_eq!(r["result"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
     assert!(r.to_string().contains("did not finish"), "{r}");
 }
@@ -268,22 +250,18 @@ async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
     wait_card(&base, &bot).await;
     tg.push_update(updates::text_message(OWNER, OWNER, "/tz Asia/Tokyo"));
     wait_text(&tg, OWNER, "Time zone: Asia/Tokyo", &bot).await;
-    let send = |text: &str, extra: serde_json::Value| {
-        let mut message = json!({"role": "ROLE_USER", "messageId": format!("m-{text}"), "parts": [{"text": text}]});
-        message
-            .as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-            "message": message, "configuration": {"returnImmediately": text == "hold on"}}})
+    let ask = |text: &str, extra: serde_json::Value| {
+        let params = send(text, extra, text == "hold on");
+        let base = base.clone();
+        async move { rpc(&base, CAROL, "SendMessage", params).await }
     };
-    let r = rpc(&base, CAROL, &send("hello one", json!({"contextId": "ctx-1"}))).await;
+    let r = ask("hello one", json!({"contextId": "ctx-1"})).await;
     assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
     // The chat's zone and its scheduler come with the chat it acts for.
     let first = model.requests().pop().unwrap();
     assert!(first.body.to_string().contains("Asia/Tokyo"), "{}", first.body);
     assert!(first.body["tools"].to_string().contains("\"schedule\""));
-    let r = rpc(&base, CAROL, &send("hello two", json!({"contextId": "ctx-1"}))).await;
+    let r = ask("hello two", json!({"contextId": "ctx-1"})).await;
     assert_eq!(
         r["result"]["task"]["artifacts"][0]["parts"][0]["text"], "echo: hello two",
         "{r}"
@@ -295,7 +273,7 @@ async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
         bot.log().contains("A2A context session evicted")
     })
     .await;
-    let r = rpc(&base, CAROL, &send("hello three", json!({"contextId": "ctx-1"}))).await;
+    let r = ask("hello three", json!({"contextId": "ctx-1"})).await;
     assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
     let third = model.requests().pop().unwrap();
     assert!(
@@ -304,14 +282,13 @@ async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
     );
 
     // A message carrying a working task's id is queued behind its run; the answer has both.
-    let r = rpc(&base, CAROL, &send("hold on", json!({}))).await;
+    let r = ask("hold on", json!({})).await;
     let task = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let r = rpc(&base, CAROL, &send("and this", json!({"taskId": task}))).await;
+    let r = ask("and this", json!({"taskId": task})).await;
     assert_eq!(r["result"]["task"]["id"], task.as_str(), "{r}");
-    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task}});
     let deadline = std::time::Instant::now() + T;
     let done = loop {
-        let r = rpc(&base, CAROL, &get).await;
+        let r = rpc(&base, CAROL, "GetTask", json!({"id": task})).await;
         if r["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
             break r;
         }
@@ -327,19 +304,29 @@ async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
     );
 }
 
-/// One JSON-RPC call in A2A 1.0 as the caller with `token`.
-async fn rpc(base: &str, token: &str, body: &serde_json::Value) -> serde_json::Value {
+/// One JSON-RPC call of `method` with `params` in A2A 1.0, as the caller with `token`.
+async fn rpc(base: &str, token: &str, method: &str, params: serde_json::Value) -> serde_json::Value {
     http_client()
         .post(format!("{base}/a2a"))
         .header("A2A-Version", "1.0")
         .bearer_auth(token)
-        .json(body)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap()
+}
+
+/// `SendMessage` params: a user message of `text` with the fields of `extra` (e.g.
+/// `contextId`), answered at once when `immediately`.
+fn send(text: &str, extra: serde_json::Value, immediately: bool) -> serde_json::Value {
+    let mut message = json!({"role": "ROLE_USER", "messageId": format!("m-{text}"), "parts": [{"text": text}]});
+    if let (Some(m), Some(e)) = (message.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    json!({"message": message, "configuration": {"returnImmediately": immediately}})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,9 +417,8 @@ async fn one_bots_agent_asks_another_bot_process_over_a2a() {
     // B ran the task in the caller's workspace and kept it in the caller's store.
     assert!(env_b.dir.path().join("workspaces/a2a-bot-a").is_dir());
     // B has no loopback switch: a push target on 127.0.0.1 is refused.
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "CreateTaskPushNotificationConfig",
-        "params": {"taskId": "any", "url": "http://127.0.0.1:9/hook"}});
-    let r = rpc(&url_b, ALICE, &body).await;
+    let params = json!({"taskId": "any", "url": "http://127.0.0.1:9/hook"});
+    let r = rpc(&url_b, ALICE, "CreateTaskPushNotificationConfig", params).await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
     assert!(
         r["error"]["message"].as_str().unwrap_or_default().contains("loopback"),

@@ -511,17 +511,27 @@ async fn push_configs_and_follow_ups_per_task_are_bounded() {
     );
 }
 
-/// Asks like [`Asker`], but its questions die with the process.
-struct Forgetful(Asker);
+/// [`Asker`] with the executor's switches set: questions that die with the process, one
+/// unfinished task per context.
+#[derive(Default)]
+struct Switched {
+    asker: Asker,
+    questions_die: bool,
+    single: bool,
+}
 
 #[async_trait]
-impl Executor for Forgetful {
+impl Executor for Switched {
     async fn execute(&self, req: ExecRequest, ev: TaskEvents) {
-        self.0.execute(req, ev).await;
+        self.asker.execute(req, ev).await;
     }
 
     fn questions_survive_restart(&self) -> bool {
-        false
+        !self.questions_die
+    }
+
+    fn one_task_per_context(&self) -> bool {
+        self.single
     }
 }
 
@@ -529,11 +539,10 @@ impl Executor for Forgetful {
 async fn a_question_that_dies_with_the_process_fails_its_task_after_a_restart() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let start = |survive: bool| {
-        let executor: Arc<dyn Executor> = if survive {
-            Arc::new(Asker::default())
-        } else {
-            Arc::new(Forgetful(Asker::default()))
-        };
+        let executor = Arc::new(Switched {
+            questions_die: !survive,
+            ..Switched::default()
+        });
         A2aServer::new(config(Some(dir.path().into())), executor).unwrap_or_else(|e| panic!("{e}"))
     };
     let server = start(true);
@@ -550,23 +559,13 @@ async fn a_question_that_dies_with_the_process_fails_its_task_after_a_restart() 
     assert_eq!(b["result"]["status"]["message"]["parts"][0]["text"], QUESTION_LOST);
 }
 
-/// Like [`Asker`], one unfinished task per context.
-struct Single(Asker);
-
-#[async_trait]
-impl Executor for Single {
-    async fn execute(&self, req: ExecRequest, ev: TaskEvents) {
-        self.0.execute(req, ev).await;
-    }
-
-    fn one_task_per_context(&self) -> bool {
-        true
-    }
-}
-
 #[tokio::test]
 async fn one_unfinished_task_per_context_when_the_executor_says_so() {
-    let server = A2aServer::new(config(None), Arc::new(Single(Asker::default()))).unwrap_or_else(|e| panic!("{e}"));
+    let single = Arc::new(Switched {
+        single: true,
+        ..Switched::default()
+    });
+    let server = A2aServer::new(config(None), single).unwrap_or_else(|e| panic!("{e}"));
     let in_context = |text: &str, ctx: &str| {
         rpc(
             "SendMessage",
