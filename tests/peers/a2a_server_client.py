@@ -11,12 +11,8 @@ loopback push switch, where a push config to 127.0.0.1 must be refused.
 """
 
 import asyncio
-import http.server
-import json
 import sys
-import threading
 
-import httpx
 from a2a.types import (
     AuthenticationInfo,
     CancelTaskRequest,
@@ -28,7 +24,7 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a_client_common import Receiver, client_for, collect, fail, msg, ok
+from a2a_client_common import check_isolation, check_push, client_for, collect, fail, msg, ok, push_receiver
 
 
 async def main():
@@ -77,9 +73,7 @@ async def main():
         fail(f"the subscription did not end with canceled: {rest}")
     ok("cancel")
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    hook = f"http://127.0.0.1:{httpd.server_address[1]}/hook"
+    httpd, hook = push_receiver()
     push = TaskPushNotificationConfig(url=hook, token="tok-1", authentication=AuthenticationInfo(scheme="Bearer", credentials="push-secret"))
     req = SendMessageRequest(message=msg("q", "tck-input-required-1"), configuration=SendMessageConfiguration(task_push_notification_config=push))
     asked = (await collect(blocking.send_message(req)))[-1].task
@@ -88,38 +82,9 @@ async def main():
     done = (await collect(blocking.send_message(SendMessageRequest(message=msg("answer", "tck-complete-task-1", asked.id)))))[-1].task
     if done.status.state != TaskState.TASK_STATE_COMPLETED:
         fail(f"answer to input-required: {done}")
-    for _ in range(100):
-        if any("COMPLETED" in json.dumps(b) or "completed" in json.dumps(b) for _, b in Receiver.got):
-            break
-        await asyncio.sleep(0.1)
-    else:
-        fail(f"no push with the final state arrived: {Receiver.got}")
-    headers = {k.lower(): v for k, v in Receiver.got[-1][0].items()}
-    if headers.get("authorization") != "Bearer push-secret" or headers.get("x-a2a-notification-token") != "tok-1":
-        fail(f"push headers: {headers}")
-    ok("push")
+    await check_push()
 
-    intruder = await client_for(base, other, dialect, streaming=True)
-    for name, call in [
-        ("get", lambda: intruder.get_task(GetTaskRequest(id=done.id))),
-        ("cancel", lambda: intruder.cancel_task(CancelTaskRequest(id=asked.id))),
-        ("subscribe", lambda: collect(intruder.subscribe(SubscribeToTaskRequest(id=done.id)))),
-    ]:
-        try:
-            await call()
-        except Exception as e:  # noqa: BLE001
-            if "not found" not in str(e).lower() and "-32001" not in str(e):
-                fail(f"another caller's {name}: {type(e).__name__}: {e}")
-        else:
-            fail(f"another caller could {name} this caller's task")
-    ok("isolation")
-
-    async with httpx.AsyncClient() as raw:
-        r = await raw.post(f"{base}/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": done.id}},
-                           headers={"Authorization": "Bearer wrong-token-wrong-token", "A2A-Version": "1.0"})
-        if r.status_code != 401 or "bearer" not in r.headers.get("www-authenticate", "").lower():
-            fail(f"wrong token: {r.status_code} {r.headers}")
-    ok("wrong token")
+    await check_isolation(base, other, dialect, done.id)
 
     if len(sys.argv) > 5:
         strict = await client_for(sys.argv[5], token, dialect, streaming=False)
