@@ -213,6 +213,11 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
         assert!(!tools.contains(denied), "{denied} offered to bob: {tools}");
     }
     assert!(tools.contains("\"read\""), "{tools}");
+    let system = requests[0].body["system"].to_string();
+    assert!(
+        system.contains("answering another agent") && !system.contains("- bash"),
+        "{system}"
+    );
     assert!(conversation(&requests[0]).contains("A2A message from the agent `bob`"));
     // `read` reaches only the caller's own workspace (here: the bot's config, two folders up).
     let r = rpc(&base, BOB, "SendMessage", send("read outside", json!({}), false)).await;
