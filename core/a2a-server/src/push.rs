@@ -155,6 +155,7 @@ impl Pusher {
             return;
         }
         let mut delay = PUSH_BACKOFF;
+        let mut last = String::new();
         for attempt in 1..=PUSH_ATTEMPTS {
             let mut req = client.post(&cfg.url).json(body);
             if let Some(token) = cfg.token.as_deref().filter(|t| !t.is_empty()) {
@@ -172,14 +173,28 @@ impl Pusher {
             }
             match req.send().await {
                 Ok(r) if r.status().is_success() => return,
-                Ok(r) => tracing::debug!(status = %r.status(), attempt, "A2A push answered with an error"),
-                Err(e) => tracing::debug!(attempt, "A2A push failed: {e}"),
+                Ok(r) => last = format!("answered {}", r.status()),
+                // The connector's refusal of a private address is in the error's sources.
+                Err(e) => last = error_chain(&e),
             }
+            tracing::debug!(attempt, "A2A push failed: {last}");
             if attempt < PUSH_ATTEMPTS {
                 tokio::time::sleep(delay).await;
                 delay *= 2;
             }
         }
-        tracing::warn!(task = %cfg.task_id, "A2A push not delivered after {PUSH_ATTEMPTS} attempts");
+        tracing::warn!(task = %cfg.task_id, "A2A push not delivered after {PUSH_ATTEMPTS} attempts: {last}");
     }
+}
+
+/// An error with its sources, `a: b: c`.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
