@@ -90,6 +90,13 @@ pub(super) fn resolve_provider(name: &str, p: RawProvider) -> Result<CustomProvi
         }
     }
     let builtin = matches!(name, "anthropic" | "openai");
+    if builtin && p.api.is_some() && p.models.is_empty() {
+        return Err(invalid(
+            key("api"),
+            "on a built-in provider it applies only to the models this section lists (`models = [...]`); \
+             the catalogue's models keep their own API. Remove it, or list the models it is for",
+        ));
+    }
     let api = match (p.api.as_deref(), name) {
         (Some("anthropic-messages"), _) | (None, "anthropic") => Api::AnthropicMessages,
         (Some("openai-completions"), _) | (None, "openai") => Api::OpenAiCompletions,
