@@ -200,8 +200,13 @@ fn claude_code_section_resolves_and_rejects_what_does_not_apply() {
 
 #[test]
 fn api_on_a_built_in_provider_without_models_is_refused_not_ignored() {
-    let e = parse("[providers.openai]\napi = \"openai-responses\"").unwrap_err().to_string();
-    assert!(e.contains("providers.openai.api") && e.contains("only to the models this section lists"), "{e}");
+    let e = parse("[providers.openai]\napi = \"openai-responses\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("providers.openai.api") && e.contains("only to the models this section lists"),
+        "{e}"
+    );
     // With the models it is for, it applies to them.
     let c = parse(
         "[providers.openai]\napi = \"openai-responses\"\nmodels = [{ id = \"o-new\", context_window = 200000, max_tokens = 100000 }]",

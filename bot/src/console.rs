@@ -174,7 +174,15 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     };
     shutdown.cancel();
     features.stop().await;
+    // A session left without a message is not kept (pi writes none until the first one), so
+    // `-c` finds the last conversation, not an empty start; a file the user named stays.
+    let empty_file = session
+        .session_file()
+        .filter(|_| args.session.is_none() && session.messages().is_empty());
     session.dispose().await;
+    if let Some(f) = empty_file {
+        let _ = std::fs::remove_file(f);
+    }
     code
 }
 

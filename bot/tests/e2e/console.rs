@@ -186,3 +186,25 @@ async fn interactive_console_streams_answers_and_runs_slash_commands() {
     let last = serde_json::to_string(requests[1].messages()).unwrap();
     assert!(last.contains("/tmp/x is odd") && !last.contains("frobnicate"), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_left_without_a_message_keeps_no_session_so_continue_finds_the_last_talk() {
+    let server = ModelServer::start().await.unwrap();
+    server.push(Turn::reply("First answer"));
+    server.push(Turn::reply("Continued"));
+    let env = Env::new(&server.url(), "");
+    let out = env.console_with_env(&["-p", "remember the word kiwi"], &[("E2E_ANTHROPIC_KEY", "test-key")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.session_files().len(), 1);
+    // Opened and left at once: nothing is kept.
+    let out = env.console_stdin(&[], "/quit\n".to_owned()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.session_files().len(), 1, "{:?}", env.session_files());
+    let out = env.console_with_env(&["-c", "-p", "which word?"], &[("E2E_ANTHROPIC_KEY", "test-key")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let last = server.requests().pop().unwrap();
+    assert!(
+        conversation(&last).contains("kiwi"),
+        "-c continued the last conversation"
+    );
+}
