@@ -292,6 +292,15 @@ fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
         match block {
             AssistantContent::Text(block) => text.push_str(&block.text),
             AssistantContent::Thinking(_) => {}
+            // Ran by another API's provider (Claude Code): history as text, a paragraph of its
+            // own, not a tool call this API would want a `tool` message for.
+            AssistantContent::ProviderToolCall(call) => {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&call.as_text());
+                text.push_str("\n\n");
+            }
             AssistantContent::ToolCall(call) => tool_calls.push(WireCall {
                 id: tool_id(&call.id),
                 kind: "function",

@@ -146,8 +146,9 @@ pub fn failed(events: &[AssistantMessageEvent], expected: StopReason) -> String 
 }
 
 /// Panics unless the events follow pi's grammar: `start` first, exactly one terminal event
-/// last, and every block's events in order (`*_start`, deltas, `*_end`), with content indexes
-/// counting up from 0; after `done`, every block has ended.
+/// last, and every block's events in order (`*_start`, deltas, `*_end`; a `provider_toolcall`
+/// is a whole block, its `provider_toolresult` comes after it), with content indexes counting
+/// up from 0; after `done`, every block has ended.
 pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
     use AssistantMessageEvent as E;
     assert!(
@@ -171,6 +172,21 @@ pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
             E::ToolCallStart { content_index, .. } => (*content_index, "toolcall", 0),
             E::ToolCallDelta { content_index, .. } => (*content_index, "toolcall", 1),
             E::ToolCallEnd { content_index, .. } => (*content_index, "toolcall", 2),
+            // A whole block at once: starts and ends here.
+            E::ProviderToolCall { content_index, .. } => {
+                assert_eq!(*content_index, next_index, "blocks start in index order: {events:?}");
+                next_index += 1;
+                blocks.insert(*content_index, ("providertoolcall", true));
+                continue;
+            }
+            // Comes after its call ended.
+            E::ProviderToolResult { content_index, .. } => {
+                assert!(
+                    matches!(blocks.get(content_index), Some(("providertoolcall", _))),
+                    "provider_toolresult without its provider_toolcall: {events:?}"
+                );
+                continue;
+            }
             E::Start { .. } | E::Done { .. } | E::Error { .. } => {
                 panic!("unexpected {} in the middle: {events:?}", event.name())
             }
