@@ -48,11 +48,16 @@ fn a_provider_tool_call_round_trips_and_is_not_a_call_to_execute() {
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].result.as_ref().map(|r| r.is_error), Some(false));
     assert_eq!(calls[1].result, None);
-    assert_eq!(m.estimated_chars(), "Bash".len() + 16 + 5 + "Read".len() + 2 + "One file.".len());
+    assert_eq!(
+        m.estimated_chars(),
+        "Bash".len() + 16 + 5 + "Read".len() + 2 + "One file.".len()
+    );
     // `isError` may be left out (false).
     let short = r#"{"type":"providerToolCall","id":"t","name":"x","arguments":{},"result":{"content":[]}}"#;
     let block: AssistantContent = serde_json::from_str(short).unwrap();
-    let AssistantContent::ProviderToolCall(c) = block else { panic!() };
+    let AssistantContent::ProviderToolCall(c) = block else {
+        panic!()
+    };
     assert_eq!(c.result.map(|r| r.is_error), Some(false));
 }
 
@@ -64,10 +69,12 @@ fn a_provider_tool_call_as_text_says_what_ran_and_what_came_back() {
         arguments: serde_json::json!({"command": "ls"}),
         result,
     };
-    let text = |t: &str| UserContent::Text(TextContent {
-        text: t.into(),
-        text_signature: None,
-    });
+    let text = |t: &str| {
+        UserContent::Text(TextContent {
+            text: t.into(),
+            text_signature: None,
+        })
+    };
     assert_eq!(
         call(Some(ProviderToolResult {
             content: vec![text("a.txt")],
@@ -84,7 +91,10 @@ fn a_provider_tool_call_as_text_says_what_ran_and_what_came_back() {
         .as_text(),
         "Ran tool `Bash` with {\"command\":\"ls\"}\nFailed:\ndenied"
     );
-    assert_eq!(call(None).as_text(), "Ran tool `Bash` with {\"command\":\"ls\"}\n(no result)");
+    assert_eq!(
+        call(None).as_text(),
+        "Ran tool `Bash` with {\"command\":\"ls\"}\n(no result)"
+    );
     let image = UserContent::Image(ImageContent {
         data: "AA==".into(),
         mime_type: "image/png".into(),

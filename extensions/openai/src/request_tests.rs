@@ -294,3 +294,18 @@ fn reasoning_effort_table() {
         assert_eq!(reasoning_effort(level), expected, "{level}");
     }
 }
+
+#[test]
+fn tools_claude_code_ran_itself_are_text_with_no_tool_call_left_unanswered() {
+    use volcanic_provider_support::testing::{CLAUDE_CODE_TOOL_TEXT, claude_code_turn};
+    let transcript = claude_code_turn();
+    let out = convert_messages(&model("http://127.0.0.1:9/v1", false, false), &transcript);
+    assert_eq!(
+        serde_json::to_value(out).unwrap(),
+        json!([
+            {"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": format!("{CLAUDE_CODE_TOOL_TEXT}\n\nOne file.")},
+            {"role": "user", "content": "and now?"},
+        ])
+    );
+}

@@ -373,3 +373,39 @@ pub async fn aimock_two_step_tool_call(
     assert_eq!(second.text(), "It is 21 °C and sunny in Paris.");
     assert_eq!(second.stop_reason, StopReason::Stop);
 }
+
+/// The text [`claude_code_turn`]'s tool call reads as for any other API
+/// ([`ProviderToolCall::as_text`](volcanic_abstractions::ProviderToolCall::as_text)).
+pub const CLAUDE_CODE_TOOL_TEXT: &str = "Ran tool `Bash` with {\"command\":\"ls\"}\nResult:\nnotes.txt";
+
+/// A turn of Claude Code (`api` `claude-code`) that ran its own `Bash` (a `providerToolCall`
+/// with its result), then answered `One file.`, between two user messages: for request builders
+/// to show they send it as text, with no tool call left unanswered.
+pub fn claude_code_turn() -> Vec<Message> {
+    use volcanic_abstractions::{AssistantContent, ProviderToolCall, ProviderToolResult};
+    let mut answer = AssistantMessage::empty("claude-code", "claude-code", "sonnet", 2);
+    answer.content = vec![
+        AssistantContent::ProviderToolCall(ProviderToolCall {
+            id: "toolu_1".into(),
+            name: "Bash".into(),
+            arguments: json!({"command": "ls"}),
+            result: Some(ProviderToolResult {
+                content: vec![UserContent::Text(TextContent {
+                    text: "notes.txt".into(),
+                    text_signature: None,
+                })],
+                is_error: false,
+            }),
+        }),
+        AssistantContent::Text(TextContent {
+            text: "One file.".into(),
+            text_signature: None,
+        }),
+    ];
+    answer.response_id = Some("sess-1".into());
+    vec![
+        Message::user_text("list the files", 1),
+        Message::Assistant(answer),
+        Message::user_text("and now?", 3),
+    ]
+}

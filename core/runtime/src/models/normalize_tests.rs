@@ -4,7 +4,9 @@ use super::*;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::json;
-use volcanic_abstractions::messages::{AssistantMessage, ProviderToolCall, ProviderToolResult, ThinkingContent, ToolCall};
+use volcanic_abstractions::messages::{
+    AssistantMessage, ProviderToolCall, ProviderToolResult, ThinkingContent, ToolCall,
+};
 use volcanic_abstractions::model::{InputKind, ModelCost};
 
 fn model(api: Api, provider: &str, id: &str) -> Model {
