@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use super::*;
 use pretty_assertions::assert_eq;
 use volcanic_abstractions::StopReason;
