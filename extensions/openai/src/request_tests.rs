@@ -309,3 +309,32 @@ fn tools_claude_code_ran_itself_are_text_with_no_tool_call_left_unanswered() {
         ])
     );
 }
+
+#[test]
+fn a_tool_claude_code_ran_is_a_paragraph_of_its_own() {
+    use volcanic_abstractions::{ProviderToolCall, ProviderToolResult};
+    let ran = AssistantContent::ProviderToolCall(ProviderToolCall {
+        id: "toolu_1".into(),
+        name: "Read".into(),
+        arguments: json!({}),
+        result: Some(ProviderToolResult {
+            content: vec![text("x")],
+            is_error: true,
+        }),
+    });
+    let plain = |t: &str| {
+        AssistantContent::Text(TextContent {
+            text: t.into(),
+            text_signature: None,
+        })
+    };
+    let mut answer = AssistantMessage::empty("claude-code", "claude-code", "sonnet", 2);
+    answer.content = vec![plain("Let me look."), ran.clone(), plain("Hm"), plain("m."), ran];
+    let transcript = [Message::user_text("hi", 1), Message::Assistant(answer)];
+    let out = convert_messages(&model("http://127.0.0.1:9/v1", false, false), &transcript);
+    let read = "Ran tool `Read` with {}\nFailed:\nx";
+    assert_eq!(
+        serde_json::to_value(out).unwrap()[1],
+        json!({"role": "assistant", "content": format!("Let me look.\n\n{read}\n\nHmm.\n\n{read}")})
+    );
+}
