@@ -158,7 +158,7 @@ impl Mapper {
     }
 
     /// The `tool_result` blocks of a `user` line: each the result of the call with its
-    /// `tool_use_id` (one without a known call is skipped).
+    /// `tool_use_id` (one without a known call, or a second one, is skipped).
     fn on_user(&mut self, m: &Value, out: &mut Vec<Ev>) {
         for block in m["content"].as_array().into_iter().flatten() {
             if block["type"] != "tool_result" {
@@ -175,9 +175,14 @@ impl Mapper {
                 })],
                 is_error: block["is_error"] == true,
             };
-            if let AssistantContent::ProviderToolCall(call) = &mut self.message.content[content_index] {
-                call.result = Some(result.clone());
+            let Some(AssistantContent::ProviderToolCall(call)) = self.message.content.get_mut(content_index) else {
+                continue;
+            };
+            if call.result.is_some() {
+                tracing::debug!("claude-code: skipping a second tool_result of one call");
+                continue;
             }
+            call.result = Some(result.clone());
             out.push(Ev::ProviderToolResult { content_index, result });
         }
     }

@@ -56,6 +56,8 @@ fn own_tool_calls_and_results_are_paired_provider_tool_calls_never_tool_calls() 
         r#"{"type":"assistant","message":{"id":"msg_9","content":[{"type":"tool_use","id":"toolu_9","name":"Bash","input":{}}]},"parent_tool_use_id":"toolu_1"}"#,
         r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_404","content":"?"}]},"parent_tool_use_id":null}"#,
         r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"no such file"},{"type":"image","source":{}}],"is_error":true},{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt"}]},"parent_tool_use_id":null}"#,
+        // A second result of one call is skipped.
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"again"}]},"parent_tool_use_id":null}"#,
         r#"{"type":"assistant","message":{"id":"msg_2","content":[{"type":"text","text":"One file."}]},"parent_tool_use_id":null}"#,
     ]);
     let names: Vec<&str> = events.iter().map(Ev::name).collect();
