@@ -10,7 +10,8 @@
 //! environment variable outside [`ALLOWED_ENV`] is set (a bot secret must
 //! never reach `claude`). The prompt (stdin) picks the scenario by marker:
 //!
-//! - `[tool]`: a `Bash` call and its result, then the answer;
+//! - `[tool]`: a `Bash` call (`toolu_1`, `{"command":"ls"}`, streamed, then whole) and its result
+//!   (`notes.txt`), then the answer;
 //! - `[error]`: an error result (`error_during_execution`);
 //! - `[login]`: an error result asking to `/login`;
 //! - `[crash]`: the init line, a stderr message and exit 1 without a result;
@@ -122,6 +123,21 @@ pub fn run(
     };
     let partial = |event: Value| json!({"type": "stream_event", "event": event, "parent_tool_use_id": null, "session_id": session});
     if stdin.contains("[tool]") {
+        // As `claude` streams it: the partials of the tool-using message, then its whole block.
+        emit(partial(
+            json!({"type": "message_start", "message": {"id": "msg_1", "content": []}}),
+        ));
+        emit(partial(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}}),
+        ));
+        emit(partial(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}}),
+        ));
+        emit(partial(json!({"type": "content_block_stop", "index": 0})));
+        emit(partial(
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        ));
+        emit(partial(json!({"type": "message_stop"})));
         let call = json!({"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}});
         emit(message(1, call));
         emit(

@@ -2,8 +2,9 @@
 //! `[providers.claude-code] command` is the test kit's fake, which refuses any environment
 //! variable outside its allow-list (the bot's token and keys are in the bot's environment), so
 //! an answer at all shows none leaked. A chat on `claude-code/sonnet` gets its answer in its
-//! workspace and time zone, the next message resumes Claude's session with `--resume <id>`, and
-//! after `/new` a fresh session starts.
+//! workspace and time zone, the next message resumes Claude's session with `--resume <id>`, a
+//! turn in which Claude runs its own tool shows it on the progress line, and after `/new` a fresh
+//! session starts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -57,11 +58,26 @@ async fn a_chat_on_claude_code_gets_its_answer_and_resumes_the_session() {
     );
     assert!(second.ends_with("and again"), "{second}");
 
+    // Claude runs its own Bash: the chat's progress line shows it, as for our own tools.
+    tg.push_update(updates::text_message(OWNER, OWNER, "[tool] what is here?"));
+    let third = nth_text(&tg, OWNER, "what is here?", 1, &bot).await;
+    assert!(
+        third.starts_with(&format!("fake claude (resumed session {session}, ")),
+        "{third}"
+    );
+    let progress: Vec<String> = tg
+        .calls("sendMessage")
+        .iter()
+        .filter_map(|c| c.params["text"].as_str().map(str::to_owned))
+        .filter(|t| t.starts_with("⚙️"))
+        .collect();
+    assert_eq!(progress, ["⚙️ Bash"], "{:?}", texts(&tg, OWNER));
+
     tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
     tg.push_update(updates::text_message(OWNER, OWNER, "from scratch"));
-    let third = nth_text(&tg, OWNER, "from scratch", 1, &bot).await;
-    assert!(third.starts_with("fake claude (new session fake-"), "{third}");
-    assert_ne!(session_of(&third), session);
+    let fresh = nth_text(&tg, OWNER, "from scratch", 1, &bot).await;
+    assert!(fresh.starts_with("fake claude (new session fake-"), "{fresh}");
+    assert_ne!(session_of(&fresh), session);
     assert!(model.requests().is_empty(), "the model server was called");
     drop(bot);
 }

@@ -2,7 +2,8 @@
 //! tool call on `openai/gpt-5-mini` over the Responses API (reasoning replayed encrypted,
 //! statelessly), then the same session continues on Chat Completions (`openai/gpt-4.1`) with
 //! every request accepted by the strict model server; and one conversation over all five back
-//! ends (Anthropic, Responses, Chat Completions, Claude Code, Anthropic) with a tool call in each.
+//! ends (Anthropic, Responses, Chat Completions, Claude Code, Anthropic, Chat Completions) with a
+//! tool call in each.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -65,9 +66,12 @@ async fn console_runs_a_tool_call_over_responses_then_switches_to_chat_completio
     assert_eq!(third.tool_outputs().len(), 1);
 }
 
-/// Issue 17's switching test: one conversation over five back ends, a tool call in each step
-/// (Claude Code runs its own `Bash` inside `claude`), every model request accepted by the
-/// strict model server, each one carrying the whole conversation before it.
+/// Issue 17's switching test: one conversation over five back ends, a tool call in each step,
+/// every model request accepted by the strict model server, each one carrying the whole
+/// conversation before it. Claude Code runs its own `Bash` inside `claude`: the console's JSON
+/// events show it as tool progress, the session keeps it as a `providerToolCall` with its
+/// result, and the Anthropic and Chat Completions steps after it get it as text (no tool call
+/// without its result, none executed by us).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_each() {
     let fake = volcanic_testkit::fake_claude::path().unwrap_or_else(|e| panic!("the fake claude is needed: {e}"));
@@ -87,10 +91,12 @@ async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_eac
         ("openai/gpt-4.1", "/v1/chat/completions"),
         ("claude-code/sonnet", ""),
         ("anthropic/claude-opus-4-5", "/v1/messages"),
+        ("openai/gpt-4.1", "/v1/chat/completions"),
     ];
     let mut session: Option<String> = None;
     let mut said: Vec<String> = Vec::new();
     let mut our_tool_runs = 0;
+    let mut claude_ran = false;
     for (i, (model, path)) in steps.iter().enumerate() {
         let file = format!("step{i}.txt");
         let prompt = if path.is_empty() {
@@ -106,6 +112,9 @@ async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_eac
         };
         let before = server.requests().len();
         let mut args = vec!["--model", model, "-p", prompt.as_str()];
+        if path.is_empty() {
+            args.splice(0..0, ["--mode", "json"]);
+        }
         if let Some(s) = &session {
             args.splice(0..0, ["--session", s.as_str()]);
         }
@@ -120,7 +129,13 @@ async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_eac
         if path.is_empty() {
             assert!(stdout(&out).contains("fake claude (new session"), "{}", stdout(&out));
             assert_eq!(requests.len(), before, "Claude Code is the model: no request here");
+            claude_code_tool_is_progress_and_history(&stdout(&out), session.as_deref().unwrap());
+            assert!(
+                !env.workspace().join("notes.txt").exists(),
+                "Claude's own call was run by us"
+            );
             said.push(prompt);
+            claude_ran = true;
             continue;
         }
         assert_eq!(stdout(&out), format!("step {i} done\n"), "{model}");
@@ -139,10 +154,72 @@ async fn one_conversation_switches_across_five_back_ends_with_a_tool_call_in_eac
                     "{model}: {earlier:?} missing from {body}"
                 );
             }
+            if claude_ran {
+                // Claude's call and its result, as assistant text.
+                for needle in ["Ran tool `Bash` with", "Result:\\nnotes.txt"] {
+                    assert!(body.contains(needle), "{model}: {needle:?} missing from {body}");
+                }
+                assert!(
+                    !body.contains("toolu_1"),
+                    "{model}: Claude's call id sent as a call: {body}"
+                );
+            }
         }
         our_tool_runs += 1;
         assert_eq!(requests[before + 1].tool_outputs().len(), our_tool_runs, "{model}");
         said.push(format!("step {i}: write {file}"));
         said.push(format!("step {i} done"));
     }
+}
+
+/// The Claude Code step's JSON events show its `Bash` as tool progress (start with the
+/// arguments, end with the result) and the session file keeps it as one `providerToolCall`
+/// block with its result.
+fn claude_code_tool_is_progress_and_history(json_lines: &str, session_file: &str) {
+    let events: Vec<serde_json::Value> = json_lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let progress: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("tool_execution")))
+        .map(|e| {
+            format!(
+                "{} {} {} {}",
+                e["type"].as_str().unwrap(),
+                e["toolCallId"],
+                e["toolName"],
+                e.get("args")
+                    .map_or_else(|| e["result"]["content"][0]["text"].to_string(), ToString::to_string)
+            )
+        })
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            r#"tool_execution_start "toolu_1" "Bash" {"command":"ls"}"#,
+            r#"tool_execution_end "toolu_1" "Bash" "notes.txt""#,
+        ]
+    );
+    let updates: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["assistantMessageEvent"]["type"].as_str())
+        .filter(|t| t.starts_with("provider_"))
+        .collect();
+    assert_eq!(updates, ["provider_toolcall", "provider_toolresult"]);
+    let file = std::fs::read_to_string(session_file).unwrap();
+    let blocks: Vec<serde_json::Value> = file
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["message"]["provider"] == "claude-code")
+        .flat_map(|e| e["message"]["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "providerToolCall")
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            json!({"type": "providerToolCall", "id": "toolu_1", "name": "Bash", "arguments": {"command": "ls"},
+            "result": {"content": [{"type": "text", "text": "notes.txt"}], "isError": false}})
+        ]
+    );
 }

@@ -19,6 +19,9 @@
 //! ```
 //!
 //! `extension_error`, `auto_retry_start/end` and `compaction_start/end` may appear anywhere inside.
+//! A tool the provider ran itself ([`ProviderToolCall`](crate::messages::ProviderToolCall),
+//! e.g. Claude Code's) is shown with `tool_execution_start` and `tool_execution_end` among the
+//! assistant's `message_update`s, as its events stream in; no tool result message follows.
 
 use crate::messages::{AssistantMessage, Message, ToolResultMessage};
 use crate::provider::AssistantMessageEvent;

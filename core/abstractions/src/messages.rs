@@ -3,7 +3,8 @@
 //!
 //! Shapes (JSON):
 //! - user: `{"role":"user","content": string | [text|image], "timestamp": ms}`
-//! - assistant: `{"role":"assistant","content":[text|thinking|toolCall],"api","provider","model",
+//! - assistant: `{"role":"assistant","content":[text|thinking|toolCall|providerToolCall],"api",
+//!   "provider","model",
 //!   "responseId"?, "usage", "stopReason", "errorMessage"?, "timestamp": ms}`
 //! - tool result: `{"role":"toolResult","toolCallId","toolName","content":[text|image],"details"?,
 //!   "isError","timestamp": ms}`
@@ -70,6 +71,110 @@ pub struct ToolCall {
     pub thought_signature: Option<String>,
 }
 
+/// A tool call the provider ran itself, inside its own call, with its result once it came: what
+/// Claude Code's `tool_use` and `tool_result` blocks are (its agent runs its own tools), and what
+/// Anthropic's server tools are (`server_tool_use` + `web_search_tool_result`, both content of
+/// the assistant message: <https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool>).
+///
+/// History, never a request: the runtime does not execute it and no `toolResult` message answers
+/// it ([`AssistantMessage::tool_calls`] leaves it out). The call and its result are one block, so
+/// a transcript cannot hold one without the other. Providers whose API has no such block get
+/// [`ProviderToolCall::as_text`] instead. Our own extension of pi's format (`"type":
+/// "providerToolCall"`); pi skips block types it does not know.
+///
+/// JSON: `{"type":"providerToolCall","id","name","arguments","result"?:{"content":[text|image],
+/// "isError"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderToolCall {
+    /// The provider's id of the call (e.g. Claude Code's `toolu_…`).
+    pub id: String,
+    /// Tool name, as the provider names it (`Bash`, `Read`, `web_search`).
+    pub name: String,
+    /// Its arguments (a JSON object as the provider gave it).
+    pub arguments: Value,
+    /// The result, absent while the tool runs or when none came (the call was cut off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ProviderToolResult>,
+}
+
+/// What a [`ProviderToolCall`] returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderToolResult {
+    /// The output, as the provider kept it (it may be cut).
+    pub content: Vec<UserContent>,
+    /// True when the tool failed.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// How many characters of a provider tool call's arguments, and of its result, go into
+/// [`ProviderToolCall::as_text`] (the rest is cut, marked with `[…]`).
+pub const PROVIDER_TOOL_TEXT_CHARS: usize = 2_000;
+
+impl ProviderToolCall {
+    /// The call and its result as plain assistant text, for a provider whose API has no block
+    /// for it (any but the one that ran it): `Ran tool `NAME` with ARGS`, then `Result:`,
+    /// `Failed:` or `(no result)`, then the result's text (images noted, not sent). Arguments and
+    /// result are each cut at [`PROVIDER_TOOL_TEXT_CHARS`] characters. Worded as pi words a
+    /// user-run command (`Ran `cmd``), so it reads as history, not as a request.
+    pub fn as_text(&self) -> String {
+        let mut out = format!(
+            "Ran tool `{}` with {}",
+            self.name,
+            cut(&self.arguments.to_string(), PROVIDER_TOOL_TEXT_CHARS)
+        );
+        match &self.result {
+            None => out.push_str(
+                "
+(no result)",
+            ),
+            Some(r) => {
+                out.push_str(if r.is_error {
+                    "
+Failed:
+"
+                } else {
+                    "
+Result:
+"
+                });
+                let mut text = join_text(&r.content);
+                let images = r.content.iter().filter(|c| matches!(c, UserContent::Image(_))).count();
+                if images > 0 {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&format!("[{images} image(s) not shown]"));
+                }
+                if text.trim().is_empty() {
+                    text = "(no output)".into();
+                }
+                out.push_str(&cut(&text, PROVIDER_TOOL_TEXT_CHARS));
+            }
+        }
+        out
+    }
+
+    /// Size in characters for token estimates (name, arguments and the result's text).
+    fn estimated_chars(&self) -> usize {
+        self.name.len()
+            + self.arguments.to_string().len()
+            + self.result.as_ref().map_or(0, |r| join_text(&r.content).len())
+    }
+}
+
+/// `text` cut at `max` characters, marked `[…]` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max).collect();
+    out.push_str(" […]");
+    out
+}
+
 /// A block of user or tool-result content: text or image.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -88,8 +193,10 @@ pub enum AssistantContent {
     Text(TextContent),
     /// Reasoning.
     Thinking(ThinkingContent),
-    /// Tool call.
+    /// Tool call (for the runtime to execute).
     ToolCall(ToolCall),
+    /// A tool call the provider executed itself, with its result: history, never executed.
+    ProviderToolCall(ProviderToolCall),
 }
 
 /// Why the model stopped. Wire names as pi's: `stop`, `length`, `toolUse`, `error`, `aborted`.
@@ -252,11 +359,20 @@ impl AssistantMessage {
         }
     }
 
-    /// The tool calls of this message, in source order.
+    /// The tool calls of this message for the runtime to execute, in source order (without the
+    /// [`ProviderToolCall`]s, which the provider ran itself).
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.iter().filter_map(|c| match c {
             AssistantContent::ToolCall(t) => Some(t),
-            AssistantContent::Text(_) | AssistantContent::Thinking(_) => None,
+            AssistantContent::Text(_) | AssistantContent::Thinking(_) | AssistantContent::ProviderToolCall(_) => None,
+        })
+    }
+
+    /// The tool calls the provider ran itself, in source order.
+    pub fn provider_tool_calls(&self) -> impl Iterator<Item = &ProviderToolCall> {
+        self.content.iter().filter_map(|c| match c {
+            AssistantContent::ProviderToolCall(t) => Some(t),
+            _ => None,
         })
     }
 
@@ -434,6 +550,7 @@ impl Message {
                     AssistantContent::Text(t) => t.text.len(),
                     AssistantContent::Thinking(t) => t.thinking.len(),
                     AssistantContent::ToolCall(t) => t.name.len() + t.arguments.to_string().len(),
+                    AssistantContent::ProviderToolCall(t) => t.estimated_chars(),
                 })
                 .sum(),
             Message::ToolResult(m) => user(&m.content),
@@ -445,31 +562,5 @@ impl Message {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn pi_assistant_message_round_trips_byte_for_byte() {
-        let line = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"hm","thinkingSignature":"c2ln"},{"type":"text","text":"ok"},{"type":"toolCall","id":"toolu_01A","name":"read","arguments":{"path":"a.rs"}}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","responseId":"msg_01x","usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10,"cost":{"input":0.1,"output":0.2,"cacheRead":0.3,"cacheWrite":0.4,"total":1.0}},"stopReason":"toolUse","timestamp":1768467600000}"#;
-        let m: Message = serde_json::from_str(line).unwrap();
-        assert_eq!(m.role(), "assistant");
-        // JS writes 1 where Rust writes 1.0 for an f64; everything else is identical.
-        assert_eq!(serde_json::to_string(&m).unwrap(), line);
-    }
-
-    #[test]
-    fn user_string_content_is_kept_as_string() {
-        let line = r#"{"role":"user","content":"hi","timestamp":5}"#;
-        let m: Message = serde_json::from_str(line).unwrap();
-        assert_eq!(serde_json::to_string(&m).unwrap(), line);
-    }
-
-    #[test]
-    fn tool_result_omits_absent_details() {
-        let line = r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":7}"#;
-        let m: Message = serde_json::from_str(line).unwrap();
-        assert_eq!(serde_json::to_string(&m).unwrap(), line);
-    }
-}
+#[path = "messages_tests.rs"]
+mod tests;

@@ -6,9 +6,14 @@
 //! start
 //! ( text_start text_delta* text_end
 //! | thinking_start thinking_delta* thinking_end
-//! | toolcall_start toolcall_delta* toolcall_end )*
+//! | toolcall_start toolcall_delta* toolcall_end
+//! | provider_toolcall )*
+//! provider_toolresult   <- any time after its provider_toolcall
 //! done | error          <- exactly one, always last
 //! ```
+//!
+//! `provider_toolcall`/`provider_toolresult` (ours, not pi's) carry a tool call the provider ran
+//! itself ([`ProviderToolCall`]): a whole block at once, then its result when it came.
 //!
 //! A provider never fails out of band: HTTP errors, broken streams, aborts and bad payloads end the
 //! stream with `error`, whose message has `stopReason` `error` or `aborted` and an `errorMessage`
@@ -18,7 +23,7 @@ mod failure;
 
 pub use failure::ProviderFailure;
 
-use crate::messages::{AssistantMessage, Message, StopReason, ToolCall};
+use crate::messages::{AssistantMessage, Message, ProviderToolCall, ProviderToolResult, StopReason, ToolCall};
 use crate::model::{Model, ThinkingLevel};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -115,6 +120,26 @@ pub enum AssistantMessageEvent {
         #[serde(rename = "toolCall")]
         tool_call: ToolCall,
     },
+    /// A tool call the provider ran itself: a whole block at `content_index` (its result
+    /// usually comes later with `provider_toolresult`). Progress and history, never executed.
+    #[serde(rename = "provider_toolcall")]
+    ProviderToolCall {
+        /// Block index.
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        /// The call (its `result`, if already known).
+        #[serde(rename = "toolCall")]
+        tool_call: ProviderToolCall,
+    },
+    /// The result of the provider's own tool call at `content_index`.
+    #[serde(rename = "provider_toolresult")]
+    ProviderToolResult {
+        /// Block index of the call.
+        #[serde(rename = "contentIndex")]
+        content_index: usize,
+        /// The result.
+        result: ProviderToolResult,
+    },
     /// The call finished; the final message.
     Done {
         /// `stop`, `length` or `toolUse`.
@@ -153,6 +178,8 @@ impl AssistantMessageEvent {
             AssistantMessageEvent::ToolCallStart { .. } => "toolcall_start",
             AssistantMessageEvent::ToolCallDelta { .. } => "toolcall_delta",
             AssistantMessageEvent::ToolCallEnd { .. } => "toolcall_end",
+            AssistantMessageEvent::ProviderToolCall { .. } => "provider_toolcall",
+            AssistantMessageEvent::ProviderToolResult { .. } => "provider_toolresult",
             AssistantMessageEvent::Done { .. } => "done",
             AssistantMessageEvent::Error { .. } => "error",
         }

@@ -299,6 +299,8 @@ impl Mapper {
                     tool_call: call.clone(),
                 });
             }
+            // Never opened by this mapper (server tools are not requested).
+            AssistantContent::ProviderToolCall(_) => {}
         }
     }
 }

@@ -396,6 +396,14 @@ fn assistant_blocks(message: &AssistantMessage) -> Vec<Marked<'_>> {
                 }
                 .into(),
             ),
+            // Ran by another API's provider (Claude Code): history as text, not a `tool_use`
+            // that would need a `tool_result` this API never saw.
+            AssistantContent::ProviderToolCall(call) => Some(
+                Block::Text {
+                    text: Cow::Owned(call.as_text()),
+                }
+                .into(),
+            ),
         })
         .collect()
 }

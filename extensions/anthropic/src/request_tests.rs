@@ -355,3 +355,19 @@ fn tool_ids_are_made_valid_and_stay_paired() {
         "{weird}"
     );
 }
+
+#[test]
+fn tools_claude_code_ran_itself_are_text_with_no_tool_use_left_unanswered() {
+    use volcanic_provider_support::testing::{CLAUDE_CODE_TOOL_TEXT, claude_code_turn};
+    assert_eq!(
+        serde_json::to_value(messages(&model(false, false, 8_000), &claude_code_turn())).unwrap(),
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "list the files"}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": CLAUDE_CODE_TOOL_TEXT},
+                {"type": "text", "text": "One file."},
+            ]},
+            {"role": "user", "content": [{"type": "text", "text": "and now?", "cache_control": {"type": "ephemeral"}}]},
+        ])
+    );
+}

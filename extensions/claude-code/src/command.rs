@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr;
-use volcanic_abstractions::{Message, ProviderContext, StreamOptions, UserContent};
+use volcanic_abstractions::{AssistantContent, AssistantMessage, Message, ProviderContext, StreamOptions, UserContent};
 use volcanic_provider_support::{branch_summary_text, compaction_summary_text};
 
 use crate::{ClaudeCodeConfig, ClaudeCodeError, PROVIDER};
@@ -154,7 +154,7 @@ fn prompt(messages: &[Message], resuming: bool) -> String {
         let line = match m {
             Message::User(_) => user_text(m).map(|t| format!("User: {t}")),
             Message::Assistant(a) => {
-                let text = a.text();
+                let text = assistant_text(a);
                 (!text.is_empty()).then(|| format!("Assistant: {text}"))
             }
             Message::ToolResult(r) => Some(format!("Tool result ({}): {}", r.tool_name, join(&r.content))),
@@ -170,6 +170,24 @@ fn prompt(messages: &[Message], resuming: bool) -> String {
     out.push_str("Now the user says:\n\n");
     out.push_str(&new);
     out
+}
+
+/// An answer in a fresh start's transcript: its text, with the tools it called and those the
+/// provider ran itself (Claude Code's own, in an earlier `claude` session) said in words, in
+/// order.
+fn assistant_text(a: &AssistantMessage) -> String {
+    let parts: Vec<String> = a
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            AssistantContent::Text(t) => Some(t.text.clone()),
+            AssistantContent::ProviderToolCall(call) => Some(call.as_text()),
+            AssistantContent::ToolCall(call) => Some(format!("Called tool `{}` with {}", call.name, call.arguments)),
+            AssistantContent::Thinking(_) => None,
+        })
+        .filter(|t| !t.trim().is_empty())
+        .collect();
+    parts.join("\n\n")
 }
 
 fn user_text(m: &Message) -> Option<String> {

@@ -1,6 +1,8 @@
 use super::*;
 use pretty_assertions::assert_eq;
-use volcanic_abstractions::{AssistantMessage, SummaryMessage};
+use volcanic_abstractions::{
+    AssistantContent, AssistantMessage, ProviderToolCall, ProviderToolResult, SummaryMessage, TextContent, ToolCall,
+};
 
 fn answer(provider: &str, id: Option<&str>, ts: i64) -> Message {
     let mut a = AssistantMessage::empty("claude-code", provider, "sonnet", ts);
@@ -124,6 +126,79 @@ fn starts_fresh_after_a_compaction_or_another_model_with_the_transcript_as_text(
         Message::user_text("b", 3),
     ];
     assert_eq!(resume_id(&other), None);
+}
+
+/// A Claude Code answer that ran `Bash` itself, then said "One file.".
+fn answer_with_a_tool(id: Option<&str>, ts: i64) -> Message {
+    let Message::Assistant(mut a) = answer("claude-code", id, ts) else {
+        unreachable!()
+    };
+    a.content = vec![
+        AssistantContent::ProviderToolCall(ProviderToolCall {
+            id: "toolu_1".into(),
+            name: "Bash".into(),
+            arguments: serde_json::json!({"command": "ls"}),
+            result: Some(ProviderToolResult {
+                content: vec![UserContent::Text(TextContent {
+                    text: "a.txt".into(),
+                    text_signature: None,
+                })],
+                is_error: false,
+            }),
+        }),
+        AssistantContent::Text(TextContent {
+            text: "One file.".into(),
+            text_signature: None,
+        }),
+    ];
+    Message::Assistant(a)
+}
+
+#[test]
+fn its_own_tool_calls_are_not_resent_on_resume_and_are_text_on_a_fresh_start() {
+    let resumed = invocation(
+        &ClaudeCodeConfig::default(),
+        "sonnet",
+        &context(vec![
+            Message::user_text("list", 1),
+            answer_with_a_tool(Some("sess-1"), 2),
+            Message::user_text("next", 3),
+        ]),
+        &options(),
+        |_| None,
+    );
+    assert_eq!(resumed.resume.as_deref(), Some("sess-1"));
+    assert_eq!(resumed.stdin, "next", "claude has its own history");
+
+    // Fresh (after another model answered): the whole history as text, calls in words.
+    let Message::Assistant(mut other) = answer("anthropic", None, 4) else {
+        unreachable!()
+    };
+    other.content = vec![AssistantContent::ToolCall(ToolCall {
+        id: "c1".into(),
+        name: "read".into(),
+        arguments: serde_json::json!({"path": "a.txt"}),
+        thought_signature: None,
+    })];
+    let fresh = invocation(
+        &ClaudeCodeConfig::default(),
+        "sonnet",
+        &context(vec![
+            Message::user_text("list", 1),
+            answer_with_a_tool(Some("sess-1"), 2),
+            Message::Assistant(other),
+            Message::user_text("next", 5),
+        ]),
+        &options(),
+        |_| None,
+    );
+    assert_eq!(fresh.resume, None);
+    assert_eq!(
+        fresh.stdin,
+        "The conversation so far:\n\nUser: list\n\nAssistant: Ran tool `Bash` with {\"command\":\"ls\"}\n\
+         Result:\na.txt\n\nOne file.\n\nAssistant: Called tool `read` with {\"path\":\"a.txt\"}\n\n\
+         Now the user says:\n\nnext"
+    );
 }
 
 #[test]

@@ -16,8 +16,10 @@
 //!   it starts fresh, sending what the transcript holds as text.
 //! - **Stream.** Text and thinking deltas come from `stream_event` partial messages (or whole
 //!   `assistant` blocks when no partials came). Claude's own tool calls and results (already run
-//!   inside `claude`) are shown as progress and kept in the transcript as thinking blocks, one
-//!   per call and one per result, so the runtime never executes them. The `result` line gives
+//!   inside `claude`) become `providerToolCall` blocks, each call paired with its result: shown
+//!   as progress (the `tool_execution_*` events our own tools show), kept in the transcript,
+//!   never executed by the runtime, not re-sent on `--resume` (`claude` has them), and turned
+//!   into text for any other provider the session switches to. The `result` line gives
 //!   usage and `total_cost_usd`; an error result, a non-zero exit or a missing `claude` binary
 //!   ends the stream with an `error` event that says what to do. Unknown line types are skipped.
 #![warn(missing_docs, unreachable_pub)]

@@ -2,14 +2,17 @@
 //!
 //! Text and thinking stream from `stream_event` lines (raw Anthropic stream events, sent with
 //! `--include-partial-messages`); a whole `assistant` block counts only when its message was not
-//! streamed. Claude's own `tool_use` blocks and the `user` lines' `tool_result` blocks become
-//! thinking blocks: shown as progress, kept in the transcript, never executed by the runtime.
-//! Lines of subagents (`parent_tool_use_id` set) and unknown types are skipped.
+//! streamed. Claude's own `tool_use` blocks (whole, from `assistant` lines) become
+//! `providerToolCall` blocks (`provider_toolcall` events), and the `user` lines' `tool_result`
+//! blocks their results (`provider_toolresult`): shown as progress, kept in the transcript as
+//! paired history, never executed by the runtime. Lines of subagents (`parent_tool_use_id` set)
+//! and unknown types are skipped.
 
 use serde_json::Value;
 use std::collections::HashSet;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, AssistantMessageEvent as Ev, Cost, Model, TextContent, ThinkingContent, Usage,
+    AssistantContent, AssistantMessage, AssistantMessageEvent as Ev, Cost, Model, ProviderToolCall, ProviderToolResult,
+    TextContent, ThinkingContent, Usage, UserContent,
 };
 
 /// How long a tool result may be in the transcript (characters); the rest is cut.
@@ -119,39 +122,77 @@ impl Mapper {
             match block["type"].as_str().unwrap_or_default() {
                 "text" if !streamed => self.whole(Kind::Text, block["text"].as_str(), out),
                 "thinking" if !streamed => self.whole(Kind::Thinking, block["thinking"].as_str(), out),
-                "tool_use" => {
-                    let name = block["name"].as_str().unwrap_or("tool");
-                    let text = format!("Claude Code ran {name} {}", block["input"]);
-                    self.whole(Kind::Thinking, Some(&text), out);
-                }
+                "tool_use" => self.tool_use(block, out),
                 _ => {}
             }
         }
     }
 
+    /// One of Claude's own tool calls: a whole `providerToolCall` block, its result to come.
+    fn tool_use(&mut self, block: &Value, out: &mut Vec<Ev>) {
+        let Some(id) = block["id"].as_str() else {
+            tracing::debug!("claude-code: skipping a tool_use without an id");
+            return;
+        };
+        if self.call_index(id).is_some() {
+            return;
+        }
+        self.close(out);
+        let call = ProviderToolCall {
+            id: id.to_owned(),
+            name: block["name"].as_str().unwrap_or("tool").to_owned(),
+            arguments: match &block["input"] {
+                Value::Null => Value::Object(Default::default()),
+                input => input.clone(),
+            },
+            result: None,
+        };
+        let content_index = self.message.content.len();
+        self.message
+            .content
+            .push(AssistantContent::ProviderToolCall(call.clone()));
+        out.push(Ev::ProviderToolCall {
+            content_index,
+            tool_call: call,
+        });
+    }
+
+    /// The `tool_result` blocks of a `user` line: each the result of the call with its
+    /// `tool_use_id` (one without a known call, or a second one, is skipped).
     fn on_user(&mut self, m: &Value, out: &mut Vec<Ev>) {
         for block in m["content"].as_array().into_iter().flatten() {
             if block["type"] != "tool_result" {
                 continue;
             }
-            let content = match &block["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                _ => String::new(),
+            let Some(content_index) = block["tool_use_id"].as_str().and_then(|id| self.call_index(id)) else {
+                tracing::debug!("claude-code: skipping a tool_result without its tool_use");
+                continue;
             };
-            let content = if content.chars().count() > RESULT_CHARS {
-                format!("{} […]", content.chars().take(RESULT_CHARS).collect::<String>())
-            } else {
-                content
+            let result = ProviderToolResult {
+                content: vec![UserContent::Text(TextContent {
+                    text: result_text(&block["content"]),
+                    text_signature: None,
+                })],
+                is_error: block["is_error"] == true,
             };
-            let label = if block["is_error"] == true { "failed" } else { "result" };
-            let text = format!("Tool {label}: {content}");
-            self.whole(Kind::Thinking, Some(&text), out);
+            let Some(AssistantContent::ProviderToolCall(call)) = self.message.content.get_mut(content_index) else {
+                continue;
+            };
+            if call.result.is_some() {
+                tracing::debug!("claude-code: skipping a second tool_result of one call");
+                continue;
+            }
+            call.result = Some(result.clone());
+            out.push(Ev::ProviderToolResult { content_index, result });
         }
+    }
+
+    /// The index of the `providerToolCall` block with Claude's call id `id`.
+    fn call_index(&self, id: &str) -> Option<usize> {
+        self.message
+            .content
+            .iter()
+            .position(|c| matches!(c, AssistantContent::ProviderToolCall(call) if call.id == id))
     }
 
     fn on_result(&mut self, v: &Value) {
@@ -264,6 +305,28 @@ impl Mapper {
     pub(crate) fn finish(mut self, out: &mut Vec<Ev>) -> AssistantMessage {
         self.close(out);
         self.message
+    }
+}
+
+/// A `tool_result`'s content as text (a string, or its text parts joined; other parts named),
+/// cut at [`RESULT_CHARS`] characters.
+fn result_text(content: &Value) -> String {
+    let text = match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p["text"].as_str() {
+                Some(t) => t.to_owned(),
+                None => format!("[{}]", p["type"].as_str().unwrap_or("content")),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    if text.chars().count() > RESULT_CHARS {
+        format!("{} […]", text.chars().take(RESULT_CHARS).collect::<String>())
+    } else {
+        text
     }
 }
 

@@ -128,27 +128,36 @@ async fn the_next_turn_resumes_the_session_with_only_the_new_text() {
 }
 
 #[tokio::test]
-async fn claudes_own_tool_calls_are_progress_never_tool_calls() {
+async fn claudes_own_tool_calls_are_paired_provider_tool_calls_never_tool_calls() {
     let s = setup(None);
     let events = s.call("look around [tool]").await;
+    volcanic_provider_support::testing::assert_well_formed(&events);
     assert!(events.iter().all(|e| !e.name().starts_with("toolcall")), "{events:?}");
+    let progress: Vec<&str> = events
+        .iter()
+        .map(|e| e.name())
+        .filter(|n| n.starts_with("provider_"))
+        .collect();
+    assert_eq!(progress, ["provider_toolcall", "provider_toolresult"]);
     let (reason, message) = last(&events);
     assert_eq!(reason, StopReason::Stop);
     assert_eq!(message.tool_calls().count(), 0);
-    let thinking: Vec<&str> = message
+    let blocks: Vec<String> = message
         .content
         .iter()
-        .filter_map(|c| match c {
-            AssistantContent::Thinking(t) => Some(t.thinking.as_str()),
-            _ => None,
+        .map(|c| match c {
+            AssistantContent::ProviderToolCall(call) => format!("ran: {}", call.as_text()),
+            AssistantContent::Thinking(t) => format!("thinking: {}", t.thinking),
+            AssistantContent::Text(_) => "text".into(),
+            AssistantContent::ToolCall(call) => format!("call: {}", call.name),
         })
         .collect();
     assert_eq!(
-        thinking,
+        blocks,
         [
-            r#"Claude Code ran Bash {"command":"ls"}"#,
-            "Tool result: notes.txt",
-            "Considering."
+            "ran: Ran tool `Bash` with {\"command\":\"ls\"}\nResult:\nnotes.txt",
+            "thinking: Considering.",
+            "text"
         ]
     );
 }

@@ -370,12 +370,14 @@ impl Mapper {
                     id: None,
                     content: Vec::new(),
                 },
-                Some(AssistantContent::ToolCall(_)) | None => Item::FunctionCall {
-                    id: None,
-                    call_id: None,
-                    name: None,
-                    arguments: None,
-                },
+                Some(AssistantContent::ToolCall(_) | AssistantContent::ProviderToolCall(_)) | None => {
+                    Item::FunctionCall {
+                        id: None,
+                        call_id: None,
+                        name: None,
+                        arguments: None,
+                    }
+                }
             };
             self.item_done(output_index, item, out);
         }

@@ -279,22 +279,15 @@ fn push_assistant<'a>(out: &mut Vec<InputItem<'a>>, model: &Model, message: &'a 
                 if text.text.trim().is_empty() {
                     continue;
                 }
-                *count += 1;
                 let id = text
                     .text_signature
                     .clone()
-                    .filter(|id| same_model && id.starts_with("msg") && id.len() <= MAX_CALL_ID)
-                    .unwrap_or_else(|| format!("msg_{count}"));
-                out.push(InputItem::Message {
-                    role: "assistant",
-                    content: vec![Part::OutputText {
-                        text: text.text.clone(),
-                        annotations: [],
-                    }],
-                    id: Some(id),
-                    status: Some("completed"),
-                });
+                    .filter(|id| same_model && id.starts_with("msg") && id.len() <= MAX_CALL_ID);
+                push_output_text(out, text.text.clone(), id, count);
             }
+            // Ran by another API's provider (Claude Code): history as text, not a
+            // `function_call` that would need a `function_call_output` this API never saw.
+            AssistantContent::ProviderToolCall(call) => push_output_text(out, call.as_text(), None, count),
             AssistantContent::ToolCall(call) => out.push(InputItem::FunctionCall {
                 call_id: call_id(&call.id),
                 name: &call.name,
@@ -306,6 +299,18 @@ fn push_assistant<'a>(out: &mut Vec<InputItem<'a>>, model: &Model, message: &'a 
             }),
         }
     }
+}
+
+/// An assistant `message` item with one `output_text` part; `id` (a stored `msg…` id) or the
+/// `count`-th `msg_N`.
+fn push_output_text(out: &mut Vec<InputItem<'_>>, text: String, id: Option<String>, count: &mut usize) {
+    *count += 1;
+    out.push(InputItem::Message {
+        role: "assistant",
+        content: vec![Part::OutputText { text, annotations: [] }],
+        id: Some(id.unwrap_or_else(|| format!("msg_{count}"))),
+        status: Some("completed"),
+    });
 }
 
 /// A stored reasoning item, when it has an id and its encrypted content: without it a stateless

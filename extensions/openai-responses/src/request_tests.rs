@@ -181,3 +181,22 @@ fn foreign_ids_become_valid_call_ids_alike_for_call_and_output() {
     assert_eq!(output["call_id"], id);
     assert!(call.get("id").is_none());
 }
+
+#[test]
+fn tools_claude_code_ran_itself_are_text_with_no_function_call_left_unanswered() {
+    use volcanic_provider_support::testing::{CLAUDE_CODE_TOOL_TEXT, claude_code_turn};
+    let body = body(claude_code_turn(), ThinkingLevel::Off);
+    let input = body["input"].as_array().unwrap();
+    assert!(input.iter().all(|item| item["type"] != "function_call"), "{input:?}");
+    let said: Vec<(&str, &str)> = input
+        .iter()
+        .filter(|item| item["role"] == "assistant")
+        .map(|item| {
+            (
+                item["id"].as_str().unwrap(),
+                item["content"][0]["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(said, [("msg_1", CLAUDE_CODE_TOOL_TEXT), ("msg_2", "One file.")]);
+}

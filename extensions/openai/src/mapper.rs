@@ -316,7 +316,7 @@ impl Mapper {
         let call = self.calls.get(&index)?;
         match self.message.content.get(call.content_index)? {
             AssistantContent::ToolCall(tool_call) => Some(tool_call.id.as_str()),
-            AssistantContent::Text(_) | AssistantContent::Thinking(_) => None,
+            _ => None,
         }
     }
 

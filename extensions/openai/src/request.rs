@@ -288,10 +288,14 @@ fn push_user<'a>(out: &mut Vec<WireMessage<'a>>, model: &Model, body: &'a UserBo
 fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut after_ran = false;
     for block in &message.content {
         match block {
-            AssistantContent::Text(block) => text.push_str(&block.text),
+            AssistantContent::Text(block) => push_text(&mut text, &block.text, false, &mut after_ran),
             AssistantContent::Thinking(_) => {}
+            // Ran by another API's provider (Claude Code): history as text, not a tool call this
+            // API would want a `tool` message for.
+            AssistantContent::ProviderToolCall(call) => push_text(&mut text, &call.as_text(), true, &mut after_ran),
             AssistantContent::ToolCall(call) => tool_calls.push(WireCall {
                 id: tool_id(&call.id),
                 kind: "function",
@@ -313,6 +317,19 @@ fn assistant_message(message: &AssistantMessage) -> Option<WireMessage<'_>> {
         content: has_text.then_some(text),
         tool_calls,
     })
+}
+
+/// Appends `piece` to an assistant message's text: text blocks run on as streamed, a provider-run
+/// tool call (`ran`) is a paragraph of its own. `after_ran`: the last piece was one.
+fn push_text(text: &mut String, piece: &str, ran: bool, after_ran: &mut bool) {
+    if piece.is_empty() {
+        return;
+    }
+    if (ran || *after_ran) && !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str(piece);
+    *after_ran = ran;
 }
 
 /// A `role: "tool"` message; the result's images go to `images` (or a note when the model

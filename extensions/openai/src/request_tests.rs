@@ -294,3 +294,47 @@ fn reasoning_effort_table() {
         assert_eq!(reasoning_effort(level), expected, "{level}");
     }
 }
+
+#[test]
+fn tools_claude_code_ran_itself_are_text_with_no_tool_call_left_unanswered() {
+    use volcanic_provider_support::testing::{CLAUDE_CODE_TOOL_TEXT, claude_code_turn};
+    let transcript = claude_code_turn();
+    let out = convert_messages(&model("http://127.0.0.1:9/v1", false, false), &transcript);
+    assert_eq!(
+        serde_json::to_value(out).unwrap(),
+        json!([
+            {"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": format!("{CLAUDE_CODE_TOOL_TEXT}\n\nOne file.")},
+            {"role": "user", "content": "and now?"},
+        ])
+    );
+}
+
+#[test]
+fn a_tool_claude_code_ran_is_a_paragraph_of_its_own() {
+    use volcanic_abstractions::{ProviderToolCall, ProviderToolResult};
+    let ran = AssistantContent::ProviderToolCall(ProviderToolCall {
+        id: "toolu_1".into(),
+        name: "Read".into(),
+        arguments: json!({}),
+        result: Some(ProviderToolResult {
+            content: vec![text("x")],
+            is_error: true,
+        }),
+    });
+    let plain = |t: &str| {
+        AssistantContent::Text(TextContent {
+            text: t.into(),
+            text_signature: None,
+        })
+    };
+    let mut answer = AssistantMessage::empty("claude-code", "claude-code", "sonnet", 2);
+    answer.content = vec![plain("Let me look."), ran.clone(), plain("Hm"), plain("m."), ran];
+    let transcript = [Message::user_text("hi", 1), Message::Assistant(answer)];
+    let out = convert_messages(&model("http://127.0.0.1:9/v1", false, false), &transcript);
+    let read = "Ran tool `Read` with {}\nFailed:\nx";
+    assert_eq!(
+        serde_json::to_value(out).unwrap()[1],
+        json!({"role": "assistant", "content": format!("Let me look.\n\n{read}\n\nHmm.\n\n{read}")})
+    );
+}

@@ -146,8 +146,9 @@ pub fn failed(events: &[AssistantMessageEvent], expected: StopReason) -> String 
 }
 
 /// Panics unless the events follow pi's grammar: `start` first, exactly one terminal event
-/// last, and every block's events in order (`*_start`, deltas, `*_end`), with content indexes
-/// counting up from 0; after `done`, every block has ended.
+/// last, and every block's events in order (`*_start`, deltas, `*_end`; a `provider_toolcall`
+/// is a whole block, its `provider_toolresult` comes after it), with content indexes counting
+/// up from 0; after `done`, every block has ended.
 pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
     use AssistantMessageEvent as E;
     assert!(
@@ -171,6 +172,21 @@ pub fn assert_well_formed(events: &[AssistantMessageEvent]) {
             E::ToolCallStart { content_index, .. } => (*content_index, "toolcall", 0),
             E::ToolCallDelta { content_index, .. } => (*content_index, "toolcall", 1),
             E::ToolCallEnd { content_index, .. } => (*content_index, "toolcall", 2),
+            // A whole block at once: starts and ends here.
+            E::ProviderToolCall { content_index, .. } => {
+                assert_eq!(*content_index, next_index, "blocks start in index order: {events:?}");
+                next_index += 1;
+                blocks.insert(*content_index, ("providertoolcall", true));
+                continue;
+            }
+            // Comes after its call ended.
+            E::ProviderToolResult { content_index, .. } => {
+                assert!(
+                    matches!(blocks.get(content_index), Some(("providertoolcall", _))),
+                    "provider_toolresult without its provider_toolcall: {events:?}"
+                );
+                continue;
+            }
             E::Start { .. } | E::Done { .. } | E::Error { .. } => {
                 panic!("unexpected {} in the middle: {events:?}", event.name())
             }
@@ -356,4 +372,40 @@ pub async fn aimock_two_step_tool_call(
     let second = done(&events);
     assert_eq!(second.text(), "It is 21 °C and sunny in Paris.");
     assert_eq!(second.stop_reason, StopReason::Stop);
+}
+
+/// The text [`claude_code_turn`]'s tool call reads as for any other API
+/// ([`ProviderToolCall::as_text`](volcanic_abstractions::ProviderToolCall::as_text)).
+pub const CLAUDE_CODE_TOOL_TEXT: &str = "Ran tool `Bash` with {\"command\":\"ls\"}\nResult:\nnotes.txt";
+
+/// A turn of Claude Code (`api` `claude-code`) that ran its own `Bash` (a `providerToolCall`
+/// with its result), then answered `One file.`, between two user messages: for request builders
+/// to show they send it as text, with no tool call left unanswered.
+pub fn claude_code_turn() -> Vec<Message> {
+    use volcanic_abstractions::{AssistantContent, ProviderToolCall, ProviderToolResult};
+    let mut answer = AssistantMessage::empty("claude-code", "claude-code", "sonnet", 2);
+    answer.content = vec![
+        AssistantContent::ProviderToolCall(ProviderToolCall {
+            id: "toolu_1".into(),
+            name: "Bash".into(),
+            arguments: json!({"command": "ls"}),
+            result: Some(ProviderToolResult {
+                content: vec![UserContent::Text(TextContent {
+                    text: "notes.txt".into(),
+                    text_signature: None,
+                })],
+                is_error: false,
+            }),
+        }),
+        AssistantContent::Text(TextContent {
+            text: "One file.".into(),
+            text_signature: None,
+        }),
+    ];
+    answer.response_id = Some("sess-1".into());
+    vec![
+        Message::user_text("list the files", 1),
+        Message::Assistant(answer),
+        Message::user_text("and now?", 3),
+    ]
 }

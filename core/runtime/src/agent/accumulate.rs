@@ -73,6 +73,21 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessa
                 *slot = AssistantContent::ToolCall(tool_call.clone());
             }
         }
+        AssistantMessageEvent::ProviderToolCall {
+            content_index,
+            tool_call,
+        } => {
+            let block = AssistantContent::ProviderToolCall(tool_call.clone());
+            ensure(partial, *content_index, || block.clone());
+            if let Some(slot) = partial.content.get_mut(*content_index) {
+                *slot = block;
+            }
+        }
+        AssistantMessageEvent::ProviderToolResult { content_index, result } => {
+            if let Some(AssistantContent::ProviderToolCall(c)) = partial.content.get_mut(*content_index) {
+                c.result = Some(result.clone());
+            }
+        }
         AssistantMessageEvent::Done { message, .. } => *partial = message.clone(),
         AssistantMessageEvent::Error { error, .. } => *partial = error.clone(),
     }

@@ -10,11 +10,11 @@ use crate::models::now_ms;
 use futures::StreamExt;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::events::{AgentSessionEvent, ToolResultView};
 use volcanic_abstractions::extensions::events::{
     BeforeProviderRequestEvent, ContextEvent, MessageStartEvent, MessageUpdateEvent,
 };
-use volcanic_abstractions::messages::{AssistantMessage, Message, StopReason};
+use volcanic_abstractions::messages::{AssistantContent, AssistantMessage, Message, StopReason};
 use volcanic_abstractions::model::Model;
 use volcanic_abstractions::provider::{
     AssistantMessageEvent, ProviderContext, ProviderStream, StreamOptions, is_context_overflow,
@@ -152,17 +152,50 @@ async fn receive(
                     };
                     inner.runner.emit(&mut upd, &inner.ctx(), cancel).await;
                 }
+                let progress = provider_tool_progress(&partial, &ev);
                 inner.emit(AgentSessionEvent::MessageUpdate {
                     message: partial.clone(),
                     assistant_message_event: ev,
                 });
+                if let Some(progress) = progress {
+                    inner.emit(progress);
+                }
             }
         }
     }
 }
 
-/// The final message as it is kept: a second overflow explained, the error message redacted,
-/// the cost computed when the provider gave none.
+/// The host's progress event for a tool the provider ran itself (`tool_execution_start` when the
+/// call streams in, `tool_execution_end` with its result), the same lines our own tools show.
+/// Only hosts see it: extensions' tool hooks are for tools the runtime runs.
+fn provider_tool_progress(partial: &AssistantMessage, ev: &AssistantMessageEvent) -> Option<AgentSessionEvent> {
+    match ev {
+        AssistantMessageEvent::ProviderToolCall { tool_call, .. } => Some(AgentSessionEvent::ToolExecutionStart {
+            tool_call_id: tool_call.id.clone(),
+            tool_name: tool_call.name.clone(),
+            args: tool_call.arguments.clone(),
+        }),
+        AssistantMessageEvent::ProviderToolResult { content_index, result } => {
+            let Some(AssistantContent::ProviderToolCall(call)) = partial.content.get(*content_index) else {
+                return None;
+            };
+            Some(AgentSessionEvent::ToolExecutionEnd {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                result: ToolResultView {
+                    content: result.content.clone(),
+                    details: None,
+                },
+                is_error: result.is_error,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The final message as it is kept: a `toolUse` stop with only provider-run calls becomes `stop`
+/// (nothing is left for the runtime to run: the turn ends with the answer), a second overflow
+/// explained, the error message redacted, the cost computed when the provider gave none.
 fn finalize(inner: &Inner, model: &Model, mut message: AssistantMessage, after_overflow: bool) -> AssistantMessage {
     if after_overflow && is_overflow(&message) {
         let error = message.error_message.take().unwrap_or_default();
@@ -170,6 +203,12 @@ fn finalize(inner: &Inner, model: &Model, mut message: AssistantMessage, after_o
             "{error} (still too long for the model's context window after compacting the \
              conversation; start a new session with /new)"
         ));
+    }
+    if message.stop_reason == StopReason::ToolUse
+        && message.tool_calls().next().is_none()
+        && message.provider_tool_calls().next().is_some()
+    {
+        message.stop_reason = StopReason::Stop;
     }
     redact_error(inner, &mut message);
     if message.usage.cost.total == 0.0 {

@@ -54,6 +54,10 @@ pub(crate) fn serialize(messages: &[Message]) -> Vec<String> {
                         AssistantContent::Text(t) => text.push_str(&t.text),
                         AssistantContent::Thinking(t) => thinking.push_str(&t.thinking),
                         AssistantContent::ToolCall(call) => calls.push(format!("{}({})", call.name, call.arguments)),
+                        // Ran by the provider: the call and its result in one block.
+                        AssistantContent::ProviderToolCall(call) => {
+                            calls.push(cut(&call.as_text(), TOOL_RESULT_CHARS));
+                        }
                     }
                 }
                 if !thinking.trim().is_empty() {

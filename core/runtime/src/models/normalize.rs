@@ -9,7 +9,12 @@
 //! 5. tool-call ids are mapped to what the target provider accepts (same mapping for the call and
 //!    its result);
 //! 6. thinking from another provider or model loses its signature: it becomes plain text (empty
-//!    or redacted thinking is dropped), text and tool-call signatures are dropped.
+//!    or redacted thinking is dropped), text and tool-call signatures are dropped;
+//! 7. a tool call another wire API ran itself (a `providerToolCall`, e.g. Claude Code's) becomes
+//!    plain text saying what ran and what came back ([`ProviderToolCall::as_text`]): no API has
+//!    a block for another's, and as a `tool_use` it would need a result the runtime never made.
+//!
+//! [`ProviderToolCall::as_text`]: volcanic_abstractions::messages::ProviderToolCall::as_text
 
 use std::collections::{HashMap, HashSet};
 use volcanic_abstractions::messages::{
@@ -40,7 +45,8 @@ pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Messa
                     continue;
                 }
                 let same_model = a.provider == target.provider && a.api == target.api.as_str() && a.model == target.id;
-                a.content = convert_blocks(std::mem::take(&mut a.content), same_model, &mut ids);
+                let same_api = a.api == target.api.as_str();
+                a.content = convert_blocks(std::mem::take(&mut a.content), same_model, same_api, &mut ids);
                 let calls: Vec<(String, String)> = a.tool_calls().map(|c| (c.id.clone(), c.name.clone())).collect();
                 if a.content.is_empty() {
                     continue;
@@ -95,7 +101,12 @@ pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Messa
     out
 }
 
-fn convert_blocks(blocks: Vec<AssistantContent>, same_model: bool, ids: &mut IdMapper) -> Vec<AssistantContent> {
+fn convert_blocks(
+    blocks: Vec<AssistantContent>,
+    same_model: bool,
+    same_api: bool,
+    ids: &mut IdMapper,
+) -> Vec<AssistantContent> {
     let mut out = Vec::with_capacity(blocks.len());
     for b in blocks {
         match b {
@@ -121,6 +132,11 @@ fn convert_blocks(blocks: Vec<AssistantContent>, same_model: bool, ids: &mut IdM
                 out.push(AssistantContent::ToolCall(c));
             }
             thinking @ AssistantContent::Thinking(_) => out.push(thinking),
+            AssistantContent::ProviderToolCall(c) if !same_api => out.push(AssistantContent::Text(TextContent {
+                text: c.as_text(),
+                text_signature: None,
+            })),
+            own @ AssistantContent::ProviderToolCall(_) => out.push(own),
         }
     }
     out

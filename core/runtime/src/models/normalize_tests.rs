@@ -4,7 +4,9 @@ use super::*;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::json;
-use volcanic_abstractions::messages::{AssistantMessage, ThinkingContent, ToolCall};
+use volcanic_abstractions::messages::{
+    AssistantMessage, ProviderToolCall, ProviderToolResult, ThinkingContent, ToolCall,
+};
 use volcanic_abstractions::model::{InputKind, ModelCost};
 
 fn model(api: Api, provider: &str, id: &str) -> Model {
@@ -244,5 +246,106 @@ proptest! {
         // No user message is lost.
         let users = |ms: &[Message]| ms.iter().filter(|m| m.role() == "user").count();
         prop_assert_eq!(users(&once), users(&t));
+    }
+}
+
+/// A Claude Code answer: `n` tools it ran itself (every other one without a result), then text.
+fn claude_code_answer(n: usize, stop: StopReason) -> Message {
+    let mut a = AssistantMessage::empty("claude-code", "claude-code", "sonnet", 0);
+    a.content = (0..n)
+        .map(|i| {
+            AssistantContent::ProviderToolCall(ProviderToolCall {
+                id: format!("toolu_{i}"),
+                name: "Bash".into(),
+                arguments: json!({"command": format!("ls {i}")}),
+                result: (i % 2 == 0).then(|| ProviderToolResult {
+                    content: vec![UserContent::Text(TextContent {
+                        text: format!("out {i}"),
+                        text_signature: None,
+                    })],
+                    is_error: false,
+                }),
+            })
+        })
+        .chain([text("done")])
+        .collect();
+    a.stop_reason = stop;
+    Message::Assistant(a)
+}
+
+fn provider_calls(ms: &[Message]) -> usize {
+    ms.iter()
+        .map(|m| match m {
+            Message::Assistant(a) => a.provider_tool_calls().count(),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn ran_texts(ms: &[Message]) -> usize {
+    ms.iter()
+        .map(|m| match m {
+            Message::Assistant(a) => a
+                .content
+                .iter()
+                .filter(|c| matches!(c, AssistantContent::Text(t) if t.text.starts_with("Ran tool `Bash`")))
+                .count(),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn claude_code() -> Model {
+    model(Api::Other("claude-code".into()), "claude-code", "sonnet")
+}
+
+#[test]
+fn tools_another_api_ran_become_text_and_stay_blocks_for_their_own_api() {
+    let t = vec![user("list"), claude_code_answer(2, StopReason::Stop), user("next")];
+    let out = normalize_transcript(t.clone(), &anthropic());
+    assert_eq!(roles(&out), ["user", "assistant", "user"], "no tool results made up");
+    let Message::Assistant(a) = &out[1] else { panic!() };
+    assert_eq!(
+        a.content,
+        [
+            text("Ran tool `Bash` with {\"command\":\"ls 0\"}\nResult:\nout 0"),
+            text("Ran tool `Bash` with {\"command\":\"ls 1\"}\n(no result)"),
+            text("done"),
+        ]
+    );
+    // Another Claude Code model: still Claude Code's blocks.
+    let opus = model(Api::Other("claude-code".into()), "claude-code", "opus");
+    assert_eq!(normalize_transcript(t.clone(), &opus), t);
+}
+
+fn arb_mixed() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        3 => arb_message(),
+        1 => (0..3usize, prop_oneof![Just(StopReason::Stop), Just(StopReason::Error)])
+            .prop_map(|(n, s)| claude_code_answer(n, s)),
+    ]
+}
+
+proptest! {
+    /// Switching between every API with Claude Code's own tool calls in the history: still well
+    /// paired and idempotent; for any API but Claude Code's each call is one text block, and
+    /// none is lost.
+    #[test]
+    fn provider_run_tools_are_text_for_every_other_api(t in prop::collection::vec(arb_mixed(), 0..24)) {
+        let kept = provider_calls(&normalize_transcript(t.clone(), &claude_code()));
+        for target in [
+            anthropic(),
+            model(Api::OpenAiCompletions, "openai", "gpt"),
+            model(Api::OpenAiResponses, "openai", "gpt-5"),
+        ] {
+            let once = normalize_transcript(t.clone(), &target);
+            prop_assert!(is_well_paired(&once), "{:?}", roles(&once));
+            prop_assert_eq!(normalize_transcript(once.clone(), &target), once.clone());
+            prop_assert_eq!(provider_calls(&once), 0);
+            prop_assert_eq!(ran_texts(&once), kept);
+        }
+        let own = normalize_transcript(t.clone(), &claude_code());
+        prop_assert!(is_well_paired(&own), "{:?}", roles(&own));
+        prop_assert_eq!(ran_texts(&own), 0);
     }
 }

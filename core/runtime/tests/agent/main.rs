@@ -4,6 +4,7 @@ mod compaction_tests;
 mod dispatch_tests;
 mod events_tests;
 mod loop_tests;
+mod provider_tools_tests;
 mod resume_tests;
 mod skills_tests;
 mod submit_tests;

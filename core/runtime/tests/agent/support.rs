@@ -234,6 +234,21 @@ impl Provider for Faux {
                                     tool_call: c.clone(),
                                 });
                             }
+                            // Ran "inside the provider": the call, then its result.
+                            AssistantContent::ProviderToolCall(c) => {
+                                let mut call = c.clone();
+                                let result = call.result.take();
+                                let _ = tx.unbounded_send(AssistantMessageEvent::ProviderToolCall {
+                                    content_index: i,
+                                    tool_call: call,
+                                });
+                                if let Some(result) = result {
+                                    let _ = tx.unbounded_send(AssistantMessageEvent::ProviderToolResult {
+                                        content_index: i,
+                                        result,
+                                    });
+                                }
+                            }
                         }
                     }
                     m.content = blocks;
