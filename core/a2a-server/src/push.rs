@@ -175,7 +175,7 @@ impl Pusher {
                 Ok(r) if r.status().is_success() => return,
                 Ok(r) => last = format!("answered {}", r.status()),
                 // The connector's refusal of a private address is in the error's sources.
-                Err(e) => last = error_chain(&e),
+                Err(e) => last = volcanic_abstractions::errors::error_chain(&e),
             }
             tracing::debug!(attempt, "A2A push failed: {last}");
             if attempt < PUSH_ATTEMPTS {
@@ -185,16 +185,4 @@ impl Pusher {
         }
         tracing::warn!(task = %cfg.task_id, "A2A push not delivered after {PUSH_ATTEMPTS} attempts: {last}");
     }
-}
-
-/// An error with its sources, `a: b: c`.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

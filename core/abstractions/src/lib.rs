@@ -9,8 +9,10 @@
 //! - [`events`]: the `AgentSessionEvent` family hosts subscribe to;
 //! - [`ui`]: `UserInterface` and `ChatChannel`;
 //! - [`processes`]: `ProcessSpawnPolicy`, requests, hooks, `SecretRedactor`;
-//! - [`skills`]: `SKILL.md` parsing and discovery (`SkillFiles`), hooks and protected paths.
+//! - [`skills`]: `SKILL.md` parsing and discovery (`SkillFiles`), hooks and protected paths;
+//! - [`errors`]: [`errors::error_chain`], an error and its causes as one line of text.
 
+pub mod errors;
 pub mod events;
 pub mod extensions;
 pub mod messages;

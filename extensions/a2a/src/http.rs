@@ -149,12 +149,7 @@ fn with_credential(builder: reqwest::RequestBuilder, credential: &Credential) ->
 }
 
 fn transport(url: &Url, e: &reqwest::Error) -> A2aError {
-    let mut reason = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        reason = format!("{reason}: {s}");
-        source = s.source();
-    }
+    let mut reason = volcanic_abstractions::errors::error_chain(e);
     if e.is_connect() {
         reason = format!("cannot connect ({reason})");
     }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+pub(crate) use volcanic_abstractions::errors::error_chain;
 
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
@@ -173,22 +174,6 @@ where
     B: AsRef<[u8]>,
 {
     eventsource_stream::Eventsource::eventsource(bytes)
-}
-
-/// An error and its causes, joined with `: ` (reqwest puts the useful part, such as
-/// "connection refused", in the sources).
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// The causes of an error (joined as by [`error_chain`]), or its own text when it has none:
