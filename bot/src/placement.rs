@@ -84,6 +84,17 @@ fn resolved(path: &Path) -> PathBuf {
     }
 }
 
+/// A warning when the bot runs as root: its agents' tools then run as root too, and the
+/// non-dumpable process no longer keeps `/proc/<pid>/environ` (the keys) from them
+/// (`proc(5)`: root may read any process's). `None` for any other user.
+pub fn root_warning() -> Option<String> {
+    nix::unistd::geteuid().is_root().then(|| {
+        "running as root: the agents' commands run as root too and can read the bot's keys from \
+         /proc; run it as its own user (README, \"Running it as its own user\")"
+            .to_owned()
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -161,6 +161,9 @@ fn config_checks(config: &Config, path: &Path) -> Vec<Check> {
             "give state_dir and workspaces_dir separate folders, and keep the config outside the workspaces",
         ));
     }
+    if let Some(warning) = crate::placement::root_warning() {
+        out.push(Check::note("user", warning));
+    }
     if config.telegram.allowed_users.is_empty() {
         out.push(Check::fail(
             "allowed_users",

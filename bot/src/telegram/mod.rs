@@ -94,6 +94,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     if config.telegram.allowed_users.is_empty() {
         tracing::warn!("telegram.allowed_users is empty: the bot answers nobody (deny by default)");
     }
+    if let Some(warning) = crate::placement::root_warning() {
+        tracing::warn!("{warning}");
+    }
     std::fs::create_dir_all(&config.state_dir).with_context(|| format!("state_dir {}", config.state_dir.display()))?;
     std::fs::create_dir_all(&config.workspaces_dir)
         .with_context(|| format!("workspaces_dir {}", config.workspaces_dir.display()))?;
