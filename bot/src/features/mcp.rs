@@ -14,6 +14,10 @@
 //! chats = ["123456789"]         # only these chats (default: every chat)
 //! exclude_tools = ["delete_repository"]
 //! call_timeout_secs = 60
+//!
+//! [mcp.servers.docs]
+//! url = "https://mcp.example.com/mcp"
+//! shared = true                 # one connection for all chats (default: one per chat)
 //! ```
 //!
 //! Per session the extension `mcp` (servers started on the chat's first run, their tools as
@@ -86,7 +90,11 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         })
         .collect();
     let (host, secrets) = McpHost::new(entries, &|name| std::env::var(name).ok(), start_wait);
-    let host = host.with_limits(limits);
+    // A shared server's process starts in the bot's own folder, never in a chat's workspace.
+    let processes: Arc<dyn volcanic_abstractions::processes::ProcessSpawnPolicy> = services.processes.clone();
+    let host = host
+        .with_limits(limits)
+        .with_processes(processes, services.state_dir.join("mcp-shared"));
     for secret in secrets {
         services.redactor.add_secret(&secret);
     }
@@ -153,7 +161,10 @@ impl HostFeature for Mcp {
         }
         let lines: Vec<String> = states
             .iter()
-            .map(|(name, state)| format!("- {name}: {state}"))
+            .map(|(name, state)| {
+                let shared = if self.host.is_shared(name) { " (shared)" } else { "" };
+                format!("- {name}{shared}: {state}")
+            })
             .collect();
         Some(format!("MCP servers:\n{}", lines.join("\n")))
     }

@@ -107,6 +107,10 @@ pub struct RawEntry {
     /// every chat.
     #[serde(default)]
     pub chats: Vec<String>,
+    /// Host config only: one process (one connection) for all its chats instead of one per chat
+    /// (for a server that keeps no per-user state); default `false`.
+    #[serde(default)]
+    pub shared: bool,
     /// Workspace files use `type` (`stdio`, `http`, `streamable-http`); informative only.
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
@@ -146,6 +150,11 @@ impl RawEntry {
         }
         if origin == Origin::Workspace && !self.chats.is_empty() {
             return Err(bad("`chats` belongs in the host config, not in a workspace file".into()));
+        }
+        if origin == Origin::Workspace && self.shared {
+            return Err(bad(
+                "`shared` belongs in the host config: a workspace's servers are its chat's own".into(),
+            ));
         }
         if !self.enabled {
             return Ok(None);

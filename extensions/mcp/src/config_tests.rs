@@ -80,3 +80,20 @@ fn workspace_file_keeps_good_entries_beside_bad_ones() {
     assert_eq!(bad[0].name, "bad");
     assert!(bad[0].reason.contains("comand"), "{}", bad[0].reason);
 }
+
+#[test]
+fn shared_is_for_the_host_config_only() {
+    let e = raw(serde_json::json!({"command": "srv", "shared": true})).resolve(
+        "s",
+        Origin::Workspace,
+        &lookup,
+        &mut Vec::new(),
+    );
+    assert!(
+        matches!(&e, Err(b) if b.name == "s" && b.reason.contains("`shared` belongs in the host config")),
+        "{e:?}"
+    );
+    let ok =
+        raw(serde_json::json!({"command": "srv", "shared": true})).resolve("s", Origin::Host, &lookup, &mut Vec::new());
+    assert!(matches!(ok, Ok(Some(_))), "{ok:?}");
+}

@@ -11,21 +11,28 @@
 //! - Its tools appear as `<server>__<tool>` ([`names`]), results mapped by [`content`].
 //!
 //! - Questions from servers ([`elicit`]) go to the session's UI; `list_changed` re-lists the
-//!   tools before the next model call; a server that exits is restarted with backoff; the tools
-//!   of a session are bounded ([`slot::Limits`]).
+//!   tools before the next model call; a server that exits is restarted with backoff ([`link`]);
+//!   the tools of a session are bounded ([`slot::Limits`]).
+//! - A host server marked `shared = true` runs once for all its chats: one process (through the
+//!   host's policy, [`McpHost::with_processes`]) and one connection, started with the first
+//!   chat's first run, its tools given to every session of those chats, restarted with backoff
+//!   like the others, stopped at [`McpHost::stop_all`] only. It asks no questions (it serves
+//!   several chats at once: elicitation is not offered).
 //!
-//! Not yet: OAuth, shared servers.
+//! Not yet: OAuth.
 
 pub mod client;
 pub mod config;
 pub mod content;
 pub mod elicit;
+pub mod link;
 pub mod names;
 pub mod server;
 pub mod session;
 pub mod slot;
 
 use config::{BadEntry, Origin, RawEntry, ServerSpec};
+use link::{HostLauncher, Launcher, Link, LinkState};
 use session::{ChatServers, McpExtension, ServerState};
 use slot::Limits;
 use std::collections::HashMap;
@@ -33,6 +40,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use volcanic_abstractions::extensions::{Extension, ExtensionFactory};
+use volcanic_abstractions::processes::ProcessSpawnPolicy;
 
 /// How long a run waits for its chat's servers by default.
 pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(10);
@@ -42,6 +50,14 @@ pub const DEFAULT_START_WAIT: Duration = Duration::from_secs(10);
 struct HostServer {
     spec: ServerSpec,
     chats: Vec<String>,
+    /// Its link when `shared = true` (one for all its chats).
+    shared: Option<Arc<Link>>,
+}
+
+impl HostServer {
+    fn serves(&self, chat: Option<&str>) -> bool {
+        self.chats.is_empty() || chat.is_some_and(|c| self.chats.iter().any(|x| x == c))
+    }
 }
 
 /// The process-wide MCP client: the host's servers, and every session's servers by chat.
@@ -52,6 +68,23 @@ pub struct McpHost {
     start_wait: Duration,
     limits: Limits,
     sessions: Mutex<HashMap<String, Weak<ChatServers>>>,
+}
+
+/// A shared server's state for `/mcp` outside a session (its tool count before a session's
+/// bounds are applied).
+pub(crate) fn shared_state(link: &Link) -> ServerState {
+    match link.state() {
+        LinkState::Idle => ServerState::NotStarted,
+        LinkState::Starting => ServerState::Starting,
+        LinkState::Up => ServerState::Ready {
+            tools: link.listed().iter().filter(|t| link.spec.wants(&t.name)).count(),
+            left_out: 0,
+            restarts: link.restarts(),
+        },
+        LinkState::Restarting { attempt } => ServerState::Restarting { attempt },
+        LinkState::Failed(why) => ServerState::Failed(why),
+        LinkState::Stopped => ServerState::Stopped,
+    }
 }
 
 impl McpHost {
@@ -71,9 +104,15 @@ impl McpHost {
                     reason,
                 })
                 .and_then(|raw| {
-                    let chats = raw.chats.clone();
-                    raw.resolve(&name, Origin::Host, lookup, &mut secrets)
-                        .map(|s| s.map(|spec| HostServer { spec, chats }))
+                    let (chats, shared) = (raw.chats.clone(), raw.shared);
+                    raw.resolve(&name, Origin::Host, lookup, &mut secrets).map(|s| {
+                        s.map(|spec| HostServer {
+                            shared: shared
+                                .then(|| Link::new(spec.clone(), Arc::new(HostLauncher::new(None, ".".into())))),
+                            spec,
+                            chats,
+                        })
+                    })
                 });
             match resolved {
                 Ok(Some(s)) => servers.push(s),
@@ -100,6 +139,19 @@ impl McpHost {
         self
     }
 
+    /// Shared servers' processes start through `policy` (the host's: deny-listed environment,
+    /// their explicit `env`, the host's `TZ`) in `cwd` (made when missing). Without it a shared
+    /// stdio server fails to start, saying so.
+    pub fn with_processes(mut self, policy: Arc<dyn ProcessSpawnPolicy>, cwd: PathBuf) -> Self {
+        let launcher: Arc<dyn Launcher> = Arc::new(HostLauncher::new(Some(policy), cwd));
+        for s in &mut self.servers {
+            if s.shared.is_some() {
+                s.shared = Some(Link::new(s.spec.clone(), launcher.clone()));
+            }
+        }
+        self
+    }
+
     /// How long a run waits for servers still starting.
     pub fn start_wait(&self) -> Duration {
         self.start_wait
@@ -111,14 +163,16 @@ impl McpHost {
     pub fn factory(self: &Arc<Self>, chat: Option<String>, scope: String, workspace: PathBuf) -> ExtensionFactory {
         let host = self.clone();
         Arc::new(move || {
-            let specs = host
-                .servers
-                .iter()
-                .filter(|s| s.chats.is_empty() || chat.as_ref().is_some_and(|c| s.chats.contains(c)))
+            let mine = host.servers.iter().filter(|s| s.serves(chat.as_deref()));
+            let specs = mine
+                .clone()
+                .filter(|s| s.shared.is_none())
                 .map(|s| s.spec.clone())
                 .collect();
+            let shared = mine.filter_map(|s| s.shared.clone()).collect();
             let servers = Arc::new(ChatServers::new(
                 specs,
+                shared,
                 host.bad.clone(),
                 workspace.clone(),
                 host.start_wait,
@@ -145,8 +199,11 @@ impl McpHost {
         }
         self.servers
             .iter()
-            .filter(|s| s.chats.is_empty() || s.chats.iter().any(|c| c == chat))
-            .map(|s| (s.spec.name.clone(), ServerState::NotStarted))
+            .filter(|s| s.serves(Some(chat)))
+            .map(|s| {
+                let state = s.shared.as_deref().map_or(ServerState::NotStarted, shared_state);
+                (s.spec.name.clone(), state)
+            })
             .chain(
                 self.bad
                     .iter()
@@ -165,11 +222,26 @@ impl McpHost {
             .and_then(Weak::upgrade);
         match live {
             Some(s) => s.restart(name),
-            None => "This chat has no running session: its servers start with its next message.".into(),
+            None => match self
+                .servers
+                .iter()
+                .find(|s| s.spec.name == name)
+                .and_then(|s| s.shared.as_ref())
+            {
+                Some(link) if link.restart_now() => {
+                    format!("Restarting the shared MCP server `{name}` (for every chat); /mcp shows when it is ready.")
+                }
+                _ => "This chat has no running session: its servers start with its next message.".into(),
+            },
         }
     }
 
-    /// Stops every session's servers (the bot stops).
+    /// Whether server `name` is a shared one (`/mcp` marks it).
+    pub fn is_shared(&self, name: &str) -> bool {
+        self.servers.iter().any(|s| s.spec.name == name && s.shared.is_some())
+    }
+
+    /// Stops every session's servers and the shared ones (the bot stops).
     pub fn stop_all(&self) {
         let live: Vec<Arc<ChatServers>> = self
             .sessions
@@ -180,6 +252,9 @@ impl McpHost {
             .collect();
         for s in live {
             s.stop();
+        }
+        for link in self.servers.iter().filter_map(|s| s.shared.as_ref()) {
+            link.stop();
         }
     }
 }
