@@ -83,6 +83,7 @@ pub(crate) fn shared_state(link: &Link) -> ServerState {
         },
         LinkState::Restarting { attempt } => ServerState::Restarting { attempt },
         LinkState::Failed(why) => ServerState::Failed(why),
+        LinkState::NeedsLogin => ServerState::NeedsLogin,
         LinkState::Stopped => ServerState::Stopped,
     }
 }

@@ -6,7 +6,7 @@
 use crate::client::{Handler, OnToolsChanged};
 use crate::config::{ServerSpec, Transport};
 use crate::elicit::{Elicitor, UiElicitor};
-use crate::server::{Connection, Launch};
+use crate::server::{Connection, Launch, StartError};
 use crate::slot::Slot;
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -43,6 +43,8 @@ pub(crate) enum LinkState {
     Restarting { attempt: u32 },
     /// Could not start, or given up; the reason.
     Failed(String),
+    /// It answered HTTP 401: a sign-in is needed (never restarted until then).
+    NeedsLogin,
     /// Stopped for good.
     Stopped,
 }
@@ -55,7 +57,7 @@ pub(crate) trait Launcher: Send + Sync {
         &self,
         spec: &ServerSpec,
         on_changed: OnToolsChanged,
-    ) -> Result<(Connection, Vec<rmcp::model::Tool>), String>;
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError>;
 }
 
 /// A session's own server: its process through the session's policy (the chat's `TZ`, its
@@ -71,8 +73,11 @@ impl Launcher for SessionLauncher {
         &self,
         spec: &ServerSpec,
         on_changed: OnToolsChanged,
-    ) -> Result<(Connection, Vec<rmcp::model::Tool>), String> {
-        let api = self.api.upgrade().ok_or("the session has ended")?;
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
+        let api = self
+            .api
+            .upgrade()
+            .ok_or_else(|| StartError::Prepare("the session has ended".into()))?;
         let launch = match &spec.transport {
             Transport::Stdio { command, args, env } => {
                 let mut request = ProcessSpawnRequest::new(ProcessPurpose::McpServer, command.clone(), self.ctx.cwd());
@@ -80,7 +85,11 @@ impl Launcher for SessionLauncher {
                 request.env = env.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
                 request.time_zone = self.ctx.time_zone();
                 request.origin = format!("mcp:{}", spec.name);
-                let process = self.ctx.prepare_process(request).await.map_err(|e| e.to_string())?;
+                let process = self
+                    .ctx
+                    .prepare_process(request)
+                    .await
+                    .map_err(|e| StartError::Prepare(e.to_string()))?;
                 Some(Launch {
                     process,
                     policy: api.processes(),
@@ -90,9 +99,7 @@ impl Launcher for SessionLauncher {
         };
         let elicitor = self.ctx.ui().map(|ui| Arc::new(UiElicitor(ui)) as Arc<dyn Elicitor>);
         let handler = Handler::new(&spec.name, elicitor, Some(on_changed));
-        Connection::start(spec, launch, api.redactor(), handler)
-            .await
-            .map_err(|e| e.to_string())
+        Connection::start(spec, launch, api.redactor(), handler).await
     }
 }
 
@@ -118,25 +125,27 @@ impl Launcher for HostLauncher {
         &self,
         spec: &ServerSpec,
         on_changed: OnToolsChanged,
-    ) -> Result<(Connection, Vec<rmcp::model::Tool>), String> {
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
         let handler = Handler::new(&spec.name, None, Some(on_changed));
         let Some(policy) = &self.policy else {
             return match spec.transport {
-                Transport::Http { .. } => Connection::start(spec, None, Arc::new(Plain), handler)
-                    .await
-                    .map_err(|e| e.to_string()),
-                Transport::Stdio { .. } => Err("a shared stdio server needs the host's process policy".into()),
+                Transport::Http { .. } => Connection::start(spec, None, Arc::new(Plain), handler).await,
+                Transport::Stdio { .. } => Err(StartError::Prepare(
+                    "a shared stdio server needs the host's process policy".into(),
+                )),
             };
         };
         let launch = match &spec.transport {
             Transport::Stdio { command, args, env } => {
                 std::fs::create_dir_all(&self.cwd)
-                    .map_err(|e| format!("cannot make its folder {}: {e}", self.cwd.display()))?;
+                    .map_err(|e| StartError::Prepare(format!("cannot make its folder {}: {e}", self.cwd.display())))?;
                 let mut request = ProcessSpawnRequest::new(ProcessPurpose::McpServer, command.clone(), &self.cwd);
                 request.args = args.clone();
                 request.env = env.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
                 request.origin = format!("mcp:{} (shared)", spec.name);
-                let process = policy.prepare(&request).map_err(|e| e.to_string())?;
+                let process = policy
+                    .prepare(&request)
+                    .map_err(|e| StartError::Prepare(e.to_string()))?;
                 Some(Launch {
                     process,
                     policy: policy.clone(),
@@ -144,9 +153,7 @@ impl Launcher for HostLauncher {
             }
             Transport::Http { .. } => None,
         };
-        Connection::start(spec, launch, policy.redactor(), handler)
-            .await
-            .map_err(|e| e.to_string())
+        Connection::start(spec, launch, policy.redactor(), handler).await
     }
 }
 
@@ -222,6 +229,7 @@ impl Link {
     pub(crate) fn state(&self) -> LinkState {
         let state = lock(&self.state).clone();
         match state {
+            LinkState::Up if self.connection().is_some_and(|c| c.needs_login()) => LinkState::NeedsLogin,
             LinkState::Up if self.connection().is_some_and(|c| c.is_closed()) => LinkState::Restarting { attempt: 1 },
             s => s,
         }
@@ -327,8 +335,11 @@ impl Link {
         }
     }
 
-    async fn connect(self: &Arc<Self>) -> Result<(Arc<Connection>, Vec<rmcp::model::Tool>), String> {
-        let launcher = self.launcher.as_ref().ok_or("a bad entry is never started")?;
+    async fn connect(self: &Arc<Self>) -> Result<(Arc<Connection>, Vec<rmcp::model::Tool>), StartError> {
+        let launcher = self
+            .launcher
+            .as_ref()
+            .ok_or_else(|| StartError::Prepare("a bad entry is never started".into()))?;
         let weak = Arc::downgrade(self);
         let on_changed: OnToolsChanged = Arc::new(move || {
             if let Some(l) = weak.upgrade() {
@@ -358,9 +369,13 @@ impl Link {
 async fn start(link: Arc<Link>) {
     let generation = link.generation.fetch_add(1, Ordering::SeqCst) + 1;
     match link.connect().await {
+        Err(StartError::NeedsLogin(_)) => {
+            tracing::info!(server = %link.spec.name, "MCP server needs a sign-in (HTTP 401)");
+            link.set(LinkState::NeedsLogin);
+        }
         Err(e) => {
             tracing::warn!(server = %link.spec.name, "MCP server failed to start: {e}");
-            link.set(LinkState::Failed(e));
+            link.set(LinkState::Failed(e.to_string()));
         }
         Ok((conn, tools)) => {
             if link.install(conn, tools) {
@@ -380,6 +395,11 @@ async fn watch(link: Arc<Link>, generation: u64) {
     loop {
         tokio::time::sleep(WATCH_EVERY).await;
         if replaced(&link) {
+            return;
+        }
+        if link.connection().is_some_and(|c| c.needs_login()) {
+            // Refused with 401: restarting would not help; `/mcp login` does.
+            tracing::info!(server = %name, "MCP server needs a sign-in (HTTP 401 on a call)");
             return;
         }
         if !link.connection().is_none_or(|c| c.is_closed()) {
@@ -412,6 +432,11 @@ async fn watch(link: Arc<Link>, generation: u64) {
                     tracing::info!(server = %name, "MCP server restarted");
                     up_since = Instant::now();
                     break;
+                }
+                Err(StartError::NeedsLogin(_)) => {
+                    tracing::info!(server = %name, "MCP server needs a sign-in (HTTP 401)");
+                    link.set(LinkState::NeedsLogin);
+                    return;
                 }
                 Err(e) => tracing::warn!(server = %name, "MCP server restart {attempt} failed: {e}"),
             }

@@ -45,6 +45,33 @@ pub enum StartError {
     /// It did not answer in time.
     #[error("no answer to initialize and tools/list within {} s", START_TIMEOUT.as_secs())]
     Timeout,
+    /// It answered HTTP 401 (MCP 2025-11-25, "Authorization"): a sign-in is needed; with its
+    /// `WWW-Authenticate` challenge.
+    #[error("needs login (the server answered HTTP 401)")]
+    NeedsLogin(String),
+    /// The process could not be prepared (the process policy refused it).
+    #[error("{0}")]
+    Prepare(String),
+}
+
+/// The `WWW-Authenticate` challenge of a 401 somewhere in `error`'s chain, if it is one.
+pub fn auth_challenge(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(a) = e.downcast_ref::<rmcp::transport::streamable_http_client::AuthRequiredError>() {
+            return Some(a.www_authenticate_header.clone());
+        }
+        if let Some(rmcp::service::ClientInitializeError::TransportError { error, .. }) =
+            e.downcast_ref::<rmcp::service::ClientInitializeError>()
+        {
+            return auth_challenge(error);
+        }
+        if let Some(rmcp::ServiceError::TransportSend(error)) = e.downcast_ref::<rmcp::ServiceError>() {
+            return auth_challenge(error);
+        }
+        next = e.source();
+    }
+    None
 }
 
 /// What a stdio server needs to start: its prepared process (the session's process policy made
@@ -62,6 +89,8 @@ pub struct Connection {
     peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     group: Mutex<Option<Box<dyn ProcessGroup>>>,
+    /// A call was answered HTTP 401 (the token expired and could not be refreshed, or was revoked).
+    needs_login: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -134,7 +163,10 @@ impl Connection {
                 (rmcp::service::serve_client(handler, transport).await, None)
             }
         };
-        let service = service.map_err(|e| StartError::Initialize(e.to_string()))?;
+        let service = service.map_err(|e| match auth_challenge(&e) {
+            Some(challenge) => StartError::NeedsLogin(challenge),
+            None => StartError::Initialize(e.to_string()),
+        })?;
         let peer = service.peer().clone();
         let tools = peer
             .list_all_tools()
@@ -146,6 +178,7 @@ impl Connection {
                 peer,
                 service: Mutex::new(Some(service)),
                 group: Mutex::new(group),
+                needs_login: Default::default(),
             },
             tools,
         ))
@@ -178,6 +211,10 @@ impl Connection {
                  the call was given up",
                 timeout.as_secs()
             ))),
+            Ok(Err(e)) if auth_challenge(&e).is_some() => {
+                self.needs_login.store(true, std::sync::atomic::Ordering::SeqCst);
+                Err(ToolError::msg(needs_login_message(server)))
+            }
             Ok(Err(e)) if self.peer.is_transport_closed() => Err(ToolError::msg(format!(
                 "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is restarted \
                  (`/mcp` shows when it is back)"
@@ -189,6 +226,11 @@ impl Connection {
                 to_tool_result(&json)
             }
         }
+    }
+
+    /// Whether a call was refused with HTTP 401 (a new sign-in is needed).
+    pub fn needs_login(&self) -> bool {
+        self.needs_login.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Its tools now (`tools/list`, every page).
@@ -216,6 +258,14 @@ impl Drop for Connection {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// What the model is told when server `name` needs a sign-in.
+pub fn needs_login_message(name: &str) -> String {
+    format!(
+        "MCP server `{name}` needs a sign-in: the user must run `/mcp login {name}` in this chat and \
+         sign in; then ask again"
+    )
 }
 
 /// Logs the server's stderr line by line (redacted) up to [`STDERR_LOG_CAP`] bytes, then drains.

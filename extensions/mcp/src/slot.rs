@@ -96,6 +96,8 @@ pub enum ServerState {
     },
     /// Could not start, or gave up after restarts; with the reason.
     Failed(String),
+    /// It answered HTTP 401: `/mcp login NAME` signs in.
+    NeedsLogin,
     /// Stopped with its session.
     Stopped,
 }
@@ -124,6 +126,7 @@ impl std::fmt::Display for ServerState {
                 write!(f, "exited; restarting (attempt {attempt} of {MAX_RESTARTS})")
             }
             ServerState::Failed(why) => write!(f, "failed: {why}"),
+            ServerState::NeedsLogin => f.write_str("needs login"),
             ServerState::Stopped => f.write_str("stopped"),
         }
     }
@@ -186,6 +189,7 @@ impl Slot {
             },
             LinkState::Restarting { attempt } => ServerState::Restarting { attempt },
             LinkState::Failed(why) => ServerState::Failed(why),
+            LinkState::NeedsLogin => ServerState::NeedsLogin,
             LinkState::Stopped => ServerState::Stopped,
         }
     }
@@ -372,6 +376,7 @@ impl Tool for McpTool {
             ServerState::Failed(why) => {
                 return Err(ToolError::msg(format!("MCP server `{server}` is not available: {why}")));
             }
+            ServerState::NeedsLogin => return Err(ToolError::msg(crate::server::needs_login_message(server))),
             _ => {}
         }
         let conn = slot
