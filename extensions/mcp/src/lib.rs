@@ -27,6 +27,7 @@ pub mod content;
 pub mod elicit;
 pub mod link;
 pub mod names;
+pub mod oauth;
 pub mod server;
 pub mod session;
 pub mod slot;
