@@ -65,6 +65,8 @@ pub(crate) trait Launcher: Send + Sync {
 pub(crate) struct SessionLauncher {
     pub(crate) api: Weak<dyn ExtensionApi>,
     pub(crate) ctx: Arc<dyn ExtensionContext>,
+    /// Where the chat's OAuth tokens are: `(tokens folder, chat key)`; `None` in the console.
+    pub(crate) tokens: Option<(PathBuf, String)>,
 }
 
 #[async_trait]
@@ -97,9 +99,20 @@ impl Launcher for SessionLauncher {
             }
             Transport::Http { .. } => None,
         };
+        let mut auth = None;
+        if let (Transport::Http { url, .. }, Some((dir, chat))) = (&spec.transport, &self.tokens) {
+            let file = crate::oauth::TokenFile::new(dir, chat, &spec.name, api.redactor());
+            if file.exists() {
+                auth = match crate::oauth::authorized_client(url, file).await {
+                    Ok(client) => Some(client),
+                    Err(crate::oauth::OAuthError::NotSignedIn) => return Err(StartError::NeedsLogin(String::new())),
+                    Err(e) => return Err(StartError::Prepare(format!("OAuth: {e}"))),
+                };
+            }
+        }
         let elicitor = self.ctx.ui().map(|ui| Arc::new(UiElicitor(ui)) as Arc<dyn Elicitor>);
         let handler = Handler::new(&spec.name, elicitor, Some(on_changed));
-        Connection::start(spec, launch, api.redactor(), handler).await
+        Connection::start_with_auth(spec, launch, auth, api.redactor(), handler).await
     }
 }
 

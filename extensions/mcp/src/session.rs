@@ -20,6 +20,7 @@ pub struct ChatServers {
     specs: Vec<ServerSpec>,
     shared: Vec<Arc<Link>>,
     bad: Vec<BadEntry>,
+    tokens: Option<(PathBuf, String)>,
     workspace: PathBuf,
     start_wait: Duration,
     limits: Limits,
@@ -34,6 +35,7 @@ impl ChatServers {
         specs: Vec<ServerSpec>,
         shared: Vec<Arc<Link>>,
         bad: Vec<BadEntry>,
+        tokens: Option<(PathBuf, String)>,
         workspace: PathBuf,
         start_wait: Duration,
         limits: Limits,
@@ -42,6 +44,7 @@ impl ChatServers {
             specs,
             shared,
             bad,
+            tokens,
             workspace,
             start_wait,
             limits,
@@ -112,6 +115,7 @@ impl ChatServers {
             let launcher = Arc::new(SessionLauncher {
                 api: Arc::downgrade(&api),
                 ctx: ctx.clone(),
+                tokens: self.tokens.clone(),
             });
             let mut slots: Vec<Arc<Slot>> = specs
                 .into_iter()
@@ -181,6 +185,39 @@ impl ChatServers {
                 }
             }
             Some(_) => format!("MCP server `{name}` cannot be restarted: fix its entry (see /mcp)."),
+        }
+    }
+
+    /// Restarts server `name` (after a sign-in) and waits at most `wait` for it to be up, so
+    /// the chat's next message has its tools.
+    pub(crate) async fn restart_and_wait(&self, name: &str, wait: Duration) {
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .flatten()
+            .find(|s| s.spec.name == name)
+            .cloned();
+        let Some(slot) = slot else { return };
+        if !slot.link.restart_now() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        while slot.state() == ServerState::Starting && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The spec of server `name` of this session (the workspace's too, once started).
+    pub(crate) fn spec(&self, name: &str) -> Option<(ServerSpec, bool)> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match slots {
+            Some(slots) => slots
+                .iter()
+                .find(|s| s.spec.name == name)
+                .map(|s| (s.spec.clone(), s.shared)),
+            None => self.specs.iter().find(|s| s.name == name).map(|s| (s.clone(), false)),
         }
     }
 
