@@ -114,3 +114,58 @@ async fn a_remote_server_needs_login_signs_in_refreshes_and_logs_out() {
     assert!(!bot.log().contains("access-token-"), "a token reached the log");
     assert_eq!(bot.terminate(T), Some(0));
 }
+
+/// With `[http] public_url` the browser comes back to the bot's own listener: the sign-in
+/// finishes there, the chat is told, and a forged callback is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_public_url_the_callback_route_finishes_the_sign_in() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let remote = OAuthMcpServer::start().await.unwrap();
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call("toolu_1", "remote__hello", json!({})));
+    model.push(Turn::reply("It said hello."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    let config = format!(
+        "[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n[mcp]\n[mcp.servers.remote]\nurl = \"{}\"\n",
+        remote.url()
+    );
+    let env = Env::new(&model.url(), &format!("{}{config}", telegram_config(&tg, "")));
+    let bot = BotProcess::start(&env, TOKEN);
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp login remote"));
+    let asked = nth_text(&tg, OWNER, "sign in to remote", 1, &bot).await;
+    assert!(asked.contains("I confirm here when it is done"), "{asked}");
+    let url = button_url(&tg, OWNER).expect("no sign-in button");
+    let browser = reqwest::Client::new();
+    let forged = browser
+        .get(format!("{public}/mcp/oauth/callback?code=x&state=forged"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 400);
+    // The browser follows every redirect: the authorization server, then the bot's callback.
+    let landed = browser.get(&url).send().await.unwrap();
+    assert!(
+        landed
+            .url()
+            .as_str()
+            .starts_with(&format!("{public}/mcp/oauth/callback?")),
+        "{}",
+        landed.url()
+    );
+    assert_eq!(landed.status(), 200);
+    assert!(landed.text().await.unwrap().contains("Signed in to remote"));
+    nth_text(&tg, OWNER, "Signed in to remote", 1, &bot).await;
+
+    tg.push_update(updates::text_message(OWNER, OWNER, "say hello"));
+    nth_text(&tg, OWNER, "It said hello.", 1, &bot).await;
+    assert_eq!(
+        model.requests()[1].tool_outputs().last(),
+        Some(&("toolu_1".to_owned(), "hello from the protected server".to_owned())),
+        "{}",
+        bot.log()
+    );
+    assert_eq!(bot.terminate(T), Some(0));
+}

@@ -93,3 +93,23 @@ impl Logins {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_no_sign_in_waits_for_is_neither_taken_nor_finished() {
+        let logins = Logins::default();
+        let address = "http://127.0.0.1:53683/volcanic/mcp-oauth?code=abc&state=nobody";
+        assert!(!logins.is_callback(address));
+        assert!(!logins.is_callback("just a message about state=x"));
+        let e = logins.take(address, Some("123")).err().unwrap_or_default();
+        assert!(e.contains("no sign-in is waiting"), "{e}");
+        let e = logins
+            .take("http://127.0.0.1/x?code=abc", None)
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("no state parameter"), "{e}");
+    }
+}
