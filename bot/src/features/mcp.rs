@@ -250,6 +250,33 @@ impl Mcp {
             )
         };
         let markup = InlineKeyboardMarkup::new([[InlineKeyboardButton::url(format!("Sign in to {name}"), parsed)]]);
+        if call.message.is_group() && self.callback {
+            // The callback cannot tell who opened the link: in a group only the user who asked
+            // gets it, privately (as the calendar's sign-in does).
+            let private = Target {
+                chat_id: call.message.from_id,
+                thread: None,
+            };
+            let text = format!(
+                "Sign-in to {name} for the group you ran /mcp login in: open the link below and sign in; I confirm \
+                 in the group when it is done. The link works once, for 10 minutes. Do not share it: whoever signs \
+                 in with it connects their account to the group."
+            );
+            return Some(match tg.send_plain(private, &text, Some(markup)).await {
+                Ok(_) => "I sent you the sign-in link in a private message.".to_owned(),
+                Err(e) => {
+                    tracing::info!(
+                        chat = call.target.chat_id,
+                        "cannot send the MCP sign-in link privately: {e}"
+                    );
+                    format!(
+                        "⚠️ I can send the sign-in link only privately, and cannot write to you yet: open a private \
+                         chat with @{}, press Start, then run /mcp login {name} here again.",
+                        call.bot_username
+                    )
+                }
+            });
+        }
         match tg.send_plain(call.target, &text, Some(markup)).await {
             Ok(_) => None,
             Err(e) => Some(format!("⚠️ cannot send the sign-in link: {e}")),

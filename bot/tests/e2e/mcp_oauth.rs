@@ -169,3 +169,43 @@ async fn with_a_public_url_the_callback_route_finishes_the_sign_in() {
     );
     assert_eq!(bot.terminate(T), Some(0));
 }
+
+/// In a group the sign-in link goes privately to the user who asked (the callback cannot tell
+/// who opens it), and the group is told when it is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_group_the_sign_in_link_goes_privately() {
+    const GROUP: i64 = -5002;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let remote = OAuthMcpServer::start().await.unwrap();
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    let config = format!(
+        "[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"{public}\"\n[mcp]\n[mcp.servers.remote]\nurl = \"{}\"\n",
+        remote.url()
+    );
+    let telegram = telegram_config(&tg, &format!("allowed_chats = [{GROUP}]"));
+    let env = Env::new(&model.url(), &format!("{telegram}{config}"));
+    let bot = BotProcess::start(&env, TOKEN);
+    let login = format!("/mcp@{} login remote", tg.bot_username());
+
+    // No private chat with the user yet: the link is not shown in the group.
+    tg.push_update(updates::group_message(GROUP, OWNER, &login, None));
+    nth_text(&tg, GROUP, "open a private chat", 1, &bot).await;
+    tg.add_chat(OWNER);
+    tg.push_update(updates::group_message(GROUP, OWNER, &login, None));
+    nth_text(&tg, GROUP, "in a private message", 1, &bot).await;
+    assert!(tg.messages(GROUP).iter().all(|m| m.reply_markup.is_none()));
+    tg.wait_for(|s| button_url(s, OWNER).is_some(), T).await.unwrap();
+    let url = button_url(&tg, OWNER).unwrap();
+    let landed = reqwest::Client::new().get(&url).send().await.unwrap();
+    assert_eq!(landed.status(), 200);
+    nth_text(&tg, GROUP, "Signed in to remote", 1, &bot).await;
+    let tokens = env.dir.path().join("data/mcp/tokens").join(format!("g{}", -GROUP));
+    assert!(
+        tokens.join("remote.json").is_file(),
+        "the group's token file is missing"
+    );
+    assert_eq!(bot.terminate(T), Some(0));
+}
