@@ -27,6 +27,8 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Default)]
 struct St {
     base: String,
+    /// The protected-resource metadata is only at [`CUSTOM_PRM`], named by the challenge.
+    custom_prm: bool,
     /// Registered clients and their redirect URIs.
     clients: HashMap<String, Vec<String>>,
     /// Codes not yet exchanged: code → (client, challenge, redirect URI).
@@ -57,9 +59,22 @@ fn lock(s: &Mutex<St>) -> std::sync::MutexGuard<'_, St> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Where [`OAuthMcpServer::start_custom_prm`] serves its protected-resource metadata.
+pub const CUSTOM_PRM: &str = "/custom/resource-metadata.json";
+
 impl OAuthMcpServer {
     /// Starts it on a free port of 127.0.0.1.
     pub async fn start() -> Result<OAuthMcpServer, String> {
+        Self::start_with(false).await
+    }
+
+    /// Starts one whose protected-resource metadata is not at a well-known path but only at
+    /// [`CUSTOM_PRM`], which its 401 challenge names (RFC 9728 §5.1): a client must read it.
+    pub async fn start_custom_prm() -> Result<OAuthMcpServer, String> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(custom_prm: bool) -> Result<OAuthMcpServer, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| e.to_string())?;
@@ -67,12 +82,17 @@ impl OAuthMcpServer {
         let base = format!("http://127.0.0.1:{port}");
         let state = Arc::new(Mutex::new(St {
             base: base.clone(),
+            custom_prm,
             ..St::default()
         }));
-        let app = axum::Router::new()
-            .route("/mcp", post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }))
-            .route("/.well-known/oauth-protected-resource/mcp", get(prm))
-            .route("/.well-known/oauth-protected-resource", get(prm))
+        let app = axum::Router::new().route("/mcp", post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }));
+        let app = if custom_prm {
+            app.route(CUSTOM_PRM, get(prm))
+        } else {
+            app.route("/.well-known/oauth-protected-resource/mcp", get(prm))
+                .route("/.well-known/oauth-protected-resource", get(prm))
+        };
+        let app = app
             .route("/.well-known/oauth-authorization-server", get(as_metadata))
             .route("/register", post(register))
             .route("/authorize", get(authorize))
@@ -291,10 +311,12 @@ async fn mcp(State(s): State<Arc<Mutex<St>>>, headers: HeaderMap, body: String) 
         .map(str::to_owned);
     let mut st = lock(&s);
     if !bearer.is_some_and(|t| st.access.contains(&t)) {
-        let challenge = format!(
-            "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
-            st.base
-        );
+        let path = if st.custom_prm {
+            CUSTOM_PRM
+        } else {
+            "/.well-known/oauth-protected-resource/mcp"
+        };
+        let challenge = format!("Bearer resource_metadata=\"{}{path}\"", st.base);
         return (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, challenge)],

@@ -316,7 +316,8 @@ impl McpHost {
         };
         let (url, client) = self.remote(chat, scope, name)?;
         let file = oauth::TokenFile::new(dir, chat, name, redactor.clone());
-        let login = oauth::Login::begin(&url, &client, redirect_uri, None, file)
+        let challenge = oauth::probe_challenge(&url).await;
+        let login = oauth::Login::begin(&url, &client, redirect_uri, challenge.as_deref(), file)
             .await
             .map_err(|e| format!("Cannot start the sign-in to `{name}`: {e}"))?;
         let address = login.url().to_owned();

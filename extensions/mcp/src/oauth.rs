@@ -244,6 +244,37 @@ impl Login {
     }
 }
 
+/// The `WWW-Authenticate` challenge the server at `server_url` answers an unauthenticated
+/// `initialize` with (401 or 403), if it does: it names the protected-resource metadata when
+/// that is not at a well-known path (RFC 9728 §5.1).
+pub async fn probe_challenge(server_url: &str) -> Option<String> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "volcanic", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let answer = reqwest::Client::new()
+        .post(server_url)
+        .header(http::header::ACCEPT, "application/json, text/event-stream")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .timeout(std::time::Duration::from_secs(15))
+        .send()
+        .await
+        .ok()?;
+    if !matches!(answer.status().as_u16(), 401 | 403) {
+        return None;
+    }
+    answer
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
 /// Scopes for a new sign-in after a 403 `insufficient_scope` (MCP 2025-11-25, "Scope challenge
 /// handling"): those granted so far (from `store`) and those the challenge's `scope` names, so
 /// the new token keeps what the old one could do.
