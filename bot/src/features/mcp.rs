@@ -383,7 +383,7 @@ impl HostFeature for Mcp {
             .iter()
             .map(|(name, state)| {
                 let shared = if self.host.is_shared(name) { " (shared)" } else { "" };
-                let hint = if *state == volcanic_mcp::session::ServerState::NeedsLogin {
+                let hint = if *state == volcanic_mcp::session::ServerState::NeedsLogin && shared.is_empty() {
                     format!(" (/mcp login {name} signs in)")
                 } else {
                     String::new()

@@ -376,6 +376,12 @@ impl Tool for McpTool {
             ServerState::Failed(why) => {
                 return Err(ToolError::msg(format!("MCP server `{server}` is not available: {why}")));
             }
+            ServerState::NeedsLogin if slot.shared => {
+                return Err(ToolError::msg(format!(
+                    "MCP server `{server}` refuses the bot without a sign-in, and being shared by all chats it \
+                     cannot use one chat's: the bot's config must give it a token (`headers`)"
+                )));
+            }
             ServerState::NeedsLogin => return Err(ToolError::msg(crate::server::needs_login_message(server))),
             _ => {}
         }
