@@ -8,6 +8,7 @@
 //! - [`a2a_peer`]: a scripted A2A agent speaking JSON-RPC + SSE in A2A 1.0, 0.3, or both.
 //! - [`fake_claude`]: a fake `claude -p` printing recorded `stream-json` lines (the
 //!   `fake-claude` bin), checking its flags and environment.
+//! - [`mcp_oauth`]: a remote MCP server requiring OAuth, with its authorization server.
 //! - [`testdeps`]: where the pinned npm and Python test peers are (`.testdeps/`).
 
 pub mod a2a_peer;
@@ -15,6 +16,7 @@ pub mod a2a_server;
 pub mod bot_api;
 pub mod fake_claude;
 pub mod google;
+pub mod mcp_oauth;
 pub mod model_server;
 pub mod pi_session;
 pub mod testdeps;

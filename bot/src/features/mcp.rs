@@ -14,7 +14,19 @@
 //! chats = ["123456789"]         # only these chats (default: every chat)
 //! exclude_tools = ["delete_repository"]
 //! call_timeout_secs = 60
+//!
+//! [mcp.servers.docs]
+//! url = "https://mcp.example.com/mcp"
+//! shared = true                 # one connection for all chats (default: one per chat)
 //! ```
+//!
+//! A remote server that answers 401 shows "needs login" in `/mcp`; `/mcp login NAME` sends a
+//! sign-in button (MCP authorization: discovery, dynamic or pre-registered client
+//! `oauth = { client_id = "…", client_secret = "$SECRET", scopes = […] }`, PKCE). With
+//! `[http] public_url` the browser comes back to `<public_url>/mcp/oauth/callback`; without it to
+//! a loopback address the user pastes into the chat, taken before any session sees it. Tokens
+//! are kept per chat and server in `state_dir/mcp/tokens` (0600), redacted, refreshed;
+//! `/mcp logout NAME` revokes and deletes them.
 //!
 //! Per session the extension `mcp` (servers started on the chat's first run, their tools as
 //! `<server>__<tool>`, re-listed after `list_changed`, a crashed server restarted with backoff,
@@ -23,11 +35,15 @@
 //! variable holding it from every child process: it reaches its own server only.
 
 use super::{CommandCall, FeatureCommand, HostFeature, Services, SessionPlace, Turn};
-use crate::telegram::{Target, chat_key};
+use crate::telegram::{InMessage, Target, Tg, chat_key};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Html;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_mcp::config::{RawEntry, WORKSPACE_FILE};
 use volcanic_mcp::slot::Limits;
@@ -51,10 +67,33 @@ struct Section {
     servers: BTreeMap<String, toml::Value>,
 }
 
+/// The sign-in callback route on the bot's listener.
+const CALLBACK_PATH: &str = "/mcp/oauth/callback";
+
+/// Where the browser comes back to without a public URL: nothing listens there; the user pastes
+/// the address into the chat.
+const LOOPBACK_REDIRECT: &str = "http://127.0.0.1:53683/volcanic/mcp-oauth";
+
 /// The feature: the process-wide client.
-#[derive(Debug)]
 pub struct Mcp {
     host: Arc<McpHost>,
+    /// The outgoing API (`None` in the console: no sign-ins there).
+    tg: Option<Arc<Tg>>,
+    /// Where sign-ins bring the browser back: the callback route, else the loopback address.
+    redirect_uri: String,
+    /// `[http] public_url` is set: the callback route is served.
+    callback: bool,
+    /// Where to confirm a sign-in finished on the callback route, by session scope.
+    targets: Arc<Mutex<HashMap<String, Target>>>,
+}
+
+impl std::fmt::Debug for Mcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mcp")
+            .field("host", &self.host)
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Builds it when the config has `[mcp]`.
@@ -86,11 +125,28 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         })
         .collect();
     let (host, secrets) = McpHost::new(entries, &|name| std::env::var(name).ok(), start_wait);
-    let host = host.with_limits(limits);
+    // A shared server's process starts in the bot's own folder, never in a chat's workspace.
+    let processes: Arc<dyn volcanic_abstractions::processes::ProcessSpawnPolicy> = services.processes.clone();
+    let host = host
+        .with_limits(limits)
+        .with_processes(processes, services.state_dir.join("mcp-shared"))
+        .with_tokens(services.state_dir.join("mcp").join("tokens"), services.redactor.clone());
     for secret in secrets {
         services.redactor.add_secret(&secret);
     }
-    Ok(Some(Arc::new(Mcp { host: Arc::new(host) })))
+    let public = services.config.public_url.trim().trim_end_matches('/');
+    let redirect_uri = if public.is_empty() {
+        LOOPBACK_REDIRECT.to_owned()
+    } else {
+        format!("{public}{CALLBACK_PATH}")
+    };
+    Ok(Some(Arc::new(Mcp {
+        host: Arc::new(host),
+        tg: services.telegram.as_ref().map(|t| t.api.clone()),
+        redirect_uri,
+        callback: !public.is_empty(),
+        targets: Arc::default(),
+    })))
 }
 
 /// Where a session's servers are kept: its chat and topic (`console` without a chat).
@@ -107,9 +163,126 @@ fn scope(target: Option<Target>) -> String {
 
 const COMMANDS: &[FeatureCommand] = &[FeatureCommand {
     name: "mcp",
-    description: "MCP servers of this chat and their state; /mcp restart NAME",
+    description: "MCP servers of this chat and their state; /mcp login|logout|restart NAME",
     turn: Turn::AtOnce,
 }];
+
+/// The callback route's state.
+#[derive(Clone)]
+struct Callback {
+    host: Arc<McpHost>,
+    tg: Arc<Tg>,
+    redirect_uri: String,
+    targets: Arc<Mutex<HashMap<String, Target>>>,
+}
+
+fn page(title: &str, body: &str) -> Html<String> {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    Html(format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
+         <body><h1>{t}</h1><p>{b}</p></body></html>",
+        t = esc(title),
+        b = esc(body)
+    ))
+}
+
+/// `GET /mcp/oauth/callback?code=…&state=…`: finishes the sign-in, confirms in its chat.
+async fn callback(State(cb): State<Callback>, RawQuery(query): RawQuery) -> (StatusCode, Html<String>) {
+    let url = format!("{}?{}", cb.redirect_uri, query.unwrap_or_default());
+    match cb.host.finish_login(&url, None).await {
+        Ok(whom) => {
+            let target = cb
+                .targets
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&whom.scope)
+                .copied();
+            if let Some(target) = target {
+                let _ = cb.tg.send_plain(target, &signed_in(&whom.server), None).await;
+            }
+            (
+                StatusCode::OK,
+                page(
+                    "Signed in",
+                    &format!(
+                        "Signed in to {}. You can close this page and go back to Telegram.",
+                        whom.server
+                    ),
+                ),
+            )
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, page("Not signed in", &e)),
+    }
+}
+
+fn signed_in(server: &str) -> String {
+    format!("Signed in to {server}: its tools are available from your next message.")
+}
+
+impl Mcp {
+    /// `/mcp login NAME`: the sign-in button; `None` when it was sent.
+    async fn login(&self, call: CommandCall<'_>, name: &str) -> Option<String> {
+        let Some(tg) = &self.tg else {
+            return Some("Sign-ins are kept per chat: use /mcp login in a Telegram chat.".into());
+        };
+        let chat = chat_key(call.target.chat_id);
+        let scope = scope(Some(call.target));
+        let url = match self.host.login(&chat, &scope, name, &self.redirect_uri).await {
+            Ok(url) => url,
+            Err(e) => return Some(format!("⚠️ {e}")),
+        };
+        let Ok(parsed) = url::Url::parse(&url) else {
+            return Some(format!("⚠️ the sign-in address of {name} is not a valid URL"));
+        };
+        self.targets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(scope, call.target);
+        let text = if self.callback {
+            format!(
+                "Open the link below and sign in to {name}; I confirm here when it is done. The link works once, for 10 minutes."
+            )
+        } else {
+            format!(
+                "Open the link below and sign in to {name}. Your browser then lands on a page that does not load \
+                 (an address starting with http://127.0.0.1): copy that whole address from the address bar and send \
+                 it here. I take it before the assistant sees it and delete it. The link works once, for 10 minutes."
+            )
+        };
+        let markup = InlineKeyboardMarkup::new([[InlineKeyboardButton::url(format!("Sign in to {name}"), parsed)]]);
+        if call.message.is_group() && self.callback {
+            // The callback cannot tell who opened the link: in a group only the user who asked
+            // gets it, privately (as the calendar's sign-in does).
+            let private = Target {
+                chat_id: call.message.from_id,
+                thread: None,
+            };
+            let text = format!(
+                "Sign-in to {name} for the group you ran /mcp login in: open the link below and sign in; I confirm \
+                 in the group when it is done. The link works once, for 10 minutes. Do not share it: whoever signs \
+                 in with it connects their account to the group."
+            );
+            return Some(match tg.send_plain(private, &text, Some(markup)).await {
+                Ok(_) => "I sent you the sign-in link in a private message.".to_owned(),
+                Err(e) => {
+                    tracing::info!(
+                        chat = call.target.chat_id,
+                        "cannot send the MCP sign-in link privately: {e}"
+                    );
+                    format!(
+                        "⚠️ I can send the sign-in link only privately, and cannot write to you yet: open a private \
+                         chat with @{}, press Start, then run /mcp login {name} here again.",
+                        call.bot_username
+                    )
+                }
+            });
+        }
+        match tg.send_plain(call.target, &text, Some(markup)).await {
+            Ok(_) => None,
+            Err(e) => Some(format!("⚠️ cannot send the sign-in link: {e}")),
+        }
+    }
+}
 
 #[async_trait]
 impl HostFeature for Mcp {
@@ -129,6 +302,51 @@ impl HostFeature for Mcp {
         self.host.stop_all();
     }
 
+    fn routes(&self) -> Option<axum::Router> {
+        let tg = self.tg.clone()?;
+        self.callback.then(|| {
+            axum::Router::new()
+                .route(CALLBACK_PATH, axum::routing::get(callback))
+                .with_state(Callback {
+                    host: self.host.clone(),
+                    tg,
+                    redirect_uri: self.redirect_uri.clone(),
+                    targets: self.targets.clone(),
+                })
+        })
+    }
+
+    fn takes(&self, text: &str) -> bool {
+        self.host.is_login_callback(text)
+    }
+
+    /// A pasted loopback address: deleted (it carries a code), the sign-in finished, answered.
+    async fn take(&self, m: &InMessage, text: &str) {
+        let Some(tg) = &self.tg else { return };
+        let target = Target {
+            chat_id: m.chat_id,
+            thread: m.thread,
+        };
+        let deleted = tg
+            .try_delete(target, i32::try_from(m.message_id).unwrap_or_default())
+            .await;
+        let mut answer = match self.host.finish_login(text, Some(&chat_key(m.chat_id))).await {
+            Ok(whom) => signed_in(&whom.server),
+            Err(e) => format!("⚠️ {e}"),
+        };
+        if let Err(e) = deleted {
+            tracing::warn!(chat = m.chat_id, "could not delete a pasted sign-in address: {e}");
+            answer.push_str(
+                "\n\n⚠️ I could not delete your message with the address (it carries a sign-in code): please delete it yourself.",
+            );
+        }
+        let _ = tg.send_plain(target, &answer, None).await;
+    }
+
+    fn chat_files(&self, chat_key: &str) -> Vec<std::path::PathBuf> {
+        self.host.token_dir(chat_key).into_iter().collect()
+    }
+
     fn commands(&self) -> &[FeatureCommand] {
         COMMANDS
     }
@@ -140,7 +358,17 @@ impl HostFeature for Mcp {
             (Some("restart"), Some(name), None) => {
                 return Some(self.host.restart(&scope(Some(call.target)), name));
             }
-            _ => return Some("Usage: /mcp (the servers and their state) or /mcp restart NAME".into()),
+            (Some("login"), Some(name), None) => return self.login(call, name).await,
+            (Some("logout"), Some(name), None) => {
+                let chat = chat_key(call.target.chat_id);
+                return Some(self.host.logout(&chat, &scope(Some(call.target)), name).await);
+            }
+            _ => {
+                return Some(
+                    "Usage: /mcp (the servers and their state), /mcp login NAME, /mcp logout NAME or /mcp restart NAME"
+                        .into(),
+                );
+            }
         }
         let states = self
             .host
@@ -153,13 +381,23 @@ impl HostFeature for Mcp {
         }
         let lines: Vec<String> = states
             .iter()
-            .map(|(name, state)| format!("- {name}: {state}"))
+            .map(|(name, state)| {
+                let shared = if self.host.is_shared(name) { " (shared)" } else { "" };
+                let hint = if *state == volcanic_mcp::session::ServerState::NeedsLogin && shared.is_empty() {
+                    format!(" (/mcp login {name} signs in)")
+                } else {
+                    String::new()
+                };
+                format!("- {name}{shared}: {state}{hint}")
+            })
             .collect();
         Some(format!("MCP servers:\n{}", lines.join("\n")))
     }
 
     fn help(&self) -> &[&'static str] {
-        &["/mcp - MCP servers of this chat and their state; /mcp restart NAME restarts one"]
+        &[
+            "/mcp - MCP servers of this chat and their state; /mcp login|logout NAME signs in or out of one; /mcp restart NAME restarts one",
+        ]
     }
 }
 

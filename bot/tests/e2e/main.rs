@@ -15,6 +15,8 @@ mod flood;
 mod kinds;
 mod mcp;
 mod mcp_lifecycle;
+mod mcp_oauth;
+mod mcp_shared;
 mod poison;
 mod questions;
 mod responses;

@@ -107,6 +107,14 @@ pub struct RawEntry {
     /// every chat.
     #[serde(default)]
     pub chats: Vec<String>,
+    /// Host config only: one process (one connection) for all its chats instead of one per chat
+    /// (for a server that keeps no per-user state); default `false`.
+    #[serde(default)]
+    pub shared: bool,
+    /// HTTP, host config only: the OAuth client `/mcp login` uses (default: the server's
+    /// dynamic client registration).
+    #[serde(default)]
+    pub oauth: Option<OAuthEntry>,
     /// Workspace files use `type` (`stdio`, `http`, `streamable-http`); informative only.
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
@@ -114,6 +122,67 @@ pub struct RawEntry {
 
 fn yes() -> bool {
     true
+}
+
+/// `oauth = { client_id, client_secret, scopes, client_metadata_url }` of a `url` server.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthEntry {
+    /// A client registered with the server's authorization server beforehand.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// Its secret (`"$NAME"`: from the bot's environment).
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// Scopes to ask for (default: from the server's challenge or metadata).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The HTTPS address of this bot's client metadata document (SEP-991).
+    #[serde(default)]
+    pub client_metadata_url: Option<String>,
+}
+
+impl RawEntry {
+    /// The entry's OAuth client (`oauth`, its secret resolved with `lookup`); default when the
+    /// entry has none. Host config only; pushes a resolved secret to `secrets`.
+    pub fn oauth_client(
+        &self,
+        name: &str,
+        origin: Origin,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        secrets: &mut Vec<String>,
+    ) -> Result<crate::oauth::ClientSpec, BadEntry> {
+        let bad = |reason: String| BadEntry {
+            name: name.to_owned(),
+            reason,
+        };
+        let Some(o) = &self.oauth else {
+            return Ok(crate::oauth::ClientSpec::default());
+        };
+        if origin == Origin::Workspace {
+            return Err(bad(
+                "`oauth` belongs in the host config; a workspace's server signs in with dynamic registration".into(),
+            ));
+        }
+        if self.url.is_none() {
+            return Err(bad("`oauth` is for `url` servers".into()));
+        }
+        if o.client_secret.is_some() && o.client_id.is_none() {
+            return Err(bad("`oauth.client_secret` needs its `oauth.client_id`".into()));
+        }
+        let client_secret = match &o.client_secret {
+            Some(v) => {
+                Some(substitute(v, origin, lookup, secrets).map_err(|r| bad(format!("oauth.client_secret: {r}")))?)
+            }
+            None => None,
+        };
+        Ok(crate::oauth::ClientSpec {
+            client_id: o.client_id.clone(),
+            client_secret,
+            scopes: o.scopes.clone(),
+            client_metadata_url: o.client_metadata_url.clone(),
+        })
+    }
 }
 
 /// Where an entry comes from: secrets resolve only in the host config.
@@ -146,6 +215,11 @@ impl RawEntry {
         }
         if origin == Origin::Workspace && !self.chats.is_empty() {
             return Err(bad("`chats` belongs in the host config, not in a workspace file".into()));
+        }
+        if origin == Origin::Workspace && self.shared {
+            return Err(bad(
+                "`shared` belongs in the host config: a workspace's servers are its chat's own".into(),
+            ));
         }
         if !self.enabled {
             return Ok(None);

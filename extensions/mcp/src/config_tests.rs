@@ -80,3 +80,59 @@ fn workspace_file_keeps_good_entries_beside_bad_ones() {
     assert_eq!(bad[0].name, "bad");
     assert!(bad[0].reason.contains("comand"), "{}", bad[0].reason);
 }
+
+#[test]
+fn shared_is_for_the_host_config_only() {
+    let e = raw(serde_json::json!({"command": "srv", "shared": true})).resolve(
+        "s",
+        Origin::Workspace,
+        &lookup,
+        &mut Vec::new(),
+    );
+    assert!(
+        matches!(&e, Err(b) if b.name == "s" && b.reason.contains("`shared` belongs in the host config")),
+        "{e:?}"
+    );
+    let ok =
+        raw(serde_json::json!({"command": "srv", "shared": true})).resolve("s", Origin::Host, &lookup, &mut Vec::new());
+    assert!(matches!(ok, Ok(Some(_))), "{ok:?}");
+}
+
+#[test]
+fn oauth_clients_resolve_their_secret_and_bad_ones_are_named() {
+    let mut secrets = Vec::new();
+    let entry = raw(
+        serde_json::json!({"url": "https://x/mcp", "oauth": {"client_id": "bot", "client_secret": "$GITHUB_TOKEN", "scopes": ["tools"]}}),
+    );
+    let client = entry.oauth_client("remote", Origin::Host, &lookup, &mut secrets);
+    let Ok(client) = client else {
+        panic!("not resolved: {client:?}");
+    };
+    assert_eq!(client.client_id.as_deref(), Some("bot"));
+    assert_eq!(client.client_secret.as_deref(), Some("ghp_secret_value"));
+    assert_eq!(client.scopes, ["tools"]);
+    assert_eq!(secrets, ["ghp_secret_value"]);
+    let none =
+        raw(serde_json::json!({"url": "https://x/mcp"})).oauth_client("r", Origin::Host, &lookup, &mut Vec::new());
+    assert!(matches!(none, Ok(c) if c == crate::oauth::ClientSpec::default()));
+    for (json, origin, why) in [
+        (
+            serde_json::json!({"url": "https://x/mcp", "oauth": {"client_id": "a"}}),
+            Origin::Workspace,
+            "belongs in the host config",
+        ),
+        (
+            serde_json::json!({"url": "https://x/mcp", "oauth": {"client_secret": "s"}}),
+            Origin::Host,
+            "needs its `oauth.client_id`",
+        ),
+        (
+            serde_json::json!({"command": "srv", "oauth": {"client_id": "a"}}),
+            Origin::Host,
+            "is for `url` servers",
+        ),
+    ] {
+        let e = raw(json).oauth_client("r", origin, &lookup, &mut Vec::new());
+        assert!(matches!(&e, Err(b) if b.name == "r" && b.reason.contains(why)), "{e:?}");
+    }
+}

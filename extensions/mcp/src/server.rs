@@ -45,6 +45,52 @@ pub enum StartError {
     /// It did not answer in time.
     #[error("no answer to initialize and tools/list within {} s", START_TIMEOUT.as_secs())]
     Timeout,
+    /// It answered HTTP 401 (MCP 2025-11-25, "Authorization"): a sign-in is needed; with its
+    /// `WWW-Authenticate` challenge.
+    #[error("needs login (the server answered HTTP 401)")]
+    NeedsLogin(String),
+    /// The process could not be prepared (the process policy refused it).
+    #[error("{0}")]
+    Prepare(String),
+}
+
+/// The `WWW-Authenticate` challenge of a 401 somewhere in `error`'s chain, if it is one.
+pub fn auth_challenge(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    find_in_chain(error, &|e| {
+        e.downcast_ref::<rmcp::transport::streamable_http_client::AuthRequiredError>()
+            .map(|a| a.www_authenticate_header.clone())
+    })
+}
+
+/// The `WWW-Authenticate` challenge of a 403 `insufficient_scope` in `error`'s chain.
+pub fn scope_challenge(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    find_in_chain(error, &|e| {
+        e.downcast_ref::<rmcp::transport::streamable_http_client::InsufficientScopeError>()
+            .map(|a| a.www_authenticate_header.clone())
+    })
+}
+
+/// The first `Some` of `f` along `error`'s chain (through rmcp's transport wrappers).
+fn find_in_chain(
+    error: &(dyn std::error::Error + 'static),
+    f: &dyn Fn(&(dyn std::error::Error + 'static)) -> Option<String>,
+) -> Option<String> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(found) = f(e) {
+            return Some(found);
+        }
+        if let Some(rmcp::service::ClientInitializeError::TransportError { error, .. }) =
+            e.downcast_ref::<rmcp::service::ClientInitializeError>()
+        {
+            return find_in_chain(error, f);
+        }
+        if let Some(rmcp::ServiceError::TransportSend(error)) = e.downcast_ref::<rmcp::ServiceError>() {
+            return find_in_chain(error, f);
+        }
+        next = e.source();
+    }
+    None
 }
 
 /// What a stdio server needs to start: its prepared process (the session's process policy made
@@ -62,6 +108,10 @@ pub struct Connection {
     peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     group: Mutex<Option<Box<dyn ProcessGroup>>>,
+    /// A call was answered HTTP 401 (the token expired and could not be refreshed, or was revoked).
+    needs_login: std::sync::atomic::AtomicBool,
+    /// The challenge of the last call answered 403 `insufficient_scope`.
+    insufficient_scope: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -81,7 +131,20 @@ impl Connection {
         redactor: Arc<dyn SecretRedactor>,
         handler: Handler,
     ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
-        let started = tokio::time::timeout(START_TIMEOUT, Self::start_inner(spec, launch, redactor, handler)).await;
+        Self::start_with_auth(spec, launch, None, redactor, handler).await
+    }
+
+    /// [`Connection::start`], a streamable HTTP server reached with `auth` (an OAuth client
+    /// sending the stored token, refreshing it: [`crate::oauth::authorized_client`]).
+    pub async fn start_with_auth(
+        spec: &ServerSpec,
+        launch: Option<Launch>,
+        auth: Option<rmcp::transport::auth::AuthClient<reqwest::Client>>,
+        redactor: Arc<dyn SecretRedactor>,
+        handler: Handler,
+    ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
+        let started =
+            tokio::time::timeout(START_TIMEOUT, Self::start_inner(spec, launch, auth, redactor, handler)).await;
         let (conn, tools) = match started {
             Ok(r) => r?,
             Err(_) => return Err(StartError::Timeout),
@@ -92,6 +155,7 @@ impl Connection {
     async fn start_inner(
         spec: &ServerSpec,
         launch: Option<Launch>,
+        auth: Option<rmcp::transport::auth::AuthClient<reqwest::Client>>,
         redactor: Arc<dyn SecretRedactor>,
         handler: Handler,
     ) -> Result<(Connection, Vec<rmcp::model::Tool>), StartError> {
@@ -130,22 +194,39 @@ impl Connection {
                     url.as_str(),
                 )
                 .custom_headers(custom);
-                let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
-                (rmcp::service::serve_client(handler, transport).await, None)
+                let service = match auth {
+                    Some(auth) => {
+                        let transport = StreamableHttpClientTransport::with_client(auth, config);
+                        rmcp::service::serve_client(handler, transport).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
+                        rmcp::service::serve_client(handler, transport).await
+                    }
+                };
+                (service, None)
             }
         };
-        let service = service.map_err(|e| StartError::Initialize(e.to_string()))?;
+        let service = service.map_err(|e| match auth_challenge(&e) {
+            Some(challenge) => StartError::NeedsLogin(challenge),
+            None => StartError::Initialize(e.to_string()),
+        })?;
         let peer = service.peer().clone();
-        let tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| StartError::ListTools(e.to_string()))?;
+        let tools =
+            peer.list_all_tools()
+                .await
+                .map_err(|e| match auth_challenge(&e).or_else(|| scope_challenge(&e)) {
+                    Some(challenge) => StartError::NeedsLogin(challenge),
+                    None => StartError::ListTools(e.to_string()),
+                })?;
         Ok((
             Connection {
                 name: spec.name.clone(),
                 peer,
                 service: Mutex::new(Some(service)),
                 group: Mutex::new(group),
+                needs_login: Default::default(),
+                insufficient_scope: Mutex::default(),
             },
             tools,
         ))
@@ -178,6 +259,17 @@ impl Connection {
                  the call was given up",
                 timeout.as_secs()
             ))),
+            Ok(Err(e)) if scope_challenge(&e).is_some() => {
+                *self.insufficient_scope.lock().unwrap_or_else(|e| e.into_inner()) = scope_challenge(&e);
+                Err(ToolError::msg(format!(
+                    "MCP server `{server}` refused `{tool}`: the sign-in lacks a scope it needs; \
+                     the user must run `/mcp login {server}` again"
+                )))
+            }
+            Ok(Err(e)) if auth_challenge(&e).is_some() => {
+                self.needs_login.store(true, std::sync::atomic::Ordering::SeqCst);
+                Err(ToolError::msg(needs_login_message(server)))
+            }
             Ok(Err(e)) if self.peer.is_transport_closed() => Err(ToolError::msg(format!(
                 "MCP server `{server}` stopped during the call of `{tool}` ({e}); it is restarted \
                  (`/mcp` shows when it is back)"
@@ -189,6 +281,19 @@ impl Connection {
                 to_tool_result(&json)
             }
         }
+    }
+
+    /// Whether a call was refused with HTTP 401 (a new sign-in is needed).
+    pub fn needs_login(&self) -> bool {
+        self.needs_login.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The `WWW-Authenticate` challenge of the last call refused for scope (HTTP 403).
+    pub fn insufficient_scope(&self) -> Option<String> {
+        self.insufficient_scope
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Its tools now (`tools/list`, every page).
@@ -216,6 +321,14 @@ impl Drop for Connection {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// What the model is told when server `name` needs a sign-in.
+pub fn needs_login_message(name: &str) -> String {
+    format!(
+        "MCP server `{name}` needs a sign-in: the user must run `/mcp login {name}` in this chat and \
+         sign in; then ask again"
+    )
 }
 
 /// Logs the server's stderr line by line (redacted) up to [`STDERR_LOG_CAP`] bytes, then drains.

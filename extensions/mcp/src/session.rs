@@ -3,6 +3,7 @@
 //! before a model call after `list_changed`, stopped with the session.
 
 use crate::config::{BadEntry, ServerSpec, Transport};
+use crate::link::{Link, SessionLauncher};
 pub use crate::slot::ServerState;
 use crate::slot::{Budget, Env, Limits, Slot};
 use async_trait::async_trait;
@@ -17,7 +18,9 @@ use volcanic_abstractions::ui::NotifyLevel;
 #[derive(Debug)]
 pub struct ChatServers {
     specs: Vec<ServerSpec>,
+    shared: Vec<Arc<Link>>,
     bad: Vec<BadEntry>,
+    tokens: Option<(PathBuf, String)>,
     workspace: PathBuf,
     start_wait: Duration,
     limits: Limits,
@@ -26,17 +29,22 @@ pub struct ChatServers {
 }
 
 impl ChatServers {
-    /// The host's servers for this chat; the workspace's are added at the first run.
-    pub fn new(
+    /// The host's servers for this chat (its own `specs`, and the `shared` ones every chat
+    /// uses); the workspace's are added at the first run.
+    pub(crate) fn new(
         specs: Vec<ServerSpec>,
+        shared: Vec<Arc<Link>>,
         bad: Vec<BadEntry>,
+        tokens: Option<(PathBuf, String)>,
         workspace: PathBuf,
         start_wait: Duration,
         limits: Limits,
     ) -> Self {
         ChatServers {
             specs,
+            shared,
             bad,
+            tokens,
             workspace,
             start_wait,
             limits,
@@ -54,6 +62,11 @@ impl ChatServers {
                 .specs
                 .iter()
                 .map(|s| (s.name.clone(), ServerState::NotStarted))
+                .chain(
+                    self.shared
+                        .iter()
+                        .map(|l| (l.spec.name.clone(), crate::shared_state(l))),
+                )
                 .collect(),
         };
         out.extend(
@@ -85,7 +98,11 @@ impl ChatServers {
             let (workspace, bad) = crate::config::read_workspace(&self.workspace);
             let mut specs = self.specs.clone();
             for spec in workspace {
-                if specs.iter().any(|s| s.name == spec.name) {
+                if specs
+                    .iter()
+                    .chain(self.shared.iter().map(|l| &l.spec))
+                    .any(|s| s.name == spec.name)
+                {
                     tracing::warn!(
                         server = %spec.name,
                         "{} names a server the host config has; the host's is used",
@@ -95,27 +112,31 @@ impl ChatServers {
                     specs.push(spec);
                 }
             }
-            let slot = Slot::new;
+            let launcher = Arc::new(SessionLauncher {
+                api: Arc::downgrade(&api),
+                ctx: ctx.clone(),
+                tokens: self.tokens.clone(),
+            });
             let mut slots: Vec<Arc<Slot>> = specs
                 .into_iter()
-                .map(|spec| slot(spec, ServerState::Starting, false))
+                .map(|spec| Slot::new(Link::new(spec, launcher.clone()), false))
+                .chain(self.shared.iter().map(|l| Slot::new(l.clone(), true)))
                 .collect();
             for b in bad {
                 tracing::warn!("{b}");
-                slots.push(slot(placeholder(&b.name), ServerState::Failed(b.reason), true));
+                slots.push(Slot::new(Link::unusable(placeholder(&b.name), b.reason), false));
             }
             *guard = Some(slots.clone());
             slots
         };
         let env = Env {
             api: Arc::downgrade(&api),
-            ctx: ctx.clone(),
             budget: Arc::new(Mutex::new(Budget::new(self.limits))),
         };
         *self.env.lock().unwrap_or_else(|e| e.into_inner()) = Some(env.clone());
+        // Every slot subscribes to its link (a failed shared server may be restarted later).
         let starts: Vec<_> = slots
             .iter()
-            .filter(|s| s.state() == ServerState::Starting)
             .map(|slot| tokio::spawn(crate::slot::start(slot.clone(), env.clone())))
             .collect();
         if starts.is_empty() {
@@ -151,15 +172,52 @@ impl ChatServers {
     pub fn restart(&self, name: &str) -> String {
         let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (Some(env), Some(slots)) = (env, slots) else {
+        let (Some(_), Some(slots)) = (env, slots) else {
             return "The servers of this chat have not started yet: they start with its next message.".into();
         };
         match slots.iter().find(|s| s.spec.name == name) {
             None => format!("No MCP server `{name}` in this chat (/mcp lists them)."),
-            Some(slot) if crate::slot::restart_now(slot, &env) => {
-                format!("Restarting MCP server `{name}`; /mcp shows when it is ready.")
+            Some(slot) if slot.link.restart_now() => {
+                if slot.shared {
+                    format!("Restarting the shared MCP server `{name}` (for every chat); /mcp shows when it is ready.")
+                } else {
+                    format!("Restarting MCP server `{name}`; /mcp shows when it is ready.")
+                }
             }
             Some(_) => format!("MCP server `{name}` cannot be restarted: fix its entry (see /mcp)."),
+        }
+    }
+
+    /// Restarts server `name` (after a sign-in) and waits at most `wait` for it to be up, so
+    /// the chat's next message has its tools.
+    pub(crate) async fn restart_and_wait(&self, name: &str, wait: Duration) {
+        let slot = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .flatten()
+            .find(|s| s.spec.name == name)
+            .cloned();
+        let Some(slot) = slot else { return };
+        if !slot.link.restart_now() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + wait;
+        while slot.state() == ServerState::Starting && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The spec of server `name` of this session (the workspace's too, once started).
+    pub(crate) fn spec(&self, name: &str) -> Option<(ServerSpec, bool)> {
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match slots {
+            Some(slots) => slots
+                .iter()
+                .find(|s| s.spec.name == name)
+                .map(|s| (s.spec.clone(), s.shared)),
+            None => self.specs.iter().find(|s| s.name == name).map(|s| (s.clone(), false)),
         }
     }
 
@@ -167,9 +225,9 @@ impl ChatServers {
     async fn refresh(&self) {
         let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let (Some(env), Some(slots)) = (env, slots) {
+        if let (Some(_), Some(slots)) = (env, slots) {
             for slot in &slots {
-                crate::slot::refresh_if_stale(slot, &env).await;
+                slot.link.refresh_if_stale().await;
             }
         }
     }

@@ -1,36 +1,21 @@
-//! One server of one session through its life: started, its tools registered within the
-//! session's bounds, its list refreshed after `notifications/tools/list_changed` (before the
-//! next model call), restarted with backoff after it exits, stopped with the session.
+//! One server as one session uses it: its tools registered within the session's bounds, updated
+//! whenever its [`Link`] lists them again (after `notifications/tools/list_changed`, before the
+//! next model call; after a restart), calls sent to the link's connection.
 
-use crate::client::{Handler, OnToolsChanged};
-use crate::config::{ServerSpec, Transport};
-use crate::elicit::{Elicitor, UiElicitor};
+use crate::config::ServerSpec;
+use crate::link::{Link, LinkState};
 use crate::names::tool_name;
-use crate::server::{Connection, Launch};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::extensions::{ExtensionApi, ExtensionContext};
-use volcanic_abstractions::processes::{ProcessPurpose, ProcessSpawnRequest};
+use volcanic_abstractions::extensions::ExtensionApi;
 use volcanic_abstractions::tools::{Tool, ToolError, ToolInvocation, ToolResult};
 
-/// Restarts in a row (without a stable minute between them) before a server is given up.
-pub const MAX_RESTARTS: u32 = 5;
-/// A server up this long counts as stable: its next exit starts the backoff afresh.
-pub const STABLE_AFTER: Duration = Duration::from_secs(60);
-/// How often a running server's transport is checked.
-const WATCH_EVERY: Duration = Duration::from_millis(250);
-/// How long a `tools/list` after `list_changed` may take.
-const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The wait before restart `attempt` (1-based): 1 s, 2 s, 4 s, … at most 30 s.
-pub fn backoff(attempt: u32) -> Duration {
-    Duration::from_secs((1u64 << attempt.saturating_sub(1).min(5)).min(30))
-}
+pub use crate::link::{MAX_RESTARTS, STABLE_AFTER, backoff};
 
 /// Default of `mcp.max_tools`: MCP tools per session (providers cap a request's tools, e.g.
 /// OpenAI at 128, and every tool costs context).
@@ -77,7 +62,6 @@ impl Budget {
 #[derive(Clone)]
 pub(crate) struct Env {
     pub(crate) api: Weak<dyn ExtensionApi>,
-    pub(crate) ctx: Arc<dyn ExtensionContext>,
     pub(crate) budget: Arc<Mutex<Budget>>,
 }
 
@@ -112,6 +96,8 @@ pub enum ServerState {
     },
     /// Could not start, or gave up after restarts; with the reason.
     Failed(String),
+    /// It answered HTTP 401: `/mcp login NAME` signs in.
+    NeedsLogin,
     /// Stopped with its session.
     Stopped,
 }
@@ -140,31 +126,32 @@ impl std::fmt::Display for ServerState {
                 write!(f, "exited; restarting (attempt {attempt} of {MAX_RESTARTS})")
             }
             ServerState::Failed(why) => write!(f, "failed: {why}"),
+            ServerState::NeedsLogin => f.write_str("needs login"),
             ServerState::Stopped => f.write_str("stopped"),
         }
     }
 }
 
-/// One server of one session.
+/// One server as one session uses it: its tools registered in the session (within its
+/// bounds), calls going to the server's [`Link`] (the session's own, or a shared one).
 pub struct Slot {
     pub(crate) spec: ServerSpec,
-    state: Mutex<ServerState>,
-    conn: Mutex<Option<Arc<Connection>>>,
+    pub(crate) link: Arc<Link>,
+    /// The link serves every chat (`shared = true`): the session never stops it.
+    pub(crate) shared: bool,
+    /// The session's side, from its first run.
+    env: Mutex<Option<Env>>,
     stopped: AtomicBool,
-    /// `list_changed` was seen: re-list before the next model call.
-    stale: AtomicBool,
     /// Its tools ever registered, by their name on the server.
     tools: Mutex<BTreeMap<String, Arc<McpTool>>>,
     left_out: AtomicUsize,
-    restarts: AtomicU32,
-    /// Bumped by every start: a watcher of an older one stops watching.
-    generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Slot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Slot")
             .field("server", &self.spec.name)
+            .field("shared", &self.shared)
             .finish_non_exhaustive()
     }
 }
@@ -174,140 +161,77 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Slot {
-    pub(crate) fn new(spec: ServerSpec, state: ServerState, stopped: bool) -> Arc<Slot> {
+    pub(crate) fn new(link: Arc<Link>, shared: bool) -> Arc<Slot> {
         Arc::new(Slot {
-            spec,
-            state: Mutex::new(state),
-            conn: Mutex::new(None),
-            stopped: AtomicBool::new(stopped),
-            stale: AtomicBool::new(false),
+            spec: link.spec.clone(),
+            link,
+            shared,
+            env: Mutex::new(None),
+            stopped: AtomicBool::new(false),
             tools: Mutex::default(),
             left_out: AtomicUsize::new(0),
-            restarts: AtomicU32::new(0),
-            generation: AtomicU64::new(0),
         })
     }
 
-    fn set(&self, state: ServerState) {
-        *lock(&self.state) = state;
-    }
-
-    fn set_ready(&self) {
-        let tools = lock(&self.tools).values().filter(|t| t.available()).count();
-        self.set(ServerState::Ready {
-            tools,
-            left_out: self.left_out.load(Ordering::SeqCst),
-            restarts: self.restarts.load(Ordering::SeqCst),
-        });
-    }
-
-    /// Its state now (a ready server whose process just exited shows as restarting).
+    /// Its state in this session (a shared server's as it is for everyone, with this
+    /// session's tool counts).
     pub fn state(&self) -> ServerState {
-        let state = lock(&self.state).clone();
-        let closed = self.connection().is_some_and(|c| c.is_closed());
-        match state {
-            ServerState::Ready { .. } if closed => ServerState::Restarting { attempt: 1 },
-            s => s,
+        let link = self.link.state();
+        if self.stopped.load(Ordering::SeqCst) && !matches!(link, LinkState::Failed(_)) {
+            return ServerState::Stopped;
+        }
+        match link {
+            LinkState::Idle | LinkState::Starting => ServerState::Starting,
+            LinkState::Up => ServerState::Ready {
+                tools: lock(&self.tools).values().filter(|t| t.available()).count(),
+                left_out: self.left_out.load(Ordering::SeqCst),
+                restarts: self.link.restarts(),
+            },
+            LinkState::Restarting { attempt } => ServerState::Restarting { attempt },
+            LinkState::Failed(why) => ServerState::Failed(why),
+            LinkState::NeedsLogin => ServerState::NeedsLogin,
+            LinkState::Stopped => ServerState::Stopped,
         }
     }
 
-    fn connection(&self) -> Option<Arc<Connection>> {
-        lock(&self.conn).clone()
-    }
-
-    fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::SeqCst)
-    }
-
+    /// Lets the session go: its own server stopped, a shared one left running for the others.
     pub(crate) fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
-        if let Some(c) = lock(&self.conn).take() {
-            c.stop();
+        lock(&self.env).take();
+        if !self.shared {
+            self.link.stop();
         }
-        let mut state = lock(&self.state);
-        if matches!(
-            *state,
-            ServerState::Ready { .. } | ServerState::Starting | ServerState::Restarting { .. }
-        ) {
-            *state = ServerState::Stopped;
+    }
+
+    /// Syncs the session's tools with `listed` (the server's list now).
+    pub(crate) fn sync(self: &Arc<Self>, listed: &[rmcp::model::Tool]) {
+        let env = lock(&self.env).clone();
+        if let Some(env) = env
+            && !self.stopped.load(Ordering::SeqCst)
+        {
+            sync_tools(self, &env, listed);
         }
     }
 }
 
-/// Starts the slot's server, registers its tools, then watches it (restarts after an exit).
+/// Starts the slot's server (a shared one only once, for everyone), and registers its tools
+/// in the session now and whenever its list changes.
 pub(crate) async fn start(slot: Arc<Slot>, env: Env) {
-    let generation = slot.generation.fetch_add(1, Ordering::SeqCst) + 1;
-    match connect(&slot, &env).await {
-        Err(e) => {
-            tracing::warn!(server = %slot.spec.name, "MCP server failed to start: {e}");
-            slot.set(ServerState::Failed(e));
-        }
-        Ok((conn, tools)) => {
-            if install(&slot, &env, conn, tools) {
-                tracing::info!(server = %slot.spec.name, state = %slot.state(), "MCP server ready");
-                tokio::spawn(watch(slot, env, generation));
-            }
-        }
+    *lock(&slot.env) = Some(env);
+    slot.link.subscribe(&slot);
+    slot.link.start_once().await;
+    // A shared server already up before this session: its tools as listed.
+    if slot.link.state() == LinkState::Up {
+        slot.sync(&slot.link.listed());
     }
-}
-
-/// Connects (a stdio server through the session's process policy) with our handler.
-async fn connect(slot: &Arc<Slot>, env: &Env) -> Result<(Arc<Connection>, Vec<rmcp::model::Tool>), String> {
-    let api = env.api.upgrade().ok_or("the session has ended")?;
-    let spec = &slot.spec;
-    let launch = match &spec.transport {
-        Transport::Stdio {
-            command,
-            args,
-            env: vars,
-        } => {
-            let mut request = ProcessSpawnRequest::new(ProcessPurpose::McpServer, command.clone(), env.ctx.cwd());
-            request.args = args.clone();
-            request.env = vars.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
-            request.time_zone = env.ctx.time_zone();
-            request.origin = format!("mcp:{}", spec.name);
-            let process = env.ctx.prepare_process(request).await.map_err(|e| e.to_string())?;
-            Some(Launch {
-                process,
-                policy: api.processes(),
-            })
-        }
-        Transport::Http { .. } => None,
-    };
-    let weak = Arc::downgrade(slot);
-    let on_changed: OnToolsChanged = Arc::new(move || {
-        if let Some(s) = weak.upgrade() {
-            s.stale.store(true, Ordering::SeqCst);
-        }
-    });
-    let elicitor = env.ctx.ui().map(|ui| Arc::new(UiElicitor(ui)) as Arc<dyn Elicitor>);
-    let handler = Handler::new(&spec.name, elicitor, Some(on_changed));
-    let (conn, tools) = Connection::start(spec, launch, api.redactor(), handler)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok((Arc::new(conn), tools))
-}
-
-/// Makes `conn` the slot's connection and syncs its tools; false when the session stopped meanwhile.
-fn install(slot: &Arc<Slot>, env: &Env, conn: Arc<Connection>, tools: Vec<rmcp::model::Tool>) -> bool {
-    if slot.is_stopped() {
-        conn.stop();
-        return false;
-    }
-    if let Some(old) = lock(&slot.conn).replace(conn) {
-        old.stop();
-    }
-    sync_tools(slot, env, tools);
-    slot.set_ready();
-    true
 }
 
 /// Registers the server's new tools (within the session's bounds), updates the known ones'
 /// schemas, and switches the active set: tools it no longer offers off, offered ones on.
-fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: Vec<rmcp::model::Tool>) {
+fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: &[rmcp::model::Tool]) {
     let Some(api) = env.api.upgrade() else { return };
     let spec = &slot.spec;
-    let listed: Vec<_> = listed.into_iter().filter(|t| spec.wants(&t.name)).collect();
+    let listed: Vec<_> = listed.iter().filter(|t| spec.wants(&t.name)).collect();
     let mut mine = lock(&slot.tools);
     let mut budget = lock(&env.budget);
     let mut left_out = 0;
@@ -354,90 +278,6 @@ fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: Vec<rmcp::model::Tool>) {
             && let Err(e) = api.set_active_tools(active)
         {
             tracing::warn!(server = %spec.name, "cannot update the active tools: {e}");
-        }
-    }
-}
-
-/// Restarts the slot's server now (`/mcp restart NAME`): the running one is stopped, its
-/// watcher let go, the restart count and backoff start afresh. `false` for a bad entry's slot.
-pub(crate) fn restart_now(slot: &Arc<Slot>, env: &Env) -> bool {
-    if slot.is_stopped() {
-        return false;
-    }
-    slot.generation.fetch_add(1, Ordering::SeqCst);
-    if let Some(old) = lock(&slot.conn).take() {
-        old.stop();
-    }
-    slot.restarts.store(0, Ordering::SeqCst);
-    slot.set(ServerState::Starting);
-    tracing::info!(server = %slot.spec.name, "MCP server restarted by /mcp restart");
-    tokio::spawn(start(slot.clone(), env.clone()));
-    true
-}
-
-/// Re-lists the tools when the server said they changed (called before each model call).
-pub(crate) async fn refresh_if_stale(slot: &Arc<Slot>, env: &Env) {
-    if !slot.stale.swap(false, Ordering::SeqCst) {
-        return;
-    }
-    let Some(conn) = slot.connection() else { return };
-    match tokio::time::timeout(REFRESH_TIMEOUT, conn.list_tools()).await {
-        Ok(Ok(tools)) => {
-            sync_tools(slot, env, tools);
-            if matches!(slot.state(), ServerState::Ready { .. }) {
-                slot.set_ready();
-            }
-            tracing::info!(server = %slot.spec.name, state = %slot.state(), "MCP tools re-listed after list_changed");
-        }
-        Ok(Err(e)) => tracing::warn!(server = %slot.spec.name, "MCP tools/list after list_changed failed: {e}"),
-        Err(_) => tracing::warn!(server = %slot.spec.name, "MCP tools/list after list_changed: no answer in time"),
-    }
-}
-
-/// Watches a running server; after it exits, restarts it with backoff ([`backoff`]) up to
-/// [`MAX_RESTARTS`] times in a row, then gives it up (failed, with the reason).
-async fn watch(slot: Arc<Slot>, env: Env, generation: u64) {
-    let name = slot.spec.name.clone();
-    let (mut up_since, mut attempt) = (Instant::now(), 0u32);
-    let replaced = |slot: &Slot| slot.is_stopped() || slot.generation.load(Ordering::SeqCst) != generation;
-    loop {
-        tokio::time::sleep(WATCH_EVERY).await;
-        if replaced(&slot) {
-            return;
-        }
-        if !slot.connection().is_none_or(|c| c.is_closed()) {
-            continue;
-        }
-        if up_since.elapsed() >= STABLE_AFTER {
-            attempt = 0;
-        }
-        loop {
-            attempt += 1;
-            if attempt > MAX_RESTARTS {
-                let why = format!("exited {MAX_RESTARTS} times in a row; not restarted again");
-                tracing::error!(server = %name, "MCP server {why}");
-                slot.set(ServerState::Failed(why));
-                return;
-            }
-            let delay = backoff(attempt);
-            slot.set(ServerState::Restarting { attempt });
-            tracing::warn!(server = %name, "MCP server exited; restart {attempt} of {MAX_RESTARTS} in {} s", delay.as_secs());
-            tokio::time::sleep(delay).await;
-            if replaced(&slot) {
-                return;
-            }
-            match connect(&slot, &env).await {
-                Ok((conn, tools)) => {
-                    slot.restarts.fetch_add(1, Ordering::SeqCst);
-                    if !install(&slot, &env, conn, tools) {
-                        return;
-                    }
-                    tracing::info!(server = %name, state = %slot.state(), "MCP server restarted");
-                    up_since = Instant::now();
-                    break;
-                }
-                Err(e) => tracing::warn!(server = %name, "MCP server restart {attempt} failed: {e}"),
-            }
         }
     }
 }
@@ -536,9 +376,17 @@ impl Tool for McpTool {
             ServerState::Failed(why) => {
                 return Err(ToolError::msg(format!("MCP server `{server}` is not available: {why}")));
             }
+            ServerState::NeedsLogin if slot.shared => {
+                return Err(ToolError::msg(format!(
+                    "MCP server `{server}` refuses the bot without a sign-in, and being shared by all chats it \
+                     cannot use one chat's: the bot's config must give it a token (`headers`)"
+                )));
+            }
+            ServerState::NeedsLogin => return Err(ToolError::msg(crate::server::needs_login_message(server))),
             _ => {}
         }
         let conn = slot
+            .link
             .connection()
             .ok_or_else(|| ToolError::msg(format!("MCP server `{server}` is not running")))?;
         conn.call(&self.remote, args, self.timeout, cancel).await
@@ -548,12 +396,6 @@ impl Tool for McpTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_up_to_thirty_seconds() {
-        let waits: Vec<u64> = (1..=8).map(|a| backoff(a).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
-    }
 
     #[test]
     fn ready_shows_left_out_tools_and_restarts() {

@@ -85,3 +85,45 @@ async fn everything_over_streamable_http_lists_and_calls_tools() {
     assert!(matches!(&sum, Ok(r) if r.text_content().contains('3')), "{sum:?}");
     conn.stop();
 }
+
+/// A remote server that wants a sign-in answers 401 with its protected-resource metadata: the
+/// start says "needs login" (not a failure), with the challenge.
+#[tokio::test]
+async fn a_server_answering_401_needs_login() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+    let challenge =
+        format!("Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource\"");
+    let header = challenge.clone();
+    let app = axum::Router::new().fallback(move || {
+        let header = header.clone();
+        async move {
+            (
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, header)],
+                "sign in first",
+            )
+        }
+    });
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let spec = ServerSpec {
+        name: "locked".into(),
+        transport: Transport::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: BTreeMap::new(),
+        },
+        include_tools: Vec::new(),
+        exclude_tools: Vec::new(),
+        call_timeout: DEFAULT_CALL_TIMEOUT,
+    };
+    let started = Connection::start(&spec, None, Arc::new(NoRedaction), Handler::default()).await;
+    match started {
+        Err(volcanic_mcp::server::StartError::NeedsLogin(c)) => assert_eq!(c, challenge),
+        Err(e) => panic!("not a sign-in: {e}"),
+        Ok(_) => panic!("started without a sign-in"),
+    }
+    server.abort();
+}
