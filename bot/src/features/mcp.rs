@@ -420,7 +420,7 @@ mod tests {
         let section: Section = toml::Value::Table(table["mcp"].as_table().cloned().unwrap_or_default())
             .try_into()
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(section.servers.len(), 2);
+        assert_eq!(section.servers.len(), 4);
         for (name, value) in section.servers {
             let raw: RawEntry = value.try_into().unwrap_or_else(|e| panic!("{name}: {e}"));
             let lookup = |_: &str| Some("a-secret-value".to_owned());
