@@ -242,16 +242,6 @@ struct Callback {
     tg: Arc<Tg>,
 }
 
-fn page(title: &str, body: &str) -> Html<String> {
-    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    Html(format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
-         <body><h1>{t}</h1><p>{b}</p></body></html>",
-        t = esc(title),
-        b = esc(body)
-    ))
-}
-
 /// `GET /oauth/google/callback`.
 async fn callback(
     State(cb): State<Callback>,
@@ -266,12 +256,15 @@ async fn callback(
             let _ = cb.tg.send_plain(target, &connected.message(), None).await;
             (
                 StatusCode::OK,
-                page(
+                super::sign_in_page(
                     "Done",
                     "Google Calendar is connected. You can close this page and go back to Telegram.",
                 ),
             )
         }
-        Err(e) => (StatusCode::BAD_REQUEST, page("Not connected", &e.to_string())),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            super::sign_in_page("Not connected", &e.to_string()),
+        ),
     }
 }

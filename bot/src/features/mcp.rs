@@ -176,16 +176,6 @@ struct Callback {
     targets: Arc<Mutex<HashMap<String, Target>>>,
 }
 
-fn page(title: &str, body: &str) -> Html<String> {
-    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    Html(format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
-         <body><h1>{t}</h1><p>{b}</p></body></html>",
-        t = esc(title),
-        b = esc(body)
-    ))
-}
-
 /// `GET /mcp/oauth/callback?code=…&state=…`: finishes the sign-in, confirms in its chat.
 async fn callback(State(cb): State<Callback>, RawQuery(query): RawQuery) -> (StatusCode, Html<String>) {
     let url = format!("{}?{}", cb.redirect_uri, query.unwrap_or_default());
@@ -202,7 +192,7 @@ async fn callback(State(cb): State<Callback>, RawQuery(query): RawQuery) -> (Sta
             }
             (
                 StatusCode::OK,
-                page(
+                super::sign_in_page(
                     "Signed in",
                     &format!(
                         "Signed in to {}. You can close this page and go back to Telegram.",
@@ -211,7 +201,7 @@ async fn callback(State(cb): State<Callback>, RawQuery(query): RawQuery) -> (Sta
                 ),
             )
         }
-        Err(e) => (StatusCode::BAD_REQUEST, page("Not signed in", &e)),
+        Err(e) => (StatusCode::BAD_REQUEST, super::sign_in_page("Not signed in", &e)),
     }
 }
 

@@ -237,6 +237,18 @@ pub trait HostFeature: Send + Sync {
     }
 }
 
+/// The page a browser lands on at the end of a sign-in (Google Calendar, an MCP server's
+/// OAuth): `title` and `body` as plain text, HTML-escaped.
+pub fn sign_in_page(title: &str, body: &str) -> axum::response::Html<String> {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    axum::response::Html(format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
+         <body><h1>{t}</h1><p>{b}</p></body></html>",
+        t = esc(title),
+        b = esc(body)
+    ))
+}
+
 /// How long one feature's stop step may take.
 pub const STOP_BOUND: Duration = Duration::from_secs(10);
 
