@@ -1,8 +1,8 @@
 //! The A2A server through the real binary (`[a2a.server]`): the pinned Python a2a-sdk client
 //! drives it in 1.0 and 0.3 (`tests/peers/a2a_bot_client.py`); a caller without `bash` in its
-//! tools cannot run it, nor read outside its workspace; and one bot's chat agent asks another bot process's agent, which knows
-//! it serves an agent (its own onward message would pass `max_hops`) and, without the test
-//! switch, refuses a push target on loopback.
+//! tools cannot run it, nor read outside its workspace; and one bot's chat agent asks another
+//! bot process's agent, which knows it serves an agent (its own onward message would pass
+//! `max_hops`) and, without the test switch, refuses a push target on loopback.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,13 +21,13 @@ const CAROL: &str = "carol-token-0123456789abcdef";
 /// default tools), push to loopback allowed (the test's receiver listens there).
 fn server_config(tg: &BotApiServer, port: u16) -> String {
     format!(
-        "{}[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n\
-         [a2a.server]\nname = \"Test assistant\"\nallow_loopback_push = true\nidle_minutes = 0.01\n\
+        "{}{}[a2a.server]\nname = \"Test assistant\"\nallow_loopback_push = true\nidle_minutes = 0.01\n\
          [[a2a.server.skills]]\nid = \"echo\"\nname = \"Echo\"\ndescription = \"Says it back\"\n\
          [[a2a.server.callers]]\nname = \"alice\"\ntoken_env = \"E2E_ALICE\"\ntools = [\"*\"]\n\
          [[a2a.server.callers]]\nname = \"bob\"\ntoken_env = \"E2E_BOB\"\n\
          [[a2a.server.callers]]\nname = \"carol\"\ntoken_env = \"E2E_CAROL\"\nchat = {OWNER}\n",
-        telegram_config(tg, "")
+        telegram_config(tg, ""),
+        http_section(port)
     )
 }
 
@@ -74,6 +74,37 @@ fn echo_model(model: &ModelServer) {
     });
 }
 
+/// A bot serving A2A with [`server_config`], its model answering as [`echo_model`], started
+/// and its card served.
+struct ServerBot {
+    model: ModelServer,
+    tg: BotApiServer,
+    env: Env,
+    bot: BotProcess,
+    /// Its base URL.
+    base: String,
+}
+
+impl ServerBot {
+    async fn start() -> ServerBot {
+        let model = ModelServer::start().await.unwrap();
+        echo_model(&model);
+        let tg = BotApiServer::start(TOKEN).await.unwrap();
+        let port = free_port();
+        let env = Env::new(&model.url(), &server_config(&tg, port));
+        let bot = start_server_bot(&env);
+        let base = format!("http://127.0.0.1:{port}");
+        wait_card(&base, &bot).await;
+        ServerBot {
+            model,
+            tg,
+            env,
+            bot,
+            base,
+        }
+    }
+}
+
 fn start_server_bot(env: &Env) -> BotProcess {
     BotProcess::start_with(
         env,
@@ -105,14 +136,13 @@ async fn wait_card(url: &str, bot: &BotProcess) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_a2a_sdk_client_drives_the_bot_in_both_dialects() {
     let python = testdeps::python().unwrap_or_else(|e| panic!("{e}"));
-    let model = ModelServer::start().await.unwrap();
-    echo_model(&model);
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let port = free_port();
-    let env = Env::new(&model.url(), &server_config(&tg, port));
-    let bot = start_server_bot(&env);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_card(&base, &bot).await;
+    let ServerBot {
+        model: _model,
+        tg: _tg,
+        env,
+        bot,
+        base,
+    } = ServerBot::start().await;
     // Bob's task runs all along while alice's client works.
     let bobs = rpc(&base, BOB, "SendMessage", send("slow", json!({}), true)).await["result"]["task"]["id"]
         .as_str()
@@ -187,14 +217,13 @@ async fn the_python_a2a_sdk_client_drives_the_bot_in_both_dialects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
-    let model = ModelServer::start().await.unwrap();
-    echo_model(&model);
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let port = free_port();
-    let env = Env::new(&model.url(), &server_config(&tg, port));
-    let bot = start_server_bot(&env);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_card(&base, &bot).await;
+    let ServerBot {
+        model,
+        tg: _tg,
+        env,
+        bot,
+        base,
+    } = ServerBot::start().await;
     let r = rpc(&base, BOB, "SendMessage", send("run a command", json!({}), false)).await;
     assert_eq!(
         r["result"]["task"]["status"]["state"],
@@ -245,14 +274,13 @@ async fn a_caller_without_bash_cannot_run_it_and_the_model_is_not_offered_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
-    let model = ModelServer::start().await.unwrap();
-    echo_model(&model);
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let port = free_port();
-    let env = Env::new(&model.url(), &server_config(&tg, port));
-    let bot = start_server_bot(&env);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_card(&base, &bot).await;
+    let ServerBot {
+        model,
+        tg,
+        env: _env,
+        bot,
+        base,
+    } = ServerBot::start().await;
     tg.push_update(updates::text_message(OWNER, OWNER, "/tz Asia/Tokyo"));
     wait_text(&tg, OWNER, "Time zone: Asia/Tokyo", &bot).await;
     let ask = |text: &str, extra: serde_json::Value| {

@@ -20,6 +20,15 @@ fn a2a_config(tg: &BotApiServer, extra: &str) -> String {
     )
 }
 
+/// [`a2a_config`] with `[http]` on `port` and polling and reconciling far slower than any
+/// task here: only a push can bring a result in time.
+fn push_only_config(tg: &BotApiServer, port: u16) -> String {
+    a2a_config(tg, &http_section(port))
+        .replace("poll_seconds = 0.2", "poll_seconds = 600")
+        .replace("poll_max_seconds = 0.5", "poll_max_seconds = 600")
+        .replace("reconcile_seconds = 2", "reconcile_seconds = 600")
+}
+
 /// Lists `helper` at `url` in the owner's workspace.
 fn list_helper(env: &Env, url: &str) -> std::path::PathBuf {
     let ws = env.dir.path().join("workspaces").join(OWNER.to_string());
@@ -133,12 +142,7 @@ async fn a_push_reaches_the_real_binarys_listener_and_brings_the_result() {
     model.push(Turn::reply("The pushed job is done."));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let port = free_port();
-    // Slow polling and reconciling: only the push can bring the result in time.
-    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n");
-    let config = a2a_config(&tg, &http)
-        .replace("poll_seconds = 0.2", "poll_seconds = 600")
-        .replace("poll_max_seconds = 0.5", "poll_max_seconds = 600")
-        .replace("reconcile_seconds = 2", "reconcile_seconds = 600");
+    let config = push_only_config(&tg, port);
     let env = Env::new(&model.url(), &config);
     let ws = list_helper(&env, &peer.url());
     let bot = BotProcess::start(&env, TOKEN);
@@ -226,12 +230,7 @@ async fn the_python_sdks_push_reaches_the_real_binary() {
     model.push(Turn::reply("The SDK agent is done."));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let port = free_port();
-    let http = format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n");
-    // Polling and reconciling far slower than the task: the push brings the result.
-    let config = a2a_config(&tg, &http)
-        .replace("poll_seconds = 0.2", "poll_seconds = 600")
-        .replace("poll_max_seconds = 0.5", "poll_max_seconds = 600")
-        .replace("reconcile_seconds = 2", "reconcile_seconds = 600");
+    let config = push_only_config(&tg, port);
     let env = Env::new(&model.url(), &config);
     list_helper(&env, &format!("http://127.0.0.1:{sdk_port}"));
     let bot = BotProcess::start(&env, TOKEN);

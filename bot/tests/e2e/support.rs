@@ -304,6 +304,11 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// An `[http]` section listening on `port` of 127.0.0.1, which is also its public URL.
+pub fn http_section(port: u16) -> String {
+    format!("[http]\nlisten = \"127.0.0.1:{port}\"\npublic_url = \"http://127.0.0.1:{port}\"\n")
+}
+
 /// How many of the bot's messages in `chat` contain `needle`.
 pub fn count(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64, needle: &str) -> usize {
     texts(tg, chat).iter().filter(|t| t.contains(needle)).count()

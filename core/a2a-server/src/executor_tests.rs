@@ -38,32 +38,21 @@ impl Executor for Asker {
 }
 
 fn send_to(task: &str, text: &str) -> Value {
-    rpc(
-        "SendMessage",
-        json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{text}"), "taskId": task,
-                           "parts": [{"text": text}]},
-               "configuration": {"returnImmediately": true}}),
-    )
+    with_message(send_later(text), json!({"taskId": task}))
 }
 
 #[tokio::test]
 async fn cancelling_a_task_that_waits_for_input_reaches_its_executor() {
     let asker = Arc::new(Asker::default());
     let server = A2aServer::new(config(None), asker.clone()).unwrap_or_else(|e| panic!("{e}"));
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", send("ask me")).await;
+    let b = rpc_as(&server, ALICE, send("ask me")).await;
     assert_eq!(
         b["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{b}"
     );
     let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
     let seen = asker.seen_cancel.notified();
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc("CancelTask", json!({"id": id})),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, rpc("CancelTask", json!({"id": id}))).await;
     assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
     tokio::time::timeout(std::time::Duration::from_secs(5), seen)
         .await
@@ -74,20 +63,10 @@ async fn cancelling_a_task_that_waits_for_input_reaches_its_executor() {
 async fn a_message_to_a_working_task_is_a_follow_up_when_the_executor_takes_them() {
     let asker = Arc::new(Asker::default());
     let server = A2aServer::new(config(None), asker.clone()).unwrap_or_else(|e| panic!("{e}"));
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc(
-            "SendMessage",
-            json!({"message": {"role": "ROLE_USER", "messageId": "m-w", "parts": [{"text": "work"}]},
-                   "configuration": {"returnImmediately": true}}),
-        ),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, send_later("work")).await;
     let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
     assert!(!id.is_empty(), "{b}");
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", send_to(&id, "and also this")).await;
+    let b = rpc_as(&server, ALICE, send_to(&id, "and also this")).await;
     assert_eq!(b["result"]["task"]["id"], id.as_str(), "{b}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while asker.follow_ups.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
@@ -103,19 +82,9 @@ async fn a_message_to_a_working_task_is_a_follow_up_when_the_executor_takes_them
     );
     // The Echo executor takes none: the same message is refused.
     let echo = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
-    let (_, b, _) = call(
-        &echo,
-        Some(ALICE),
-        "application/json",
-        rpc(
-            "SendMessage",
-            json!({"message": {"role": "ROLE_USER", "messageId": "m-s", "parts": [{"text": "slow"}]},
-                   "configuration": {"returnImmediately": true}}),
-        ),
-    )
-    .await;
+    let b = rpc_as(&echo, ALICE, send_later("slow")).await;
     let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
-    let (_, b, _) = call(&echo, Some(ALICE), "application/json", send_to(&id, "more")).await;
+    let b = rpc_as(&echo, ALICE, send_to(&id, "more")).await;
     assert_eq!(b["error"]["code"], -32004, "{b}");
 }
 
@@ -127,17 +96,7 @@ async fn push_configs_and_follow_ups_per_task_are_bounded() {
     cfg.limits.max_follow_ups = 1;
     let asker = Arc::new(Asker::default());
     let server = A2aServer::new(cfg, asker.clone()).unwrap_or_else(|e| panic!("{e}"));
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc(
-            "SendMessage",
-            json!({"message": {"role": "ROLE_USER", "messageId": "m-w", "parts": [{"text": "work"}]},
-                   "configuration": {"returnImmediately": true}}),
-        ),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, send_later("work")).await;
     let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
     let push = |n: &str| {
         rpc(
@@ -145,12 +104,12 @@ async fn push_configs_and_follow_ups_per_task_are_bounded() {
             json!({"taskId": id, "id": n, "url": "http://127.0.0.1:9/hook"}),
         )
     };
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", push("p1")).await;
+    let b = rpc_as(&server, ALICE, push("p1")).await;
     assert_eq!(b["result"]["id"], "p1", "{b}");
     // Replacing the same id is fine; a second one is over the limit.
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", push("p1")).await;
+    let b = rpc_as(&server, ALICE, push("p1")).await;
     assert_eq!(b["result"]["id"], "p1", "{b}");
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", push("p2")).await;
+    let b = rpc_as(&server, ALICE, push("p2")).await;
     assert!(
         b["error"]["message"]
             .as_str()
@@ -158,9 +117,9 @@ async fn push_configs_and_follow_ups_per_task_are_bounded() {
             .contains("push configs (limit 1)"),
         "{b}"
     );
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", send_to(&id, "one")).await;
+    let b = rpc_as(&server, ALICE, send_to(&id, "one")).await;
     assert_eq!(b["result"]["task"]["id"], id.as_str(), "{b}");
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", send_to(&id, "two")).await;
+    let b = rpc_as(&server, ALICE, send_to(&id, "two")).await;
     assert!(
         b["error"]["message"]
             .as_str()
@@ -205,7 +164,7 @@ async fn a_question_that_dies_with_the_process_fails_its_task_after_a_restart() 
         A2aServer::new(config(Some(dir.path().into())), executor).unwrap_or_else(|e| panic!("{e}"))
     };
     let server = start(true);
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", send("ask me")).await;
+    let b = rpc_as(&server, ALICE, send("ask me")).await;
     let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
     drop(server);
     let get = rpc("GetTask", json!({"id": id}));
@@ -225,17 +184,10 @@ async fn one_unfinished_task_per_context_when_the_executor_says_so() {
         ..Switched::default()
     });
     let server = A2aServer::new(config(None), single).unwrap_or_else(|e| panic!("{e}"));
-    let in_context = |text: &str, ctx: &str| {
-        rpc(
-            "SendMessage",
-            json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{text}"), "contextId": ctx,
-                               "parts": [{"text": text}]},
-                   "configuration": {"returnImmediately": true}}),
-        )
-    };
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("work", "c1")).await;
+    let in_context = |text: &str, ctx: &str| with_message(send_later(text), json!({"contextId": ctx}));
+    let b = rpc_as(&server, ALICE, in_context("work", "c1")).await;
     let id = b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("more", "c1")).await;
+    let b = rpc_as(&server, ALICE, in_context("more", "c1")).await;
     assert_eq!(b["error"]["code"], -32004, "{b}");
     assert!(
         b["error"]["message"]
@@ -245,20 +197,20 @@ async fn one_unfinished_task_per_context_when_the_executor_says_so() {
         "{b}"
     );
     // Another context, or another caller's context of the same name, is free.
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("work", "c2")).await;
+    let b = rpc_as(&server, ALICE, in_context("work", "c2")).await;
     assert!(b["result"]["task"]["id"].is_string(), "{b}");
-    let (_, b, _) = call(&server, Some(BOB), "application/json", in_context("work", "c1")).await;
+    let b = rpc_as(&server, BOB, in_context("work", "c1")).await;
     assert!(b["result"]["task"]["id"].is_string(), "{b}");
     // A task waiting for input keeps its context busy too.
     let ask = rpc(
         "SendMessage",
         json!({"message": {"role": "ROLE_USER", "messageId": "m-ask", "contextId": "c3", "parts": [{"text": "ask"}]}}),
     );
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", ask).await;
+    let b = rpc_as(&server, ALICE, ask).await;
     assert_eq!(
         b["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{b}"
     );
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", in_context("again", "c3")).await;
+    let b = rpc_as(&server, ALICE, in_context("again", "c3")).await;
     assert_eq!(b["error"]["code"], -32004, "{b}");
 }

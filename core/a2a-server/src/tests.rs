@@ -84,8 +84,30 @@ async fn call(server: &Arc<A2aServer>, token: Option<&str>, ctype: &str, body: V
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null), auth)
 }
 
+/// The body of `call` as the caller with `token`, content type JSON.
+async fn rpc_as(server: &Arc<A2aServer>, token: &str, body: Value) -> Value {
+    call(server, Some(token), "application/json", body).await.1
+}
+
 fn rpc(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+}
+
+/// `SendMessage` of `text` answered at once (`returnImmediately`), before the task settles.
+fn send_later(text: &str) -> Value {
+    rpc(
+        "SendMessage",
+        json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{text}"), "parts": [{"text": text}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+}
+
+/// `request` with the fields of `extra` added to its message (`taskId`, `contextId`).
+fn with_message(mut request: Value, extra: Value) -> Value {
+    if let (Some(m), Some(e)) = (request["params"]["message"].as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    request
 }
 
 fn send(text: &str) -> Value {
@@ -115,40 +137,18 @@ async fn a_missing_or_wrong_token_is_401_with_www_authenticate() {
 #[tokio::test]
 async fn one_callers_tasks_are_not_found_for_another() {
     let server = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
-    let (_, body, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc(
-            "SendMessage",
-            json!({"message": {"role": "ROLE_USER", "messageId": "m-2", "parts": [{"text": "slow"}]},
-                   "configuration": {"returnImmediately": true}}),
-        ),
-    )
-    .await;
+    let (_, body, _) = call(&server, Some(ALICE), "application/json", send_later("slow")).await;
     let id = body["result"]["task"]["id"].as_str().unwrap_or_default().to_owned();
     assert!(!id.is_empty(), "{body}");
     for method in ["GetTask", "CancelTask", "SubscribeToTask"] {
-        let (_, b, _) = call(&server, Some(BOB), "application/json", rpc(method, json!({"id": id}))).await;
+        let b = rpc_as(&server, BOB, rpc(method, json!({"id": id}))).await;
         assert_eq!(b["error"]["code"], -32001, "{method}: {b}");
     }
-    let (_, b, _) = call(&server, Some(BOB), "application/json", rpc("ListTasks", json!({}))).await;
+    let b = rpc_as(&server, BOB, rpc("ListTasks", json!({}))).await;
     assert_eq!(b["result"]["tasks"], json!([]), "{b}");
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc("GetTask", json!({"id": id})),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, rpc("GetTask", json!({"id": id}))).await;
     assert_eq!(b["result"]["id"], id.as_str(), "{b}");
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc("CancelTask", json!({"id": id})),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, rpc("CancelTask", json!({"id": id}))).await;
     assert_eq!(b["result"]["status"]["state"], "TASK_STATE_CANCELED", "{b}");
 }
 
@@ -160,19 +160,13 @@ async fn protocol_errors_carry_the_spec_codes() {
         (status, b["error"]["code"].clone()),
         (StatusCode::UNSUPPORTED_MEDIA_TYPE, json!(-32005))
     );
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", rpc("SendMessage", json!({}))).await;
+    let b = rpc_as(&server, ALICE, rpc("SendMessage", json!({}))).await;
     assert_eq!(b["error"]["code"], -32602, "{b}");
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", rpc("NoSuchMethod", json!({}))).await;
+    let b = rpc_as(&server, ALICE, rpc("NoSuchMethod", json!({}))).await;
     assert_eq!(b["error"]["code"], -32601, "{b}");
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", json!([1, 2])).await;
+    let b = rpc_as(&server, ALICE, json!([1, 2])).await;
     assert_eq!(b["error"]["code"], -32600, "{b}");
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc("GetTask", json!({"id": "nope"})),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, rpc("GetTask", json!({"id": "nope"}))).await;
     assert_eq!(b["error"]["code"], -32001, "{b}");
     assert_eq!(b["error"]["data"][0]["reason"], "TASK_NOT_FOUND", "{b}");
     let big = "x".repeat(2 * 1024 * 1024);
@@ -180,10 +174,9 @@ async fn protocol_errors_carry_the_spec_codes() {
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(b["error"]["code"], -32600, "{b}");
     let many: Vec<Value> = (0..40).map(|i| json!({"text": i.to_string()})).collect();
-    let (_, b, _) = call(
+    let b = rpc_as(
         &server,
-        Some(ALICE),
-        "application/json",
+        ALICE,
         rpc(
             "SendMessage",
             json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": many}}),
@@ -200,7 +193,7 @@ async fn protocol_errors_carry_the_spec_codes() {
 #[tokio::test]
 async fn a_push_config_to_loopback_is_refused_without_the_switch() {
     let server = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
-    let (_, b, _) = call(&server, Some(ALICE), "application/json", send("hi")).await;
+    let b = rpc_as(&server, ALICE, send("hi")).await;
     let id = b["result"]["task"]["id"].clone();
     for url in [
         "http://127.0.0.1:9/hook",
@@ -208,19 +201,17 @@ async fn a_push_config_to_loopback_is_refused_without_the_switch() {
         "http://169.254.169.254/",
         "http://10.1.2.3/",
     ] {
-        let (_, b, _) = call(
+        let b = rpc_as(
             &server,
-            Some(ALICE),
-            "application/json",
+            ALICE,
             rpc("CreateTaskPushNotificationConfig", json!({"taskId": id, "url": url})),
         )
         .await;
         assert_eq!(b["error"]["code"], -32602, "{url}: {b}");
     }
-    let (_, b, _) = call(
+    let b = rpc_as(
         &server,
-        Some(ALICE),
-        "application/json",
+        ALICE,
         rpc(
             "CreateTaskPushNotificationConfig",
             json!({"taskId": id, "url": "https://example.com/hook"}),
@@ -245,37 +236,15 @@ async fn a_task_working_at_a_crash_is_failed_after_a_restart() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let id = {
         let server = A2aServer::new(config(Some(dir.path().into())), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
-        let (_, b, _) = call(
-            &server,
-            Some(ALICE),
-            "application/json",
-            rpc(
-                "SendMessage",
-                json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "slow"}]},
-                       "configuration": {"returnImmediately": true}}),
-            ),
-        )
-        .await;
+        let b = rpc_as(&server, ALICE, send_later("slow")).await;
         b["result"]["task"]["id"].as_str().unwrap_or_default().to_owned()
     };
     assert!(dir.path().join("a2a/alice/tasks").join(format!("{id}.json")).exists());
     let server = A2aServer::new(config(Some(dir.path().into())), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
-    let (_, b, _) = call(
-        &server,
-        Some(ALICE),
-        "application/json",
-        rpc("GetTask", json!({"id": id})),
-    )
-    .await;
+    let b = rpc_as(&server, ALICE, rpc("GetTask", json!({"id": id}))).await;
     assert_eq!(b["result"]["status"]["state"], "TASK_STATE_FAILED", "{b}");
     assert_eq!(b["result"]["status"]["message"]["parts"][0]["text"], INTERRUPTED);
-    let (_, b, _) = call(
-        &server,
-        Some(BOB),
-        "application/json",
-        rpc("GetTask", json!({"id": id})),
-    )
-    .await;
+    let b = rpc_as(&server, BOB, rpc("GetTask", json!({"id": id}))).await;
     assert_eq!(b["error"]["code"], -32001, "{b}");
 }
 
