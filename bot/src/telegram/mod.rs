@@ -9,35 +9,14 @@
 //! The host features ([`crate::features`]: the scheduler, Google Calendar, …) are built from
 //! one list and reach the host only through the items re-exported here.
 
-mod access;
-mod api;
-mod channel;
-mod chats;
-mod commands;
-mod failures;
+mod conversation;
 mod inbound;
-mod journal;
-mod ledger;
-mod media;
-mod menus;
-mod merge;
-mod output;
-mod poller;
-mod progress_marks;
-mod recovery;
-pub mod render;
-mod router;
-mod settings;
-mod store_file;
-mod texts;
-mod ui;
-mod unreadable;
-mod webhook;
+pub mod outbound;
 
-pub(crate) use api::{Target, Tg};
-pub(crate) use chats::{Chat, ChatDelivery, OwnSession, chat_key};
-pub(crate) use inbound::InMessage;
-pub(crate) use journal::prompt_digest;
+pub(crate) use conversation::conversations::{Chat, ChatDelivery, OwnSession, chat_key};
+pub(crate) use inbound::journal::prompt_digest;
+pub(crate) use inbound::update::InMessage;
+pub(crate) use outbound::api::{Target, Tg};
 
 use crate::config::Config;
 use crate::features::{Features, Services, TelegramServices};
@@ -59,7 +38,7 @@ pub(crate) fn answer_after(
     messages: &[volcanic_abstractions::messages::Message],
     index: usize,
 ) -> Option<(usize, String)> {
-    recovery::answer_after(messages, index)
+    conversation::recovery::answer_after(messages, index)
 }
 
 /// Runs the bot until SIGINT/SIGTERM; returns the exit code.
@@ -101,17 +80,17 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&config.workspaces_dir)
         .with_context(|| format!("workspaces_dir {}", config.workspaces_dir.display()))?;
     let config = Arc::new(config);
-    let (settings, aside) = settings::SettingsStore::load(&config.state_dir, &models)?;
+    let (settings, aside) = conversation::settings::SettingsStore::load(&config.state_dir, &models)?;
     if let Some(p) = aside {
         tracing::warn!("chat-settings.json was corrupt and was set aside as {}", p.display());
     }
-    let access = access::Access::load(
+    let access = conversation::access::Access::load(
         &config.state_dir,
         &config.telegram.allowed_users,
         &config.telegram.allowed_chats,
         &config.telegram.owners,
     )?;
-    let (journal, unfinished) = journal::Journal::open(&config.state_dir)?;
+    let (journal, unfinished) = inbound::journal::Journal::open(&config.state_dir)?;
     let journal = Arc::new(journal);
 
     let api_url = config.telegram.api_url.trim_end_matches('/').to_owned();
@@ -126,7 +105,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         known_chats(&config.workspaces_dir),
         config.workspaces_dir.display()
     );
-    let tg = Arc::new(api::Tg::new(bot.clone(), journal.clone()));
+    let tg = Arc::new(outbound::api::Tg::new(bot.clone(), journal.clone()));
     let store = Arc::new(FileSessionStore::new(config.state_dir.join("sessions")));
     let workspaces_root = std::fs::canonicalize(&config.workspaces_dir).ok();
     let processes = host::process_policy(&config);
@@ -151,10 +130,10 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         chats: delivery.clone(),
     });
     let features = Arc::new(Features::build(&services)?);
-    commands::check(&features)?;
-    let pending = Arc::new(ui::Pending::default());
-    let marks = Arc::new(progress_marks::ProgressMarks::new(&config.state_dir));
-    let chats = chats::Chats::new(chats::ChatsDeps {
+    conversation::commands::check(&features)?;
+    let pending = Arc::new(outbound::ui::Pending::default());
+    let marks = Arc::new(outbound::progress_marks::ProgressMarks::new(&config.state_dir));
+    let chats = conversation::conversations::Chats::new(conversation::conversations::ChatsDeps {
         factory,
         config: config.clone(),
         settings: Arc::new(settings),
@@ -164,7 +143,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         marks: marks.clone(),
         features: features.clone(),
     });
-    let host = Arc::new(router::Host {
+    let host = Arc::new(inbound::router::Host {
         config: config.clone(),
         access,
         chats,
@@ -178,7 +157,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     });
     delivery.bind(Arc::downgrade(&host));
     // Each recovering chat takes its place in line before any new message can.
-    recovery::recover(&host, unfinished);
+    conversation::recovery::recover(&host, unfinished);
 
     let client = reqwest::Client::builder().build().context("HTTP client")?;
     let base = format!("{api_url}/bot{token}");
@@ -201,9 +180,9 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
             }
         );
         if webhook_mode {
-            let secret = webhook::new_secret();
-            webhook::register(&client, &base, &config.public_url, &secret).await?;
-            app = app.merge(webhook::routes(host.clone(), secret));
+            let secret = inbound::webhook::new_secret();
+            inbound::webhook::register(&client, &base, &config.public_url, &secret).await?;
+            app = app.merge(inbound::webhook::routes(host.clone(), secret));
             tracing::info!(bot = %host.bot_username, listen = %config.http_listen, "webhook receiving");
         }
         let stop = shutdown.clone();
@@ -227,7 +206,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     };
     let polling = (!webhook_mode).then(|| {
         tracing::info!(bot = %host.bot_username, "polling started");
-        tokio::spawn(poller::run(host.clone(), client, base, shutdown.clone()))
+        tokio::spawn(inbound::poller::run(host.clone(), client, base, shutdown.clone()))
     });
 
     // After polling started: commands, progress messages a crash left, the features, idle
@@ -240,7 +219,7 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
         let bot = bot.clone();
         let host = host.clone();
         tokio::spawn(async move {
-            let list = commands::announced(&host).await;
+            let list = conversation::commands::announced(&host).await;
             if let Err(e) = bot.set_my_commands(list).await {
                 tracing::warn!("setMyCommands failed: {e}");
             }

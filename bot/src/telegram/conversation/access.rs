@@ -6,7 +6,7 @@
 //! kept in `<state_dir>/strangers.json` (written atomically, only the last hour's replies, at
 //! most [`MAX_STRANGERS`]), so a restart does not answer anyone a second time within the hour.
 
-use super::store_file::{Loaded, load_json, save_json};
+use crate::telegram::conversation::store_file::{Loaded, load_json, save_json};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -11,8 +11,8 @@
 
 pub use crate::doctor::describe;
 
-use super::router::Host;
-use super::unreadable::{self, BatchError, Decoded};
+use crate::telegram::inbound::router::Host;
+use crate::telegram::inbound::unreadable::{self, BatchError, Decoded};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;

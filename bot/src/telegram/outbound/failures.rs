@@ -3,7 +3,7 @@
 //! down to the store's `std::io::Error`) and the kind of a model call's failure
 //! ([`ProviderFailure`]); anything else is shown as its own text says.
 
-use super::texts;
+use crate::telegram::outbound::texts;
 use std::io::ErrorKind;
 use volcanic_abstractions::provider::ProviderFailure;
 use volcanic_abstractions::sessions::SessionStoreError;

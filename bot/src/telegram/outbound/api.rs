@@ -10,8 +10,8 @@
 
 mod pacing;
 
-use super::journal::Journal;
-use super::texts;
+use crate::telegram::inbound::journal::Journal;
+use crate::telegram::outbound::texts;
 use pacing::{BURST, Holds, Pace, RATE_PER_SECOND};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -2,15 +2,16 @@
 //! prompts handed to the chat's session without waiting for the run (teloxide-style handlers
 //! that await a run would block the chat's own button presses and `/stop`).
 
-use super::access::Access;
-use super::api::{Target, Tg};
-use super::chats::{Chats, chat_key};
-use super::inbound::{self, InCallback, InMessage, Inbound};
-use super::journal::{Journal, Progress};
-use super::merge;
-use super::ui::Pending;
-use super::{commands, texts};
 use crate::config::Config;
+use crate::telegram::conversation::access::Access;
+use crate::telegram::conversation::commands;
+use crate::telegram::conversation::conversations::{Chats, chat_key};
+use crate::telegram::inbound::journal::{Journal, Progress};
+use crate::telegram::inbound::merge;
+use crate::telegram::inbound::update::{self, InCallback, InMessage, Inbound};
+use crate::telegram::outbound::api::{Target, Tg};
+use crate::telegram::outbound::texts;
+use crate::telegram::outbound::ui::Pending;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,7 +62,7 @@ impl std::fmt::Debug for Host {
 impl Host {
     /// Handles one journaled update. Returns quickly: runs are started in their own tasks.
     pub async fn handle(self: &Arc<Self>, update_id: i64, update: Value) {
-        match inbound::parse(&update) {
+        match update::parse(&update) {
             Inbound::Message(m) => self.on_message(update_id, m).await,
             Inbound::Callback(c) => self.on_callback(update_id, c).await,
             Inbound::Other => self.journal.mark(update_id, Progress::Done),
@@ -205,7 +206,7 @@ impl Host {
 
     /// Hands a prompt to the chat's session without waiting for it: the parts of an album or of
     /// a split long paste are gathered into one prompt first ([`merge`]), media are downloaded
-    /// in the prompt's own task ([`media`](super::media)).
+    /// in the prompt's own task ([`media`](crate::telegram::conversation::handoff)).
     pub fn prompt(self: &Arc<Self>, update_id: i64, m: InMessage, text: String) {
         merge::offer(self, update_id, m, text);
     }
@@ -218,7 +219,7 @@ impl Host {
         let _ = self.tg.bot_answer_callback(&c.id).await;
         let retry = c
             .data
-            .strip_prefix(super::recovery::RETRY_PREFIX)
+            .strip_prefix(crate::telegram::conversation::recovery::RETRY_PREFIX)
             .and_then(|i| i.parse::<i64>().ok());
         if !self.access.is_allowed_user(c.from_id) {
             self.journal.mark(update_id, Progress::Done);
@@ -234,7 +235,7 @@ impl Host {
             self.retry(update_id, kept, target, c.message_id);
             return;
         }
-        if let Some(line) = super::menus::command_line(&c.data) {
+        if let Some(line) = crate::telegram::conversation::menus::command_line(&c.data) {
             self.menu_press(update_id, &c, target, line.to_owned()).await;
             return;
         }
@@ -245,7 +246,7 @@ impl Host {
         }
     }
 
-    /// A menu button was pressed ([`menus`](super::menus)): its buttons give way to the choice,
+    /// A menu button was pressed ([`menus`](crate::telegram::conversation::menus)): its buttons give way to the choice,
     /// and its command runs as if the presser had typed it, in its place in the chat's line.
     async fn menu_press(self: &Arc<Self>, update_id: i64, c: &InCallback, target: Target, line: String) {
         if let Ok(message_id) = i32::try_from(c.message_id) {

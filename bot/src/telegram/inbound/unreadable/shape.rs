@@ -1,4 +1,4 @@
-//! Whether a decoded update has the shape the router reads ([`inbound`](super::super::inbound)
+//! Whether a decoded update has the shape the router reads ([`inbound`](crate::telegram::inbound::update)
 //! reads `serde_json::Value` leniently: a field of another type would silently become a default,
 //! a `0` chat or sender, an empty text). Field names and types are the Bot API's ("Update",
 //! "Message", "CallbackQuery", "MessageEntity", "PhotoSize", "Document", ...).

@@ -22,8 +22,8 @@ fn message(group: Option<&str>, text: &str, with_media: bool) -> Merge {
     let m = InMessage {
         media_group_id: group.map(str::to_owned),
         media: with_media.then(|| {
-            Box::new(super::super::inbound::InMedia {
-                kind: super::super::inbound::MediaKind::Photo,
+            Box::new(crate::telegram::inbound::update::InMedia {
+                kind: crate::telegram::inbound::update::MediaKind::Photo,
                 file_id: "f".into(),
                 file_size: None,
                 file_name: None,

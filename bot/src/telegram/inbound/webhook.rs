@@ -8,9 +8,9 @@
 //! random secret are refused with 401 and never reach the journal. A body that cannot be read is
 //! set aside ([`unreadable`]) and answered 200, so it never comes back in a retry storm.
 
-use super::poller::describe;
-use super::router::Host;
-use super::unreadable::{self, Decoded};
+use crate::telegram::inbound::poller::describe;
+use crate::telegram::inbound::router::Host;
+use crate::telegram::inbound::unreadable::{self, Decoded};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;

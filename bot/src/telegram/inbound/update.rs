@@ -8,7 +8,7 @@
 //! `venue.title/address`, `contact.first_name/last_name/phone_number`,
 //! `poll.question/options[].text`, `dice.emoji/value`; any other kind by its field names).
 
-use super::texts;
+use crate::telegram::outbound::texts;
 use serde_json::Value;
 
 /// A text (or captioned) message.

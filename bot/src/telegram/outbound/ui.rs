@@ -7,9 +7,9 @@
 //! a file; a question Telegram refuses is an [`AskError`] ("could not ask the user: ..."), never
 //! an answer: the `try_` forms return it, the plain forms tell the chat and return `None`.
 
-use super::api::{Target, Tg, refusal};
-use super::render::utf16_len;
-use super::texts;
+use crate::telegram::outbound::api::{Target, Tg, refusal};
+use crate::telegram::outbound::render::utf16_len;
+use crate::telegram::outbound::texts;
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -2,16 +2,16 @@
 //! per chat (per forum topic in forums) resumed from `<state_dir>/sessions/<chat key>/<topic or
 //! main>/`, loaded lazily and evicted from memory when idle.
 
-use super::api::{Target, Tg};
-use super::channel::TelegramChannel;
-use super::journal::{Answering, Journal};
-use super::ledger::Ledger;
-use super::output::Output;
-use super::router::Host;
-use super::settings::SettingsStore;
-use super::ui::{Pending, TelegramUi};
 use crate::config::Config;
 use crate::features::{Features, SessionPlace};
+use crate::telegram::conversation::settings::SettingsStore;
+use crate::telegram::inbound::journal::{Answering, Journal};
+use crate::telegram::inbound::router::Host;
+use crate::telegram::outbound::api::{Target, Tg};
+use crate::telegram::outbound::channel::TelegramChannel;
+use crate::telegram::outbound::ledger::Ledger;
+use crate::telegram::outbound::output::Output;
+use crate::telegram::outbound::ui::{Pending, TelegramUi};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -39,7 +39,7 @@ pub struct Slot {
     /// Its prompts in flight, message by message (journal progress).
     pub ledger: Arc<Ledger>,
     /// Albums and long pastes being gathered, and the order prompts reach the session in.
-    pub intake: super::merge::Intake,
+    pub intake: crate::telegram::inbound::merge::Intake,
 }
 
 impl std::fmt::Debug for Slot {
@@ -80,7 +80,7 @@ pub struct ChatsDeps {
     /// Questions waiting for an answer.
     pub pending: Arc<Pending>,
     /// Progress messages on disk.
-    pub marks: Arc<super::progress_marks::ProgressMarks>,
+    pub marks: Arc<crate::telegram::outbound::progress_marks::ProgressMarks>,
     /// The host features, whose per-session extensions every chat session gets.
     pub features: Arc<Features>,
 }
@@ -122,7 +122,7 @@ impl Chats {
                     ),
                     last_active: Mutex::new(Instant::now()),
                     ledger: Arc::new(Ledger::new(self.deps.journal.clone(), self.shutting_down.clone())),
-                    intake: super::merge::Intake::default(),
+                    intake: crate::telegram::inbound::merge::Intake::default(),
                 })
             })
             .clone()
@@ -399,14 +399,14 @@ impl Chat {
 
     /// Notes that a scheduled slot's prompt (`text`) is being handed to the session: the
     /// delivery of its answer is journaled under `slot` (a slot digest, see
-    /// [`journal::slots`](super::journal::slots)), so a crash with it on the wire is not
+    /// [`journal::slots`](crate::telegram::inbound::journal::slots)), so a crash with it on the wire is not
     /// repeated. Call before the hand-over.
     pub fn queue_slot(&self, slot: String, text: &str) {
         self.slot.ledger.queue_slot(slot, text);
     }
 
     /// Like [`queue_slot`](Self::queue_slot), for a run continued from the transcript whose
-    /// prompt there has the digest `prompt` ([`prompt_digest`](super::journal::prompt_digest)).
+    /// prompt there has the digest `prompt` ([`prompt_digest`](crate::telegram::inbound::journal::prompt_digest)).
     pub fn resume_slot(&self, slot: String, prompt: &str) {
         self.slot.ledger.resume_slot(slot, prompt);
     }
@@ -419,7 +419,7 @@ impl Chat {
 
     /// Delivers a slot's answer found in the transcript after a restart, from the chunk after
     /// the last one Telegram took or had on the wire before the stop
-    /// ([`Chunks::resume_at`](super::journal::Chunks::resume_at)), or not at all when it was
+    /// ([`Chunks::resume_at`](crate::telegram::inbound::journal::Chunks::resume_at)), or not at all when it was
     /// delivered whole (the job's file may not have recorded the run before a crash): nothing
     /// is shown twice.
     pub fn deliver_slot_answer(&self, slot: String, answer: String) {

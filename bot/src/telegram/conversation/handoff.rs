@@ -7,20 +7,20 @@
 //! the prompt, e.g. `[file saved: inbox/report.pdf (12.3 KB)]`. Nothing over the Bot API's
 //! [`DOWNLOAD_LIMIT`] is downloaded: the user is told instead. A caption is the prompt text.
 //!
-//! Every part's `update_id` is tracked by the slot's [`Ledger`](super::ledger::Ledger) (journal
+//! Every part's `update_id` is tracked by the slot's [`Ledger`](crate::telegram::outbound::ledger::Ledger) (journal
 //! progress, message by message). Prompts of one slot reach the session in arrival order even
-//! though their downloads run in parallel (see [`merge`](super::merge)): each waits for its turn,
+//! though their downloads run in parallel (see [`merge`](crate::telegram::inbound::merge)): each waits for its turn,
 //! holds it through `AgentSession::submit` (which returns once the prompt is queued or its run
 //! started, after the session's `input` handlers), and passes it on before awaiting its run. A prompt left with nothing to say (every file refused, no text) is
 //! not sent; its updates are done once the notices were delivered.
 
-use super::api::{FetchError, Target};
-use super::failures;
-use super::inbound::{InMedia, InMessage, MediaKind};
-use super::merge::Part;
-use super::router::Host;
-use super::texts;
 use crate::config::QueueMode;
+use crate::telegram::inbound::merge::Part;
+use crate::telegram::inbound::router::Host;
+use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
+use crate::telegram::outbound::api::{FetchError, Target};
+use crate::telegram::outbound::failures;
+use crate::telegram::outbound::texts;
 use base64::Engine;
 use chrono::TimeZone;
 use std::path::{Path, PathBuf};

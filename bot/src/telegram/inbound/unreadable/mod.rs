@@ -13,7 +13,7 @@
 //!    as seen (the offset moves past it, a restart does not fetch it again) and the router, which
 //!    finds neither `message` nor `callback_query` in it, marks it done;
 //! 3. one warning is logged, with its id, the file and the reason (never its content);
-//! 4. its chat is told [`COULD_NOT_READ`](super::texts::COULD_NOT_READ) when the chat can be read from the raw bytes and the
+//! 4. its chat is told [`COULD_NOT_READ`](crate::telegram::outbound::texts::COULD_NOT_READ) when the chat can be read from the raw bytes and the
 //!    access rules would let the bot answer there (an allowed user's private chat; in an allowed
 //!    group, an allowed sender whose message mentions the bot). A stranger gets nothing: the one
 //!    reply a stranger may get stays with the readable messages' rules.
@@ -26,9 +26,9 @@ mod shape;
 #[cfg(test)]
 mod tests;
 
-use super::access::Access;
-use super::api::Target;
-use super::router::Host;
+use crate::telegram::conversation::access::Access;
+use crate::telegram::inbound::router::Host;
+use crate::telegram::outbound::api::Target;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -204,7 +204,7 @@ pub fn keep_all(state_dir: &Path, updates: Vec<Unreadable>) -> (Vec<Aside>, Opti
         let written = if file.exists() {
             Ok(false)
         } else {
-            super::store_file::write_atomic(&file, &update.raw).map(|()| true)
+            crate::telegram::conversation::store_file::write_atomic(&file, &update.raw).map(|()| true)
         };
         match written {
             Ok(new) => kept.push(Aside { update, file, new }),
@@ -244,7 +244,10 @@ pub fn report(host: &Arc<Host>, aside: &Aside) {
     if let Some(to) = to {
         let tg = host.tg.clone();
         tokio::spawn(async move {
-            if let Err(e) = tg.send_plain(to, super::texts::COULD_NOT_READ, None).await {
+            if let Err(e) = tg
+                .send_plain(to, crate::telegram::outbound::texts::COULD_NOT_READ, None)
+                .await
+            {
                 tracing::warn!(
                     chat = to.chat_id,
                     "cannot tell the chat that its message was unreadable: {e}"

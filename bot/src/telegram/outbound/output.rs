@@ -3,16 +3,16 @@
 //! final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's events;
 //! delivery runs in its own task so the agent loop never waits for Telegram.
 //!
-//! An answer carries what it answers ([`Ledger`](super::ledger::Ledger)): the updates, or a
+//! An answer carries what it answers ([`Ledger`](crate::telegram::outbound::ledger::Ledger)): the updates, or a
 //! scheduled slot ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
 //! then `sent` or `refused`), and they are finished (`done`) only once Telegram took the last
 //! chunk, so a crash in between is recovered from the transcript without sending twice what was
 //! delivered.
 
-use super::api::{Attempt, Target, Tg};
-use super::journal::{Answering, ChunkState, Journal};
-use super::progress_marks::ProgressMarks;
-use super::render::markdown_chunks;
+use crate::telegram::inbound::journal::{Answering, ChunkState, Journal};
+use crate::telegram::outbound::api::{Attempt, Target, Tg};
+use crate::telegram::outbound::progress_marks::ProgressMarks;
+use crate::telegram::outbound::render::markdown_chunks;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -88,7 +88,7 @@ impl Output {
     }
 
     /// Turns a session event into output (called synchronously on the agent loop); `of` is what
-    /// the event answers or finishes ([`Ledger::on_event`](super::ledger::Ledger::on_event)),
+    /// the event answers or finishes ([`Ledger::on_event`](crate::telegram::outbound::ledger::Ledger::on_event)),
     /// finished once what it shows was delivered.
     pub fn on_event(&self, e: &AgentSessionEvent, of: Answering) {
         let mut of = Some(of);
@@ -228,7 +228,7 @@ impl Delivery {
                         }
                         Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
                         Out::Error { msg, of } => {
-                            if let Err(e) = tg.send_plain(to, &super::failures::model(&msg), None).await {
+                            if let Err(e) = tg.send_plain(to, &crate::telegram::outbound::failures::model(&msg), None).await {
                                 tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
                             }
                             self.journal.finish(&of);

@@ -5,13 +5,13 @@
 //! ([`announced`]), `/help` ([`help`]), the ordering rule ([`takes_turn`]) and dispatch
 //! ([`handle`]) all read from there.
 
-use super::api::Target;
-use super::chats::chat_key;
-use super::inbound::InMessage;
-use super::menus;
-use super::router::Host;
-use super::texts;
 use crate::features::{CommandCall, Turn};
+use crate::telegram::conversation::conversations::chat_key;
+use crate::telegram::conversation::menus;
+use crate::telegram::inbound::router::Host;
+use crate::telegram::inbound::update::InMessage;
+use crate::telegram::outbound::api::Target;
+use crate::telegram::outbound::texts;
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use teloxide::types::BotCommand;
@@ -238,7 +238,7 @@ fn turn_of(host: &Host, name: &str) -> Turn {
         .unwrap_or(Turn::Waits)
 }
 
-/// Whether `line` takes a place in its chat's line ([`Turnstile`](super::merge::Turnstile),
+/// Whether `line` takes a place in its chat's line ([`Turnstile`](crate::telegram::inbound::merge::Turnstile),
 /// with the prompts): every command but those that act at once ([`Turn::AtOnce`]). Take the
 /// ticket where the arrival order is known, and give it to [`handle`].
 pub fn takes_turn(host: &Host, line: &str) -> bool {
@@ -249,7 +249,12 @@ pub fn takes_turn(host: &Host, line: &str) -> bool {
 /// line ([`takes_turn`]): it waits for the commands and prompts before it; a [`Turn::Holds`]
 /// command lets the next one go once applied and answered, the others when their turn comes,
 /// before they run.
-pub async fn handle(host: &Arc<Host>, m: &InMessage, line: &str, mut turn: Option<super::merge::Ticket>) {
+pub async fn handle(
+    host: &Arc<Host>,
+    m: &InMessage,
+    line: &str,
+    mut turn: Option<crate::telegram::inbound::merge::Ticket>,
+) {
     let target = Target {
         chat_id: m.chat_id,
         thread: m.thread,
@@ -409,7 +414,10 @@ async fn show_menu(
     host.chats.slot(target).output.flush().await;
     match host.tg.send_plain(target, text, Some(buttons)).await {
         Ok(_) => None,
-        Err(e) => Some(format!("⚠️ Could not show the menu: {}", super::api::refusal(&e))),
+        Err(e) => Some(format!(
+            "⚠️ Could not show the menu: {}",
+            crate::telegram::outbound::api::refusal(&e)
+        )),
     }
 }
 

@@ -8,12 +8,12 @@
 //! text, so follow-ups queued behind a running run get their own marks when they are taken, not
 //! the run's), is marked `tool` (durably, before
 //! the tool runs) when a tool starts while it is active, and is *answered* by the next final
-//! assistant message (no tool calls), whose delivery marks it `done` ([`Output`](super::output)).
+//! assistant message (no tool calls), whose delivery marks it `done` ([`Output`](crate::telegram::outbound::output)).
 //! A run that ends without an answer (an error, `/stop`, nothing to say) finishes its active
 //! groups when it settles. At shutdown a run cut off keeps its marks, so the restart recovers its
-//! messages ([`recovery`](super::recovery)).
+//! messages ([`recovery`](crate::telegram::conversation::recovery)).
 
-use super::journal::{Answering, Journal, Progress, prompt_digest};
+use crate::telegram::inbound::journal::{Answering, Journal, Progress, prompt_digest};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use volcanic_abstractions::events::AgentSessionEvent;
@@ -68,7 +68,7 @@ impl Ledger {
 
     /// Notes that a scheduled slot's prompt (`text`) is being handed to the session: its answer's
     /// delivery is journaled under `slot` (the slot digest, see
-    /// [`journal::slots`](super::journal::slots)). Its tools are the scheduler's to record.
+    /// [`journal::slots`](crate::telegram::inbound::journal::slots)). Its tools are the scheduler's to record.
     pub fn queue_slot(&self, slot: String, text: &str) {
         self.queue_for(Answering::slot(slot), text);
     }

@@ -9,7 +9,7 @@
 //! (resolved against the chat's models when pressed). Only the menus' commands are ever run
 //! from button data, which is untrusted input like any message.
 
-use super::journal::prompt_digest;
+use crate::telegram::inbound::journal::prompt_digest;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::model::{Model, ThinkingLevel};
 

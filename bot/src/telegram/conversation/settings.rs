@@ -7,7 +7,7 @@
 //! default instead; it is never applied. Such a value stays in the file untouched (nothing a
 //! user wrote is lost) until the chat sets that key again.
 
-use super::store_file::{Loaded, load_json, save_json};
+use crate::telegram::conversation::store_file::{Loaded, load_json, save_json};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

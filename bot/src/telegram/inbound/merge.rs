@@ -12,9 +12,9 @@
 //! parallel but reach the session in arrival order: each takes a [`Ticket`] from the slot's
 //! [`Turnstile`] when it is handed on, and waits for the one before it.
 
-use super::api::Target;
-use super::inbound::InMessage;
-use super::router::Host;
+use crate::telegram::inbound::router::Host;
+use crate::telegram::inbound::update::InMessage;
+use crate::telegram::outbound::api::Target;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,7 +66,7 @@ pub fn classify(m: &InMessage, text: &str) -> Merge {
     }
 }
 
-/// Hands a message on: straight to [`media::prompt`](super::media::prompt), or through the
+/// Hands a message on: straight to [`media::prompt`](crate::telegram::conversation::handoff::prompt), or through the
 /// slot's buffer when it may be part of an album or a split paste.
 pub fn offer(host: &Arc<Host>, update_id: i64, message: InMessage, text: String) {
     let slot = host.chats.slot(Target {
@@ -81,7 +81,7 @@ pub fn offer(host: &Arc<Host>, update_id: i64, message: InMessage, text: String)
         text,
     };
     let host = host.clone();
-    let flush: Flush<Part> = Arc::new(move |parts| super::media::prompt(&host, parts));
+    let flush: Flush<Part> = Arc::new(move |parts| crate::telegram::conversation::handoff::prompt(&host, parts));
     slot.intake.buffer.offer(sender, merge, part, flush);
 }
 

@@ -1,6 +1,6 @@
 //! User-visible strings in one place (tests compare against these), and the prompt envelope.
 
-use super::inbound::InMessage;
+use crate::telegram::inbound::update::InMessage;
 use chrono::TimeZone;
 
 /// The one short reply a stranger gets (at most once per hour).

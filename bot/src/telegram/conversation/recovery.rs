@@ -4,7 +4,7 @@
 //! - its prompt never reached the session (`accepted`): handled now, as if it just arrived;
 //! - its answer is in the transcript but was not (wholly) delivered: the rest is sent, from the
 //!   chunk after the last one Telegram took or had on the wire when the process died
-//!   ([`Chunks::resume_at`](super::journal::Chunks)), never run again;
+//!   ([`Chunks::resume_at`](crate::telegram::inbound::journal::Chunks)), never run again;
 //! - its run was cut off before any tool ran on its behalf (`started`): run again, once (from the
 //!   transcript when its prompt is the last message there, else handed over again);
 //! - its run was cut off after a tool ran (`tool`): the chat is told, with a Retry button;
@@ -17,12 +17,12 @@
 //! turnstile ticket is taken before polling starts), so a new message's answer is never taken
 //! for an old one's.
 
-use super::api::Target;
-use super::inbound::{self, InMessage, Inbound};
-use super::journal::{Progress, Unfinished};
-use super::merge::Ticket;
-use super::router::Host;
-use super::texts;
+use crate::telegram::inbound::journal::{Progress, Unfinished};
+use crate::telegram::inbound::merge::Ticket;
+use crate::telegram::inbound::router::Host;
+use crate::telegram::inbound::update::{self, InMessage, Inbound};
+use crate::telegram::outbound::api::Target;
+use crate::telegram::outbound::texts;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -160,7 +160,9 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
                                 host.handle(i.u.id, i.u.update).await;
                             }
                         }
-                        Err(e) => slot.output.notice_for(super::failures::session(&e), ids),
+                        Err(e) => slot
+                            .output
+                            .notice_for(crate::telegram::outbound::failures::session(&e), ids),
                     }
                 });
                 // Polled once here, while this slot's place in line is held: the run is started
@@ -186,7 +188,7 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
 /// The index of the last user message whose text has `digest`.
 fn locate(messages: &[Message], digest: &str) -> Option<usize> {
     messages.iter().rposition(|m| match m {
-        Message::User(u) => super::journal::prompt_digest(&u.content.text()) == digest,
+        Message::User(u) => crate::telegram::inbound::journal::prompt_digest(&u.content.text()) == digest,
         _ => false,
     })
 }
@@ -194,7 +196,7 @@ fn locate(messages: &[Message], digest: &str) -> Option<usize> {
 /// The answer to the prompt at `index`: the first final assistant message after it (passing the
 /// other prompts taken in the same turn), as `(its index, what to show)`; `None` when the run
 /// was cut off before one.
-pub(super) fn answer_after(messages: &[Message], index: usize) -> Option<(usize, String)> {
+pub(crate) fn answer_after(messages: &[Message], index: usize) -> Option<(usize, String)> {
     let mut in_prompts = true;
     for (i, m) in messages.iter().enumerate().skip(index + 1) {
         match m {
@@ -249,12 +251,12 @@ impl Host {
     /// The message an update's prompt is made from, and that message's update: the message
     /// itself, or for a pressed Retry the message it retries. `None` for anything else.
     fn resolve(&self, update_id: i64, update: &Value) -> Option<(InMessage, Value)> {
-        match inbound::parse(update) {
+        match update::parse(update) {
             Inbound::Message(m) if !m.text.trim_start().starts_with('/') => Some((m, update.clone())),
             Inbound::Callback(c) => {
                 let kept = c.data.strip_prefix(RETRY_PREFIX)?.parse::<i64>().ok()?;
                 let v = load(&self.pressed_file(kept, update_id))?;
-                match inbound::parse(&v) {
+                match update::parse(&v) {
                     Inbound::Message(m) => Some((m, v)),
                     _ => None,
                 }
@@ -267,7 +269,7 @@ impl Host {
     /// message for a Retry button.
     pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage, text: &str) {
         let path = self.retry_file(update_id);
-        if let Err(e) = super::store_file::save_json(&path, update) {
+        if let Err(e) = crate::telegram::conversation::store_file::save_json(&path, update) {
             tracing::error!(file = %path.display(), "cannot keep the interrupted update for a retry: {e}");
         }
         let button = InlineKeyboardButton::callback("Retry", format!("{RETRY_PREFIX}{update_id}"));
@@ -301,9 +303,9 @@ impl Host {
             let tg = self.tg.clone();
             tokio::spawn(async move { tg.edit_progress(target, id, "🔁 Retrying.").await });
         }
-        match update.map(|u| inbound::parse(&u)) {
+        match update.map(|u| update::parse(&u)) {
             Some(Inbound::Message(m)) if m.chat_id == target.chat_id => {
-                let text = super::router::strip_mention(&m.text, &self.bot_username);
+                let text = crate::telegram::inbound::router::strip_mention(&m.text, &self.bot_username);
                 self.prompt(press_id, m, text);
             }
             _ => {
@@ -318,8 +320,8 @@ impl Host {
 }
 
 fn load(path: &std::path::Path) -> Option<Value> {
-    match super::store_file::load_json(path) {
-        Ok(super::store_file::Loaded::Ok(v)) => Some(v),
+    match crate::telegram::conversation::store_file::load_json(path) {
+        Ok(crate::telegram::conversation::store_file::Loaded::Ok(v)) => Some(v),
         _ => None,
     }
 }
@@ -359,7 +361,7 @@ mod tests {
             assistant("a23", StopReason::Stop),
             user("p4"),
         ];
-        let d = |t: &str| super::super::journal::prompt_digest(t);
+        let d = |t: &str| crate::telegram::inbound::journal::prompt_digest(t);
         assert_eq!(locate(&msgs, &d("p2")), Some(2));
         assert_eq!(answer_after(&msgs, 2), Some((4, "a23".into())));
         assert_eq!(answer_after(&msgs, 3), Some((4, "a23".into())));

@@ -5,7 +5,7 @@
 //! when a progress message is sent, removed when it is deleted. Not synced: a lost mark only
 //! leaves a stale "⚙️ …" line, as before.
 
-use super::api::{Target, Tg};
+use crate::telegram::outbound::api::{Target, Tg};
 use std::path::PathBuf;
 
 /// Progress-message marks in one folder.

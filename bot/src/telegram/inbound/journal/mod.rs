@@ -6,7 +6,7 @@
 //! (`chunk`: `sending` before each attempt, then `sent` once Telegram took it or `refused` when
 //! Telegram answered with an error), and that its answer was delivered (`done`, only after
 //! Telegram accepted the last chunk). After a crash nothing accepted is lost and nothing is answered twice (the rules are
-//! in [`recovery`](super::recovery)). Records (one JSON object per line):
+//! in [`recovery`](crate::telegram::conversation::recovery)). Records (one JSON object per line):
 //!
 //! ```text
 //! {"t":"update","id":17,"update":{…Bot API Update…}}
@@ -333,7 +333,7 @@ impl Journal {
         let found = read(&bytes);
         if let Some(((line, why), count)) = &found.unreadable {
             // Kept as it was before the rewrite below drops what could not be read.
-            let aside = super::store_file::corrupt_path(&path);
+            let aside = crate::telegram::conversation::store_file::corrupt_path(&path);
             std::fs::write(&aside, &bytes)?;
             tracing::warn!(
                 file = %path.display(),
@@ -360,7 +360,7 @@ impl Journal {
         for (k, d) in &slots {
             text.push_str(&slot_lines(k, d));
         }
-        super::store_file::write_atomic(&path, text.as_bytes())?;
+        crate::telegram::conversation::store_file::write_atomic(&path, text.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
         let sync = Arc::new(GroupSync {
             file: file.try_clone()?,

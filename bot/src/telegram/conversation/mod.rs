@@ -1,0 +1,12 @@
+//! A chat's conversation with its agent: the conversations in memory and their sessions, the
+//! chat's settings and access, commands and their menus, crash recovery, and the hand-off of a
+//! prompt to the session.
+
+pub(crate) mod access;
+pub(crate) mod commands;
+pub(crate) mod conversations;
+pub(crate) mod handoff;
+pub(crate) mod menus;
+pub(crate) mod recovery;
+pub(crate) mod settings;
+pub(crate) mod store_file;

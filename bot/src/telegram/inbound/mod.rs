@@ -1,0 +1,11 @@
+//! What comes in: updates from Telegram (long polling or the webhook), made durable in the
+//! journal before they are acknowledged, read into messages, set aside when unreadable, routed
+//! (access, addressing, commands) and merged (albums, long pastes) into one prompt.
+
+pub(crate) mod journal;
+pub(crate) mod merge;
+pub(crate) mod poller;
+pub(crate) mod router;
+pub(crate) mod unreadable;
+pub(crate) mod update;
+pub(crate) mod webhook;
