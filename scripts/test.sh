@@ -21,5 +21,8 @@ if ! cmp -s .testdeps/requirements.txt .testdeps/venv/.volcanic-installed-requir
   cp .testdeps/requirements.txt .testdeps/venv/.volcanic-installed-requirements
 fi
 cargo fmt --all -- --check
+# The example host feature is built into the binary the end-to-end tests run (a release build
+# leaves it out); clippy checks the code with and without it.
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-cargo test --workspace --no-fail-fast
+cargo clippy --workspace --all-targets --quiet --features volcanic-bot/example-feature -- -D warnings
+cargo test --workspace --no-fail-fast --features volcanic-bot/example-feature

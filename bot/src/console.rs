@@ -19,9 +19,9 @@
 
 mod terminal;
 
+use crate::agent_setup;
 use crate::config::Config;
 use crate::features::{Features, Services, SessionPlace};
-use crate::host;
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::{Args, ValueEnum};
@@ -97,14 +97,14 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         Some(w) => std::fs::canonicalize(w).with_context(|| format!("--workspace {}", w.display()))?,
         None => std::env::current_dir().context("current directory")?,
     };
-    let models = host::model_registry(&config)?;
+    let models = agent_setup::model_registry(&config)?;
     match &args.model {
-        Some(m) => host::check_model(&models, m, "--model")?,
-        None => host::check_model(&models, &config.model, "config key `model`")?,
+        Some(m) => agent_setup::check_model(&models, m, "--model")?,
+        None => agent_setup::check_model(&models, &config.model, "config key `model`")?,
     };
     let home = volcanic_home()?;
     let store = Arc::new(FileSessionStore::new(home.join("sessions")));
-    let processes = host::process_policy(&config);
+    let processes = agent_setup::process_policy(&config);
     let default_time_zone = config.default_time_zone;
     let workspaces_root =
         std::fs::canonicalize(&config.workspaces_dir).unwrap_or_else(|_| config.workspaces_dir.clone());
@@ -116,7 +116,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         workspaces_root,
         shutdown.clone(),
     ))?;
-    let factory = host::factory(&config, store, processes, Some(home), None)?;
+    let factory = agent_setup::factory(&config, store, processes, Some(home), None)?;
     let interactive = args.prompt.is_none();
     let (line_tx, line_rx) = mpsc::unbounded_channel::<String>();
     let lines = Arc::new(tokio::sync::Mutex::new(line_rx));
@@ -128,7 +128,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
-    let mut extra_extensions = host::workspace_extensions(&cwd);
+    let mut extra_extensions = agent_setup::workspace_extensions(&cwd);
     extra_extensions.extend(features.session_extensions(&SessionPlace {
         chat: None,
         time_zone: default_time_zone,
@@ -282,10 +282,11 @@ async fn interactive_loop(
 
 async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow::Result<i32> {
     let result = session.prompt(PromptInput::text(prompt)).await;
-    let last = session.messages().into_iter().rev().find_map(|m| match m {
-        Message::Assistant(a) => Some(a),
-        _ => None,
-    });
+    let last = session
+        .messages()
+        .into_iter()
+        .rev()
+        .find_map(|m| if let Message::Assistant(a) = m { Some(a) } else { None });
     if let Err(e) = result {
         eprintln!("error: {e}");
         return Ok(1);
@@ -361,7 +362,7 @@ async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyho
         "thinking" => match arg.parse::<ThinkingLevel>() {
             Ok(l) => {
                 session.set_thinking_level(l).await?;
-                say!(json, "thinking: {l}{}", host::no_reasoning_note(session));
+                say!(json, "thinking: {l}{}", agent_setup::no_reasoning_note(session));
             }
             Err(_) if arg.is_empty() => say!(json, "thinking: {}", session.thinking_level()),
             Err(e) => eprintln!("error: {e}"),
@@ -508,7 +509,21 @@ impl Printer {
                 } => {
                     let _ = writeln!(stdout, "\nextension {extension} failed on {event}: {error}");
                 }
-                _ => {}
+                AgentSessionEvent::AgentStart
+                | AgentSessionEvent::AgentEnd { .. }
+                | AgentSessionEvent::AgentSettled
+                | AgentSessionEvent::TurnStart
+                | AgentSessionEvent::TurnEnd { .. }
+                | AgentSessionEvent::MessageStart { .. }
+                | AgentSessionEvent::MessageUpdate { .. }
+                | AgentSessionEvent::MessageEnd { .. }
+                | AgentSessionEvent::ToolExecutionUpdate { .. }
+                | AgentSessionEvent::ToolExecutionEnd { .. }
+                | AgentSessionEvent::AutoRetryStart { .. }
+                | AgentSessionEvent::AutoRetryEnd { .. }
+                | AgentSessionEvent::CompactionStart { .. }
+                | AgentSessionEvent::CompactionEnd { .. }
+                | AgentSessionEvent::SessionChanged { .. } => {}
             },
             Mode::Text => {}
         }

@@ -2,13 +2,14 @@
 //! `volcanic-bot [--config PATH] console …` runs one agent session in the terminal;
 //! `volcanic-bot [--config PATH] doctor` checks a setup and prints what to fix.
 
+mod agent_setup;
+mod allocator;
 mod config;
 mod console;
 mod doctor;
 mod features;
-mod host;
+mod http;
 mod lock;
-mod memory;
 mod placement;
 mod secrets;
 mod telegram;

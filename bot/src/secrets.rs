@@ -64,7 +64,7 @@ impl Secrets {
         );
         s.variable("google.client_secret", "GOOGLE_CLIENT_SECRET", &env);
         if let Some(a2a) = config.features.get("a2a") {
-            for (key, name) in crate::features::a2a::credential_variables(a2a) {
+            for (key, name) in crate::features::a2a_client::credential_variables(a2a) {
                 s.variable(&key, &name, &env);
             }
             for (key, name) in crate::features::a2a_server::token_variables(a2a) {

@@ -65,7 +65,7 @@ pub(super) async fn token(config: &Config) -> Check {
 /// The default model is usable, and each provider with a key answers a one-token request
 /// (the default model for its provider, the provider's first model for the others).
 pub(super) async fn models(config: &Config) -> Vec<Check> {
-    let registry = match crate::host::model_registry(config) {
+    let registry = match crate::agent_setup::model_registry(config) {
         Ok(r) => r,
         Err(e) => {
             return vec![Check::fail(
@@ -76,7 +76,7 @@ pub(super) async fn models(config: &Config) -> Vec<Check> {
         }
     };
     let mut out = Vec::new();
-    let default = match crate::host::check_model(&registry, &config.model, "config key `model`") {
+    let default = match crate::agent_setup::check_model(&registry, &config.model, "config key `model`") {
         Ok(m) => Some(m),
         Err(e) => {
             out.push(Check::fail(
@@ -138,7 +138,18 @@ async fn probe_model(
                 AssistantMessageEvent::Error { error, .. } => {
                     return Err(error.error_message.unwrap_or_else(|| "failed".to_owned()));
                 }
-                _ => {}
+                AssistantMessageEvent::Start { .. }
+                | AssistantMessageEvent::TextStart { .. }
+                | AssistantMessageEvent::TextDelta { .. }
+                | AssistantMessageEvent::TextEnd { .. }
+                | AssistantMessageEvent::ThinkingStart { .. }
+                | AssistantMessageEvent::ThinkingDelta { .. }
+                | AssistantMessageEvent::ThinkingEnd { .. }
+                | AssistantMessageEvent::ToolCallStart { .. }
+                | AssistantMessageEvent::ToolCallDelta { .. }
+                | AssistantMessageEvent::ToolCallEnd { .. }
+                | AssistantMessageEvent::ProviderToolCall { .. }
+                | AssistantMessageEvent::ProviderToolResult { .. } => {}
             }
         }
         Err("the stream ended without an answer".to_owned())

@@ -111,7 +111,7 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
 fn features_check(config: &Config) -> Check {
     let services = crate::features::Services::new(
         std::sync::Arc::new(config.clone()),
-        crate::host::process_policy(config),
+        crate::agent_setup::process_policy(config),
         config.state_dir.clone(),
         config.workspaces_dir.clone(),
         tokio_util::sync::CancellationToken::new(),

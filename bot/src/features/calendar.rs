@@ -14,20 +14,19 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Html;
 use axum::routing::get;
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_abstractions::processes::SecretRedactor;
 use volcanic_google_calendar::{CALLBACK_PATH, ChatRef, GoogleCalendarConnections};
 
+use super::port::{ChatPort, Incoming, Target, UrlButton, chat_key};
 use super::{CommandCall, FeatureCommand, HostFeature, Services, SessionPlace, Turn};
 use crate::config::Config;
-use crate::telegram::{InMessage, Target, Tg, chat_key};
 
-/// The feature: the process-wide connections and the outgoing API.
+/// The feature: the process-wide connections and the chat port.
 #[derive(Debug)]
 pub struct Calendar {
     connections: Arc<GoogleCalendarConnections>,
-    tg: Arc<Tg>,
+    chats: Arc<dyn ChatPort>,
     state_dir: PathBuf,
     /// `[http] public_url` is set: the callback route is served.
     callback: bool,
@@ -35,31 +34,31 @@ pub struct Calendar {
 
 /// Builds it in the Telegram host (the sign-in is per chat, through `/calendar connect`).
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
-    let Some(telegram) = &services.telegram else {
+    let Some(chats) = &services.chats else {
         return Ok(None);
     };
-    let connections = connections(&services.config, services.redactor.clone(), telegram.api.clone())?;
+    let connections = connections(&services.config, services.redactor.clone(), chats.clone())?;
     Ok(Some(Arc::new(Calendar {
         connections,
-        tg: telegram.api.clone(),
+        chats: chats.clone(),
         state_dir: services.state_dir.clone(),
         callback: !services.config.public_url.is_empty(),
     })))
 }
 
 /// The process-wide service from `[google]` and `[http] public_url`; a revoked connection is
-/// told to its chat through `tg`.
+/// told to its chat through `chats`.
 fn connections(
     config: &Config,
     redactor: Arc<dyn SecretRedactor>,
-    tg: Arc<Tg>,
+    chats: Arc<dyn ChatPort>,
 ) -> anyhow::Result<Arc<GoogleCalendarConnections>> {
     let connections = GoogleCalendarConnections::new(config.google.clone(), &config.state_dir, redactor)?;
     let handle = tokio::runtime::Handle::current();
     connections.set_notifier(Arc::new(move |chat_id, thread, text| {
-        let tg = tg.clone();
+        let chats = chats.clone();
         handle.spawn(async move {
-            let _ = tg.send_plain(Target { chat_id, thread }, &text, None).await;
+            let _ = chats.send(Target { chat_id, thread }, &text, &[]).await;
         });
     }));
     Ok(connections)
@@ -98,7 +97,7 @@ impl HostFeature for Calendar {
         self.callback.then(|| {
             Router::new().route(CALLBACK_PATH, get(callback)).with_state(Callback {
                 connections: self.connections.clone(),
-                tg: self.tg.clone(),
+                chats: self.chats.clone(),
             })
         })
     }
@@ -119,7 +118,7 @@ impl HostFeature for Calendar {
         self.connections.is_paste(text)
     }
 
-    async fn take(&self, m: &InMessage, text: &str) {
+    async fn take(&self, m: &Incoming, text: &str) {
         self.paste(m, text).await;
     }
 
@@ -174,7 +173,10 @@ impl Calendar {
                 let Ok(url) = url::Url::parse(&link.url) else {
                     return Some("⚠️ the sign-in address is not a valid URL: check `[google] auth_url`".into());
                 };
-                let markup = InlineKeyboardMarkup::new([[InlineKeyboardButton::url("Connect Google Calendar", url)]]);
+                let button = [UrlButton {
+                    text: "Connect Google Calendar".into(),
+                    url,
+                }];
                 if m.is_group() && !link.paste_back {
                     // The callback cannot tell who opened the link: in a group only the user who
                     // asked gets it, privately.
@@ -182,7 +184,7 @@ impl Calendar {
                         chat_id: m.from_id,
                         thread: None,
                     };
-                    return Some(match self.tg.send_plain(private, PRIVATE_LINK, Some(markup)).await {
+                    return Some(match self.chats.send(private, PRIVATE_LINK, &button).await {
                         Ok(_) => LINK_SENT_PRIVATELY.to_owned(),
                         Err(e) => {
                             tracing::info!(
@@ -194,7 +196,7 @@ impl Calendar {
                         }
                     });
                 }
-                if let Err(e) = self.tg.send_plain(target, text, Some(markup)).await {
+                if let Err(e) = self.chats.send(target, text, &button).await {
                     return Some(format!("⚠️ cannot send the sign-in link: {e}"));
                 }
                 None
@@ -212,13 +214,9 @@ impl Calendar {
 
     /// Takes a pasted address: deletes the message (it carries a code), finishes the sign-in,
     /// answers.
-    async fn paste(&self, m: &InMessage, text: &str) {
-        let target = Target {
-            chat_id: m.chat_id,
-            thread: m.thread,
-        };
-        let message_id = i32::try_from(m.message_id).unwrap_or_default();
-        let deleted = self.tg.try_delete(target, message_id).await;
+    async fn paste(&self, m: &Incoming, text: &str) {
+        let target = m.target();
+        let deleted = self.chats.delete(target, m.message_id).await;
         let mut answer = match self
             .connections
             .finish_paste(&chat_ref(m.chat_id), m.from_id, text)
@@ -231,7 +229,7 @@ impl Calendar {
             tracing::warn!(chat = m.chat_id, "could not delete a pasted sign-in address: {e}");
             answer.push_str(UNDELETED);
         }
-        let _ = self.tg.send_plain(target, &answer, None).await;
+        let _ = self.chats.send(target, &answer, &[]).await;
     }
 }
 
@@ -239,7 +237,7 @@ impl Calendar {
 #[derive(Clone)]
 struct Callback {
     connections: Arc<GoogleCalendarConnections>,
-    tg: Arc<Tg>,
+    chats: Arc<dyn ChatPort>,
 }
 
 /// `GET /oauth/google/callback`.
@@ -253,7 +251,7 @@ async fn callback(
                 chat_id: connected.chat.id,
                 thread: connected.topic,
             };
-            let _ = cb.tg.send_plain(target, &connected.message(), None).await;
+            let _ = cb.chats.send(target, &connected.message(), &[]).await;
             (
                 StatusCode::OK,
                 super::sign_in_page(

@@ -13,8 +13,8 @@
 //!   session's UI). The console gets it too (there the tool says there is no chat);
 //! - the route `GET /example/ping` on the bot's HTTP listener.
 
+use super::port::{Target, chat_key};
 use super::{CommandCall, FeatureCommand, HostFeature, Services, SessionPlace, Turn};
-use crate::telegram::{Target, chat_key};
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -34,8 +34,8 @@
 //! `$NAME` value resolved is added to the policy's redactor, which also drops any inherited
 //! variable holding it from every child process: it reaches its own server only.
 
+use super::port::{ChatPort, Incoming, Target, UrlButton, chat_key};
 use super::{CommandCall, FeatureCommand, HostFeature, Services, SessionPlace, Turn};
-use crate::telegram::{InMessage, Target, Tg, chat_key};
 use async_trait::async_trait;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -43,7 +43,6 @@ use axum::response::Html;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_mcp::config::{RawEntry, WORKSPACE_FILE};
 use volcanic_mcp::slot::Limits;
@@ -78,7 +77,7 @@ const LOOPBACK_REDIRECT: &str = "http://127.0.0.1:53683/volcanic/mcp-oauth";
 pub struct Mcp {
     host: Arc<McpHost>,
     /// The outgoing API (`None` in the console: no sign-ins there).
-    tg: Option<Arc<Tg>>,
+    chats: Option<Arc<dyn ChatPort>>,
     /// Where sign-ins bring the browser back: the callback route, else the loopback address.
     redirect_uri: String,
     /// `[http] public_url` is set: the callback route is served.
@@ -142,7 +141,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
     };
     Ok(Some(Arc::new(Mcp {
         host: Arc::new(host),
-        tg: services.telegram.as_ref().map(|t| t.api.clone()),
+        chats: services.chats.clone(),
         redirect_uri,
         callback: !public.is_empty(),
         targets: Arc::default(),
@@ -171,7 +170,7 @@ const COMMANDS: &[FeatureCommand] = &[FeatureCommand {
 #[derive(Clone)]
 struct Callback {
     host: Arc<McpHost>,
-    tg: Arc<Tg>,
+    chats: Arc<dyn ChatPort>,
     redirect_uri: String,
     targets: Arc<Mutex<HashMap<String, Target>>>,
 }
@@ -188,7 +187,7 @@ async fn callback(State(cb): State<Callback>, RawQuery(query): RawQuery) -> (Sta
                 .get(&whom.scope)
                 .copied();
             if let Some(target) = target {
-                let _ = cb.tg.send_plain(target, &signed_in(&whom.server), None).await;
+                let _ = cb.chats.send(target, &signed_in(&whom.server), &[]).await;
             }
             (
                 StatusCode::OK,
@@ -212,7 +211,7 @@ fn signed_in(server: &str) -> String {
 impl Mcp {
     /// `/mcp login NAME`: the sign-in button; `None` when it was sent.
     async fn login(&self, call: CommandCall<'_>, name: &str) -> Option<String> {
-        let Some(tg) = &self.tg else {
+        let Some(chats) = &self.chats else {
             return Some("Sign-ins are kept per chat: use /mcp login in a Telegram chat.".into());
         };
         let chat = chat_key(call.target.chat_id);
@@ -239,7 +238,10 @@ impl Mcp {
                  it here. I take it before the assistant sees it and delete it. The link works once, for 10 minutes."
             )
         };
-        let markup = InlineKeyboardMarkup::new([[InlineKeyboardButton::url(format!("Sign in to {name}"), parsed)]]);
+        let button = [UrlButton {
+            text: format!("Sign in to {name}"),
+            url: parsed,
+        }];
         if call.message.is_group() && self.callback {
             // The callback cannot tell who opened the link: in a group only the user who asked
             // gets it, privately (as the calendar's sign-in does).
@@ -252,7 +254,7 @@ impl Mcp {
                  in the group when it is done. The link works once, for 10 minutes. Do not share it: whoever signs \
                  in with it connects their account to the group."
             );
-            return Some(match tg.send_plain(private, &text, Some(markup)).await {
+            return Some(match chats.send(private, &text, &button).await {
                 Ok(_) => "I sent you the sign-in link in a private message.".to_owned(),
                 Err(e) => {
                     tracing::info!(
@@ -267,7 +269,7 @@ impl Mcp {
                 }
             });
         }
-        match tg.send_plain(call.target, &text, Some(markup)).await {
+        match chats.send(call.target, &text, &button).await {
             Ok(_) => None,
             Err(e) => Some(format!("⚠️ cannot send the sign-in link: {e}")),
         }
@@ -293,13 +295,13 @@ impl HostFeature for Mcp {
     }
 
     fn routes(&self) -> Option<axum::Router> {
-        let tg = self.tg.clone()?;
+        let chats = self.chats.clone()?;
         self.callback.then(|| {
             axum::Router::new()
                 .route(CALLBACK_PATH, axum::routing::get(callback))
                 .with_state(Callback {
                     host: self.host.clone(),
-                    tg,
+                    chats,
                     redirect_uri: self.redirect_uri.clone(),
                     targets: self.targets.clone(),
                 })
@@ -311,15 +313,10 @@ impl HostFeature for Mcp {
     }
 
     /// A pasted loopback address: deleted (it carries a code), the sign-in finished, answered.
-    async fn take(&self, m: &InMessage, text: &str) {
-        let Some(tg) = &self.tg else { return };
-        let target = Target {
-            chat_id: m.chat_id,
-            thread: m.thread,
-        };
-        let deleted = tg
-            .try_delete(target, i32::try_from(m.message_id).unwrap_or_default())
-            .await;
+    async fn take(&self, m: &Incoming, text: &str) {
+        let Some(chats) = &self.chats else { return };
+        let target = m.target();
+        let deleted = chats.delete(target, m.message_id).await;
         let mut answer = match self.host.finish_login(text, Some(&chat_key(m.chat_id))).await {
             Ok(whom) => signed_in(&whom.server),
             Err(e) => format!("⚠️ {e}"),
@@ -330,7 +327,7 @@ impl HostFeature for Mcp {
                 "\n\n⚠️ I could not delete your message with the address (it carries a sign-in code): please delete it yourself.",
             );
         }
-        let _ = tg.send_plain(target, &answer, None).await;
+        let _ = chats.send(target, &answer, &[]).await;
     }
 
     fn chat_files(&self, chat_key: &str) -> Vec<std::path::PathBuf> {

@@ -23,16 +23,16 @@ you were not asked to share. Be concise and direct; use the tools to look things
 guessing.";
 
 /// Where the gate leaves the session's bus once activated.
-pub type BusSlot = Arc<OnceLock<Arc<dyn EventBus>>>;
+pub type SessionBus = Arc<OnceLock<Arc<dyn EventBus>>>;
 
 struct Gate {
     tools: ToolPolicy,
     caller: String,
-    bus: BusSlot,
+    bus: SessionBus,
 }
 
 /// The gate's factory for one session of `caller`.
-pub fn factory(tools: ToolPolicy, caller: String, bus: BusSlot) -> ExtensionFactory {
+pub fn factory(tools: ToolPolicy, caller: String, bus: SessionBus) -> ExtensionFactory {
     Arc::new(move || {
         Box::new(Gate {
             tools: tools.clone(),

@@ -35,7 +35,7 @@ use volcanic_a2a_server::{A2aServer, Caller, CardInfo, Limits, ServerConfig, Ski
 
 use super::{HostFeature, Services};
 use crate::config::Config;
-use crate::telegram::Target;
+use crate::features::port::Target;
 use pool::{A2ASessionPool, CallerPolicy, ToolPolicy};
 
 /// Tools a caller's sessions lack unless its `tools` lists them: they change the owner's files
@@ -166,7 +166,7 @@ pub fn server_config(
              [[a2a.server.callers]] block (name, token_env), or remove [a2a.server]"
         );
     }
-    let models = crate::host::model_registry(config)?;
+    let models = crate::agent_setup::model_registry(config)?;
     let own_secrets = own_secrets(config, &models, &env);
     let defaults = CardInfo::default();
     let card = CardInfo {
@@ -188,78 +188,20 @@ pub fn server_config(
         extended_description: section.extended_description.clone(),
         strict: false,
     };
-    let d = Limits::default();
-    let limit = |key: &str, v: Option<usize>, default: usize| match v {
-        Some(0) => Err(anyhow::anyhow!("config key `a2a.server.{key}`: must be at least 1")),
-        Some(n) => Ok(n),
-        None => Ok(default),
-    };
-    let limits = Limits {
-        max_body_bytes: limit("max_body_bytes", section.max_body_bytes, d.max_body_bytes)?,
-        max_parts: limit("max_parts", section.max_parts, d.max_parts)?,
-        max_history: limit("max_history", section.max_history, d.max_history)?,
-        max_concurrent_tasks: limit(
-            "max_concurrent_tasks",
-            section.max_concurrent_tasks,
-            d.max_concurrent_tasks,
-        )?,
-        max_tasks_kept: limit("max_tasks_kept", section.max_tasks_kept, d.max_tasks_kept)?,
-        max_push_configs: limit("max_push_configs", section.max_push_configs, d.max_push_configs)?,
-        max_follow_ups: limit("max_follow_ups", section.max_follow_ups, d.max_follow_ups)?,
-    };
+    let limits = limits(section)?;
     let mut callers = Vec::new();
     let mut policies = Vec::new();
     for (i, c) in section.callers.iter().enumerate() {
         let key = format!("a2a.server.callers[{i}]");
-        if !valid_caller_name(&c.name) {
-            anyhow::bail!(
-                "config key `{key}.name`: {:?} must be 1-64 letters, digits, '_' or '-', not starting \
-                 with '-' (it names folders)",
-                c.name
-            );
-        }
-        if section.callers[..i].iter().any(|o| o.name == c.name) {
-            anyhow::bail!("config key `{key}.name`: caller {:?} is listed twice", c.name);
-        }
-        let token = match env(&c.token_env) {
-            None => anyhow::bail!("config key `{key}.token_env`: the variable {} is not set", c.token_env),
-            Some(t) if t.trim().is_empty() => {
-                anyhow::bail!("config key `{key}.token_env`: the variable {} is empty", c.token_env)
-            }
-            Some(t) => t.trim().to_owned(),
+        let checked = CallerCheck {
+            key: &key,
+            earlier: &section.callers[..i],
+            callers: &callers,
+            own_secrets: &own_secrets,
+            models: &models,
+            config,
         };
-        if own_secrets.contains(&token) {
-            anyhow::bail!(
-                "config key `{key}.token_env`: {} holds one of the bot's own secrets (its Telegram token \
-                 or a model key); give each caller a token of its own",
-                c.token_env
-            );
-        }
-        if callers.iter().any(|o: &Caller| o.token == token) {
-            anyhow::bail!(
-                "config key `{key}.token_env`: caller {:?} has the same token as another caller",
-                c.name
-            );
-        }
-        if let Some(m) = &c.model {
-            crate::host::check_model(&models, m, &format!("config key `{key}.model`"))?;
-        }
-        if let Some(chat) = c.chat
-            && !config.telegram.allowed_users.contains(&chat)
-            && !config.telegram.allowed_chats.contains(&chat)
-        {
-            anyhow::bail!(
-                "config key `{key}.chat`: {chat} is neither in telegram.allowed_users nor in \
-                 telegram.allowed_chats, so the bot serves no such chat"
-            );
-        }
-        if token.chars().count() < 16 {
-            anyhow::bail!(
-                "config key `{key}.token_env`: the token in {} is shorter than 16 characters; use a long \
-                 random one (e.g. `openssl rand -hex 24`)",
-                c.token_env
-            );
-        }
+        let token = checked.token(c, &env)?;
         let tools = match &c.tools {
             None => ToolPolicy::AllBut(DENIED_BY_DEFAULT.iter().map(|s| (*s).to_owned()).collect()),
             Some(list) if list.iter().any(|t| t == "*") => ToolPolicy::AllBut(Vec::new()),
@@ -288,6 +230,102 @@ pub fn server_config(
         },
         policies,
     ))
+}
+
+/// `[a2a.server]`'s limits, each at least 1 (its default when not given).
+fn limits(section: &ServerSection) -> anyhow::Result<Limits> {
+    let d = Limits::default();
+    let limit = |key: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => Err(anyhow::anyhow!("config key `a2a.server.{key}`: must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    Ok(Limits {
+        max_body_bytes: limit("max_body_bytes", section.max_body_bytes, d.max_body_bytes)?,
+        max_parts: limit("max_parts", section.max_parts, d.max_parts)?,
+        max_history: limit("max_history", section.max_history, d.max_history)?,
+        max_concurrent_tasks: limit(
+            "max_concurrent_tasks",
+            section.max_concurrent_tasks,
+            d.max_concurrent_tasks,
+        )?,
+        max_tasks_kept: limit("max_tasks_kept", section.max_tasks_kept, d.max_tasks_kept)?,
+        max_push_configs: limit("max_push_configs", section.max_push_configs, d.max_push_configs)?,
+        max_follow_ups: limit("max_follow_ups", section.max_follow_ups, d.max_follow_ups)?,
+    })
+}
+
+/// What one `[[a2a.server.callers]]` entry is checked against.
+struct CallerCheck<'a> {
+    /// Its config key, `a2a.server.callers[i]`.
+    key: &'a str,
+    /// The entries before it.
+    earlier: &'a [CallerSection],
+    /// The callers accepted so far.
+    callers: &'a [Caller],
+    /// The bot's own secrets, which no caller token may reuse.
+    own_secrets: &'a [String],
+    models: &'a volcanic_core::models::ModelRegistry,
+    config: &'a Config,
+}
+
+impl CallerCheck<'_> {
+    /// Checks the entry `c` and returns its token (read with `env`). Errors name the key: a bad
+    /// or duplicate name, a missing, empty, reused or short token, an unknown model, a chat the
+    /// bot does not serve.
+    fn token(&self, c: &CallerSection, env: &impl Fn(&str) -> Option<String>) -> anyhow::Result<String> {
+        let key = self.key;
+        if !valid_caller_name(&c.name) {
+            anyhow::bail!(
+                "config key `{key}.name`: {:?} must be 1-64 letters, digits, '_' or '-', not starting \
+                 with '-' (it names folders)",
+                c.name
+            );
+        }
+        if self.earlier.iter().any(|o| o.name == c.name) {
+            anyhow::bail!("config key `{key}.name`: caller {:?} is listed twice", c.name);
+        }
+        let token = match env(&c.token_env) {
+            None => anyhow::bail!("config key `{key}.token_env`: the variable {} is not set", c.token_env),
+            Some(t) if t.trim().is_empty() => {
+                anyhow::bail!("config key `{key}.token_env`: the variable {} is empty", c.token_env)
+            }
+            Some(t) => t.trim().to_owned(),
+        };
+        if self.own_secrets.contains(&token) {
+            anyhow::bail!(
+                "config key `{key}.token_env`: {} holds one of the bot's own secrets (its Telegram token \
+                 or a model key); give each caller a token of its own",
+                c.token_env
+            );
+        }
+        if self.callers.iter().any(|o: &Caller| o.token == token) {
+            anyhow::bail!(
+                "config key `{key}.token_env`: caller {:?} has the same token as another caller",
+                c.name
+            );
+        }
+        if let Some(m) = &c.model {
+            crate::agent_setup::check_model(self.models, m, &format!("config key `{key}.model`"))?;
+        }
+        if let Some(chat) = c.chat
+            && !self.config.telegram.allowed_users.contains(&chat)
+            && !self.config.telegram.allowed_chats.contains(&chat)
+        {
+            anyhow::bail!(
+                "config key `{key}.chat`: {chat} is neither in telegram.allowed_users nor in \
+                 telegram.allowed_chats, so the bot serves no such chat"
+            );
+        }
+        if token.chars().count() < 16 {
+            anyhow::bail!(
+                "config key `{key}.token_env`: the token in {} is shorter than 16 characters; use a long \
+                 random one (e.g. `openssl rand -hex 24`)",
+                c.token_env
+            );
+        }
+        Ok(token)
+    }
 }
 
 /// The values of the bot's own secrets a caller token must not reuse: the Telegram token and
@@ -326,7 +364,9 @@ pub struct A2aServerFeature {
 /// (tokens read from the process environment); `None` without the section or when disabled.
 /// The bot's start and `doctor` both check a config with it. Errors name the key.
 pub fn configured(services: &Services) -> anyhow::Result<Option<Configured>> {
-    let section = services.section::<super::a2a::Section>("a2a")?.and_then(|s| s.server);
+    let section = services
+        .section::<super::a2a_client::Section>("a2a")?
+        .and_then(|s| s.server);
     let Some(section) = section.filter(|s| s.enabled) else {
         return Ok(None);
     };
@@ -351,7 +391,7 @@ pub struct Configured {
 
 /// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
-    let Some(telegram) = &services.telegram else {
+    let Some(chats) = &services.chats else {
         return Ok(None);
     };
     let Some(Configured {
@@ -368,7 +408,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
     }
     let idle = idle.unwrap_or(services.config.session_idle);
     let pool = A2ASessionPool::new(
-        telegram.chats.clone(),
+        chats.clone(),
         policies.into_iter().collect(),
         services.workspaces_root.clone(),
         idle,

@@ -20,9 +20,9 @@ use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, Submitted};
 
-use super::gate::{self, BusSlot};
+use super::gate::{self, SessionBus};
 use super::ui::TaskUi;
-use crate::telegram::{ChatDelivery, OwnSession, Target};
+use crate::features::port::{ChatPort, OwnSession, Target};
 
 /// Which tools a caller's sessions may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub struct CallerPolicy {
 }
 
 /// A context's current task, as its session's run reports into it.
-pub struct TaskSlot {
+pub struct CurrentTask {
     id: String,
     events: TaskEvents,
     /// The task's cancel token (`CancelTask`).
@@ -88,13 +88,13 @@ pub enum Outcome {
 
 /// What a context's session, UI and forwarder share: the current task and the update queue.
 pub struct Shared {
-    task: Mutex<Option<TaskSlot>>,
+    task: Mutex<Option<CurrentTask>>,
     updates: mpsc::UnboundedSender<Update>,
 }
 
 impl Shared {
     /// The current task.
-    pub fn lock(&self) -> MutexGuard<'_, Option<TaskSlot>> {
+    pub fn lock(&self) -> MutexGuard<'_, Option<CurrentTask>> {
         self.task.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -107,7 +107,7 @@ impl Shared {
 struct Context {
     session: AgentSession,
     shared: Arc<Shared>,
-    bus: BusSlot,
+    bus: SessionBus,
     workspace: PathBuf,
     caller: String,
     last_active: Mutex<Instant>,
@@ -121,7 +121,7 @@ impl Context {
 
 /// The sessions of every caller's contexts.
 pub struct A2ASessionPool {
-    chats: Arc<ChatDelivery>,
+    chats: Arc<dyn ChatPort>,
     callers: HashMap<String, CallerPolicy>,
     workspaces_root: PathBuf,
     contexts: tokio::sync::Mutex<HashMap<(String, String), Arc<Context>>>,
@@ -132,7 +132,7 @@ pub struct A2ASessionPool {
 impl A2ASessionPool {
     /// A pool making sessions through `chats`, for `callers`, evicting contexts idle for `idle`.
     pub fn new(
-        chats: Arc<ChatDelivery>,
+        chats: Arc<dyn ChatPort>,
         callers: HashMap<String, CallerPolicy>,
         workspaces_root: PathBuf,
         idle: Duration,
@@ -220,7 +220,7 @@ impl A2ASessionPool {
             task: Mutex::new(None),
             updates: tx,
         });
-        let bus = BusSlot::default();
+        let bus = SessionBus::default();
         let workspace = self.workspace(caller);
         // Context ids come from outside: hashed, they cannot name another folder.
         let digest = Sha256::digest(context_id.as_bytes());
@@ -351,13 +351,14 @@ fn outcome(messages: &[Message], from: usize, cancelled: bool) -> Outcome {
                 ));
             }
             StopReason::Aborted => return Outcome::Failed("The run was stopped (the server is shutting down).".into()),
-            _ if a.tool_calls().next().is_none() => {
-                let text = a.text();
-                if !text.trim().is_empty() {
-                    answers.push(text);
+            StopReason::Stop | StopReason::Length | StopReason::ToolUse => {
+                if a.tool_calls().next().is_none() {
+                    let text = a.text();
+                    if !text.trim().is_empty() {
+                        answers.push(text);
+                    }
                 }
             }
-            _ => {}
         }
     }
     if answers.is_empty() {
@@ -440,7 +441,7 @@ impl Executor for A2ASessionPool {
                 match state.as_ref() {
                     Some(t) => Some(t.id.clone()),
                     None => {
-                        *state = Some(TaskSlot {
+                        *state = Some(CurrentTask {
                             id: req.task_id.clone(),
                             events: events.clone(),
                             cancel: req.cancel.clone(),

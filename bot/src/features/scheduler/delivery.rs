@@ -1,40 +1,32 @@
-//! The Telegram side of the scheduler: [`TelegramDelivery`] runs a scheduled prompt in the chat's
-//! session (queued behind any run in progress) and reports how it ended: the provider's failure
+//! The scheduler's delivery into chats: [`ChatJobDelivery`] hands a scheduled prompt into the
+//! chat's line through the chat port (queued behind any run in progress) and reports how it ended: the provider's failure
 //! after its own retries, or an answer Telegram did not take, is a failure (retried by the
 //! scheduler unless a tool had started); a run the shutdown cut off is left to the next start,
 //! which follows the message rule (re-run once if no tool had started, else the chat is told);
 //! a `/stop` is recorded as such. The first tool the prompt's run starts is recorded in the job's
 //! file before it runs ([`ToolStarted`]). What the model says is not judged.
 
-use crate::telegram::{Chat, ChatDelivery, Target, prompt_digest};
+use crate::features::port::{ChatPort, Delivered, LinePrompt, LineWatch, PortError, Target};
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
-use volcanic_core::agent::{PromptInput, QueueMode};
 use volcanic_scheduler::{DeliveryError, JobDelivery, JobTarget, ScheduledRun, ToolStarted};
 
-/// Delivers scheduled runs into chats (through the host's [`ChatDelivery`], bound to the host
-/// once it exists: the scheduler is made before it, since sessions get the scheduler's tool).
+/// Delivers scheduled runs into chats through the host's [`ChatPort`].
 #[derive(Debug)]
-pub struct TelegramDelivery {
-    chats: Arc<ChatDelivery>,
+pub struct ChatJobDelivery {
+    chats: Arc<dyn ChatPort>,
     /// The host's shutdown: a run aborted once it began failed (and is retried after the
     /// restart), while a user's `/stop` is their choice.
     shutdown: CancellationToken,
 }
 
-impl TelegramDelivery {
+impl ChatJobDelivery {
     /// A delivery into `chats`, shutting down with `shutdown`.
-    pub fn new(chats: Arc<ChatDelivery>, shutdown: CancellationToken) -> Self {
-        TelegramDelivery { chats, shutdown }
-    }
-
-    fn chat(&self, to: Target) -> Result<Chat, DeliveryError> {
-        self.chats
-            .chat(to)
-            .ok_or_else(|| DeliveryError::CutOff("the bot is shutting down".into()))
+    pub fn new(chats: Arc<dyn ChatPort>, shutdown: CancellationToken) -> Self {
+        ChatJobDelivery { chats, shutdown }
     }
 
     fn stopping(&self) -> bool {
@@ -59,26 +51,52 @@ struct WatchState {
     tool: bool,
 }
 
-impl RunWatch {
+impl LineWatch for RunWatch {
+    fn resumed(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).active = true;
+    }
+
     fn on_event(&self, e: &AgentSessionEvent) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         match e {
             AgentSessionEvent::MessageEnd {
                 message: Message::User(u),
-            } if u.content.text().starts_with(&self.heading) => st.active = true,
-            AgentSessionEvent::ToolExecutionStart { tool_name, .. } if st.active && !st.tool => {
-                st.tool = true;
-                drop(st);
-                // On disk before the tool runs: a crash from here on never starts the run again.
-                if let Err(e) = self.tool_started.record() {
-                    tracing::error!(tool = %tool_name, "cannot record that a scheduled run's tool started: {e}");
+            } => {
+                if u.content.text().starts_with(&self.heading) {
+                    st.active = true;
+                }
+            }
+            AgentSessionEvent::ToolExecutionStart { tool_name, .. } => {
+                if st.active && !st.tool {
+                    st.tool = true;
+                    drop(st);
+                    // On disk before the tool runs: a crash from here on never starts the run again.
+                    if let Err(e) = self.tool_started.record() {
+                        tracing::error!(tool = %tool_name, "cannot record that a scheduled run's tool started: {e}");
+                    }
                 }
             }
             // The prompt's answer (or its run's end by an error or abort).
-            AgentSessionEvent::TurnEnd { message, .. } if st.active && message.tool_calls().next().is_none() => {
-                st.active = false;
+            AgentSessionEvent::TurnEnd { message, .. } => {
+                if st.active && message.tool_calls().next().is_none() {
+                    st.active = false;
+                }
             }
-            _ => {}
+            AgentSessionEvent::MessageEnd { .. }
+            | AgentSessionEvent::AgentStart
+            | AgentSessionEvent::AgentEnd { .. }
+            | AgentSessionEvent::AgentSettled
+            | AgentSessionEvent::TurnStart
+            | AgentSessionEvent::MessageStart { .. }
+            | AgentSessionEvent::MessageUpdate { .. }
+            | AgentSessionEvent::ToolExecutionUpdate { .. }
+            | AgentSessionEvent::ToolExecutionEnd { .. }
+            | AgentSessionEvent::AutoRetryStart { .. }
+            | AgentSessionEvent::AutoRetryEnd { .. }
+            | AgentSessionEvent::CompactionStart { .. }
+            | AgentSessionEvent::CompactionEnd { .. }
+            | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::SessionChanged { .. } => {}
         }
     }
 }
@@ -91,16 +109,6 @@ pub fn target(t: JobTarget) -> Target {
     }
 }
 
-/// The chat a workspace folder belongs to: the folder name is the chat key (`123` for a private
-/// chat, `g123` for the group -123; see `chats::chat_key`).
-pub fn chat_of_workspace(path: &std::path::Path) -> Option<i64> {
-    let name = path.file_name()?.to_str()?;
-    match name.strip_prefix('g') {
-        Some(group) => group.parse::<i64>().ok().map(|id| -id),
-        None => name.parse().ok(),
-    }
-}
-
 /// The job target of a chat.
 pub fn job_target(t: Target) -> JobTarget {
     JobTarget {
@@ -110,91 +118,35 @@ pub fn job_target(t: Target) -> JobTarget {
 }
 
 #[async_trait]
-impl JobDelivery for TelegramDelivery {
+impl JobDelivery for ChatJobDelivery {
     async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
-        let chat = self.chat(target(run.target))?;
-        let output = chat.output();
-        let session = chat
-            .session()
-            .await
-            .map_err(|e| DeliveryError::Failed(format!("cannot open the chat's session: {e:#}")))?;
-        // Queued behind a run in progress: failures of that run's answer are not ours.
-        session.wait_for_idle().await;
-        output.flush().await;
-        let failed_before = output.failed_sends();
         let heading = run.prompt.lines().next().unwrap_or_default().to_owned();
         let watch = Arc::new(RunWatch {
             heading: heading.clone(),
             tool_started: run.tool_started.clone(),
             state: Mutex::default(),
         });
-        let listener = {
-            let watch = watch.clone();
-            session.subscribe(move |e| watch.on_event(e))
-        };
         // A slot cut off by a crash and run again: its prompt may be in the transcript already.
-        let messages = session.messages();
-        let key = slot_key(&run.prompt);
-        // Its answer's delivery is journaled under this ([`Chat::queue_slot`]).
-        let slot_digest = prompt_digest(key);
-        let earlier = messages
-            .iter()
-            .rposition(|m| matches!(m, Message::User(u) if slot_key(&u.content.text()) == key));
-        let answered = earlier
-            .and_then(|i| crate::telegram::answer_after(&messages, i))
-            .and_then(|(at, answer)| match &messages[at] {
-                Message::Assistant(a) if a.stop_reason != StopReason::Error => Some((a.timestamp, answer)),
-                _ => None,
-            });
-        if let Some((stamp, answer)) = answered {
-            // Answered already: not asked again. Shown by this process (a run that took the prompt
-            // along), or before the crash: delivered from the chunk after the last one Telegram
-            // took or had on the wire ([`Chat::deliver_slot_answer`]).
-            session.unsubscribe(listener);
-            if !output.was_shown(stamp) {
-                chat.deliver_slot_answer(slot_digest, answer);
-                output.flush().await;
-            }
-            return Ok("sent (an answer the slot already had)".into());
-        }
-        let prompted = match earlier.filter(|i| i + 1 == messages.len()) {
-            // The prompt is the last message: its run goes on from it (not asked twice).
-            Some(i) => {
-                watch.state.lock().unwrap_or_else(|e| e.into_inner()).active = true;
-                let digest = match &messages[i] {
-                    Message::User(u) => prompt_digest(&u.content.text()),
-                    _ => String::new(),
-                };
-                chat.resume_slot(slot_digest.clone(), &digest);
-                let went_on = session.continue_run().await;
-                if !matches!(went_on, Ok(true)) {
-                    chat.forget_slot(slot_digest.clone());
-                }
-                went_on.map(|_| ())
-            }
-            None => {
-                chat.queue_slot(slot_digest.clone(), &run.prompt);
-                let input = PromptInput {
-                    text: run.prompt,
-                    images: Vec::new(),
-                    queue: Some(QueueMode::FollowUp),
-                };
-                let prompted = session.prompt(input).await;
-                if prompted.is_err() {
-                    chat.forget_slot(slot_digest.clone());
-                }
-                prompted
-            }
+        let key = slot_key(&run.prompt).to_owned();
+        let line = LinePrompt {
+            to: target(run.target),
+            key: key.clone(),
+            is_this: Box::new(move |text| slot_key(text) == key),
+            text: run.prompt,
+            watch: Some(watch),
         };
-        // Queued behind a run in progress: it ran at that run's end.
-        session.wait_for_idle().await;
-        session.unsubscribe(listener);
-        prompted.map_err(|e| DeliveryError::Failed(e.to_string()))?;
+        let delivered = self.chats.deliver(line).await.map_err(|e| match e {
+            PortError::ShuttingDown => DeliveryError::CutOff(e.to_string()),
+            PortError::Session(_) | PortError::Prompt(_) | PortError::Refused(_) => {
+                DeliveryError::Failed(e.to_string())
+            }
+        })?;
+        let (messages, undelivered) = match delivered {
+            Delivered::Earlier => return Ok("sent (an answer the slot already had)".into()),
+            Delivered::Ran { messages, undelivered } => (messages, undelivered),
+        };
         let tool = run.tool_started.was_recorded();
-        let outcome = outcome(&session.messages(), &heading, self.stopping(), tool);
-        output.flush().await;
-        outcome?;
-        let undelivered = output.failed_sends() - failed_before;
+        outcome(&messages, &heading, self.stopping(), tool)?;
         if undelivered > 0 {
             return Err(DeliveryError::Failed(format!(
                 "{undelivered} part(s) of the answer could not be sent to Telegram"
@@ -204,17 +156,15 @@ impl JobDelivery for TelegramDelivery {
     }
 
     async fn notify(&self, to: JobTarget, text: String) -> Result<(), DeliveryError> {
-        let chat = self.chat(target(to)).inspect_err(|e| {
-            tracing::warn!(chat = to.chat_id, "scheduler notice not sent: {e}");
-        })?;
-        let output = chat.output();
-        let failed_before = output.failed_sends();
-        output.notice(text);
-        output.flush().await;
-        if output.failed_sends() > failed_before {
-            return Err(DeliveryError::Failed("Telegram did not take the notice".into()));
-        }
-        Ok(())
+        self.chats.notice(target(to), text).await.map_err(|e| match e {
+            PortError::ShuttingDown => {
+                tracing::warn!(chat = to.chat_id, "scheduler notice not sent: {e}");
+                DeliveryError::CutOff(e.to_string())
+            }
+            PortError::Session(_) | PortError::Prompt(_) | PortError::Refused(_) => {
+                DeliveryError::Failed(e.to_string())
+            }
+        })
     }
 }
 
@@ -254,10 +204,7 @@ fn outcome(messages: &[Message], heading: &str, shutting_down: bool, tool: bool)
     let last = messages[start + 1..]
         .iter()
         .take_while(|m| !matches!(m, Message::User(_)))
-        .filter_map(|m| match m {
-            Message::Assistant(a) => Some(a),
-            _ => None,
-        })
+        .filter_map(|m| if let Message::Assistant(a) = m { Some(a) } else { None })
         .last();
     match last {
         Some(a) if a.stop_reason == StopReason::Error => Err(DeliveryError::Failed(
@@ -297,15 +244,6 @@ mod tests {
         );
         assert_ne!(slot_key(on_time), slot_key(other));
         assert_eq!(slot_key("hello\nthere"), "hello");
-    }
-
-    #[test]
-    fn workspace_folders_map_back_to_their_chats() {
-        for id in [12345_i64, -4567, -1_001_234_567_890] {
-            let key = crate::telegram::chat_key(id);
-            assert_eq!(chat_of_workspace(std::path::Path::new(&format!("/w/{key}"))), Some(id));
-        }
-        assert_eq!(chat_of_workspace(std::path::Path::new("/w/notes")), None);
     }
 
     fn transcript(stop: StopReason) -> Vec<Message> {

@@ -28,19 +28,16 @@ pub struct Scheduler {
 
 /// Builds it in the Telegram host (a job's run is delivered into its chat).
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
-    let Some(telegram) = &services.telegram else {
+    let Some(chats) = &services.chats else {
         return Ok(None);
     };
-    let delivery = Arc::new(delivery::TelegramDelivery::new(
-        telegram.chats.clone(),
-        services.shutdown.clone(),
-    ));
+    let delivery = Arc::new(delivery::ChatJobDelivery::new(chats.clone(), services.shutdown.clone()));
     let scheduler = JobScheduler::new(SchedulerConfig {
         clock: Arc::new(SystemClock),
         delivery,
         processes: services.processes.clone(),
         workspaces_root: services.workspaces_root.clone(),
-        chat_of_workspace: Some(Arc::new(delivery::chat_of_workspace)),
+        chat_of_workspace: Some(Arc::new(super::port::chat_of_workspace)),
     });
     Ok(Some(Arc::new(Scheduler {
         scheduler,

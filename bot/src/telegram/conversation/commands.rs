@@ -5,12 +5,12 @@
 //! ([`announced`]), `/help` ([`help`]), the ordering rule ([`takes_turn`]) and dispatch
 //! ([`handle`]) all read from there.
 
+use crate::features::port::Target;
+use crate::features::port::chat_key;
 use crate::features::{CommandCall, Turn};
-use crate::telegram::conversation::conversations::chat_key;
+use crate::telegram::TelegramHost;
 use crate::telegram::conversation::menus;
-use crate::telegram::inbound::router::Host;
 use crate::telegram::inbound::update::InMessage;
-use crate::telegram::outbound::api::Target;
 use crate::telegram::outbound::texts;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ struct Call<'a> {
 }
 
 /// A built-in's handler: the answer, or `None` when there is none to send.
-type Handler = for<'a> fn(&'a Arc<Host>, Call<'a>) -> BoxFuture<'a, Option<String>>;
+type Handler = for<'a> fn(&'a Arc<TelegramHost>, Call<'a>) -> BoxFuture<'a, Option<String>>;
 
 /// A built-in command.
 struct Builtin {
@@ -168,7 +168,7 @@ pub fn check(host_features: &crate::features::Features) -> anyhow::Result<()> {
 /// built-ins, then every command the chat sessions' extensions register (read from a session's
 /// `CommandRegistry`, which refuses names outside Telegram's `[a-z0-9_]{1,32}` with a log line);
 /// an extension command named like one before it is left out (the earlier one answers).
-pub async fn announced(host: &Host) -> Vec<BotCommand> {
+pub async fn announced(host: &TelegramHost) -> Vec<BotCommand> {
     let mut list: Vec<BotCommand> = Vec::new();
     let builtins = |owners: bool| {
         BUILTINS
@@ -204,7 +204,7 @@ pub async fn announced(host: &Host) -> Vec<BotCommand> {
 
 /// `/start` and `/help`: what the bot is, then the table's lines with the features' after
 /// everyone's built-ins.
-pub fn help(host: &Host) -> String {
+pub fn help(host: &TelegramHost) -> String {
     let line = |owners: bool| {
         BUILTINS
             .iter()
@@ -231,7 +231,7 @@ fn split(line: &str) -> (String, &str) {
 
 /// A command's place in the line: the table's, a feature's, else (an extension's command, or
 /// an unknown one) [`Turn::Waits`].
-fn turn_of(host: &Host, name: &str) -> Turn {
+fn turn_of(host: &TelegramHost, name: &str) -> Turn {
     builtin(name)
         .map(|b| b.turn)
         .or_else(|| host.features.command(name).map(|(_, c)| c.turn))
@@ -241,7 +241,7 @@ fn turn_of(host: &Host, name: &str) -> Turn {
 /// Whether `line` takes a place in its chat's line ([`Turnstile`](crate::telegram::inbound::merge::Turnstile),
 /// with the prompts): every command but those that act at once ([`Turn::AtOnce`]). Take the
 /// ticket where the arrival order is known, and give it to [`handle`].
-pub fn takes_turn(host: &Host, line: &str) -> bool {
+pub fn takes_turn(host: &TelegramHost, line: &str) -> bool {
     turn_of(host, &split(line).0) != Turn::AtOnce
 }
 
@@ -250,7 +250,7 @@ pub fn takes_turn(host: &Host, line: &str) -> bool {
 /// command lets the next one go once applied and answered, the others when their turn comes,
 /// before they run.
 pub async fn handle(
-    host: &Arc<Host>,
+    host: &Arc<TelegramHost>,
     m: &InMessage,
     line: &str,
     mut turn: Option<crate::telegram::inbound::merge::Ticket>,
@@ -268,13 +268,13 @@ pub async fn handle(
     }
     let reply = run(host, m, target, &name, args).await;
     if let Some(text) = reply {
-        let slot = host.chats.slot(target);
-        slot.output.notice(text);
+        let conversation = host.chats.conversation(target);
+        conversation.output.notice(text);
     }
     drop(turn);
 }
 
-async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: &str) -> Option<String> {
+async fn run(host: &Arc<TelegramHost>, m: &InMessage, target: Target, name: &str, args: &str) -> Option<String> {
     let key = chat_key(m.chat_id);
     if let Some(b) = builtin(name) {
         if b.owners && !host.access.is_owner(m.from_id) {
@@ -285,7 +285,7 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
     if let Some((feature, _)) = host.features.command(name) {
         let zone = zone_name(host, &key);
         let call = CommandCall {
-            message: m,
+            message: &m.incoming(),
             target,
             args,
             time_zone: &zone,
@@ -313,13 +313,13 @@ async fn run(host: &Arc<Host>, m: &InMessage, target: Target, name: &str, args: 
 }
 
 /// The chat's session, loaded if needed; the error as the chat is told it.
-async fn session_of(host: &Host, target: Target) -> Result<AgentSession, String> {
-    let slot = host.chats.slot(target);
-    host.chats.session(&slot).await.map_err(|e| format!("⚠️ {e}"))
+async fn session_of(host: &TelegramHost, target: Target) -> Result<AgentSession, String> {
+    let conversation = host.chats.conversation(target);
+    host.chats.session(&conversation).await.map_err(|e| format!("⚠️ {e}"))
 }
 
 /// The chat's IANA time zone: its own, else the default.
-fn zone_name(host: &Host, key: &str) -> String {
+fn zone_name(host: &TelegramHost, key: &str) -> String {
     host.chats
         .settings()
         .get(key)
@@ -327,14 +327,14 @@ fn zone_name(host: &Host, key: &str) -> String {
         .unwrap_or_else(|| host.config.default_time_zone.name().to_owned())
 }
 
-fn help_command<'a>(host: &'a Arc<Host>, _c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn help_command<'a>(host: &'a Arc<TelegramHost>, _c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move { Some(help(host)) })
 }
 
-fn stop<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn stop<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
-        let slot = host.chats.slot(c.target);
-        match host.chats.loaded(&slot).await {
+        let conversation = host.chats.conversation(c.target);
+        match host.chats.loaded(&conversation).await {
             Some(s) if !s.is_idle() => {
                 s.abort();
                 Some("Stopped.".into())
@@ -344,7 +344,7 @@ fn stop<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     })
 }
 
-fn new_session<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn new_session<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let session = match session_of(host, c.target).await {
             Ok(s) => s,
@@ -357,7 +357,7 @@ fn new_session<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<Str
     })
 }
 
-fn compact<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn compact<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let session = match session_of(host, c.target).await {
             Ok(s) => s,
@@ -378,7 +378,7 @@ fn compact<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>
     })
 }
 
-fn model<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn model<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let session = match session_of(host, c.target).await {
             Ok(s) => s,
@@ -406,12 +406,12 @@ fn model<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> 
 /// Sends a menu (text and buttons) after everything already queued for the chat; a refusal
 /// becomes the answer instead.
 async fn show_menu(
-    host: &Host,
+    host: &TelegramHost,
     target: Target,
     text: &str,
     buttons: teloxide::types::InlineKeyboardMarkup,
 ) -> Option<String> {
-    host.chats.slot(target).output.flush().await;
+    host.chats.conversation(target).output.flush().await;
     match host.tg.send_plain(target, text, Some(buttons)).await {
         Ok(_) => None,
         Err(e) => Some(format!(
@@ -421,7 +421,7 @@ async fn show_menu(
     }
 }
 
-fn thinking<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn thinking<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let session = match session_of(host, c.target).await {
             Ok(s) => s,
@@ -436,7 +436,10 @@ fn thinking<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String
             Ok(level) => match session.set_thinking_level(level).await {
                 Ok(()) => {
                     let _ = host.chats.settings().update(&c.key, |s| s.thinking = Some(level));
-                    format!("Thinking level: {level}{}", crate::host::no_reasoning_note(&session))
+                    format!(
+                        "Thinking level: {level}{}",
+                        crate::agent_setup::no_reasoning_note(&session)
+                    )
                 }
                 Err(e) => format!("⚠️ {e}"),
             },
@@ -445,7 +448,7 @@ fn thinking<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String
     })
 }
 
-fn session_stats<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn session_stats<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let session = match session_of(host, c.target).await {
             Ok(s) => s,
@@ -475,7 +478,7 @@ fn user_id(name: &str, args: &str) -> Result<i64, String> {
         .map_err(|_| format!("Usage: /{name} USER_ID (a number)"))
 }
 
-fn allow<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn allow<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let id = match user_id("allow", c.args) {
             Ok(id) => id,
@@ -490,7 +493,7 @@ fn allow<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> 
     })
 }
 
-fn deny<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn deny<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let id = match user_id("deny", c.args) {
             Ok(id) => id,
@@ -511,7 +514,7 @@ fn deny<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     })
 }
 
-fn time_zone<'a>(host: &'a Arc<Host>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+fn time_zone<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
     Box::pin(async move {
         let args = c.args;
         if args.is_empty() {

@@ -3,33 +3,23 @@
 //! main>/`, loaded lazily and evicted from memory when idle.
 
 use crate::config::Config;
+use crate::features::port::{OwnSession, Target, chat_key};
 use crate::features::{Features, SessionPlace};
 use crate::telegram::conversation::settings::SettingsStore;
-use crate::telegram::inbound::journal::{Answering, Journal};
-use crate::telegram::inbound::router::Host;
-use crate::telegram::outbound::api::{Target, Tg};
+use crate::telegram::inbound::journal::Journal;
+use crate::telegram::outbound::api::Tg;
 use crate::telegram::outbound::channel::TelegramChannel;
 use crate::telegram::outbound::ledger::Ledger;
 use crate::telegram::outbound::output::Output;
 use crate::telegram::outbound::ui::{Pending, TelegramUi};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, SessionSelect};
 
-/// The folder name of a chat: the chat id for private chats, `g<id without the minus>` for
-/// groups (a folder name must never start with `-`).
-pub fn chat_key(chat_id: i64) -> String {
-    if chat_id < 0 {
-        format!("g{}", chat_id.unsigned_abs())
-    } else {
-        chat_id.to_string()
-    }
-}
-
 /// One conversation: a chat, or a topic of a forum.
-pub struct Slot {
+pub struct Conversation {
     /// Where its output goes.
     pub target: Target,
     session: tokio::sync::Mutex<Option<AgentSession>>,
@@ -42,9 +32,9 @@ pub struct Slot {
     pub intake: crate::telegram::inbound::merge::Intake,
 }
 
-impl std::fmt::Debug for Slot {
+impl std::fmt::Debug for Conversation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot")
+        f.debug_struct("Conversation")
             .field("target", &self.target)
             .finish_non_exhaustive()
     }
@@ -53,7 +43,7 @@ impl std::fmt::Debug for Slot {
 /// Every chat the bot has in memory.
 pub struct Chats {
     deps: ChatsDeps,
-    slots: Mutex<HashMap<Target, Arc<Slot>>>,
+    conversations: Mutex<HashMap<Target, Arc<Conversation>>>,
     /// Set at shutdown: runs aborted from then on keep their journal marks (recovered after the
     /// restart), while a user's `/stop` finishes them.
     shutting_down: Arc<std::sync::atomic::AtomicBool>,
@@ -90,7 +80,7 @@ impl Chats {
     pub fn new(deps: ChatsDeps) -> Self {
         Chats {
             deps,
-            slots: Mutex::new(HashMap::new()),
+            conversations: Mutex::new(HashMap::new()),
             shutting_down: Arc::default(),
         }
     }
@@ -105,13 +95,13 @@ impl Chats {
         &self.deps.settings
     }
 
-    /// The slot of `target` (created on first contact; its session loads on first use).
-    pub fn slot(&self, target: Target) -> Arc<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
+    /// The conversation of `target` (created on first contact; its session loads on first use).
+    pub fn conversation(&self, target: Target) -> Arc<Conversation> {
+        let mut conversations = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
+        conversations
             .entry(target)
             .or_insert_with(|| {
-                Arc::new(Slot {
+                Arc::new(Conversation {
                     target,
                     session: tokio::sync::Mutex::new(None),
                     output: Output::spawn(
@@ -135,14 +125,14 @@ impl Chats {
         std::fs::canonicalize(&dir)
     }
 
-    /// The session of `slot`, loading (resuming) it if needed.
-    pub async fn session(&self, slot: &Arc<Slot>) -> anyhow::Result<AgentSession> {
-        *slot.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        let mut guard = slot.session.lock().await;
+    /// The session of `conversation`, loading (resuming) it if needed.
+    pub async fn session(&self, conversation: &Arc<Conversation>) -> anyhow::Result<AgentSession> {
+        *conversation.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let mut guard = conversation.session.lock().await;
         if let Some(s) = guard.as_ref() {
             return Ok(s.clone());
         }
-        let target = slot.target;
+        let target = conversation.target;
         let key = chat_key(target.chat_id);
         let settings = self.deps.settings.get(&key);
         let tz = settings
@@ -152,7 +142,7 @@ impl Chats {
             .unwrap_or(self.deps.config.default_time_zone);
         let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
         let cwd = self.workspace(target.chat_id)?;
-        let mut extra_extensions = crate::host::workspace_extensions(&cwd);
+        let mut extra_extensions = crate::agent_setup::workspace_extensions(&cwd);
         extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
             chat: Some(target),
             time_zone: tz,
@@ -180,8 +170,8 @@ impl Chats {
                 })),
             })
             .await?;
-        let output = slot.output.clone();
-        let ledger = slot.ledger.clone();
+        let output = conversation.output.clone();
+        let ledger = conversation.ledger.clone();
         session.subscribe(move |e| output.on_event(e, ledger.on_event(e)));
         *guard = Some(session.clone());
         Ok(session)
@@ -204,7 +194,7 @@ impl Chats {
             .as_deref()
             .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
             .unwrap_or(self.deps.config.default_time_zone);
-        let mut extra_extensions = crate::host::workspace_extensions(&cwd);
+        let mut extra_extensions = crate::agent_setup::workspace_extensions(&cwd);
         extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
             chat: spec.acts_for,
             time_zone: tz,
@@ -256,20 +246,24 @@ impl Chats {
         Ok(commands)
     }
 
-    /// The loaded sessions of every slot of a chat (each forum topic has its own).
+    /// The loaded sessions of every conversation of a chat (each forum topic has its own).
     pub async fn loaded_in_chat(&self, chat_id: i64) -> Vec<AgentSession> {
         let mut out = Vec::new();
-        for slot in self.all_slots().into_iter().filter(|s| s.target.chat_id == chat_id) {
-            if let Some(s) = self.loaded(&slot).await {
+        for conversation in self
+            .all_conversations()
+            .into_iter()
+            .filter(|s| s.target.chat_id == chat_id)
+        {
+            if let Some(s) = self.loaded(&conversation).await {
                 out.push(s);
             }
         }
         out
     }
 
-    /// The loaded session of `slot`, if any (no loading).
-    pub async fn loaded(&self, slot: &Arc<Slot>) -> Option<AgentSession> {
-        slot.session.lock().await.clone()
+    /// The loaded session of `conversation`, if any (no loading).
+    pub async fn loaded(&self, conversation: &Arc<Conversation>) -> Option<AgentSession> {
+        conversation.session.lock().await.clone()
     }
 
     /// Drops from memory the sessions idle for longer than the configured minutes; returns how
@@ -277,13 +271,13 @@ impl Chats {
     pub async fn evict_idle(&self) -> usize {
         let mut evicted = 0;
         let idle = self.deps.config.session_idle;
-        let slots = self.all_slots();
-        for slot in slots {
-            let last = *slot.last_active.lock().unwrap_or_else(|e| e.into_inner());
+        let conversations = self.all_conversations();
+        for conversation in conversations {
+            let last = *conversation.last_active.lock().unwrap_or_else(|e| e.into_inner());
             if last.elapsed() < idle {
                 continue;
             }
-            let mut guard = slot.session.lock().await;
+            let mut guard = conversation.session.lock().await;
             if let Some(s) = guard.as_ref()
                 && s.is_idle()
             {
@@ -291,8 +285,8 @@ impl Chats {
                 *guard = None;
                 evicted += 1;
                 tracing::info!(
-                    chat = slot.target.chat_id,
-                    topic = ?slot.target.thread,
+                    chat = conversation.target.chat_id,
+                    topic = ?conversation.target.thread,
                     "session evicted from memory after {} s idle",
                     idle.as_secs()
                 );
@@ -303,12 +297,12 @@ impl Chats {
 
     /// The output of every chat in memory (for shutdown).
     pub fn outputs(&self) -> Vec<Output> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.values().map(|s| s.output.clone()).collect()
+        let conversations = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
+        conversations.values().map(|s| s.output.clone()).collect()
     }
 
-    fn all_slots(&self) -> Vec<Arc<Slot>> {
-        self.slots
+    fn all_conversations(&self) -> Vec<Arc<Conversation>> {
+        self.conversations
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
@@ -318,129 +312,13 @@ impl Chats {
 
     /// Every loaded session (for shutdown).
     pub async fn all_loaded(&self) -> Vec<AgentSession> {
-        let slots = self.all_slots();
+        let conversations = self.all_conversations();
         let mut out = Vec::new();
-        for s in slots {
+        for s in conversations {
             if let Some(x) = s.session.lock().await.clone() {
                 out.push(x);
             }
         }
         out
-    }
-}
-
-/// The chats as a host feature reaches them, to deliver a result or a job into one (e.g. a
-/// scheduled run): bound to the host once it exists (features are built before it, since chat
-/// sessions get their extensions).
-#[derive(Debug, Default)]
-pub struct ChatDelivery {
-    host: OnceLock<Weak<Host>>,
-}
-
-impl ChatDelivery {
-    /// Connects it to the host.
-    pub fn bind(&self, host: Weak<Host>) {
-        let _ = self.host.set(host);
-    }
-
-    /// The chat (or forum topic) `to`, created on first contact; `None` before the host exists
-    /// and once it is gone (shutting down).
-    pub fn chat(&self, to: Target) -> Option<Chat> {
-        let host = self.host.get().and_then(Weak::upgrade)?;
-        let slot = host.chats.slot(to);
-        Some(Chat { host, slot })
-    }
-
-    /// A feature's own session ([`Chats::own_session`]). Errors: the host is gone (shutting
-    /// down), the folder or the session file cannot be made.
-    pub async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {
-        let host = self
-            .host
-            .get()
-            .and_then(Weak::upgrade)
-            .ok_or_else(|| anyhow::anyhow!("the bot is shutting down"))?;
-        host.chats.own_session(spec).await
-    }
-}
-
-/// What [`ChatDelivery::own_session`] makes.
-pub struct OwnSession {
-    /// Its working directory, created if missing.
-    pub cwd: PathBuf,
-    /// Its store scope: a folder under `<state_dir>/sessions/`.
-    pub scope: String,
-    /// The chat it acts for (its time zone, model and per-chat features); `None`: no chat.
-    pub acts_for: Option<Target>,
-    /// Model (`provider/id`) for a new session.
-    pub model: Option<String>,
-    /// Where its questions go.
-    pub ui: Option<Arc<dyn volcanic_abstractions::ui::UserInterface>>,
-    /// Extensions after the features'.
-    pub extra_extensions: Vec<volcanic_abstractions::extensions::ExtensionFactory>,
-}
-
-/// One chat, for a feature: its session and its output, the same its messages use.
-#[derive(Debug)]
-pub struct Chat {
-    host: Arc<Host>,
-    slot: Arc<Slot>,
-}
-
-impl Chat {
-    /// Its session, loaded (resumed) if needed.
-    pub async fn session(&self) -> anyhow::Result<AgentSession> {
-        self.host.chats.session(&self.slot).await
-    }
-
-    /// Its output (answers and notices, in order).
-    pub fn output(&self) -> &Output {
-        &self.slot.output
-    }
-
-    /// Notes that a scheduled slot's prompt (`text`) is being handed to the session: the
-    /// delivery of its answer is journaled under `slot` (a slot digest, see
-    /// [`journal::slots`](crate::telegram::inbound::journal::slots)), so a crash with it on the wire is not
-    /// repeated. Call before the hand-over.
-    pub fn queue_slot(&self, slot: String, text: &str) {
-        self.slot.ledger.queue_slot(slot, text);
-    }
-
-    /// Like [`queue_slot`](Self::queue_slot), for a run continued from the transcript whose
-    /// prompt there has the digest `prompt` ([`prompt_digest`](crate::telegram::inbound::journal::prompt_digest)).
-    pub fn resume_slot(&self, slot: String, prompt: &str) {
-        self.slot.ledger.resume_slot(slot, prompt);
-    }
-
-    /// Takes back what [`queue_slot`](Self::queue_slot) or [`resume_slot`](Self::resume_slot)
-    /// noted (the session refused the prompt, or did not run).
-    pub fn forget_slot(&self, slot: String) {
-        self.slot.ledger.forget_slot(slot);
-    }
-
-    /// Delivers a slot's answer found in the transcript after a restart, from the chunk after
-    /// the last one Telegram took or had on the wire before the stop
-    /// ([`Chunks::resume_at`](crate::telegram::inbound::journal::Chunks::resume_at)), or not at all when it was
-    /// delivered whole (the job's file may not have recorded the run before a crash): nothing
-    /// is shown twice.
-    pub fn deliver_slot_answer(&self, slot: String, answer: String) {
-        match self.host.journal.slot_resume_at(&slot) {
-            Some(from) => self.slot.output.answer(answer, Answering::slot(slot), from),
-            None => tracing::info!(
-                chat = self.slot.target.chat_id,
-                "a scheduled answer was delivered before the restart"
-            ),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chat_keys_never_start_with_a_dash() {
-        assert_eq!(chat_key(12345), "12345");
-        assert_eq!(chat_key(-4567), "g4567");
-        assert_eq!(chat_key(-1001234567890), "g1001234567890");
     }
 }

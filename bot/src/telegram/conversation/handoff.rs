@@ -7,18 +7,20 @@
 //! the prompt, e.g. `[file saved: inbox/report.pdf (12.3 KB)]`. Nothing over the Bot API's
 //! [`DOWNLOAD_LIMIT`] is downloaded: the user is told instead. A caption is the prompt text.
 //!
-//! Every part's `update_id` is tracked by the slot's [`Ledger`](crate::telegram::outbound::ledger::Ledger) (journal
-//! progress, message by message). Prompts of one slot reach the session in arrival order even
+//! Every part's `update_id` is tracked by the conversation's [`Ledger`](crate::telegram::outbound::ledger::Ledger) (journal
+//! progress, message by message). Prompts of one conversation reach the session in arrival order even
 //! though their downloads run in parallel (see [`merge`](crate::telegram::inbound::merge)): each waits for its turn,
 //! holds it through `AgentSession::submit` (which returns once the prompt is queued or its run
 //! started, after the session's `input` handlers), and passes it on before awaiting its run. A prompt left with nothing to say (every file refused, no text) is
 //! not sent; its updates are done once the notices were delivered.
 
 use crate::config::QueueMode;
-use crate::telegram::inbound::merge::Part;
-use crate::telegram::inbound::router::Host;
+use crate::features::port::Target;
+use crate::telegram::TelegramHost;
+use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::inbound::merge::{Part, Ticket};
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
-use crate::telegram::outbound::api::{FetchError, Target};
+use crate::telegram::outbound::api::FetchError;
 use crate::telegram::outbound::failures;
 use crate::telegram::outbound::texts;
 use base64::Engine;
@@ -27,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use volcanic_abstractions::messages::ImageContent;
-use volcanic_core::agent::{PromptInput, QueueMode as SessionQueue, Submitted};
+use volcanic_core::agent::{AgentSession, PromptInput, QueueMode as SessionQueue, SessionError, Submitted};
 
 /// Largest file a bot may download from the Bot API (20 MB).
 pub const DOWNLOAD_LIMIT: u64 = 20 * 1024 * 1024;
@@ -39,88 +41,105 @@ pub const IMAGE_LIMIT: u64 = volcanic_core::tools::MAX_IMAGE_BYTES as u64;
 const MAX_NAME_BYTES: usize = 200;
 
 /// Hands one prompt made of `parts` (one message, an album, or a split paste; the first part
-/// gives the envelope) to their slot's session, in its own task.
-pub fn prompt(host: &Arc<Host>, parts: Vec<Part>) {
+/// gives the envelope) to their conversation's session, in its own task.
+pub fn prompt(host: &Arc<TelegramHost>, parts: Vec<Part>) {
     let Some(first) = parts.first() else { return };
-    let slot = host.chats.slot(Target {
+    let conversation = host.chats.conversation(Target {
         chat_id: first.message.chat_id,
         thread: first.message.thread,
     });
     // Taken here, in arrival order; the task may finish its downloads before earlier ones.
-    let mut turn = slot.intake.order.ticket();
-    let host = host.clone();
+    let turn = conversation.intake.order.ticket();
     // Every log line of this prompt's handling and run carries the chat.
     let span = tracing::info_span!("chat", id = first.message.chat_id, topic = first.message.thread);
     tokio::spawn(tracing::Instrument::instrument(
-        async move {
-            let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
-            let session = match host.chats.session(&slot).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(chat = slot.target.chat_id, "cannot open the chat's session: {e:#}");
-                    turn.wait().await;
-                    slot.output.notice_for(failures::open(&e), ids);
-                    return;
-                }
-            };
-            let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
-            let takes_images = session.model().is_some_and(|m| m.takes_images());
-            let ctx = Ctx {
-                host: &host,
-                takes_images,
-                tz,
-            };
-            let prepared = ctx.prepare(&parts).await;
-            turn.wait().await;
-            // A `/tz` sent just before this message has been applied by now.
-            let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
-            if !prepared.notices.is_empty() {
-                slot.output.notice(prepared.notices.join("\n\n"));
-            }
-            let Some(first) = parts.first().filter(|_| !prepared.is_empty()) else {
-                slot.output.done(ids);
-                return;
-            };
-            let input = PromptInput {
-                text: texts::envelope(&first.message, &prepared.text, tz),
-                images: prepared.images,
-                queue: Some(match host.config.queue_mode {
-                    QueueMode::FollowUp => SessionQueue::FollowUp,
-                    QueueMode::Steer => SessionQueue::Steer,
-                }),
-            };
-            // Before the hand-over: its `message_end` may come before `submit` returns.
-            slot.ledger.queue(&ids, &input.text);
-            // The prompt has its place (a run started, or it is queued) once `submit` returns,
-            // however long the session's `input` handlers took; only then may the next prompt go.
-            let submitted = session.submit(input).await;
-            drop(turn);
-            match submitted {
-                Err(e) => {
-                    slot.ledger.forget(&ids);
-                    slot.output.notice_for(failures::session(&e), ids);
-                }
-                // A command or an extension took it: nothing reached the transcript.
-                Ok(Submitted::Handled) => {
-                    slot.ledger.forget(&ids);
-                    slot.output.done(ids);
-                }
-                // The run in progress takes it; its events mark it.
-                Ok(Submitted::Queued) => {}
-                Ok(Submitted::Started(run)) => match run.finished().await {
-                    Err(e) => {
-                        slot.ledger.forget(&ids);
-                        slot.output.notice_for(failures::session(&e), ids);
-                    }
-                    // Still queued after its run: an `input` handler rewrote it, so no
-                    // `message_end` matched it.
-                    Ok(()) if session.is_idle() && slot.ledger.forget(&ids) => slot.output.done(ids),
-                    Ok(()) => {}
-                },
-            }
-        },
+        hand_over(host.clone(), conversation, parts, turn),
         span,
     ));
+}
+
+/// [`prompt`]'s task: opens the session, prepares the parts (downloads, envelope), waits for the
+/// prompt's turn, submits it and settles its journal progress.
+async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, parts: Vec<Part>, mut turn: Ticket) {
+    let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
+    let session = match host.chats.session(&conversation).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(
+                chat = conversation.target.chat_id,
+                "cannot open the chat's session: {e:#}"
+            );
+            turn.wait().await;
+            conversation.output.notice_for(failures::open(&e), ids);
+            return;
+        }
+    };
+    let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
+    let takes_images = session.model().is_some_and(|m| m.takes_images());
+    let ctx = Ctx {
+        host: &host,
+        takes_images,
+        tz,
+    };
+    let prepared = ctx.prepare(&parts).await;
+    turn.wait().await;
+    // A `/tz` sent just before this message has been applied by now.
+    let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
+    if !prepared.notices.is_empty() {
+        conversation.output.notice(prepared.notices.join("\n\n"));
+    }
+    let Some(first) = parts.first().filter(|_| !prepared.is_empty()) else {
+        conversation.output.done(ids);
+        return;
+    };
+    let input = PromptInput {
+        text: texts::envelope(&first.message, &prepared.text, tz),
+        images: prepared.images,
+        queue: Some(match host.config.queue_mode {
+            QueueMode::FollowUp => SessionQueue::FollowUp,
+            QueueMode::Steer => SessionQueue::Steer,
+        }),
+    };
+    // Before the hand-over: its `message_end` may come before `submit` returns.
+    conversation.ledger.queue(&ids, &input.text);
+    // The prompt has its place (a run started, or it is queued) once `submit` returns,
+    // however long the session's `input` handlers took; only then may the next prompt go.
+    let submitted = session.submit(input).await;
+    drop(turn);
+    settle(&conversation, &session, ids, submitted).await;
+}
+
+/// Settles the journal progress of a submitted prompt (updates `ids`) by how it went: refused,
+/// taken by a command or an extension, queued behind a run, or run.
+async fn settle(
+    conversation: &Conversation,
+    session: &AgentSession,
+    ids: Vec<i64>,
+    submitted: Result<Submitted, SessionError>,
+) {
+    match submitted {
+        Err(e) => {
+            conversation.ledger.forget(&ids);
+            conversation.output.notice_for(failures::session(&e), ids);
+        }
+        // A command or an extension took it: nothing reached the transcript.
+        Ok(Submitted::Handled) => {
+            conversation.ledger.forget(&ids);
+            conversation.output.done(ids);
+        }
+        // The run in progress takes it; its events mark it.
+        Ok(Submitted::Queued) => {}
+        Ok(Submitted::Started(run)) => match run.finished().await {
+            Err(e) => {
+                conversation.ledger.forget(&ids);
+                conversation.output.notice_for(failures::session(&e), ids);
+            }
+            // Still queued after its run: an `input` handler rewrote it, so no `message_end`
+            // matched it.
+            Ok(()) if session.is_idle() && conversation.ledger.forget(&ids) => conversation.output.done(ids),
+            Ok(()) => {}
+        },
+    }
 }
 
 /// A prompt made ready: its text (file notes, then the parts' texts), images, and what to tell
@@ -140,7 +159,7 @@ impl Prepared {
 
 /// What receiving files needs.
 struct Ctx<'a> {
-    host: &'a Host,
+    host: &'a TelegramHost,
     takes_images: bool,
     tz: chrono_tz::Tz,
 }

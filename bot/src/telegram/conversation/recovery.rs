@@ -13,22 +13,24 @@
 //! A pressed Retry is an update of its own (a `callback_query`), journaled like a message and
 //! finished only when the retried run's answer is delivered: its copy of the message stays in
 //! `<state_dir>/retry/` until then, so a crash during the retried run is recovered like any
-//! message. Each slot's updates are recovered in order before that slot's new prompts (its
+//! message. Each conversation's updates are recovered in order before that conversation's new prompts (its
 //! turnstile ticket is taken before polling starts), so a new message's answer is never taken
 //! for an old one's.
 
-use crate::telegram::inbound::journal::{Progress, Unfinished};
+use crate::features::port::{Target, answer_after};
+use crate::telegram::TelegramHost;
+use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::inbound::journal::{Progress, Unfinished, prompt_digest};
 use crate::telegram::inbound::merge::Ticket;
-use crate::telegram::inbound::router::Host;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
-use crate::telegram::outbound::api::Target;
 use crate::telegram::outbound::texts;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
-use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::messages::Message;
+use volcanic_core::agent::AgentSession;
 
 /// Callback data of the Retry button: `retry:<update_id>`.
 pub const RETRY_PREFIX: &str = "retry:";
@@ -42,15 +44,15 @@ struct Item {
     message_update: Value,
 }
 
-/// Starts recovering `unfinished` (in id order). Call before polling starts: each slot's place
+/// Starts recovering `unfinished` (in id order). Call before polling starts: each conversation's place
 /// in line is taken here, ahead of any new message.
-pub fn recover(host: &Arc<Host>, unfinished: Vec<Unfinished>) {
+pub fn recover(host: &Arc<TelegramHost>, unfinished: Vec<Unfinished>) {
     let pressed_live: HashSet<i64> = unfinished.iter().map(|u| u.id).collect();
     host.sweep_retry_files(&pressed_live);
-    let mut by_slot: BTreeMap<(i64, i32), Vec<Item>> = BTreeMap::new();
+    let mut by_conversation: BTreeMap<(i64, i32), Vec<Item>> = BTreeMap::new();
     for u in unfinished {
         match host.resolve(u.id, &u.update) {
-            Some((m, message_update)) => by_slot
+            Some((m, message_update)) => by_conversation
                 .entry((m.chat_id, m.thread.unwrap_or(0)))
                 .or_default()
                 .push(Item { u, m, message_update }),
@@ -61,40 +63,31 @@ pub fn recover(host: &Arc<Host>, unfinished: Vec<Unfinished>) {
             }
         }
     }
-    for items in by_slot.into_values() {
+    for items in by_conversation.into_values() {
         let Some(first) = items.first() else { continue };
-        let slot = host.chats.slot(Target {
+        let conversation = host.chats.conversation(Target {
             chat_id: first.m.chat_id,
             thread: first.m.thread,
         });
-        let turn = slot.intake.order.ticket();
+        let turn = conversation.intake.order.ticket();
         let host = host.clone();
-        tokio::spawn(async move { recover_slot(&host, items, turn).await });
+        tokio::spawn(async move { recover_conversation(&host, items, turn).await });
     }
 }
 
-/// Recovers one slot's updates, holding its place in line while it reads the transcript.
-async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
+/// Recovers one conversation's updates, holding its place in line while it reads the transcript.
+async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut turn: Ticket) {
     turn.wait().await;
     let Some(first) = items.first() else { return };
     let target = Target {
         chat_id: first.m.chat_id,
         thread: first.m.thread,
     };
-    let slot = host.chats.slot(target);
+    let conversation = host.chats.conversation(target);
     let (mut again, started): (Vec<Item>, Vec<Item>) = items
         .into_iter()
         .partition(|i| i.u.progress == Progress::Accepted && i.u.retries == 0);
-    // The updates of one prompt (an album, a paste) share its digest; without one (cut off
-    // before its prompt reached the session again) each stands alone.
-    let mut groups: Vec<(Option<String>, Vec<Item>)> = Vec::new();
-    for i in started {
-        match groups.iter_mut().find(|(d, _)| d.is_some() && *d == i.u.prompt) {
-            Some((_, g)) => g.push(i),
-            None => groups.push((i.u.prompt.clone(), vec![i])),
-        }
-    }
-    let session = match host.chats.session(&slot).await {
+    let session = match host.chats.session(&conversation).await {
         Ok(s) => Some(s),
         Err(e) => {
             tracing::error!(chat = target.chat_id, "recovery cannot open the chat's session: {e:#}");
@@ -103,81 +96,30 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
     };
     let messages = session.as_ref().map(|s| s.messages()).unwrap_or_default();
     let mut answered: HashSet<usize> = HashSet::new();
-    for (digest, group) in groups {
+    for (digest, group) in prompt_groups(started) {
         let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
         let at = digest.as_deref().and_then(|d| locate(&messages, d));
         if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
             if answered.insert(index) {
-                let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
-                if group.iter().any(|i| i.u.chunks.in_flight.is_some()) {
-                    tracing::info!(
-                        chat = target.chat_id,
-                        ?ids,
-                        "a chunk of this answer was on its way to Telegram when the bot stopped: counted as shown"
-                    );
-                }
-                tracing::info!(
-                    chat = target.chat_id,
-                    ?ids,
-                    from,
-                    "delivering an answer a crash held back"
-                );
-                slot.output.answer(text, ids, from);
+                deliver_held_back(&conversation, &group, ids, text);
             } else {
-                slot.output.done(ids);
+                conversation.output.done(ids);
             }
             continue;
         }
-        let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
-        let retried = group.iter().any(|i| i.u.retries > 0);
-        if tool || retried {
-            let lead = &group[0];
-            let quoted: String = lead.m.text.chars().take(200).collect();
-            let text = if tool {
-                texts::interrupted(&quoted)
-            } else {
-                texts::interrupted_twice(&quoted)
-            };
-            host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
-            host.journal.mark_all(&ids, Progress::Done);
+        if offer_retry_instead(host, &group, &ids).await {
             continue;
         }
         host.journal.mark_all(&ids, Progress::Retried);
         let last = messages.len().checked_sub(1);
         match (&session, digest) {
             (Some(session), Some(d)) if at.is_some() && at == last && session.is_idle() => {
-                tracing::info!(chat = target.chat_id, ?ids, "continuing a run a crash cut off");
-                slot.ledger.resume(&ids, &d);
-                let session = session.clone();
-                let (host, slot) = (host.clone(), slot.clone());
-                let mut run = Box::pin(async move {
-                    match session.continue_run().await {
-                        Ok(true) => {}
-                        // Busy after all: handed over again instead.
-                        Ok(false) => {
-                            slot.ledger.forget(&ids);
-                            for i in group {
-                                host.handle(i.u.id, i.u.update).await;
-                            }
-                        }
-                        Err(e) => slot
-                            .output
-                            .notice_for(crate::telegram::outbound::failures::session(&e), ids),
-                    }
-                });
-                // Polled once here, while this slot's place in line is held: the run is started
-                // (the session busy) before a new message may reach the session. Else a new
-                // message could start a run with this prompt still waiting before it, and both
-                // would be answered there, this one again by its own run.
-                let first = std::future::poll_fn(|cx| std::task::Poll::Ready(run.as_mut().poll(cx))).await;
-                if first.is_pending() {
-                    tokio::spawn(run);
-                }
+                continue_cut_off(host, &conversation, session, &d, group).await;
             }
             _ => again.extend(group),
         }
     }
-    // New prompts of this slot may go now; what runs again lines up behind them.
+    // New prompts of this conversation may go now; what runs again lines up behind them.
     drop(turn);
     again.sort_by_key(|i| i.u.id);
     for i in again {
@@ -185,38 +127,100 @@ async fn recover_slot(host: &Arc<Host>, items: Vec<Item>, mut turn: Ticket) {
     }
 }
 
-/// The index of the last user message whose text has `digest`.
-fn locate(messages: &[Message], digest: &str) -> Option<usize> {
-    messages.iter().rposition(|m| match m {
-        Message::User(u) => crate::telegram::inbound::journal::prompt_digest(&u.content.text()) == digest,
-        _ => false,
-    })
-}
-
-/// The answer to the prompt at `index`: the first final assistant message after it (passing the
-/// other prompts taken in the same turn), as `(its index, what to show)`; `None` when the run
-/// was cut off before one.
-pub(crate) fn answer_after(messages: &[Message], index: usize) -> Option<(usize, String)> {
-    let mut in_prompts = true;
-    for (i, m) in messages.iter().enumerate().skip(index + 1) {
-        match m {
-            Message::User(_) if !in_prompts => return None,
-            Message::User(_) | Message::Custom(_) => {}
-            Message::Assistant(a) if a.tool_calls().next().is_none() => match a.stop_reason {
-                StopReason::Stop | StopReason::Length => return Some((i, a.text())),
-                StopReason::Error => {
-                    let why = a.error_message.as_deref().unwrap_or("the model call failed");
-                    return Some((i, format!("⚠️ {why}")));
-                }
-                _ => return None,
-            },
-            _ => in_prompts = false,
+/// The updates of one prompt (an album, a paste) share its digest; without one (cut off before
+/// its prompt reached the session again) each stands alone.
+fn prompt_groups(started: Vec<Item>) -> Vec<(Option<String>, Vec<Item>)> {
+    let mut groups: Vec<(Option<String>, Vec<Item>)> = Vec::new();
+    for i in started {
+        match groups.iter_mut().find(|(d, _)| d.is_some() && *d == i.u.prompt) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((i.u.prompt.clone(), vec![i])),
         }
     }
-    None
+    groups
 }
 
-impl Host {
+/// Delivers the answer (`text`) the transcript holds for `group` (updates `ids`), from the chunk
+/// after the last one Telegram took or had on the wire.
+fn deliver_held_back(conversation: &Conversation, group: &[Item], ids: Vec<i64>, text: String) {
+    let chat = conversation.target.chat_id;
+    let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
+    if group.iter().any(|i| i.u.chunks.in_flight.is_some()) {
+        tracing::info!(
+            chat,
+            ?ids,
+            "a chunk of this answer was on its way to Telegram when the bot stopped: counted as shown"
+        );
+    }
+    tracing::info!(chat, ?ids, from, "delivering an answer a crash held back");
+    conversation.output.answer(text, ids, from);
+}
+
+/// A prompt cut off after a tool started for it, or cut off a second time, is not run again:
+/// the chat is told, with a Retry button. Returns whether that was the case.
+async fn offer_retry_instead(host: &TelegramHost, group: &[Item], ids: &[i64]) -> bool {
+    let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
+    let retried = group.iter().any(|i| i.u.retries > 0);
+    let Some(lead) = group.first().filter(|_| tool || retried) else {
+        return false;
+    };
+    let quoted: String = lead.m.text.chars().take(200).collect();
+    let text = if tool {
+        texts::interrupted(&quoted)
+    } else {
+        texts::interrupted_twice(&quoted)
+    };
+    host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
+    host.journal.mark_all(ids, Progress::Done);
+    true
+}
+
+/// Continues the run a crash cut off right after `group`'s prompt (digest `digest`, the
+/// transcript's last message). Polled once here, while the conversation's place in line is
+/// held: the run is started (the session busy) before a new message may reach the session.
+/// Else a new message could start a run with this prompt still waiting before it, and both
+/// would be answered there, this one again by its own run.
+async fn continue_cut_off(
+    host: &Arc<TelegramHost>,
+    conversation: &Arc<Conversation>,
+    session: &AgentSession,
+    digest: &str,
+    group: Vec<Item>,
+) {
+    let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
+    tracing::info!(chat = conversation.target.chat_id, ?ids, "continuing a run a crash cut off");
+    conversation.ledger.resume(&ids, digest);
+    let session = session.clone();
+    let (host, conversation) = (host.clone(), conversation.clone());
+    let mut run = Box::pin(async move {
+        match session.continue_run().await {
+            Ok(true) => {}
+            // Busy after all: handed over again instead.
+            Ok(false) => {
+                conversation.ledger.forget(&ids);
+                for i in group {
+                    host.handle(i.u.id, i.u.update).await;
+                }
+            }
+            Err(e) => conversation
+                .output
+                .notice_for(crate::telegram::outbound::failures::session(&e), ids),
+        }
+    });
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(run.as_mut().poll(cx))).await;
+    if first.is_pending() {
+        tokio::spawn(run);
+    }
+}
+
+/// The index of the last user message whose text has `digest`.
+fn locate(messages: &[Message], digest: &str) -> Option<usize> {
+    messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User(u) if prompt_digest(&u.content.text()) == digest))
+}
+
+impl TelegramHost {
     fn retry_dir(&self) -> PathBuf {
         self.config.state_dir.join("retry")
     }
@@ -258,10 +262,10 @@ impl Host {
                 let v = load(&self.pressed_file(kept, update_id))?;
                 match update::parse(&v) {
                     Inbound::Message(m) => Some((m, v)),
-                    _ => None,
+                    Inbound::Callback(_) | Inbound::Other => None,
                 }
             }
-            _ => None,
+            Inbound::Message(_) | Inbound::Other => None,
         }
     }
 
@@ -308,7 +312,7 @@ impl Host {
                 let text = crate::telegram::inbound::router::strip_mention(&m.text, &self.bot_username);
                 self.prompt(press_id, m, text);
             }
-            _ => {
+            Some(Inbound::Message(_) | Inbound::Callback(_) | Inbound::Other) | None => {
                 let host = self.clone();
                 tokio::spawn(async move {
                     let _ = host.tg.send_plain(target, texts::RETRY_GONE, None).await;
@@ -330,7 +334,7 @@ fn load(path: &std::path::Path) -> Option<Value> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use volcanic_abstractions::messages::{AssistantMessage, UserBody, UserMessage};
+    use volcanic_abstractions::messages::{AssistantMessage, StopReason, UserBody, UserMessage};
 
     fn user(t: &str) -> Message {
         Message::User(UserMessage {
@@ -361,7 +365,7 @@ mod tests {
             assistant("a23", StopReason::Stop),
             user("p4"),
         ];
-        let d = |t: &str| crate::telegram::inbound::journal::prompt_digest(t);
+        let d = |t: &str| prompt_digest(t);
         assert_eq!(locate(&msgs, &d("p2")), Some(2));
         assert_eq!(answer_after(&msgs, 2), Some((4, "a23".into())));
         assert_eq!(answer_after(&msgs, 3), Some((4, "a23".into())));

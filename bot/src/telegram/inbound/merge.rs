@@ -1,7 +1,7 @@
 //! Merging the messages that make one prompt, and keeping a chat's prompts in order.
 //!
 //! Telegram delivers an album (one `media_group_id`) as one message per part, and a paste longer
-//! than 4096 UTF-16 units as several messages sent at once. Each slot (chat or forum topic) has an
+//! than 4096 UTF-16 units as several messages sent at once. Each conversation (chat or forum topic) has an
 //! [`Intake`]: its [`Buffer`] holds an album part, or a text of at least [`LONG_TEXT_UNITS`], for
 //! [`HOLD`] after the sender's latest part, and hands the parts on together; every other message
 //! goes straight through, so only albums and long pastes ever wait. A held group ends when the
@@ -9,12 +9,12 @@
 //! handed on right after it, in order).
 //!
 //! Preparing a prompt can take a while (files are downloaded), so prompts are prepared in
-//! parallel but reach the session in arrival order: each takes a [`Ticket`] from the slot's
+//! parallel but reach the session in arrival order: each takes a [`Ticket`] from the conversation's
 //! [`Turnstile`] when it is handed on, and waits for the one before it.
 
-use crate::telegram::inbound::router::Host;
+use crate::features::port::Target;
+use crate::telegram::TelegramHost;
 use crate::telegram::inbound::update::InMessage;
-use crate::telegram::outbound::api::Target;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -67,9 +67,9 @@ pub fn classify(m: &InMessage, text: &str) -> Merge {
 }
 
 /// Hands a message on: straight to [`media::prompt`](crate::telegram::conversation::handoff::prompt), or through the
-/// slot's buffer when it may be part of an album or a split paste.
-pub fn offer(host: &Arc<Host>, update_id: i64, message: InMessage, text: String) {
-    let slot = host.chats.slot(Target {
+/// conversation's buffer when it may be part of an album or a split paste.
+pub fn offer(host: &Arc<TelegramHost>, update_id: i64, message: InMessage, text: String) {
+    let conversation = host.chats.conversation(Target {
         chat_id: message.chat_id,
         thread: message.thread,
     });
@@ -82,10 +82,10 @@ pub fn offer(host: &Arc<Host>, update_id: i64, message: InMessage, text: String)
     };
     let host = host.clone();
     let flush: Flush<Part> = Arc::new(move |parts| crate::telegram::conversation::handoff::prompt(&host, parts));
-    slot.intake.buffer.offer(sender, merge, part, flush);
+    conversation.intake.buffer.offer(sender, merge, part, flush);
 }
 
-/// A slot's intake: the merge buffer and the order prompts reach the session in.
+/// A conversation's intake: the merge buffer and the order prompts reach the session in.
 #[derive(Debug, Default)]
 pub struct Intake {
     /// Albums and long pastes being gathered.

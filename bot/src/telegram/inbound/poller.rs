@@ -11,7 +11,7 @@
 
 pub use crate::doctor::describe;
 
-use crate::telegram::inbound::router::Host;
+use crate::telegram::TelegramHost;
 use crate::telegram::inbound::unreadable::{self, BatchError, Decoded};
 use serde_json::json;
 use std::collections::HashSet;
@@ -29,65 +29,123 @@ pub const CONFLICT: &str = "another process is polling this bot token: Telegram 
      @BotFather (/newbot). Polling continues meanwhile";
 
 /// Polls until `shutdown` fires.
-pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdown: CancellationToken) {
-    let mut offset: Option<i64> = host.journal.last_id().map(|i| i + 1);
-    let mut backoff = Duration::from_millis(500);
-    let mut conflict_told = false;
+pub async fn run(host: Arc<TelegramHost>, client: reqwest::Client, base: String, shutdown: CancellationToken) {
+    let mut poller = Poller {
+        offset: host.journal.last_id().map(|i| i + 1),
+        host,
+        client,
+        base,
+        shutdown,
+        backoff: Duration::from_millis(500),
+        conflict_told: false,
+    };
     loop {
+        let decoded = match poller.fetch().await {
+            Fetched::Batch(decoded) => decoded,
+            Fetched::Again => continue,
+            Fetched::Stop => break,
+        };
+        if !poller.take(decoded).await {
+            break;
+        }
+    }
+    tracing::info!("polling stopped");
+}
+
+/// The polling loop's state.
+struct Poller {
+    host: Arc<TelegramHost>,
+    client: reqwest::Client,
+    /// `<api_url>/bot<token>`.
+    base: String,
+    shutdown: CancellationToken,
+    /// The next `getUpdates` offset: acknowledges everything before it.
+    offset: Option<i64>,
+    backoff: Duration,
+    /// The 409 of another poller was logged (once per process).
+    conflict_told: bool,
+}
+
+/// What one `getUpdates` brought.
+enum Fetched {
+    /// A batch, each update decoded on its own.
+    Batch(Vec<Decoded>),
+    /// Nothing to take: ask again (after any pause already taken).
+    Again,
+    /// Shutdown came first.
+    Stop,
+}
+
+impl Poller {
+    /// One `getUpdates` (acknowledging everything before the offset), its failures handled:
+    /// a leftover webhook deleted, another poller's 409 told once, backoff between failures.
+    async fn fetch(&mut self) -> Fetched {
         let body = json!({
-            "offset": offset,
+            "offset": self.offset,
             "timeout": POLL_TIMEOUT_SECS,
             "allowed_updates": ["message", "callback_query"],
         });
-        let req = client
-            .post(format!("{base}/getUpdates"))
+        let req = self
+            .client
+            .post(format!("{}/getUpdates", self.base))
             .json(&body)
             .timeout(Duration::from_secs(POLL_TIMEOUT_SECS + 15))
             .send();
         let resp = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = self.shutdown.cancelled() => return Fetched::Stop,
             r = req => r,
         };
-        let decoded = match read_batch(resp).await {
+        match read_batch(resp).await {
             Ok(b) => {
-                backoff = Duration::from_millis(500);
-                b
+                self.backoff = Duration::from_millis(500);
+                Fetched::Batch(b)
             }
             Err(BatchError::Api { code: 409, description }) if description.contains("webhook") => {
                 // Left over from webhook mode: polling needs it gone (updates stay queued).
                 tracing::warn!("a webhook is set (409 {description}); deleting it to poll");
-                let r = client
-                    .post(format!("{base}/deleteWebhook"))
+                let r = self
+                    .client
+                    .post(format!("{}/deleteWebhook", self.base))
                     .json(&json!({"drop_pending_updates": false}))
                     .send()
                     .await;
                 if let Err(e) = r {
                     tracing::warn!("deleteWebhook failed: {}", describe(e));
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    tokio::time::sleep(self.backoff).await;
+                    self.backoff = (self.backoff * 2).min(Duration::from_secs(30));
                 }
-                continue;
+                Fetched::Again
             }
             Err(BatchError::Api { code: 409, description }) => {
-                if conflict_told {
+                if self.conflict_told {
                     tracing::debug!("getUpdates: 409 {description}");
                 } else {
-                    conflict_told = true;
+                    self.conflict_told = true;
                     tracing::error!("{CONFLICT} (Telegram said: {description})");
                 }
-                if !pause(&shutdown, &mut backoff).await {
-                    break;
-                }
-                continue;
+                self.pause_or_stop().await
             }
             Err(e) => {
-                tracing::warn!("getUpdates failed: {e}; retrying in {} ms", backoff.as_millis());
-                if !pause(&shutdown, &mut backoff).await {
-                    break;
-                }
-                continue;
+                tracing::warn!("getUpdates failed: {e}; retrying in {} ms", self.backoff.as_millis());
+                self.pause_or_stop().await
             }
-        };
+        }
+    }
+
+    /// [`pause`], as what to do next.
+    async fn pause_or_stop(&mut self) -> Fetched {
+        if pause(&self.shutdown, &mut self.backoff).await {
+            Fetched::Again
+        } else {
+            Fetched::Stop
+        }
+    }
+
+    /// Takes a batch: unreadable updates set aside (on disk before anything is acknowledged),
+    /// the rest journaled and handed over, the offset moved past what is durable. `false` when
+    /// shutdown came during a pause.
+    async fn take(&mut self, decoded: Vec<Decoded>) -> bool {
+        let host = self.host.clone();
         let received = decoded.len();
         let mut batch = Vec::with_capacity(received);
         let mut bad = Vec::new();
@@ -101,22 +159,22 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
         let (aside, not_kept) = unreadable::keep_all(&host.config.state_dir, bad);
         batch.extend(aside.iter().filter_map(|a| a.update.id).map(unreadable::placeholder));
         batch.sort_by_key(|(id, _)| *id);
-        let before = offset;
+        let before = self.offset;
         if let Some(max) = batch.iter().map(|(id, _)| *id).max() {
-            offset = Some(offset.map_or(max + 1, |o| o.max(max + 1)));
+            self.offset = Some(self.offset.map_or(max + 1, |o| o.max(max + 1)));
         }
         if let Some(id) = not_kept {
             // Fetched again (with what follows it, which the journal then ignores as repeats).
-            offset = Some(offset.map_or(id, |o| o.min(id)));
+            self.offset = Some(self.offset.map_or(id, |o| o.min(id)));
         }
         let (fresh, durable) = match host.journal.accept(batch) {
             Ok(f) => f,
             Err(e) => {
                 // Not persisted, so not acknowledged: Telegram will send these again.
                 tracing::error!("cannot write the inbound journal: {e}");
-                offset = host.journal.last_id().map(|i| i + 1);
-                tokio::time::sleep(backoff).await;
-                continue;
+                self.offset = host.journal.last_id().map(|i| i + 1);
+                tokio::time::sleep(self.backoff).await;
+                return true;
             }
         };
         let fresh_ids: HashSet<i64> = fresh.iter().map(|(id, _)| *id).collect();
@@ -136,12 +194,9 @@ pub async fn run(host: Arc<Host>, client: reqwest::Client, base: String, shutdow
         host.journal.durable(durable).await;
         // Updates that could not move the offset (no readable id, or not kept) come back at
         // once: not in a tight loop.
-        let stuck = (received > 0 && offset == before) || not_kept.is_some();
-        if stuck && !pause(&shutdown, &mut backoff).await {
-            break;
-        }
+        let stuck = (received > 0 && self.offset == before) || not_kept.is_some();
+        !stuck || pause(&self.shutdown, &mut self.backoff).await
     }
-    tracing::info!("polling stopped");
 }
 
 /// Sleeps `backoff` (then doubles it, up to 30 s); `false` when shutdown came first.

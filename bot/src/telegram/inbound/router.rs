@@ -2,16 +2,14 @@
 //! prompts handed to the chat's session without waiting for the run (teloxide-style handlers
 //! that await a run would block the chat's own button presses and `/stop`).
 
-use crate::config::Config;
-use crate::telegram::conversation::access::Access;
+use crate::features::port::Target;
+use crate::features::port::chat_key;
+use crate::telegram::TelegramHost;
 use crate::telegram::conversation::commands;
-use crate::telegram::conversation::conversations::{Chats, chat_key};
-use crate::telegram::inbound::journal::{Journal, Progress};
+use crate::telegram::inbound::journal::Progress;
 use crate::telegram::inbound::merge;
 use crate::telegram::inbound::update::{self, InCallback, InMessage, Inbound};
-use crate::telegram::outbound::api::{Target, Tg};
 use crate::telegram::outbound::texts;
-use crate::telegram::outbound::ui::Pending;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,39 +25,7 @@ pub struct Album {
     waiting: Vec<(i64, InMessage)>,
 }
 
-/// The Telegram host's shared state.
-pub struct Host {
-    /// Resolved configuration.
-    pub config: Arc<Config>,
-    /// Who may talk to the bot.
-    pub access: Access,
-    /// Chats and sessions.
-    pub chats: Chats,
-    /// Outgoing API.
-    pub tg: Arc<Tg>,
-    /// Inbound journal.
-    pub journal: Arc<Journal>,
-    /// Questions waiting for a button or the next message.
-    pub pending: Arc<Pending>,
-    /// Group albums waiting for an addressed part, by `chat:media_group_id`.
-    pub albums: std::sync::Mutex<std::collections::HashMap<String, Album>>,
-    /// The bot's user id.
-    pub bot_id: i64,
-    /// The bot's username (without `@`).
-    pub bot_username: String,
-    /// The host features (their commands, help lines, the messages they take, their files).
-    pub features: Arc<crate::features::Features>,
-}
-
-impl std::fmt::Debug for Host {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Host")
-            .field("bot_username", &self.bot_username)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Host {
+impl TelegramHost {
     /// Handles one journaled update. Returns quickly: runs are started in their own tasks.
     pub async fn handle(self: &Arc<Self>, update_id: i64, update: Value) {
         match update::parse(&update) {
@@ -121,7 +87,7 @@ impl Host {
         if let Some(feature) = self.features.taker(&pasted) {
             let host = self.clone();
             tokio::spawn(async move {
-                feature.take(&m, &pasted).await;
+                feature.take(&m.incoming(), &pasted).await;
                 host.journal.mark(update_id, Progress::Done);
             });
             return;
@@ -149,9 +115,9 @@ impl Host {
             // In arrival order with the chat's prompts (taken here, before the task starts), after
             // an album or long paste of the sender's still being gathered.
             let turn = commands::takes_turn(self, &text).then(|| {
-                let slot = self.chats.slot(Self::target(&m));
-                slot.intake.buffer.release(m.from_id);
-                slot.intake.order.ticket()
+                let conversation = self.chats.conversation(Self::target(&m));
+                conversation.intake.buffer.release(m.from_id);
+                conversation.intake.order.ticket()
             });
             let host = self.clone();
             tokio::spawn(async move {
@@ -262,7 +228,7 @@ impl Host {
             text: line.clone(),
             ..InMessage::default()
         };
-        let turn = commands::takes_turn(self, &line).then(|| self.chats.slot(target).intake.order.ticket());
+        let turn = commands::takes_turn(self, &line).then(|| self.chats.conversation(target).intake.order.ticket());
         let host = self.clone();
         tokio::spawn(async move {
             commands::handle(&host, &m, &line, turn).await;

@@ -81,6 +81,17 @@ impl InMessage {
         self.chat_type == "group" || self.chat_type == "supergroup"
     }
 
+    /// What a host feature is told of it (its command, or a text it takes).
+    pub fn incoming(&self) -> crate::features::port::Incoming {
+        crate::features::port::Incoming {
+            message_id: self.message_id,
+            chat_id: self.chat_id,
+            thread: self.thread,
+            from_id: self.from_id,
+            group: self.is_group(),
+        }
+    }
+
     /// The text of an entity (offsets are UTF-16 units).
     pub fn entity_text(&self, offset: usize, length: usize) -> String {
         let units: Vec<u16> = self.text.encode_utf16().collect();

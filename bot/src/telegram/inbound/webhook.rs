@@ -8,8 +8,8 @@
 //! random secret are refused with 401 and never reach the journal. A body that cannot be read is
 //! set aside ([`unreadable`]) and answered 200, so it never comes back in a retry storm.
 
+use crate::telegram::TelegramHost;
 use crate::telegram::inbound::poller::describe;
-use crate::telegram::inbound::router::Host;
 use crate::telegram::inbound::unreadable::{self, Decoded};
 use axum::Router;
 use axum::body::Bytes;
@@ -68,12 +68,12 @@ pub async fn register(client: &reqwest::Client, base: &str, public_url: &str, se
 
 #[derive(Clone)]
 struct Hook {
-    host: Arc<Host>,
+    host: Arc<TelegramHost>,
     secret: Arc<str>,
 }
 
 /// The route receiving updates (merged into the bot's one HTTP router).
-pub fn routes(host: Arc<Host>, secret: String) -> Router {
+pub fn routes(host: Arc<TelegramHost>, secret: String) -> Router {
     Router::new().route(PATH, post(receive)).with_state(Hook {
         host,
         secret: secret.into(),
@@ -118,7 +118,7 @@ async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> S
 /// Journals `batch`, hands the fresh updates over and waits until they are on disk (the 200
 /// acknowledges them). Returns the ids that were fresh; `None` when the journal cannot be
 /// written (logged): nothing may be acknowledged.
-async fn deliver(host: &Arc<Host>, batch: Vec<(i64, Value)>) -> Option<Vec<i64>> {
+async fn deliver(host: &Arc<TelegramHost>, batch: Vec<(i64, Value)>) -> Option<Vec<i64>> {
     match host.journal.accept(batch) {
         Ok((fresh, durable)) => {
             let ids = fresh.iter().map(|(id, _)| *id).collect();

@@ -1,5 +1,5 @@
 //! Outgoing Bot API calls through teloxide, with flood control that is fair and never silent
-//! ([`pacing`] cites Telegram's limits): every message takes a slot of a global pace that keeps
+//! ([`pacing`] cites Telegram's limits): every message takes a place of a global pace that keeps
 //! the bot under Telegram's rate for all chats together; a 429 holds only the chat that got it
 //! (no request to that chat before its `retry_after` runs out, other chats go on), and a message
 //! is tried again for as long as Telegram answers 429, so an answer or a notice is never dropped
@@ -20,14 +20,7 @@ use teloxide::types::{ChatAction, InlineKeyboardMarkup, MessageId, ParseMode, Th
 use teloxide::{ApiError, RequestError};
 use tokio::time::Instant;
 
-/// Where a message goes: a chat, and a forum topic in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Target {
-    /// Chat id.
-    pub chat_id: i64,
-    /// Forum topic (`message_thread_id`).
-    pub thread: Option<i32>,
-}
+use crate::features::port::Target;
 
 /// Why [`Tg::download`] brought no file.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +45,7 @@ pub enum FetchError {
 pub struct Tg {
     bot: Bot,
     journal: Arc<Journal>,
-    /// Every message (any chat) takes a slot: Telegram's global rate.
+    /// Every message (any chat) takes a place: Telegram's global rate.
     pace: Pace,
     /// Chats told to wait by a 429.
     holds: Holds,
@@ -60,7 +53,7 @@ pub struct Tg {
     told_undelivered: Mutex<HashSet<i64>>,
 }
 
-/// Whether a request delivers a message (and so takes a slot of the global pace).
+/// Whether a request delivers a message (and so takes a place of the global pace).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// `sendMessage`, `sendDocument`, `sendPhoto`.
@@ -114,7 +107,7 @@ impl Tg {
         tracing::warn!(chat, secs, held_for, tries, "Telegram flood control: this chat waits");
     }
 
-    /// Runs `call` for `chat`: waits for the chat's hold and (for a message) a slot of the global
+    /// Runs `call` for `chat`: waits for the chat's hold and (for a message) a place of the global
     /// pace, and after a 429 holds the chat for its `retry_after` and tries again, as long as
     /// Telegram answers 429. Any other outcome is returned.
     async fn with_flood_control<T, F, Fut>(&self, chat: i64, kind: Kind, mut call: F) -> Result<T, RequestError>

@@ -1,7 +1,8 @@
 //! `ChatChannel` on Telegram: the `send` tool's texts (rendered Markdown), files (sendDocument)
 //! and photos (sendPhoto) into the chat or topic.
 
-use crate::telegram::outbound::api::{Target, Tg};
+use crate::features::port::Target;
+use crate::telegram::outbound::api::Tg;
 use crate::telegram::outbound::render::markdown_chunks;
 use async_trait::async_trait;
 use std::path::Path;

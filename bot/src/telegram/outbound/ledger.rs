@@ -1,4 +1,4 @@
-//! Which accepted updates a slot's session is working on, message by message, for the journal.
+//! Which accepted updates a conversation's session is working on, message by message, for the journal.
 //!
 //! A prompt (one message, an album or a split paste: a group of `update_id`s) is *queued* when it
 //! is handed to the session, becomes *active* when its user message is added to the transcript
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 
-/// One prompt's updates (or its scheduled slot).
+/// One prompt's updates (or the key of a prompt a feature handed in).
 #[derive(Debug)]
 struct Group {
     of: Answering,
@@ -37,7 +37,7 @@ struct State {
     active: Vec<Group>,
 }
 
-/// A slot's prompts in flight (see the module docs).
+/// A conversation's prompts in flight (see the module docs).
 #[derive(Debug)]
 pub struct Ledger {
     journal: Arc<Journal>,
@@ -66,11 +66,12 @@ impl Ledger {
         self.queue_for(ids.to_vec().into(), text);
     }
 
-    /// Notes that a scheduled slot's prompt (`text`) is being handed to the session: its answer's
-    /// delivery is journaled under `slot` (the slot digest, see
-    /// [`journal::slots`](crate::telegram::inbound::journal::slots)). Its tools are the scheduler's to record.
-    pub fn queue_slot(&self, slot: String, text: &str) {
-        self.queue_for(Answering::slot(slot), text);
+    /// Notes that a prompt a feature hands in (`text`) is being handed to the session: its
+    /// answer's delivery is journaled under `key` (its key's digest, see
+    /// [`journal::deliveries`](crate::telegram::inbound::journal::deliveries)). Its tools are the
+    /// feature's to record.
+    pub fn queue_delivery(&self, key: String, text: &str) {
+        self.queue_for(Answering::delivery(key), text);
     }
 
     fn queue_for(&self, of: Answering, text: &str) {
@@ -87,10 +88,10 @@ impl Ledger {
         self.forget_for(&ids.to_vec().into())
     }
 
-    /// Takes back a prompt queued with [`queue_slot`](Self::queue_slot) (the session refused
+    /// Takes back a prompt queued with [`queue_delivery`](Self::queue_delivery) (the session refused
     /// it); returns whether it was still there.
-    pub fn forget_slot(&self, slot: String) -> bool {
-        self.forget_for(&Answering::slot(slot))
+    pub fn forget_delivery(&self, key: String) -> bool {
+        self.forget_for(&Answering::delivery(key))
     }
 
     fn forget_for(&self, of: &Answering) -> bool {
@@ -107,10 +108,10 @@ impl Ledger {
         self.resume_for(ids.to_vec().into(), digest);
     }
 
-    /// Notes that a scheduled slot's prompt (digest `digest`) is in the transcript and its run is
-    /// being continued; see [`queue_slot`](Self::queue_slot).
-    pub fn resume_slot(&self, slot: String, digest: &str) {
-        self.resume_for(Answering::slot(slot), digest);
+    /// Notes that a prompt a feature handed in (digest `digest`) is in the transcript and its run is
+    /// being continued; see [`queue_delivery`](Self::queue_delivery).
+    pub fn resume_delivery(&self, key: String, digest: &str) {
+        self.resume_for(Answering::delivery(key), digest);
     }
 
     fn resume_for(&self, of: Answering, digest: &str) {
@@ -175,7 +176,22 @@ impl Ledger {
                 }
             }
             AgentSessionEvent::AgentSettled if !self.stopping() => self.take_active(),
-            _ => Answering::default(),
+            AgentSessionEvent::AgentStart
+            | AgentSessionEvent::AgentEnd { .. }
+            | AgentSessionEvent::AgentSettled
+            | AgentSessionEvent::TurnStart
+            | AgentSessionEvent::TurnEnd { .. }
+            | AgentSessionEvent::MessageStart { .. }
+            | AgentSessionEvent::MessageUpdate { .. }
+            | AgentSessionEvent::MessageEnd { .. }
+            | AgentSessionEvent::ToolExecutionUpdate { .. }
+            | AgentSessionEvent::ToolExecutionEnd { .. }
+            | AgentSessionEvent::AutoRetryStart { .. }
+            | AgentSessionEvent::AutoRetryEnd { .. }
+            | AgentSessionEvent::CompactionStart { .. }
+            | AgentSessionEvent::CompactionEnd { .. }
+            | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::SessionChanged { .. } => Answering::default(),
         }
     }
 

@@ -4,13 +4,14 @@
 //! delivery runs in its own task so the agent loop never waits for Telegram.
 //!
 //! An answer carries what it answers ([`Ledger`](crate::telegram::outbound::ledger::Ledger)): the updates, or a
-//! scheduled slot ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
+//! prompt a feature handed in ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
 //! then `sent` or `refused`), and they are finished (`done`) only once Telegram took the last
 //! chunk, so a crash in between is recovered from the transcript without sending twice what was
 //! delivered.
 
+use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal};
-use crate::telegram::outbound::api::{Attempt, Target, Tg};
+use crate::telegram::outbound::api::{Attempt, Tg};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::markdown_chunks;
 use std::sync::Arc;
@@ -117,7 +118,20 @@ impl Output {
                 of: take(),
             }),
             AgentSessionEvent::AgentSettled => Some(Out::RunEnd),
-            _ => None,
+            AgentSessionEvent::AgentEnd { .. }
+            | AgentSessionEvent::TurnStart
+            | AgentSessionEvent::TurnEnd { .. }
+            | AgentSessionEvent::MessageStart { .. }
+            | AgentSessionEvent::MessageUpdate { .. }
+            | AgentSessionEvent::MessageEnd { .. }
+            | AgentSessionEvent::ToolExecutionUpdate { .. }
+            | AgentSessionEvent::ToolExecutionEnd { .. }
+            | AgentSessionEvent::AutoRetryStart { .. }
+            | AgentSessionEvent::AutoRetryEnd { .. }
+            | AgentSessionEvent::CompactionStart { .. }
+            | AgentSessionEvent::CompactionEnd { .. }
+            | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::SessionChanged { .. } => None,
         };
         let rest = take();
         if !rest.is_empty() {

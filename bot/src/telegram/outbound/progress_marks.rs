@@ -5,7 +5,8 @@
 //! when a progress message is sent, removed when it is deleted. Not synced: a lost mark only
 //! leaves a stale "⚙️ …" line, as before.
 
-use crate::telegram::outbound::api::{Target, Tg};
+use crate::features::port::Target;
+use crate::telegram::outbound::api::Tg;
 use std::path::PathBuf;
 
 /// Progress-message marks in one folder.

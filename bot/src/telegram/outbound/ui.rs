@@ -7,7 +7,8 @@
 //! a file; a question Telegram refuses is an [`AskError`] ("could not ask the user: ..."), never
 //! an answer: the `try_` forms return it, the plain forms tell the chat and return `None`.
 
-use crate::telegram::outbound::api::{Target, Tg, refusal};
+use crate::features::port::Target;
+use crate::telegram::outbound::api::{Tg, refusal};
 use crate::telegram::outbound::render::utf16_len;
 use crate::telegram::outbound::texts;
 use async_trait::async_trait;

@@ -14,7 +14,7 @@
 //! {"t":"state","id":17,"s":"tool"|"retried"|"done"}
 //! {"t":"chunk","id":17,"n":0,"s":"sending"|"sent"|"refused"}   chunk n (0-based) of its answer
 //! {"t":"seen","id":17}                   the highest id, kept by a rewrite
-//! {"t":"slot","k":"<slot digest>",…}    a scheduled run's answer, chunk by chunk ([`slots`])
+//! {"t":"slot","k":"<key digest>",…}     a feature's prompt's answer, chunk by chunk ([`deliveries`])
 //! ```
 //!
 //! What is written and synced when:
@@ -51,12 +51,12 @@
 //! and the whole file is first copied aside to `inbound.jsonl.corrupt-<unix time>` and reported:
 //! the bot starts with every record it could read, and nothing is lost.
 
-pub mod slots;
+pub mod deliveries;
 mod sync;
 
+use deliveries::{DeliveryState, LineDeliveries, LineDelivery};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use slots::{SlotDelivery, SlotState, Slots};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -106,52 +106,57 @@ enum Record<'a> {
     Seen {
         id: i64,
     },
-    /// A scheduled slot's answer (see [`slots`]): chunk `n`'s attempt, or `done` (no `n`).
-    Slot {
+    /// The answer of a prompt a feature handed in (see [`deliveries`]): chunk `n`'s attempt, or
+    /// `done` (no `n`). Tagged `slot` on disk, as since the scheduler was its first user.
+    #[serde(rename = "slot")]
+    Delivery {
         k: Cow<'a, str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         n: Option<u32>,
-        s: SlotState,
+        s: DeliveryState,
         /// Unix time (s) when written.
         at: i64,
     },
 }
 
 /// What an answer is for, as its delivery is journaled: the updates it answers, and the
-/// scheduled slots (by [`prompt_digest`] of their slot key, see [`slots`]) whose prompt it
+/// prompts features handed in (by [`prompt_digest`] of their key, see [`deliveries`]) it
 /// answers. Either may be empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Answering {
     /// `update_id`s.
     pub ids: Vec<i64>,
-    /// Slot digests.
-    pub slots: Vec<String>,
+    /// Digests of the keys of prompts features handed in.
+    pub deliveries: Vec<String>,
 }
 
 impl Answering {
-    /// The answer of a scheduled slot.
-    pub fn slot(digest: String) -> Self {
+    /// The answer of a prompt a feature handed in, by the digest of its key.
+    pub fn delivery(digest: String) -> Self {
         Answering {
             ids: Vec::new(),
-            slots: vec![digest],
+            deliveries: vec![digest],
         }
     }
 
     /// Nothing to record.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty() && self.slots.is_empty()
+        self.ids.is_empty() && self.deliveries.is_empty()
     }
 
     /// Adds what `other` is for.
     pub fn extend(&mut self, other: Answering) {
         self.ids.extend(other.ids);
-        self.slots.extend(other.slots);
+        self.deliveries.extend(other.deliveries);
     }
 }
 
 impl From<Vec<i64>> for Answering {
     fn from(ids: Vec<i64>) -> Self {
-        Answering { ids, slots: Vec::new() }
+        Answering {
+            ids,
+            deliveries: Vec::new(),
+        }
     }
 }
 
@@ -253,8 +258,8 @@ pub struct Journal {
     last_id: Mutex<Option<i64>>,
     sync: Arc<GroupSync>,
     syncer: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Slot deliveries of the last days, as found at start-up ([`slots::KEPT_FOR_SECS`]).
-    slots: Mutex<BTreeMap<String, SlotDelivery>>,
+    /// Line deliveries of the last days, as found at start-up ([`deliveries::KEPT_FOR_SECS`]).
+    deliveries: Mutex<BTreeMap<String, LineDelivery>>,
 }
 
 /// Waiting for accepted updates to be on disk ([`Journal::durable`]).
@@ -267,7 +272,7 @@ pub struct Durable(u64);
 struct Read {
     updates: BTreeMap<i64, Unfinished>,
     last_id: Option<i64>,
-    slots: Slots,
+    deliveries: LineDeliveries,
     /// `(line number, why)` of the first unreadable line, and how many there were.
     unreadable: Option<((usize, String), usize)>,
 }
@@ -276,7 +281,7 @@ fn read(bytes: &[u8]) -> Read {
     let mut out = Read {
         updates: BTreeMap::new(),
         last_id: None,
-        slots: Slots::default(),
+        deliveries: LineDeliveries::default(),
         unreadable: None,
     };
     for (n, raw) in bytes.split(|b| *b == b'\n').enumerate() {
@@ -308,7 +313,7 @@ fn read(bytes: &[u8]) -> Read {
                 }
             }
             Ok(Record::Seen { id }) => out.last_id = out.last_id.max(Some(id)),
-            Ok(Record::Slot { k, n, s, at }) => out.slots.note(&k, n, s, at),
+            Ok(Record::Delivery { k, n, s, at }) => out.deliveries.note(&k, n, s, at),
             Err(why) => match &mut out.unreadable {
                 Some((_, count)) => *count += 1,
                 None => out.unreadable = Some(((n + 1, why), 1)),
@@ -356,9 +361,9 @@ impl Journal {
         for u in &unfinished {
             text.push_str(&unfinished_lines(u));
         }
-        let slots = found.slots.kept(now());
-        for (k, d) in &slots {
-            text.push_str(&slot_lines(k, d));
+        let deliveries = found.deliveries.kept(now());
+        for (k, d) in &deliveries {
+            text.push_str(&delivery_lines(k, d));
         }
         crate::telegram::conversation::store_file::write_atomic(&path, text.as_bytes())?;
         let file = OpenOptions::new().append(true).open(&path)?;
@@ -381,7 +386,7 @@ impl Journal {
                 last_id: Mutex::new(last_id),
                 sync,
                 syncer: Mutex::new(Some(syncer)),
-                slots: Mutex::new(slots),
+                deliveries: Mutex::new(deliveries),
             },
             unfinished,
         ))
@@ -487,11 +492,11 @@ impl Journal {
     /// on its way); not synced (a power failure can lose it: the chunk is then sent again).
     pub fn chunk(&self, of: &Answering, n: u32, s: ChunkState) {
         let mut text: String = of.ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
-        for k in &of.slots {
-            text.push_str(&line(&Record::Slot {
+        for k in &of.deliveries {
+            text.push_str(&line(&Record::Delivery {
                 k: Cow::Borrowed(k),
                 n: Some(n),
-                s: SlotState::of(s),
+                s: DeliveryState::of(s),
                 at: now(),
             }));
         }
@@ -499,7 +504,7 @@ impl Journal {
     }
 
     /// Records that the answer for `of` was delivered (or that there is none): its updates are
-    /// `done`, its slots too.
+    /// `done`, its deliveries too.
     pub fn finish(&self, of: &Answering) {
         let mut text: String = of
             .ids
@@ -512,23 +517,23 @@ impl Journal {
                 })
             })
             .collect();
-        for k in &of.slots {
-            text.push_str(&line(&Record::Slot {
+        for k in &of.deliveries {
+            text.push_str(&line(&Record::Delivery {
                 k: Cow::Borrowed(k),
                 n: None,
-                s: SlotState::Done,
+                s: DeliveryState::Done,
                 at: now(),
             }));
         }
         self.append(&text, Progress::Done);
     }
 
-    /// Where delivering the answer of the slot with digest `key` goes on after the last stop:
+    /// Where delivering the answer handed in with key digest `key` goes on after the last stop:
     /// from chunk `Some(n)` ([`Chunks::resume_at`]; 0 when none went out), or `None` when it was
     /// delivered whole.
-    pub fn slot_resume_at(&self, key: &str) -> Option<usize> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        match slots.get(key) {
+    pub fn delivery_resume_at(&self, key: &str) -> Option<usize> {
+        let deliveries = self.deliveries.lock().unwrap_or_else(|e| e.into_inner());
+        match deliveries.get(key) {
             Some(d) if d.done => None,
             Some(d) => Some(d.chunks.resume_at()),
             None => Some(0),
@@ -607,10 +612,10 @@ fn unfinished_lines(u: &Unfinished) -> String {
     text
 }
 
-/// The records that restore a slot delivery after a rewrite.
-fn slot_lines(k: &str, d: &SlotDelivery) -> String {
-    let rec = |n: u32, s: SlotState| {
-        line(&Record::Slot {
+/// The records that restore a line delivery after a rewrite.
+fn delivery_lines(k: &str, d: &LineDelivery) -> String {
+    let rec = |n: u32, s: DeliveryState| {
+        line(&Record::Delivery {
             k: Cow::Borrowed(k),
             n: Some(n),
             s,
@@ -618,19 +623,19 @@ fn slot_lines(k: &str, d: &SlotDelivery) -> String {
         })
     };
     if d.done {
-        return line(&Record::Slot {
+        return line(&Record::Delivery {
             k: Cow::Borrowed(k),
             n: None,
-            s: SlotState::Done,
+            s: DeliveryState::Done,
             at: d.at,
         });
     }
     let mut text = String::new();
     if let Some(n) = d.chunks.delivered {
-        text.push_str(&rec(n, SlotState::Sent));
+        text.push_str(&rec(n, DeliveryState::Sent));
     }
     if let Some(n) = d.chunks.in_flight {
-        text.push_str(&rec(n, SlotState::Sending));
+        text.push_str(&rec(n, DeliveryState::Sending));
     }
     text
 }

@@ -177,32 +177,32 @@ fn per_message_progress_survives_the_rewrite() {
 }
 
 #[test]
-fn a_slot_delivery_is_remembered_across_restarts() {
+fn a_line_delivery_is_remembered_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let (j, _) = Journal::open(dir.path()).unwrap();
-    let slot = Answering::slot(prompt_digest("[Scheduled job ab12 · slot 09:00"));
-    let other = Answering::slot(prompt_digest("[Scheduled job cd34 · slot 09:00"));
-    j.chunk(&slot, 0, ChunkState::Sending);
-    j.chunk(&slot, 0, ChunkState::Sent);
-    j.chunk(&slot, 1, ChunkState::Sending);
+    let delivery = Answering::delivery(prompt_digest("[Scheduled job ab12 · slot 09:00"));
+    let other = Answering::delivery(prompt_digest("[Scheduled job cd34 · slot 09:00"));
+    j.chunk(&delivery, 0, ChunkState::Sending);
+    j.chunk(&delivery, 0, ChunkState::Sent);
+    j.chunk(&delivery, 1, ChunkState::Sending);
     j.chunk(&other, 0, ChunkState::Sent);
     j.finish(&other);
     drop(j);
     let (j, unfinished) = Journal::open(dir.path()).unwrap();
-    assert!(unfinished.is_empty(), "a slot is no update");
+    assert!(unfinished.is_empty(), "a delivery is no update");
     // Chunk 1 was on the wire: delivery goes on after it. The finished one sends nothing.
-    assert_eq!(j.slot_resume_at(&slot.slots[0]), Some(2));
-    assert_eq!(j.slot_resume_at(&other.slots[0]), None);
-    assert_eq!(j.slot_resume_at("never-seen"), Some(0));
+    assert_eq!(j.delivery_resume_at(&delivery.deliveries[0]), Some(2));
+    assert_eq!(j.delivery_resume_at(&other.deliveries[0]), None);
+    assert_eq!(j.delivery_resume_at("never-seen"), Some(0));
     drop(j);
     // Kept by the rewrite, finished or not.
     let (j, _) = Journal::open(dir.path()).unwrap();
-    assert_eq!(j.slot_resume_at(&slot.slots[0]), Some(2));
-    assert_eq!(j.slot_resume_at(&other.slots[0]), None);
-    j.finish(&slot);
+    assert_eq!(j.delivery_resume_at(&delivery.deliveries[0]), Some(2));
+    assert_eq!(j.delivery_resume_at(&other.deliveries[0]), None);
+    j.finish(&delivery);
     drop(j);
     let (j, _) = Journal::open(dir.path()).unwrap();
-    assert_eq!(j.slot_resume_at(&slot.slots[0]), None);
+    assert_eq!(j.delivery_resume_at(&delivery.deliveries[0]), None);
     let text = std::fs::read_to_string(dir.path().join("inbound.jsonl")).unwrap();
     assert_eq!(text.matches("\"slot\"").count(), 2, "one done line each: {text}");
 }

@@ -26,9 +26,9 @@ mod shape;
 #[cfg(test)]
 mod tests;
 
+use crate::features::port::Target;
+use crate::telegram::TelegramHost;
 use crate::telegram::conversation::access::Access;
-use crate::telegram::inbound::router::Host;
-use crate::telegram::outbound::api::Target;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -232,7 +232,7 @@ fn content_hash(bytes: &[u8]) -> u64 {
 
 /// Logs an update set aside (one line: id, file, reason) and tells its chat when it may be
 /// answered ([`chat_to_tell`]); the message is sent in its own task.
-pub fn report(host: &Arc<Host>, aside: &Aside) {
+pub fn report(host: &Arc<TelegramHost>, aside: &Aside) {
     let to = chat_to_tell(&aside.update.raw, &host.access, &host.bot_username);
     tracing::warn!(
         update_id = aside.update.id,

@@ -6,9 +6,9 @@
 //! no more than 20 messages per minute to the same group; bulk messages to many users, no more
 //! than about 30 per second. A 429 carries `retry_after` for the request that got it.
 //!
-//! - [`Pace`] keeps the bot under the global rate: every message takes a slot of a GCRA
+//! - [`Pace`] keeps the bot under the global rate: every message takes a place of a GCRA
 //!   (generic cell rate) limiter, [`RATE_PER_SECOND`] a second with bursts of [`BURST`], so no
-//!   one-second window holds more than 30. Far under the rate a slot is free at once: one atomic
+//!   one-second window holds more than 30. Far under the rate a place is free at once: one atomic
 //!   compare-and-swap and a clock read, no lock, no wait.
 //! - [`Holds`] honours a 429 for the chat that got it only: other chats keep going.
 
@@ -50,8 +50,8 @@ impl Pace {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Takes the next slot; returns how long to wait before sending (zero under the rate).
-    /// A caller that gives up after reserving leaves its slot unused, never someone else's.
+    /// Takes the next place; returns how long to wait before sending (zero under the rate).
+    /// A caller that gives up after reserving leaves its place unused, never someone else's.
     pub fn reserve(&self) -> Duration {
         let now = self.now_ns();
         let mut tat = self.tat.load(Ordering::Relaxed);

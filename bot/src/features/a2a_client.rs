@@ -42,11 +42,10 @@ use volcanic_a2a::{
     DEFAULT_SEND_WAIT, PUSH_ROUTE, PushRefused, PushSettings, WatchSettings, read_agents,
 };
 use volcanic_abstractions::extensions::ExtensionFactory;
-use volcanic_abstractions::messages::{Message, StopReason};
-use volcanic_core::agent::{PromptInput, QueueMode};
+use volcanic_abstractions::messages::Message;
 
+use super::port::{ChatPort, Delivered, LinePrompt, Target, chat_key, settled_answer};
 use super::{CommandCall, FeatureCommand, HostFeature, Services, SessionPlace, Turn};
-use crate::telegram::{ChatDelivery, Target, answer_after, chat_key, prompt_digest};
 
 /// `[a2a]`.
 #[derive(Debug, serde::Deserialize)]
@@ -238,7 +237,7 @@ pub struct A2a {
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
     let section = match services.section::<Section>("a2a")? {
         Some(s) => s,
-        None if services.telegram.is_some() => Section::default(),
+        None if services.chats.is_some() => Section::default(),
         None => return Ok(None),
     };
     if !section.enabled {
@@ -250,8 +249,8 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         services.redactor.add_secret(c.secret());
     }
     let client = A2aClient::new(settings).map_err(|e| anyhow::anyhow!("A2A client: {e}"))?;
-    let registry = match &services.telegram {
-        Some(telegram) => {
+    let registry = match &services.chats {
+        Some(chats) => {
             let public = services.config.public_url.trim();
             if !public.is_empty() {
                 watch.push = Some(PushSettings {
@@ -262,7 +261,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
             }
             watch.workspaces_root = Some(services.workspaces_root.clone());
             let delivery = Arc::new(ChatResults {
-                chats: telegram.chats.clone(),
+                chats: chats.clone(),
                 shutdown: services.shutdown.clone(),
             });
             Some(A2AWatchRegistry::new(
@@ -409,81 +408,43 @@ async fn push(
     }
 }
 
-/// Delivers A2A results into their chats: the result as a follow-up prompt of the chat's session
-/// (queued behind a run in progress), its answer journaled under the result's key, as a
-/// scheduled slot's is ([`crate::telegram::Chat::queue_slot`]). After a restart a result whose
+/// Delivers A2A results into their chats through the chat port: the result as a follow-up prompt
+/// of the chat's session (queued behind a run in progress), its answer journaled under the
+/// result's key, as a scheduled slot's is ([`ChatPort::deliver`]). After a restart a result whose
 /// prompt is in the transcript is not asked again: its run goes on, or its answer is delivered
 /// from where the journal says it stopped, or not at all when it was shown whole.
 #[derive(Debug)]
 pub struct ChatResults {
-    chats: Arc<ChatDelivery>,
+    chats: Arc<dyn ChatPort>,
     shutdown: CancellationToken,
 }
 
 #[async_trait]
 impl A2AResultDelivery for ChatResults {
     async fn deliver(&self, r: A2AResult) -> Result<(), String> {
-        let target = Target {
-            chat_id: r.chat.chat_id,
-            thread: r.chat.topic.and_then(|t| i32::try_from(t).ok()),
-        };
-        let chat = self.chats.chat(target).ok_or("the bot is shutting down")?;
-        let output = chat.output();
-        let session = chat
-            .session()
-            .await
-            .map_err(|e| format!("cannot open the chat's session: {e:#}"))?;
-        session.wait_for_idle().await;
-        output.flush().await;
-        let failed_before = output.failed_sends();
-        let slot = prompt_digest(&r.key);
         let heading = format!("{}.", r.key);
-        let is_ours = |m: &Message| matches!(m, Message::User(u) if u.content.text().starts_with(&heading));
-        let messages = session.messages();
-        let earlier = messages.iter().rposition(is_ours);
-        if let Some((stamp, answer)) = earlier.and_then(|i| answered(&messages, i)) {
-            if !output.was_shown(stamp) {
-                chat.deliver_slot_answer(slot, answer);
-                output.flush().await;
-            }
-            return Ok(());
-        }
-        let prompted = match earlier.filter(|i| i + 1 == messages.len()) {
-            // The prompt is the last message (cut off by a crash): its run goes on.
-            Some(i) => {
-                let digest = match &messages[i] {
-                    Message::User(u) => prompt_digest(&u.content.text()),
-                    _ => String::new(),
-                };
-                chat.resume_slot(slot.clone(), &digest);
-                let went_on = session.continue_run().await;
-                if !matches!(went_on, Ok(true)) {
-                    chat.forget_slot(slot);
-                }
-                went_on.map(|_| ())
-            }
-            None => {
-                chat.queue_slot(slot.clone(), &r.prompt);
-                let input = PromptInput {
-                    text: r.prompt,
-                    images: Vec::new(),
-                    queue: Some(QueueMode::FollowUp),
-                };
-                let prompted = session.prompt(input).await;
-                if prompted.is_err() {
-                    chat.forget_slot(slot);
-                }
-                prompted
-            }
+        let line = LinePrompt {
+            to: Target {
+                chat_id: r.chat.chat_id,
+                thread: r.chat.topic.and_then(|t| i32::try_from(t).ok()),
+            },
+            key: r.key,
+            is_this: Box::new({
+                let heading = heading.clone();
+                move |text| text.starts_with(&heading)
+            }),
+            text: r.prompt,
+            watch: None,
         };
-        session.wait_for_idle().await;
-        prompted.map_err(|e| e.to_string())?;
-        output.flush().await;
-        let messages = session.messages();
+        let (messages, undelivered) = match self.chats.deliver(line).await.map_err(|e| e.to_string())? {
+            Delivered::Earlier => return Ok(()),
+            Delivered::Ran { messages, undelivered } => (messages, undelivered),
+        };
+        let is_ours = |m: &Message| matches!(m, Message::User(u) if u.content.text().starts_with(&heading));
         let done = messages
             .iter()
             .rposition(is_ours)
-            .and_then(|i| answered(&messages, i))
+            .and_then(|i| settled_answer(&messages, i))
             .is_some();
         if !done {
             return Err(if self.shutdown.is_cancelled() {
@@ -492,19 +453,10 @@ impl A2AResultDelivery for ChatResults {
                 "the chat's run ended without an answer".into()
             });
         }
-        if output.failed_sends() > failed_before {
+        if undelivered > 0 {
             return Err("Telegram did not take the whole answer".into());
         }
         Ok(())
-    }
-}
-
-/// The answer to the prompt at `index` (recovery's rule), unless the run failed.
-fn answered(messages: &[Message], index: usize) -> Option<(i64, String)> {
-    let (at, answer) = answer_after(messages, index)?;
-    match &messages[at] {
-        Message::Assistant(a) if a.stop_reason != StopReason::Error => Some((a.timestamp, answer)),
-        _ => None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! What every host of this binary shares: the model registry from the config, the process policy,
-//! and the session factory.
+//! How every host of this binary (the Telegram host, the console) sets up its agents: the model
+//! registry from the config, the process policy, and the session factory.
 
 use crate::config::Config;
 use crate::secrets::Secrets;

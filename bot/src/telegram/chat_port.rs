@@ -1,0 +1,202 @@
+//! The Telegram host's side of the chat port ([`ChatPort`]): what host features do in chats,
+//! done with the host's own parts (the Bot API client, each conversation's session and output,
+//! the journal's delivery bookkeeping), none of which a feature sees.
+
+use crate::features::port::{
+    ChatPort, Delivered, LinePrompt, OwnSession, PortError, Target, UrlButton, settled_answer,
+};
+use crate::telegram::TelegramHost;
+use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::inbound::journal::{Answering, prompt_digest};
+use crate::telegram::outbound::api::Tg;
+use async_trait::async_trait;
+use std::sync::{Arc, OnceLock, Weak};
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId};
+use volcanic_abstractions::messages::Message;
+use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, SessionError};
+
+/// The chat port on Telegram: bound to the host once it exists (features are built before it,
+/// since chat sessions get their extensions).
+#[derive(Debug)]
+pub struct TelegramPort {
+    api: Arc<Tg>,
+    host: OnceLock<Weak<TelegramHost>>,
+}
+
+impl TelegramPort {
+    /// A port sending through `api`; [`bind`](Self::bind) it to the host before use.
+    pub fn new(api: Arc<Tg>) -> Self {
+        TelegramPort {
+            api,
+            host: OnceLock::new(),
+        }
+    }
+
+    /// Connects it to the host.
+    pub fn bind(&self, host: Weak<TelegramHost>) {
+        let _ = self.host.set(host);
+    }
+
+    fn host(&self) -> Result<Arc<TelegramHost>, PortError> {
+        self.host.get().and_then(Weak::upgrade).ok_or(PortError::ShuttingDown)
+    }
+
+    /// The conversation of `to` (created on first contact) and its host.
+    fn conversation(&self, to: Target) -> Result<(Arc<TelegramHost>, Arc<Conversation>), PortError> {
+        let host = self.host()?;
+        let conversation = host.chats.conversation(to);
+        Ok((host, conversation))
+    }
+}
+
+#[async_trait]
+impl ChatPort for TelegramPort {
+    async fn send(&self, to: Target, text: &str, buttons: &[UrlButton]) -> Result<(), PortError> {
+        let markup = (!buttons.is_empty()).then(|| {
+            InlineKeyboardMarkup::new([buttons
+                .iter()
+                .map(|b| InlineKeyboardButton::url(b.text.clone(), b.url.clone()))])
+        });
+        self.api
+            .send_plain(to, text, markup)
+            .await
+            .map(|_| ())
+            .map_err(|e| PortError::Refused(e.to_string()))
+    }
+
+    async fn delete(&self, to: Target, message_id: i64) -> Result<(), PortError> {
+        let id = i32::try_from(message_id).unwrap_or_default();
+        self.api
+            .try_delete(to, MessageId(id).0)
+            .await
+            .map_err(|e| PortError::Refused(e.to_string()))
+    }
+
+    async fn notice(&self, to: Target, text: String) -> Result<(), PortError> {
+        let (_, conversation) = self.conversation(to)?;
+        let output = &conversation.output;
+        let failed_before = output.failed_sends();
+        output.notice(text);
+        output.flush().await;
+        if output.failed_sends() > failed_before {
+            return Err(PortError::Refused("Telegram did not take the notice".into()));
+        }
+        Ok(())
+    }
+
+    async fn deliver(&self, prompt: LinePrompt) -> Result<Delivered, PortError> {
+        let (host, conversation) = self.conversation(prompt.to)?;
+        let session = host
+            .chats
+            .session(&conversation)
+            .await
+            .map_err(|e| PortError::Session(format!("{e:#}")))?;
+        deliver_in(&host, &conversation, &session, prompt).await
+    }
+
+    async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {
+        self.host()?.chats.own_session(spec).await
+    }
+}
+
+/// [`ChatPort::deliver`] once the session is open: queued behind a run in progress, its answer's
+/// delivery journaled under the prompt's key.
+async fn deliver_in(
+    host: &TelegramHost,
+    conversation: &Conversation,
+    session: &AgentSession,
+    prompt: LinePrompt,
+) -> Result<Delivered, PortError> {
+    let output = &conversation.output;
+    // Queued behind a run in progress: failures of that run's answer are not ours.
+    session.wait_for_idle().await;
+    output.flush().await;
+    let failed_before = output.failed_sends();
+    let listener = prompt.watch.clone().map(|watch| session.subscribe(move |e| watch.on_event(e)));
+    let key = prompt_digest(&prompt.key);
+    // Cut off by a crash and handed in again: its prompt may be in the transcript already.
+    let messages = session.messages();
+    let earlier = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User(u) if (prompt.is_this)(&u.content.text())));
+    if let Some((stamp, answer)) = earlier.and_then(|i| settled_answer(&messages, i)) {
+        if let Some(l) = listener {
+            session.unsubscribe(l);
+        }
+        deliver_earlier(host, conversation, key, stamp, answer).await;
+        return Ok(Delivered::Earlier);
+    }
+    // The prompt is the last message: its run goes on from it (not asked twice).
+    let resumed = earlier.filter(|i| i + 1 == messages.len()).map(|i| &messages[i]);
+    let prompted = hand_over(conversation, session, prompt, key, resumed).await;
+    // Queued behind a run in progress: it ran at that run's end.
+    session.wait_for_idle().await;
+    if let Some(l) = listener {
+        session.unsubscribe(l);
+    }
+    prompted.map_err(|e| PortError::Prompt(e.to_string()))?;
+    output.flush().await;
+    Ok(Delivered::Ran {
+        messages: session.messages(),
+        undelivered: output.failed_sends() - failed_before,
+    })
+}
+
+/// An answer the transcript already holds (stamped `stamp`): not asked again. Shown by this
+/// process (a run that took the prompt along), or before a crash: delivered from the chunk
+/// after the last one Telegram took or had on the wire, or not at all when it was delivered
+/// whole.
+async fn deliver_earlier(host: &TelegramHost, conversation: &Conversation, key: String, stamp: i64, answer: String) {
+    let output = &conversation.output;
+    if output.was_shown(stamp) {
+        return;
+    }
+    match host.journal.delivery_resume_at(&key) {
+        Some(from) => output.answer(answer, Answering::delivery(key), from),
+        None => tracing::info!(
+            chat = conversation.target.chat_id,
+            "a feature's answer was delivered before the restart"
+        ),
+    }
+    output.flush().await;
+}
+
+/// Hands the prompt to the session, its answer's delivery noted in the ledger under `key`: as
+/// a follow-up, or, when `resumed` (its user message, the transcript's last), by continuing the
+/// run cut off after it.
+async fn hand_over(
+    conversation: &Conversation,
+    session: &AgentSession,
+    prompt: LinePrompt,
+    key: String,
+    resumed: Option<&Message>,
+) -> Result<(), SessionError> {
+    let ledger = &conversation.ledger;
+    if let Some(message) = resumed {
+        if let Some(watch) = &prompt.watch {
+            watch.resumed();
+        }
+        let digest = if let Message::User(u) = message {
+            prompt_digest(&u.content.text())
+        } else {
+            String::new()
+        };
+        ledger.resume_delivery(key.clone(), &digest);
+        let went_on = session.continue_run().await;
+        if !matches!(went_on, Ok(true)) {
+            ledger.forget_delivery(key);
+        }
+        return went_on.map(|_| ());
+    }
+    ledger.queue_delivery(key.clone(), &prompt.text);
+    let input = PromptInput {
+        text: prompt.text,
+        images: Vec::new(),
+        queue: Some(QueueMode::FollowUp),
+    };
+    let prompted = session.prompt(input).await;
+    if prompted.is_err() {
+        ledger.forget_delivery(key);
+    }
+    prompted
+}
