@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README.md): installs the pinned test peers, then runs every test.
+# The one test command (README.md): installs the pinned test peers, then checks formatting, lints
+# and the documentation and runs every test.
 #   - npm: @copilotkit/aimock (a third-party model API mock) and @mariozechner/pi-coding-agent
 #     (pi itself, to read our session files), @modelcontextprotocol/server-everything (an MCP
 #     server for the MCP client's tests), @modelcontextprotocol/conformance with node@22 (the
@@ -25,4 +26,17 @@ cargo fmt --all -- --check
 # leaves it out); clippy checks the code with and without it.
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo clippy --workspace --all-targets --quiet --features volcanic-bot/example-feature -- -D warnings
+# The documentation: rustdoc with warnings denied (a broken intra-doc link fails), and every
+# relative link in README.md and docs/*.md names a file that exists.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+broken=$(for md in README.md docs/*.md; do
+  grep -o '](\([^)]*\))' "$md" | sed -e 's/^](//' -e 's/)$//' -e 's/#.*//' | while read -r target; do
+    case "$target" in '' | http://* | https://* | mailto:*) continue ;; esac
+    [ -e "$(dirname "$md")/$target" ] || echo "$md: $target"
+  done || true
+done)
+if [ -n "$broken" ]; then
+  printf 'Broken links in the docs:\n%s\n' "$broken" >&2
+  exit 1
+fi
 cargo test --workspace --no-fail-fast --features volcanic-bot/example-feature

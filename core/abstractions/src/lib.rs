@@ -12,6 +12,8 @@
 //! - [`skills`]: `SKILL.md` parsing and discovery (`SkillFiles`), hooks and protected paths;
 //! - [`errors`]: [`errors::error_chain`], an error and its causes as one line of text.
 
+#![deny(missing_docs)]
+
 pub mod errors;
 pub mod events;
 pub mod extensions;

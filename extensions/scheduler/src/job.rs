@@ -112,7 +112,7 @@ pub struct RunRecord {
     pub delivery: Option<String>,
     /// When the first tool of the latest attempt started (a watcher's script counts as one),
     /// written to disk before the tool ran. A run cut off after it is never started again by
-    /// itself (README: a message whose prompt led to a tool is not re-run).
+    /// itself (`docs/exactly-once.md`: a message whose prompt led to a tool is not re-run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_started: Option<DateTime<Utc>>,
     /// The slot was already started again once after a crash or shutdown cut it off before any

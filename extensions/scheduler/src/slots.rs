@@ -287,7 +287,7 @@ pub fn finish(
     }
 }
 
-/// What start-up does with the runs a crash or a shutdown left `running` (README "Exactly once":
+/// What start-up does with the runs a crash or a shutdown left `running` (`docs/exactly-once.md`:
 /// the message rule). The newest is started again, once, when no tool of it had started, it was
 /// not re-run already, the job is enabled, no newer slot is due and its slot is still within the
 /// grace window; the record is then `running` again (`rerun` set) and its slot returned. Every

@@ -123,7 +123,15 @@ impl RoleTag {
                     .and_then(serde_json::Value::as_str)
                     .map_or(RoleTag::Other, |r| RoleTag::from_role_name(r.as_bytes())),
             ),
-            _ => None,
+            EntryKind::ModelChange { .. }
+            | EntryKind::ThinkingLevelChange { .. }
+            | EntryKind::Compaction(_)
+            | EntryKind::BranchSummary { .. }
+            | EntryKind::Custom { .. }
+            | EntryKind::CustomMessage { .. }
+            | EntryKind::Label { .. }
+            | EntryKind::SessionInfo { .. }
+            | EntryKind::Unknown { .. } => None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The skill-hooks slice: the `session-start` and `turn-end` hooks skills declare in their
 //! `SKILL.md`, and the `protected-paths` guard on `write`/`edit` (spec: architecture.md, "Skill
-//! hooks"; the format is in [`volcanic_abstractions::skills`] and the README's "Skills").
+//! hooks"; the format is in [`volcanic_abstractions::skills`] and `docs/skills.md`).
 //!
 //! Entry type: [`SkillHookRunner`], one per `AgentSession`. Skills come from the workspace's
 //! `skills/` and the Volcanic home's `skills/` (the workspace wins a name clash); they are
