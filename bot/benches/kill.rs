@@ -20,7 +20,7 @@
 //! end the bot runs without kills until nothing happens for 6 s and no job is due, and is
 //! stopped with SIGTERM.
 //!
-//! Then it prints a Markdown table (for README.md) and exits 1 if any bad count is not zero:
+//! Then it prints a Markdown table (for docs/benchmarks.md) and exits 1 if any bad count is not zero:
 //! - **lost**: a message with neither an answer nor a notice, or a job whose prompt was never
 //!   answered nor reported;
 //! - **Retry pressed, then nothing**: neither an answer nor a new notice after the press;

@@ -87,7 +87,7 @@ pub fn check_model(
         let known: Vec<String> = models.models().iter().map(|m| m.key()).collect();
         // Claude Code is opt-in: its models exist only with its section.
         let hint = if key.split('/').next() == Some(volcanic_claude_code::PROVIDER) {
-            "; Claude Code is off: turn it on with a `[providers.claude-code]` section (README, \
+            "; Claude Code is off: turn it on with a `[providers.claude-code]` section (docs/providers.md, \
              \"Claude Code\")"
         } else {
             ""

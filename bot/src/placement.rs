@@ -5,7 +5,7 @@
 //! outside `workspaces_dir`; the defaults (`config/volcanic.toml`, `data`, `workspaces`, all
 //! relative to the directory the bot starts in) are three separate folders. This is a warning at
 //! start, not a refusal: nothing here is a sandbox (an agent runs as the bot's OS user and can
-//! read whatever that user can; README, "Security and trust"), but a state or config inside the
+//! read whatever that user can; docs/security.md), but a state or config inside the
 //! workspaces is one `ls` or `cat` away for every agent and easily shared along with them.
 
 use crate::config::Config;
@@ -90,7 +90,7 @@ fn resolved(path: &Path) -> PathBuf {
 pub fn root_warning() -> Option<String> {
     nix::unistd::geteuid().is_root().then(|| {
         "running as root: the agents' commands run as root too and can read the bot's keys from \
-         /proc; run it as its own user (README, \"Running it as its own user\")"
+         /proc; run it as its own user (docs/security.md, \"Running it as its own user\")"
             .to_owned()
     })
 }

@@ -384,7 +384,7 @@ pub fn tally(run: &Run) -> Figures {
                 .map(|t| t.chars().take(80).collect())
                 .collect();
             let last: Vec<&String> = told.iter().rev().take(3).collect();
-            // The documented limit (README, "Exactly once"): a chunk whose request was on its way
+            // The documented limit (docs/exactly-once.md): a chunk whose request was on its way
             // at a kill is counted as shown; lost only if the kill came before Telegram had it.
             let on_the_wire = rec
                 .msg_of_update

@@ -1,6 +1,6 @@
 //! `deploy/`: the systemd unit is verified by `systemd-analyze verify` where it is installed,
 //! and always by this file's own reading of it (sections, known keys, well-formed values, and
-//! the hardening and shutdown settings the README promises), so a machine without systemd
+//! the hardening and shutdown settings docs/deploy.md promises), so a machine without systemd
 //! checks it too, and says which check ran.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]

@@ -1,5 +1,7 @@
 //! Host features through the real binary. The example feature (`bot/src/features/example.rs`,
-//! compiled in and on only with a `[example]` section) has a command, a per-chat tool,
+//! compiled in with the cargo feature `example-feature`, as `scripts/test.sh` builds the binary,
+//! and on only with a `[example]` section; without the feature the bot refuses `[example]` and
+//! the first wait fails with that error in the log) has a command, a per-chat tool,
 //! an extension command and an HTTP route, all in one file: each must reach the user, the model
 //! or the listener without the host naming it anywhere.
 

@@ -2,7 +2,7 @@
 //! (the model sees only those, and a call to another is blocked), keeps the file tools (`read`,
 //! `write`, `edit`) inside the caller's workspace, and hands the pool the session's bus, on which
 //! each task's inbound hop count is put as `a2a.inbound`. (`bash`, when the owner allows it, is
-//! not confined: README says so.)
+//! not confined: docs/a2a-server.md says so.)
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock};

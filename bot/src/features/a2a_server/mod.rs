@@ -5,7 +5,7 @@
 //! [http]
 //! public_url = "https://bot.example.org"     # the card names <public_url>/a2a
 //! [a2a.server]
-//! name = "Ada's assistant"                    # the card (optional; defaults shown in README)
+//! name = "Ada's assistant"                    # the card (optional; defaults in docs/a2a-server.md)
 //! description = "Answers about Ada's calendar"
 //! [[a2a.server.skills]]
 //! id = "calendar"

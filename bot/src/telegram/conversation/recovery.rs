@@ -1,5 +1,5 @@
 //! After a crash or restart: every update the journal holds unfinished is finished, message by
-//! message, by the rule the README gives:
+//! message, by the rule docs/exactly-once.md gives:
 //!
 //! - its prompt never reached the session (`accepted`): handled now, as if it just arrived;
 //! - its answer is in the transcript but was not (wholly) delivered: the rest is sent, from the

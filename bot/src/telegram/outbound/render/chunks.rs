@@ -23,7 +23,7 @@ pub struct Chunk {
 /// (`\n```\n`).
 const FENCE_ROOM: usize = MAX_LANGUAGE + 9;
 
-/// Renders `md` and splits it into chunks of at most [`CHUNK_LIMIT`](super::CHUNK_LIMIT) UTF-16
+/// Renders `md` and splits it into chunks of at most [`CHUNK_LIMIT`] UTF-16
 /// units (visible HTML text, and fallback text alike).
 pub fn markdown_chunks(md: &str) -> Vec<Chunk> {
     markdown_chunks_with_limit(md, CHUNK_LIMIT)
@@ -31,8 +31,8 @@ pub fn markdown_chunks(md: &str) -> Vec<Chunk> {
 
 /// [`markdown_chunks`] with another limit (at least 2).
 ///
-/// The HTML chunks are [`split_html`](super::split_html)'s cuts of
-/// [`markdown_to_html`](super::markdown_to_html), except that a break where the source slice
+/// The HTML chunks are [`split_html`](super::split::split_html)'s cuts of
+/// [`markdown_to_html`](super::html::markdown_to_html), except that a break where the source slice
 /// fits too is preferred to a better-ranked one where it does not. Nothing is lost: the HTML
 /// chunks' visible texts make up the whole rendering (blank chunks aside), and the source
 /// slices the whole source, in order.
