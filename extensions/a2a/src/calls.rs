@@ -4,14 +4,13 @@
 //! `tasks/pushNotificationConfig/set`).
 
 use serde_json::{Value, json};
-
-use crate::dialect::Dialect;
+use volcanic_a2a_dialect::{Dialect, methods};
 
 /// The method that streams a task's events from now on.
 pub(crate) fn subscribe_method(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::V1 => a2a::methods::SUBSCRIBE_TO_TASK,
-        Dialect::V03 => "tasks/resubscribe",
+        Dialect::V03 => methods::SUBSCRIBE_TO_TASK,
     }
 }
 
@@ -24,7 +23,7 @@ pub(crate) fn subscribe_params(id: &str) -> Value {
 pub(crate) fn push_method(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::V1 => a2a::methods::CREATE_PUSH_CONFIG,
-        Dialect::V03 => "tasks/pushNotificationConfig/set",
+        Dialect::V03 => methods::CREATE_PUSH_CONFIG,
     }
 }
 

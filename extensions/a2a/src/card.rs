@@ -13,16 +13,11 @@ use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
+use volcanic_a2a_dialect::{CARD_PATH, Dialect, LEGACY_CARD_PATH};
 
 use crate::config::{CARD_MAX_AGE, origin_of};
-use crate::dialect::Dialect;
 use crate::error::{A2aError, Result};
 use crate::http::{Http, MAX_CARD, Request};
-
-/// Where 1.0 (and current 0.3) agents serve their card.
-pub const CARD_PATH: &str = "/.well-known/agent-card.json";
-/// Where older 0.3 agents serve it.
-pub const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
 
 /// What the client uses of a card.
 #[derive(Debug, Clone, PartialEq)]

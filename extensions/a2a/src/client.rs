@@ -12,10 +12,10 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use url::Url;
+use volcanic_a2a_dialect::{Call, Dialect};
 
 use crate::card::{AgentCardInfo, CardCache};
 use crate::config::{A2aSettings, origin_of};
-use crate::dialect::{Call, Dialect};
 use crate::error::{A2aError, Result, rpc_code_name};
 use crate::http::{Http, MAX_BODY, MAX_STREAM, Request, bounded, capped_stream, read_capped};
 
@@ -94,7 +94,7 @@ impl A2aClient {
         let v = self
             .rpc(card, Call::Get, card.dialect.get_params(id, HISTORY_TAIL))
             .await?;
-        card.dialect.task(v)
+        Ok(card.dialect.task(v)?)
     }
 
     /// `CancelTask`.
@@ -103,7 +103,7 @@ impl A2aClient {
     /// As [`A2aClient::send`]; a task past cancelling is -32002 (TaskNotCancelable).
     pub async fn cancel_task(&self, card: &AgentCardInfo, id: &str) -> Result<Task> {
         let v = self.rpc(card, Call::Cancel, json!({"id": id})).await?;
-        card.dialect.task(v)
+        Ok(card.dialect.task(v)?)
     }
 
     /// Polls `GetTask` (0.5 s doubling to 4 s) until the task settles or `deadline` passes.
@@ -331,7 +331,7 @@ fn events(
         if let Some(err) = rpc_error(&v) {
             return Some(Err(err));
         }
-        Some(response_result(v).and_then(|r| dialect.event(r)))
+        Some(response_result(v).and_then(|r| Ok(dialect.event(r)?)))
     })
 }
 

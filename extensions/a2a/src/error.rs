@@ -1,6 +1,8 @@
 //! The crate's one error type: what went wrong talking to an agent, worded for the model (it is
 //! shown as the `a2a` tool's error result).
 
+use volcanic_a2a_dialect::DialectError;
+
 /// A failure of the A2A client.
 #[derive(Debug, thiserror::Error)]
 pub enum A2aError {
@@ -72,6 +74,17 @@ pub enum A2aError {
         /// What happened.
         reason: String,
     },
+}
+
+/// A dialect's refusal keeps its words: a value of ours that cannot be written is
+/// [`A2aError::Invalid`], a peer's value that is not A2A's shape [`A2aError::Malformed`].
+impl From<DialectError> for A2aError {
+    fn from(e: DialectError) -> Self {
+        match e {
+            DialectError::Invalid(reason) => A2aError::Invalid(reason),
+            DialectError::Malformed(reason) => A2aError::Malformed(reason),
+        }
+    }
 }
 
 /// The crate's result.

@@ -1,5 +1,6 @@
 //! The per-session extension: the `a2a` tool and the session's inbound hop count, taken from
-//! the `a2a.inbound` event on the session's bus (the A2A server emits it with `{"hop": N}`).
+//! the `a2a.inbound` event on the session's bus (the bot's A2A server feature emits it with
+//! `{"hop": N}`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

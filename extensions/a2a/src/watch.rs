@@ -12,7 +12,7 @@
 //!
 //! Exactly once: a pending entry is removed only after the host said the result's turn was
 //! delivered; a crash before that delivers it again after the restart, and the host's delivery
-//! (journaled per task, like scheduled slots) does not show an answer twice.
+//! (journaled per task, like scheduled deliveries) does not show an answer twice.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

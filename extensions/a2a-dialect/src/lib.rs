@@ -1,11 +1,26 @@
-//! The two wire dialects. A2A 1.0 is read and written with `a2a-lf`'s types; A2A 0.3 (lowercase
-//! states, `kind`-tagged unions, bare results, `final` on status events) is translated to and
-//! from the 1.0 shapes here, so everything above works on one model.
+//! The two A2A wire dialects, for the A2A client (`volcanic-a2a`) and server
+//! (`volcanic-a2a-server`) alike. A2A 1.0 is read and written with `a2a-lf`'s types; A2A 0.3
+//! (lowercase states, `kind`-tagged unions, bare results, `final` on status events) is translated
+//! to and from the 1.0 shapes here, so everything above works on one model.
+//!
+//! - [`Dialect`]: which one an agent speaks, with the client's calls written and read in it.
+//! - The server's side: 1.0 results and events out in 0.3's shapes ([`task_to_03`],
+//!   [`send_result_to_03`], [`event_to_03`], [`push_config_v1_to_03`]), 0.3 params in as 1.0's
+//!   ([`send_params_03_to_v1`], [`push_config_03_to_v1`]).
+//! - [`methods`]: 0.3's method names; [`CARD_PATH`] and [`LEGACY_CARD_PATH`]: where cards are.
+
+mod error;
+pub mod methods;
 
 use a2a::{Message, SendMessageResponse, StreamResponse, Task};
 use serde_json::{Map, Value, json};
 
-use crate::error::{A2aError, Result};
+pub use error::{DialectError, Result};
+
+/// Where 1.0 (and current 0.3) agents serve their card.
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+/// Where older 0.3 agents serve it.
+pub const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
 
 /// A wire dialect of an agent, chosen from its card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,10 +33,14 @@ pub enum Dialect {
 
 /// The calls the client makes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Call {
+pub enum Call {
+    /// Send a message and get a task or a message back.
     Send,
+    /// Send a message and follow the task's events.
     Stream,
+    /// Read a task.
     Get,
+    /// Cancel a task.
     Cancel,
 }
 
@@ -35,23 +54,23 @@ impl Dialect {
     }
 
     /// The JSON-RPC method of `call`.
-    pub(crate) fn method(self, call: Call) -> &'static str {
+    pub fn method(self, call: Call) -> &'static str {
         match (self, call) {
             (Dialect::V1, Call::Send) => a2a::methods::SEND_MESSAGE,
             (Dialect::V1, Call::Stream) => a2a::methods::SEND_STREAMING_MESSAGE,
             (Dialect::V1, Call::Get) => a2a::methods::GET_TASK,
             (Dialect::V1, Call::Cancel) => a2a::methods::CANCEL_TASK,
-            (Dialect::V03, Call::Send) => "message/send",
-            (Dialect::V03, Call::Stream) => "message/stream",
-            (Dialect::V03, Call::Get) => "tasks/get",
-            (Dialect::V03, Call::Cancel) => "tasks/cancel",
+            (Dialect::V03, Call::Send) => methods::SEND_MESSAGE,
+            (Dialect::V03, Call::Stream) => methods::SEND_STREAMING_MESSAGE,
+            (Dialect::V03, Call::Get) => methods::GET_TASK,
+            (Dialect::V03, Call::Cancel) => methods::CANCEL_TASK,
         }
     }
 
     /// Params of a send: the message, and whether the server may hold the answer until the task
     /// settles (`blocking`); 1.0 says it the other way round (`returnImmediately`).
-    pub(crate) fn send_params(self, message: &Message, blocking: bool) -> Result<Value> {
-        let wire = serde_json::to_value(message).map_err(|e| A2aError::Invalid(format!("message: {e}")))?;
+    pub fn send_params(self, message: &Message, blocking: bool) -> Result<Value> {
+        let wire = serde_json::to_value(message).map_err(|e| DialectError::Invalid(format!("message: {e}")))?;
         Ok(match self {
             Dialect::V1 => json!({"message": wire, "configuration": {"returnImmediately": !blocking}}),
             Dialect::V03 => json!({"message": message_to_03(wire), "configuration": {"blocking": blocking}}),
@@ -59,24 +78,26 @@ impl Dialect {
     }
 
     /// Params of `GetTask` with the last `history` messages.
-    pub(crate) fn get_params(self, id: &str, history: i32) -> Value {
+    pub fn get_params(self, id: &str, history: i32) -> Value {
         json!({"id": id, "historyLength": history})
     }
 
     /// The result of a send: a task or a direct message.
-    pub(crate) fn send_result(self, v: Value) -> Result<SendMessageResponse> {
+    pub fn send_result(self, v: Value) -> Result<SendMessageResponse> {
         match self {
             Dialect::V1 => parse(v, "SendMessage result"),
             Dialect::V03 => match kind(&v) {
                 Some("task") => Ok(SendMessageResponse::Task(parse(task_from_03(v), "task")?)),
                 Some("message") => Ok(SendMessageResponse::Message(parse(message_from_03(v), "message")?)),
-                other => Err(A2aError::Malformed(format!("message/send result of kind {other:?}"))),
+                other => Err(DialectError::Malformed(format!(
+                    "message/send result of kind {other:?}"
+                ))),
             },
         }
     }
 
     /// A task (the result of get and cancel).
-    pub(crate) fn task(self, v: Value) -> Result<Task> {
+    pub fn task(self, v: Value) -> Result<Task> {
         match self {
             Dialect::V1 => parse(v, "task"),
             Dialect::V03 => parse(task_from_03(v), "task"),
@@ -84,7 +105,7 @@ impl Dialect {
     }
 
     /// One event of a stream; `final` is 0.3's end-of-stream mark (1.0 ends the stream).
-    pub(crate) fn event(self, v: Value) -> Result<(StreamResponse, bool)> {
+    pub fn event(self, v: Value) -> Result<(StreamResponse, bool)> {
         match self {
             Dialect::V1 => Ok((parse(v, "stream event")?, false)),
             Dialect::V03 => {
@@ -98,7 +119,7 @@ impl Dialect {
                     Some("artifact-update") => {
                         StreamResponse::ArtifactUpdate(parse(artifact_event_from_03(v), "artifact-update")?)
                     }
-                    other => return Err(A2aError::Malformed(format!("stream event of kind {other:?}"))),
+                    other => return Err(DialectError::Malformed(format!("stream event of kind {other:?}"))),
                 };
                 Ok((event, last))
             }
@@ -107,7 +128,7 @@ impl Dialect {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Result<T> {
-    serde_json::from_value(v).map_err(|e| A2aError::Malformed(format!("{what} does not have A2A's shape: {e}")))
+    serde_json::from_value(v).map_err(|e| DialectError::Malformed(format!("{what} does not have A2A's shape: {e}")))
 }
 
 fn kind(v: &Value) -> Option<&str> {
@@ -448,9 +469,7 @@ pub fn send_params_03_to_v1(v: Value) -> Value {
 }
 
 #[cfg(test)]
-#[path = "dialect_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "dialect_server_tests.rs"]
 mod server_tests;

@@ -14,8 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
-use volcanic_a2a::Dialect;
-use volcanic_a2a::dialect as d;
+use volcanic_a2a_dialect::{self as d, Dialect};
 
 use crate::error::invalid_params;
 use crate::runtime::{Started, Tenant, interrupted, trimmed};
@@ -226,7 +225,10 @@ async fn dispatch(
     let v03 = dialect == Dialect::V03;
     let task_out = |t: &a2a::Task| if v03 { d::task_to_03(to_value(t)) } else { to_value(t) };
     match method {
-        methods::SEND_MESSAGE | methods::SEND_STREAMING_MESSAGE | "message/send" | "message/stream" => {
+        methods::SEND_MESSAGE
+        | methods::SEND_STREAMING_MESSAGE
+        | d::methods::SEND_MESSAGE
+        | d::methods::SEND_STREAMING_MESSAGE => {
             if v03 {
                 params = match d::send_params_03_to_v1(Value::Object(params)) {
                     Value::Object(m) => m,
@@ -241,7 +243,7 @@ async fn dispatch(
             let history = history_len(conf.as_ref().and_then(|c| c.history_length))?;
             let immediate = conf.as_ref().and_then(|c| c.return_immediately).unwrap_or(false);
             let mut started = tenant.send(req, v03)?;
-            if method == methods::SEND_STREAMING_MESSAGE || method == "message/stream" {
+            if method == methods::SEND_STREAMING_MESSAGE || method == d::methods::SEND_STREAMING_MESSAGE {
                 return Ok(Reply::Stream(Box::new(started), Mode::Send));
             }
             let result = if immediate {
@@ -258,21 +260,21 @@ async fn dispatch(
                 to_value(&result)
             }))
         }
-        methods::GET_TASK | "tasks/get" => {
+        methods::GET_TASK | d::methods::GET_TASK => {
             let id = req_str(&params, "id")?;
             let history = history_len(params.get("historyLength").and_then(Value::as_i64).map(|n| n as i32))?;
             Ok(Reply::Result(task_out(&tenant.get(&id, history)?)))
         }
-        methods::LIST_TASKS | "tasks/list" => list(tenant, params, v03).map(Reply::Result),
-        methods::CANCEL_TASK | "tasks/cancel" => {
+        methods::LIST_TASKS | d::methods::LIST_TASKS => list(tenant, params, v03).map(Reply::Result),
+        methods::CANCEL_TASK | d::methods::CANCEL_TASK => {
             let id = req_str(&params, "id")?;
             Ok(Reply::Result(task_out(&tenant.cancel(&id)?)))
         }
-        methods::SUBSCRIBE_TO_TASK | "tasks/resubscribe" => {
+        methods::SUBSCRIBE_TO_TASK | d::methods::SUBSCRIBE_TO_TASK => {
             let id = req_str(&params, "id")?;
             Ok(Reply::Stream(Box::new(tenant.subscribe(&id)?), Mode::Subscribe))
         }
-        methods::CREATE_PUSH_CONFIG | "tasks/pushNotificationConfig/set" => {
+        methods::CREATE_PUSH_CONFIG | d::methods::CREATE_PUSH_CONFIG => {
             let cfg: a2a::TaskPushNotificationConfig = if v03 {
                 let task_id = req_str(&params, "taskId")?;
                 let inner = params
@@ -293,7 +295,7 @@ async fn dispatch(
                 to_value(&saved)
             }))
         }
-        methods::GET_PUSH_CONFIG | "tasks/pushNotificationConfig/get" => {
+        methods::GET_PUSH_CONFIG | d::methods::GET_PUSH_CONFIG => {
             let (task_id, id) = if v03 {
                 let t = req_str(&params, "id")?;
                 let c = params
@@ -321,7 +323,7 @@ async fn dispatch(
                 to_value(&found)
             }))
         }
-        methods::LIST_PUSH_CONFIGS | "tasks/pushNotificationConfig/list" => {
+        methods::LIST_PUSH_CONFIGS | d::methods::LIST_PUSH_CONFIGS => {
             let task_id = req_str(&params, if v03 { "id" } else { "taskId" })?;
             let configs = tenant.push_configs(&task_id)?;
             Ok(Reply::Result(if v03 {
@@ -330,7 +332,7 @@ async fn dispatch(
                 json!({"configs": configs, "nextPageToken": ""})
             }))
         }
-        methods::DELETE_PUSH_CONFIG | "tasks/pushNotificationConfig/delete" => {
+        methods::DELETE_PUSH_CONFIG | d::methods::DELETE_PUSH_CONFIG => {
             let (task_id, id) = if v03 {
                 (req_str(&params, "id")?, req_str(&params, "pushNotificationConfigId")?)
             } else {
@@ -339,7 +341,7 @@ async fn dispatch(
             tenant.delete_push(&task_id, &id)?;
             Ok(Reply::Result(if v03 { Value::Null } else { json!({}) }))
         }
-        methods::GET_EXTENDED_AGENT_CARD | "agent/getAuthenticatedExtendedCard" => {
+        methods::GET_EXTENDED_AGENT_CARD | d::methods::GET_EXTENDED_AGENT_CARD => {
             if server.config.card.extended_description.is_none() {
                 return Err(A2AError::extended_card_not_configured());
             }

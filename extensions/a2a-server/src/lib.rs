@@ -4,12 +4,14 @@
 //! - [`A2aServer::router`]: axum routes for the bot's HTTP listener: the card at
 //!   `/.well-known/agent-card.json` (and 0.3's `/.well-known/agent.json`), the JSON-RPC endpoint
 //!   `POST /a2a` answering A2A 1.0 (`A2A-Version: 1.0`, `SendMessage`, …) and 0.3 (`message/send`,
-//!   …) in the dialect asked, with SSE for the streaming methods.
+//!   …) in the dialect asked (translated by `volcanic-a2a-dialect`), with SSE for the streaming
+//!   methods.
 //! - Tenancy: callers present bearer tokens from config, compared in constant time; a missing or
 //!   wrong token is a 401 with `WWW-Authenticate`. [`A2AServerCache`] keeps one [`Tenant`] per
 //!   caller with its own task store, so a caller never sees another's tasks (`TaskNotFound`).
 //! - Work is done by an [`Executor`] (the seam): the test kit's is scripted (the A2A TCK's
-//!   behaviours); the bot's, an agent session per (caller, contextId), is not built yet.
+//!   behaviours); the bot's, `A2ASessionPool` in its A2A server feature, runs an agent session
+//!   per (caller, contextId).
 //! - Tasks persist under `<state_dir>/a2a/<caller>/tasks/` (atomic writes); a task found
 //!   `working` at start becomes `failed` with a message saying so.
 //! - Push notifications go out in order with retries; private targets are refused ([`push`]).
@@ -32,6 +34,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
+use volcanic_a2a_dialect::{CARD_PATH, LEGACY_CARD_PATH};
 
 pub use card::{CARD_MAX_AGE, RPC_PATH, card_json};
 pub use config::{Caller, CardInfo, Limits, ServerConfig, Skill, valid_caller_name};
@@ -130,8 +133,8 @@ impl A2aServer {
     /// The routes: the card (both paths) and `POST /a2a` (also `/a2a/`).
     pub fn router(self: &Arc<Self>) -> Router {
         Router::new()
-            .route("/.well-known/agent-card.json", get(card_handler))
-            .route("/.well-known/agent.json", get(legacy_card_handler))
+            .route(CARD_PATH, get(card_handler))
+            .route(LEGACY_CARD_PATH, get(legacy_card_handler))
             .route(RPC_PATH, post(rpc::handle))
             .route(&format!("{RPC_PATH}/"), post(rpc::handle))
             // The endpoint bounds its body itself, answering a JSON-RPC error.

@@ -163,7 +163,7 @@ impl Tenant {
     fn publish(&self, r: &mut Record, event: StreamResponse) {
         if !r.stored.push.is_empty() {
             let v1 = serde_json::to_value(&event).unwrap_or_default();
-            let v03 = volcanic_a2a::dialect::task_to_03(serde_json::to_value(&r.stored.task).unwrap_or_default());
+            let v03 = volcanic_a2a_dialect::task_to_03(serde_json::to_value(&r.stored.task).unwrap_or_default());
             let queue = r.push_queue.get_or_insert_with(|| self.pusher.queue());
             let _ = queue.send(Delivery {
                 targets: r.stored.push.clone(),

@@ -1,6 +1,7 @@
 //! The seam between the protocol and whatever does the work: an [`Executor`] runs one turn of a
 //! task and reports through [`TaskEvents`]. The test kit's is scripted by message-id prefix (the
-//! A2A TCK's behaviours); the bot's is meant to run an agent session per (caller, contextId).
+//! A2A TCK's behaviours); the bot's, `A2ASessionPool`, runs an agent session per (caller,
+//! contextId).
 
 use std::sync::Arc;
 
