@@ -5,7 +5,7 @@
 //! it sends a message with URL buttons, deletes one, tells a chat something in line with its
 //! answers, hands a prompt into a chat's line with the exactly-once bookkeeping behind it, or
 //! makes a session of its own. The Telegram host implements the port
-//! (`crate::telegram::TelegramPort`); the console has no chats a feature can address, so its
+//! (`TelegramPort`, in the Telegram host); the console has no chats a feature can address, so its
 //! features get none ([`Services::chats`](super::Services::chats) is `None`).
 
 use async_trait::async_trait;

@@ -372,7 +372,7 @@ impl AssistantMessage {
     pub fn provider_tool_calls(&self) -> impl Iterator<Item = &ProviderToolCall> {
         self.content.iter().filter_map(|c| match c {
             AssistantContent::ProviderToolCall(t) => Some(t),
-            _ => None,
+            AssistantContent::Text(_) | AssistantContent::Thinking(_) | AssistantContent::ToolCall(_) => None,
         })
     }
 
