@@ -252,20 +252,7 @@ fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
 }
 
 fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
-    let mut features = BTreeMap::new();
-    for (key, value) in raw.rest {
-        match value {
-            toml::Value::Table(t) => {
-                features.insert(key, t);
-            }
-            _ => {
-                return Err(invalid(
-                    key,
-                    "unknown setting (see config/volcanic.example.toml for the keys)",
-                ));
-            }
-        }
-    }
+    let features = feature_sections(raw.rest)?;
     let zone_name = raw.default_time_zone.unwrap_or_else(|| "UTC".into());
     let default_time_zone: chrono_tz::Tz = zone_name.parse().map_err(|_| {
         invalid(
@@ -305,41 +292,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     }
     let session_idle = std::time::Duration::from_secs_f64(idle_minutes * 60.0);
     let compaction = raw.compaction.unwrap_or_default();
-    let tg = raw.telegram.unwrap_or_default();
-    let mode = tg.mode.unwrap_or_else(|| "polling".into());
-    if mode != "polling" && mode != "webhook" {
-        return Err(invalid(
-            "telegram.mode",
-            format!("`{mode}`: use \"polling\" or \"webhook\""),
-        ));
-    }
-    if mode == "webhook"
-        && !raw
-            .http
-            .as_ref()
-            .and_then(|h| h.public_url.as_deref())
-            .is_some_and(|u| u.starts_with("https://"))
-    {
-        return Err(invalid(
-            "http.public_url",
-            "webhook mode needs the bot's public https URL here (Telegram posts updates to <public_url>/telegram/webhook)",
-        ));
-    }
-    let api_url = tg.api_url.unwrap_or_else(|| "https://api.telegram.org".into());
-    if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
-        return Err(invalid(
-            "telegram.api_url",
-            format!("`{api_url}` must be an http(s) URL"),
-        ));
-    }
-    for o in &tg.owners {
-        if !tg.allowed_users.contains(o) {
-            return Err(invalid(
-                "telegram.owners",
-                format!("owner {o} must also be in telegram.allowed_users"),
-            ));
-        }
-    }
+    let telegram = resolve_telegram(raw.telegram.unwrap_or_default(), raw.http.as_ref())?;
     let mut providers = Vec::new();
     let mut claude_code = None;
     for (name, p) in raw.providers {
@@ -369,14 +322,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         harden_process: raw.harden_process.unwrap_or(true),
         reserve_tokens: compaction.reserve_tokens.unwrap_or(16_384),
         keep_recent_tokens: compaction.keep_recent_tokens.unwrap_or(20_000),
-        telegram: TelegramConfig {
-            token: tg.token,
-            api_url,
-            mode,
-            allowed_users: tg.allowed_users,
-            allowed_chats: tg.allowed_chats,
-            owners: tg.owners,
-        },
+        telegram,
         providers,
         claude_code,
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -384,6 +330,71 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         google,
         features,
     })
+}
+
+/// `[telegram]`, checked: the mode (webhook mode needs an https `[http] public_url`), the API
+/// URL, owners among the allowed users.
+fn resolve_telegram(tg: RawTelegram, http: Option<&RawHttp>) -> Result<TelegramConfig, ConfigError> {
+    let mode = tg.mode.unwrap_or_else(|| "polling".into());
+    if mode != "polling" && mode != "webhook" {
+        return Err(invalid(
+            "telegram.mode",
+            format!("`{mode}`: use \"polling\" or \"webhook\""),
+        ));
+    }
+    if mode == "webhook"
+        && !http
+            .and_then(|h| h.public_url.as_deref())
+            .is_some_and(|u| u.starts_with("https://"))
+    {
+        return Err(invalid(
+            "http.public_url",
+            "webhook mode needs the bot's public https URL here (Telegram posts updates to <public_url>/telegram/webhook)",
+        ));
+    }
+    let api_url = tg.api_url.unwrap_or_else(|| "https://api.telegram.org".into());
+    if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
+        return Err(invalid(
+            "telegram.api_url",
+            format!("`{api_url}` must be an http(s) URL"),
+        ));
+    }
+    for o in &tg.owners {
+        if !tg.allowed_users.contains(o) {
+            return Err(invalid(
+                "telegram.owners",
+                format!("owner {o} must also be in telegram.allowed_users"),
+            ));
+        }
+    }
+    Ok(TelegramConfig {
+        token: tg.token,
+        api_url,
+        mode,
+        allowed_users: tg.allowed_users,
+        allowed_chats: tg.allowed_chats,
+        owners: tg.owners,
+    })
+}
+
+/// The top-level tables no setting names: the host features' sections (`[a2a]`, `[mcp]`, …),
+/// checked by the features. Anything else unknown is an error naming its key.
+fn feature_sections(rest: BTreeMap<String, toml::Value>) -> Result<BTreeMap<String, toml::Table>, ConfigError> {
+    let mut features = BTreeMap::new();
+    for (key, value) in rest {
+        match value {
+            toml::Value::Table(t) => {
+                features.insert(key, t);
+            }
+            _ => {
+                return Err(invalid(
+                    key,
+                    "unknown setting (see config/volcanic.example.toml for the keys)",
+                ));
+            }
+        }
+    }
+    Ok(features)
 }
 
 fn resolve_google(

@@ -112,7 +112,10 @@ async fn deliver_in(
     session.wait_for_idle().await;
     output.flush().await;
     let failed_before = output.failed_sends();
-    let listener = prompt.watch.clone().map(|watch| session.subscribe(move |e| watch.on_event(e)));
+    let listener = prompt
+        .watch
+        .clone()
+        .map(|watch| session.subscribe(move |e| watch.on_event(e)));
     let key = prompt_digest(&prompt.key);
     // Cut off by a crash and handed in again: its prompt may be in the transcript already.
     let messages = session.messages();

@@ -188,7 +188,11 @@ async fn continue_cut_off(
     group: Vec<Item>,
 ) {
     let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
-    tracing::info!(chat = conversation.target.chat_id, ?ids, "continuing a run a crash cut off");
+    tracing::info!(
+        chat = conversation.target.chat_id,
+        ?ids,
+        "continuing a run a crash cut off"
+    );
     conversation.ledger.resume(&ids, digest);
     let session = session.clone();
     let (host, conversation) = (host.clone(), conversation.clone());
