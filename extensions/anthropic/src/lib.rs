@@ -54,7 +54,7 @@ mod wire;
 mod stream_tests;
 
 pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
-pub use provider::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use provider::{ANTHROPIC_VERSION, AnthropicProvider, Messages};
 pub use request::thinking_budget;
 pub use volcanic_provider_support::ProviderConfig;
 

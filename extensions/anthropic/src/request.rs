@@ -79,7 +79,7 @@ pub(crate) fn limits(model: &Model, options: &StreamOptions) -> (u64, Option<u64
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Body<'a> {
+pub struct Body<'a> {
     model: &'a str,
     max_tokens: u64,
     stream: bool,

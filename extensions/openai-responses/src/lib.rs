@@ -24,7 +24,7 @@ mod provider;
 mod request;
 mod wire;
 
-pub use provider::OpenAiResponsesProvider;
+pub use provider::{OpenAiResponsesProvider, Responses, registration};
 pub use request::reasoning_effort;
 pub use volcanic_provider_support::ProviderConfig;
 

@@ -45,7 +45,7 @@ pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Body<'a> {
+pub struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
@@ -332,15 +332,9 @@ fn reasoning_item(signature: &str) -> Option<InputItem<'static>> {
 /// A `function_call_output`; the result's images go to `images` (or a note when the model
 /// takes none).
 fn tool_output<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> InputItem<'a> {
-    let (text, attached) = tool_result_text(model, result);
-    images.extend(
-        attached
-            .into_iter()
-            .map(|image| image_part(&image.mime_type, &image.data)),
-    );
     InputItem::FunctionCallOutput {
         call_id: call_id(&result.tool_call_id),
-        output: text,
+        output: tool_result_text(model, result, images, |image| image_part(&image.mime_type, &image.data)),
     }
 }
 

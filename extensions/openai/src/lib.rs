@@ -54,7 +54,7 @@ mod wire;
 mod stream_tests;
 
 pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
-pub use provider::OpenAiCompletionsProvider;
+pub use provider::{ChatCompletions, OpenAiCompletionsProvider};
 pub use request::reasoning_effort;
 pub use volcanic_provider_support::ProviderConfig;
 

@@ -43,7 +43,7 @@ pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Body<'a> {
+pub struct Body<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
@@ -335,15 +335,9 @@ fn push_text(text: &mut String, piece: &str, ran: bool, after_ran: &mut bool) {
 /// A `role: "tool"` message; the result's images go to `images` (or a note when the model
 /// takes none).
 fn tool_message<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> WireMessage<'a> {
-    let (text, attached) = tool_result_text(model, result);
-    images.extend(
-        attached
-            .into_iter()
-            .map(|image| image_part(&image.mime_type, &image.data)),
-    );
     WireMessage::Tool {
         tool_call_id: tool_id(&result.tool_call_id),
-        content: text,
+        content: tool_result_text(model, result, images, |image| image_part(&image.mime_type, &image.data)),
     }
 }
 

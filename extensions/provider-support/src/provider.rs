@@ -1,5 +1,6 @@
 //! [`SseProvider`]: one streamed `POST` per call to a [`WireApi`], retried while nothing of the
-//! answer was streamed, ending in exactly one `done` or `error` event.
+//! answer was streamed, ending in exactly one `done` or `error` event; [`registration`] puts it
+//! in the model registry with a catalogue.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -9,8 +10,10 @@ use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::provider::ProviderRegistration;
 use volcanic_abstractions::{
-    AssistantMessage, AssistantMessageEvent, Model, ProviderContext, ProviderStream, StopReason, StreamOptions,
+    Api, AssistantMessage, AssistantMessageEvent, Model, Provider, ProviderContext, ProviderStream, StopReason,
+    StreamOptions,
 };
 
 use crate::error::{ProviderError, Result};
@@ -23,12 +26,15 @@ use crate::stream::{EventMapper, read_stream};
 /// Longest provider error text kept when the body is not the API's JSON error shape.
 const MAX_ERROR_TEXT: usize = 1000;
 
-/// What distinguishes one streaming wire API (Anthropic Messages, OpenAI Chat Completions) for
-/// an [`SseProvider`]: where to send a call, how to authenticate, the request body, the error
-/// body and how to read the response events.
+/// What distinguishes one streaming wire API (Anthropic Messages, OpenAI Chat Completions,
+/// OpenAI Responses) for an [`SseProvider`]: where to send a call, how to authenticate, the
+/// request body, the error body and how to read the response events.
 pub trait WireApi: Send + Sync + 'static {
     /// The API's name in log lines (`anthropic`, `openai-completions`).
     const NAME: &'static str;
+
+    /// The API models name in their `api` field, served by `SseProvider<Self>`.
+    const API: Api;
 
     /// Maps the SSE events of one response.
     type Mapper: EventMapper;
@@ -133,14 +139,24 @@ impl<W> std::fmt::Debug for SseProvider<W> {
 }
 
 impl<W: WireApi> SseProvider<W> {
-    /// A provider with the given retry, idle-timeout and connect-timeout settings.
+    /// A provider with the default [`ProviderConfig`] (1 s base delay, 3 retries, 120 s idle
+    /// timeout).
     ///
     /// TLS uses rustls; when no process-wide crypto provider is installed yet, ring's is
     /// installed (the binary installs it at start anyway).
     ///
     /// # Errors
     /// [`ProviderError::Client`] when the HTTP client cannot be built.
-    pub fn new(config: ProviderConfig) -> Result<Self> {
+    pub fn new() -> Result<Self> {
+        Self::with_config(ProviderConfig::default())
+    }
+
+    /// A provider with the given retry, idle-timeout and connect-timeout settings (TLS as for
+    /// [`new`](Self::new)).
+    ///
+    /// # Errors
+    /// [`ProviderError::Client`] when the HTTP client cannot be built.
+    pub fn with_config(config: ProviderConfig) -> Result<Self> {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
@@ -158,14 +174,40 @@ impl<W: WireApi> SseProvider<W> {
     pub fn config(&self) -> &ProviderConfig {
         &self.inner.config
     }
+}
 
-    /// Starts one call (what [`volcanic_abstractions::Provider::stream`] does). The request
-    /// runs as the stream is polled; dropping the stream cancels it.
-    pub fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
+impl<W: WireApi> Provider for SseProvider<W> {
+    fn api(&self) -> Api {
+        W::API
+    }
+
+    /// Starts one call. The request runs as the stream is polled; dropping the stream cancels it.
+    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
         let inner = Arc::clone(&self.inner);
         let model = model.clone();
         event_stream(move |emitter| run::<W>(inner, model, context, options, emitter))
     }
+}
+
+/// The registration of provider `name` speaking `W` (with the default [`ProviderConfig`]) with
+/// its catalogue `models`, its key read from the environment variable `api_key_env` (none for
+/// an API whose servers take no key). A config section `[providers.NAME]` may override the
+/// base URL and key.
+///
+/// # Errors
+/// [`ProviderError::Client`] when the HTTP client cannot be built (TLS set-up).
+pub fn registration<W: WireApi>(
+    name: &str,
+    models: Vec<Model>,
+    api_key_env: Option<&str>,
+) -> Result<ProviderRegistration> {
+    Ok(ProviderRegistration {
+        name: name.into(),
+        provider: Arc::new(SseProvider::<W>::new()?),
+        models,
+        api_key: None,
+        api_key_env: api_key_env.map(str::to_owned),
+    })
 }
 
 /// A call that ended without an answer.
@@ -374,6 +416,7 @@ mod tests {
 
     impl WireApi for Versioned {
         const NAME: &'static str = "versioned";
+        const API: Api = Api::OpenAiCompletions;
         type Mapper = Never;
 
         fn endpoint(base_url: &str) -> String {
@@ -409,7 +452,7 @@ mod tests {
             unreachable!("the header tests build no mapper")
         }
 
-        fn has_content(&self) -> bool {
+        fn message(&self) -> &AssistantMessage {
             match *self {}
         }
 
@@ -417,7 +460,13 @@ mod tests {
             match *self {}
         }
 
-        fn on_sse_event(&mut self, _: &eventsource_stream::Event, _: &mut Vec<AssistantMessageEvent>) -> Result<()> {
+        type Event = Never;
+
+        fn decode(_: &eventsource_stream::Event) -> Result<Never> {
+            unreachable!("the header tests decode nothing")
+        }
+
+        fn on_event(&mut self, _: Never, _: &mut Vec<AssistantMessageEvent>) -> Result<()> {
             match *self {}
         }
 

@@ -20,22 +20,44 @@ pub trait EventMapper: Send + Sized {
     /// milliseconds).
     fn new(model: &Model, timestamp: i64) -> Self;
 
+    /// The message built so far.
+    fn message(&self) -> &AssistantMessage;
+
     /// Whether any content block was started (after which a failure is not retried).
-    fn has_content(&self) -> bool;
+    fn has_content(&self) -> bool {
+        !self.message().content.is_empty()
+    }
 
     /// Whether the terminal event arrived.
     fn is_finished(&self) -> bool;
 
-    /// Decodes and handles one SSE event, appending the provider events it yields to `out`.
+    /// One SSE event of the API, decoded.
+    type Event;
+
+    /// Decodes one SSE event.
     ///
     /// # Errors
-    /// [`ProviderError::Decode`] for an event that cannot be decoded, [`ProviderError::Stream`]
-    /// for an error the stream reports.
+    /// [`ProviderError::Decode`] for an event that cannot be decoded.
+    fn decode(event: &eventsource_stream::Event) -> Result<Self::Event, ProviderError>;
+
+    /// Handles one decoded event, appending the provider events it yields to `out`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Stream`] for an error the stream reports.
+    fn on_event(&mut self, event: Self::Event, out: &mut Vec<AssistantMessageEvent>) -> Result<(), ProviderError>;
+
+    /// Decodes and handles one SSE event ([`decode`](Self::decode), then
+    /// [`on_event`](Self::on_event)).
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode) and [`on_event`](Self::on_event).
     fn on_sse_event(
         &mut self,
         event: &eventsource_stream::Event,
         out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<(), ProviderError> {
+        Self::decode(event).and_then(|event| self.on_event(event, out))
+    }
 
     /// The final message after the terminal event, with the failure its stop reason stands
     /// for ([`ProviderError::StopReason`]), if any.
