@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
-    ToolCall,
 };
 
-use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, tool_arguments};
+use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, start_tool_call, tool_arguments};
 
 use crate::wire::{self, WireBlock, WireDelta, WireEvent, WireUsage};
 
@@ -201,17 +200,7 @@ impl Mapper {
                     Some(Value::Object(map)) => Value::Object(map),
                     Some(_) | None => Value::Object(Map::new()),
                 };
-                self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments,
-                    thought_signature: None,
-                }));
-                out.push(AssistantMessageEvent::ToolCallStart {
-                    content_index,
-                    id,
-                    name,
-                });
+                start_tool_call(&mut self.message, id, name, arguments, out);
             }
             WireBlock::Other => return,
         }

@@ -3,7 +3,7 @@
 //! streamed, ending in exactly one `done` or `error` event.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use volcanic_abstractions::{Api, Model, ProviderContext, StreamOptions};
+use volcanic_abstractions::Api;
 use volcanic_provider_support::{SseProvider, WireApi};
 
 use crate::mapper::Mapper;
@@ -18,13 +18,13 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 ///
 /// One instance holds one HTTP client (connections are reused) and may serve any number of
 /// concurrent calls. Each call POSTs to `{model.base_url}/v1/messages` (a base URL already
-/// ending in `/v1` gets `/messages`) with `x-api-key` (from [`StreamOptions::api_key`]),
+/// ending in `/v1` gets `/messages`) with `x-api-key` (from [`StreamOptions::api_key`](volcanic_abstractions::StreamOptions::api_key)),
 /// `anthropic-version: 2023-06-01` and `stream: true`.
 ///
 /// Failures never leave the stream out of band: HTTP errors (`"429 rate_limit_error: ..."`),
 /// broken or silent streams, in-stream `error` events and aborts all end the stream with one
 /// `error` event carrying the partial message, `stopReason` `error` (or `aborted` when
-/// [`StreamOptions::cancel`] fired) and the provider's message in `errorMessage`. Transient
+/// [`StreamOptions::cancel`](volcanic_abstractions::StreamOptions::cancel) fired) and the provider's message in `errorMessage`. Transient
 /// failures (429, 5xx, 529 / `overloaded_error`, refused or reset connections, a stream that
 /// breaks off) are retried with exponential backoff, honouring `retry-after-ms` /
 /// `retry-after`, as long as no content block was streamed; see
@@ -43,6 +43,7 @@ impl WireApi for Messages {
     const NAME: &'static str = "anthropic";
     const API: Api = Api::AnthropicMessages;
     type Mapper = Mapper;
+    const PATH: &'static str = "/v1/messages";
 
     /// `{base}/v1/messages`, or `{base}/messages` when the base already ends in `/v1`.
     fn endpoint(base_url: &str) -> String {
@@ -50,7 +51,7 @@ impl WireApi for Messages {
         if base.ends_with("/v1") {
             format!("{base}/messages")
         } else {
-            format!("{base}/v1/messages")
+            format!("{base}{}", Self::PATH)
         }
     }
 
@@ -67,10 +68,6 @@ impl WireApi for Messages {
 
     type Body<'a> = request::Body<'a>;
 
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
-        request::Body::new(model, context, options)
-    }
-
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)
     }
@@ -80,6 +77,7 @@ impl WireApi for Messages {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use volcanic_abstractions::StreamOptions;
 
     #[test]
     fn endpoint_appends_the_messages_path_once() {

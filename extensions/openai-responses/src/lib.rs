@@ -25,8 +25,8 @@ mod request;
 mod wire;
 
 pub use provider::{OpenAiResponsesProvider, Responses, registration};
-pub use request::reasoning_effort;
 pub use volcanic_provider_support::ProviderConfig;
+pub use volcanic_provider_support::reasoning_effort;
 
 /// The crate's error type, shared with the other providers. A call never returns it: the stream
 /// ends with an `error` event whose `errorMessage` is its `Display`. Only

@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
-    ToolCall,
 };
-use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, tool_arguments};
+use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, start_tool_call, tool_arguments};
 
 use crate::wire::{self, Item, ResponseObject, WireEvent, WireUsage};
 
@@ -197,17 +196,7 @@ impl Mapper {
             Item::FunctionCall { id, call_id, name, .. } => {
                 let id = call_pair(call_id.as_deref(), id.as_deref(), output_index);
                 let name = name.unwrap_or_default();
-                self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: Value::Object(Map::new()),
-                    thought_signature: None,
-                }));
-                out.push(AssistantMessageEvent::ToolCallStart {
-                    content_index,
-                    id,
-                    name,
-                });
+                start_tool_call(&mut self.message, id, name, Value::Object(Map::new()), out);
             }
             Item::Other => return,
         }

@@ -2,9 +2,8 @@
 //! one streamed `POST {base_url}/responses` per call, retried while nothing of the answer was
 //! streamed, ending in exactly one `done` or `error` event.
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
+use volcanic_abstractions::Api;
 use volcanic_abstractions::provider::ProviderRegistration;
-use volcanic_abstractions::{Api, Model, ProviderContext, StreamOptions};
 use volcanic_provider_support::{SseProvider, WireApi};
 
 use crate::mapper::Mapper;
@@ -16,7 +15,7 @@ use crate::{request, wire};
 ///
 /// One instance holds one HTTP client and may serve any number of concurrent calls. Each call
 /// POSTs to `{model.base_url}/responses` (the base URL includes `/v1`) with
-/// `authorization: Bearer KEY` when [`StreamOptions::api_key`] is set, `stream: true`,
+/// `authorization: Bearer KEY` when [`StreamOptions::api_key`](volcanic_abstractions::StreamOptions::api_key) is set, `stream: true`,
 /// `store: false` and, for reasoning models, `include: ["reasoning.encrypted_content"]` and
 /// `reasoning.effort` from the thinking level ([`reasoning_effort`](crate::reasoning_effort)).
 ///
@@ -38,21 +37,9 @@ impl WireApi for Responses {
     const NAME: &'static str = "openai-responses";
     const API: Api = Api::OpenAiResponses;
     type Mapper = Mapper;
-
-    /// `{base}/responses`.
-    fn endpoint(base_url: &str) -> String {
-        format!("{}/responses", base_url.trim_end_matches('/'))
-    }
-
-    fn key_header(key: &str) -> (HeaderName, String) {
-        (AUTHORIZATION, format!("Bearer {key}"))
-    }
+    const PATH: &'static str = "/responses";
 
     type Body<'a> = request::Body<'a>;
-
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
-        request::Body::new(model, context, options)
-    }
 
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)

@@ -19,11 +19,12 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
-    ToolResultMessage, UserBody, UserContent,
+    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ToolResultMessage, UserBody,
+    UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_result_text,
+    IMAGE_OMITTED, RequestBody, bash_execution_text, branch_summary_text, compaction_summary_text, reasoning_effort,
+    sanitize_id, tool_result_text,
 };
 
 /// Smallest `max_output_tokens` the API accepts (a smaller one is a 400).
@@ -31,18 +32,6 @@ const MIN_OUTPUT_TOKENS: u64 = 16;
 
 /// Longest `call_id` the API accepts.
 const MAX_CALL_ID: usize = 64;
-
-/// The `reasoning.effort` of a level: `off` sends none (the model's default applies), `xhigh`
-/// is `high`.
-pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh => Some("high"),
-    }
-}
 
 #[derive(Debug, Serialize)]
 pub struct Body<'a> {
@@ -84,9 +73,9 @@ struct FunctionTool<'a> {
     strict: bool,
 }
 
-impl<'a> Body<'a> {
+impl<'a> RequestBody<'a> for Body<'a> {
     /// The body of one call to `model` with `context`.
-    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let effort = if model.reasoning {
             reasoning_effort(options.thinking_level)
         } else {

@@ -55,8 +55,8 @@ mod stream_tests;
 
 pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
 pub use provider::{ChatCompletions, OpenAiCompletionsProvider};
-pub use request::reasoning_effort;
 pub use volcanic_provider_support::ProviderConfig;
+pub use volcanic_provider_support::reasoning_effort;
 
 /// The crate's error type, shared with the other providers. A provider call never returns it:
 /// [`OpenAiCompletionsProvider`]'s stream turns every failure into the stream's final `error`

@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
-    ToolCall,
 };
 
-use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, tool_arguments};
+use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, start_tool_call, tool_arguments};
 
 use crate::wire::{self, Chunk, Delta, ToolCallDelta, WireEvent, WireUsage};
 
@@ -257,17 +256,7 @@ impl Mapper {
                 .filter(|id| !id.is_empty())
                 .unwrap_or_else(|| format!("call_{}_{index}", self.message.timestamp));
             let name = function.name.clone().unwrap_or_default();
-            self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                arguments: Value::Object(Map::new()),
-                thought_signature: None,
-            }));
-            out.push(AssistantMessageEvent::ToolCallStart {
-                content_index,
-                id,
-                name,
-            });
+            start_tool_call(&mut self.message, id, name, Value::Object(Map::new()), out);
             self.calls.insert(
                 index,
                 CallState {

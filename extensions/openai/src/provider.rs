@@ -2,8 +2,7 @@
 //! ([`ChatCompletions`]), one streamed `POST {base_url}/chat/completions` per call, retried
 //! while nothing of the answer was streamed, ending in exactly one `done` or `error` event.
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
-use volcanic_abstractions::{Api, Model, ProviderContext, StreamOptions};
+use volcanic_abstractions::Api;
 use volcanic_provider_support::{SseProvider, WireApi};
 
 use crate::mapper::Mapper;
@@ -15,13 +14,13 @@ use crate::{request, wire};
 ///
 /// One instance holds one HTTP client (connections are reused) and may serve any number of
 /// concurrent calls. Each call POSTs to `{model.base_url}/chat/completions` (the base URL
-/// includes `/v1`) with `authorization: Bearer KEY` when [`StreamOptions::api_key`] is set
+/// includes `/v1`) with `authorization: Bearer KEY` when [`StreamOptions::api_key`](volcanic_abstractions::StreamOptions::api_key) is set
 /// (local servers take none), `stream: true` and `stream_options.include_usage`.
 ///
 /// Failures never leave the stream out of band: HTTP errors
 /// (`"429 rate_limit_exceeded: ..."`), broken or silent streams, in-stream error chunks and
 /// aborts all end the stream with one `error` event carrying the partial message,
-/// `stopReason` `error` (or `aborted` when [`StreamOptions::cancel`] fired) and the provider's
+/// `stopReason` `error` (or `aborted` when [`StreamOptions::cancel`](volcanic_abstractions::StreamOptions::cancel) fired) and the provider's
 /// message in `errorMessage`. Transient failures (429, 5xx, refused or reset connections, a
 /// stream that breaks off) are retried with exponential backoff, honouring `retry-after-ms` /
 /// `retry-after`, as long as no content block was streamed; see
@@ -43,21 +42,9 @@ impl WireApi for ChatCompletions {
     const NAME: &'static str = "openai-completions";
     const API: Api = Api::OpenAiCompletions;
     type Mapper = Mapper;
-
-    /// `{base}/chat/completions`.
-    fn endpoint(base_url: &str) -> String {
-        format!("{}/chat/completions", base_url.trim_end_matches('/'))
-    }
-
-    fn key_header(key: &str) -> (HeaderName, String) {
-        (AUTHORIZATION, format!("Bearer {key}"))
-    }
+    const PATH: &'static str = "/chat/completions";
 
     type Body<'a> = request::Body<'a>;
-
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
-        request::Body::new(model, context, options)
-    }
 
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)
@@ -68,6 +55,7 @@ impl WireApi for ChatCompletions {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use volcanic_abstractions::StreamOptions;
 
     #[test]
     fn endpoint_appends_chat_completions() {

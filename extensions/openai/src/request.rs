@@ -21,26 +21,16 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
-    ToolResultMessage, UserBody, UserContent,
+    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ToolResultMessage, UserBody,
+    UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_result_text,
+    IMAGE_OMITTED, RequestBody, bash_execution_text, branch_summary_text, compaction_summary_text, reasoning_effort,
+    sanitize_id, tool_result_text,
 };
 
 /// Longest tool-call id OpenAI accepts.
 const MAX_ID_LEN: usize = 40;
-
-/// The `reasoning_effort` of a level (`off` → none; `xhigh` → `high`).
-pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh => Some("high"),
-    }
-}
 
 #[derive(Debug, Serialize)]
 pub struct Body<'a> {
@@ -62,9 +52,9 @@ pub struct Body<'a> {
     tools: Vec<FunctionTool<'a>>,
 }
 
-impl<'a> Body<'a> {
+impl<'a> RequestBody<'a> for Body<'a> {
     /// The body of one call to `model` with `context`.
-    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let mut messages = Vec::new();
         if !context.system_prompt.is_empty() {
             messages.push(WireMessage::System {

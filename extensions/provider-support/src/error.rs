@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::http::is_transient_status;
 
 /// Result alias with [`ProviderError`] as the default error.
@@ -135,20 +133,6 @@ impl ProviderError {
             | ProviderError::StopReason { .. }
             | ProviderError::Aborted => None,
         }
-    }
-}
-
-/// `(kind, message)` of an OpenAI-style `error` value: an object's `code` (else its `type`) and
-/// its `message`, each read with `text`; a bare string is the message; anything else is the
-/// message as JSON. The OpenAI wire APIs read `code` differently (Chat Completions only a
-/// string, since llama.cpp sends the status as a number beside a meaningful `type`), hence
-/// `text`.
-pub fn error_fields(error: &Value, text: fn(&Value) -> Option<String>) -> (Option<String>, Option<String>) {
-    let field = |name: &str| error.get(name).and_then(text);
-    match error {
-        Value::String(message) => (None, Some(message.clone())),
-        Value::Object(_) => (field("code").or_else(|| field("type")), field("message")),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => (None, Some(error.to_string())),
     }
 }
 

@@ -8,8 +8,9 @@
 //!   stream's final `error` event. A provider crate names it for its API
 //!   (`pub type AnthropicProvider = SseProvider<Messages>;`) and registers it with its
 //!   catalogue through [`registration`];
-//! - [`ProviderError`] is what can go wrong, with its retry verdict; [`error_fields`] reads the
-//!   OpenAI-style error object;
+//! - [`ProviderError`] is what can go wrong, with its retry verdict;
+//! - what the OpenAI wire APIs share: the reasoning effort of a level ([`reasoning_effort`]) and
+//!   the reading of their error object ([`error_fields`]);
 //! - pi's wording for the agent's own roles ([`bash_execution_text`],
 //!   [`compaction_summary_text`], [`branch_summary_text`], [`IMAGE_OMITTED`]), tool-call ids
 //!   rewritten to an API's rule ([`sanitize_id`]) and streamed tool-call arguments read back
@@ -32,6 +33,7 @@
 mod convert;
 mod error;
 mod http;
+mod openai;
 mod provider;
 mod stream;
 #[cfg(feature = "testing")]
@@ -41,7 +43,8 @@ pub use convert::{
     IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, priced_usage, sanitize_id,
     tool_arguments, tool_result_text,
 };
-pub use error::{ProviderError, Result, error_fields};
+pub use error::{ProviderError, Result};
 pub use http::{ProviderConfig, truncate};
-pub use provider::{SseProvider, WireApi, body_bytes, body_tree, registration};
-pub use stream::EventMapper;
+pub use openai::{error_fields, reasoning_effort};
+pub use provider::{RequestBody, SseProvider, WireApi, body_bytes, body_tree, registration};
+pub use stream::{EventMapper, start_tool_call};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::provider::ProviderRegistration;
@@ -39,12 +39,20 @@ pub trait WireApi: Send + Sync + 'static {
     /// Maps the SSE events of one response.
     type Mapper: EventMapper;
 
-    /// The URL a call is POSTed to, from the model's base URL.
-    fn endpoint(base_url: &str) -> String;
+    /// The path a call is POSTed to, below the model's base URL (`/chat/completions`).
+    const PATH: &'static str;
 
-    /// The header carrying a (non-empty) API key, and its value: e.g. `x-api-key: KEY` or
-    /// `authorization: Bearer KEY`.
-    fn key_header(key: &str) -> (HeaderName, String);
+    /// The URL a call is POSTed to, from the model's base URL: by default the base URL
+    /// (without a trailing `/`) and [`PATH`](Self::PATH).
+    fn endpoint(base_url: &str) -> String {
+        format!("{}{}", base_url.trim_end_matches('/'), Self::PATH)
+    }
+
+    /// The header carrying a (non-empty) API key, and its value: by default
+    /// `authorization: Bearer KEY`; e.g. `x-api-key: KEY` for Anthropic.
+    fn key_header(key: &str) -> (HeaderName, String) {
+        (AUTHORIZATION, format!("Bearer {key}"))
+    }
 
     /// Headers the API wants on every request besides content type, accept and the key (e.g.
     /// a version); none by default.
@@ -57,10 +65,7 @@ pub trait WireApi: Send + Sync + 'static {
     /// wants one ([`body_tree`]). A tree built for every request would deep-copy the transcript
     /// and every tool schema (a thousand chats asking at once kept megabytes of copies in the
     /// heap; a hundred long conversations spent a tenth of the CPU).
-    type Body<'a>: serde::Serialize;
-
-    /// Builds the body of one streamed call.
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self::Body<'a>;
+    type Body<'a>: RequestBody<'a>;
 
     /// The `(kind, message)` of an HTTP error body, when it has the API's error shape.
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)>;
@@ -98,10 +103,16 @@ pub trait WireApi: Send + Sync + 'static {
     }
 }
 
+/// The request body of a wire API, built from what it borrows.
+pub trait RequestBody<'a>: serde::Serialize {
+    /// The body of one streamed call to `model` with `context`.
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self;
+}
+
 /// A provider speaking the wire API `W` over streamed HTTP (server-sent events).
 ///
 /// One instance holds one HTTP client (connections are reused) and may serve any number of
-/// concurrent calls. Each call POSTs [`WireApi::body`] to [`WireApi::endpoint`] with
+/// concurrent calls. Each call POSTs [`WireApi::Body`] to [`WireApi::endpoint`] with
 /// [`WireApi::headers`] and yields pi's event sequence: `start`, the content events, then
 /// exactly one `done` or `error`.
 ///
@@ -261,12 +272,12 @@ async fn run<W: WireApi>(
 
 /// `W`'s request body as a JSON tree (what a `before_provider_request` hook gets).
 pub fn body_tree<W: WireApi>(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    serde_json::to_value(W::body(model, context, options)).unwrap_or_default()
+    serde_json::to_value(W::Body::new(model, context, options)).unwrap_or_default()
 }
 
 /// `W`'s request body serialized (what is sent when no hook wants the tree).
 pub fn body_bytes<W: WireApi>(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    serde_json::to_vec(&W::body(model, context, options)).unwrap_or_default()
+    serde_json::to_vec(&W::Body::new(model, context, options)).unwrap_or_default()
 }
 
 /// Builds the body, then attempts the request until it succeeds, fails for good, or the
@@ -419,13 +430,7 @@ mod tests {
         const API: Api = Api::OpenAiCompletions;
         type Mapper = Never;
 
-        fn endpoint(base_url: &str) -> String {
-            base_url.to_owned()
-        }
-
-        fn key_header(key: &str) -> (HeaderName, String) {
-            (reqwest::header::AUTHORIZATION, format!("Bearer {key}"))
-        }
+        const PATH: &'static str = "/call";
 
         fn fixed_headers(map: &mut HeaderMap) {
             map.insert(HeaderName::from_static("api-version"), HeaderValue::from_static("1"));
@@ -433,12 +438,14 @@ mod tests {
 
         type Body<'a> = Value;
 
-        fn body<'a>(_: &'a Model, _: &'a ProviderContext, _: &StreamOptions) -> Value {
-            Value::Null
-        }
-
         fn error_body(_: &str) -> Option<(Option<String>, Option<String>)> {
             None
+        }
+    }
+
+    impl RequestBody<'_> for Value {
+        fn new(_: &Model, _: &ProviderContext, _: &StreamOptions) -> Self {
+            Value::Null
         }
     }
 

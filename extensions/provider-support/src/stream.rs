@@ -2,8 +2,9 @@
 //! events, with the idle timeout and cancellation applied between events.
 
 use futures::{Stream, StreamExt};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::{AssistantMessage, AssistantMessageEvent, Model};
+use volcanic_abstractions::{AssistantContent, AssistantMessage, AssistantMessageEvent, Model, ToolCall};
 
 use crate::error::ProviderError;
 use crate::http::{Emitter, Interrupted, error_chain, sse_events, within};
@@ -65,6 +66,29 @@ pub trait EventMapper: Send + Sized {
 
     /// The message as far as it got, with usage and cost; for the final `error` event.
     fn into_partial(self) -> AssistantMessage;
+}
+
+/// Starts a tool-call block at the end of `message` with `arguments` so far (an empty object
+/// for APIs that stream them all), emitting its `toolcall_start`.
+pub fn start_tool_call(
+    message: &mut AssistantMessage,
+    id: String,
+    name: String,
+    arguments: Value,
+    out: &mut Vec<AssistantMessageEvent>,
+) {
+    let content_index = message.content.len();
+    message.content.push(AssistantContent::ToolCall(ToolCall {
+        id: id.clone(),
+        name: name.clone(),
+        arguments,
+        thought_signature: None,
+    }));
+    out.push(AssistantMessageEvent::ToolCallStart {
+        content_index,
+        id,
+        name,
+    });
 }
 
 /// Feeds a response body through `mapper`, emitting provider events as they come, until the
