@@ -23,8 +23,8 @@ use volcanic_abstractions::{
     UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, RequestBody, bash_execution_text, branch_summary_text, compaction_summary_text, reasoning_effort,
-    sanitize_id, tool_result_text,
+    IMAGE_OMITTED, RequestBody, TOOL_IMAGES_LEAD, bash_execution_text, branch_summary_text, compaction_summary_text,
+    push_tool_results, reasoning_effort, sanitize_id, tool_result_text,
 };
 
 /// Smallest `max_output_tokens` the API accepts (a smaller one is a 400).
@@ -189,20 +189,14 @@ pub(crate) fn convert_messages<'a>(model: &Model, transcript: &'a [Message]) -> 
             Message::Assistant(assistant) => {
                 push_assistant(&mut out, model, assistant, &mut assistant_count);
             }
-            Message::ToolResult(first) => {
-                let mut images = Vec::new();
-                out.push(tool_output(model, first, &mut images));
-                while let Some(Message::ToolResult(next)) = transcript.get(index) {
-                    out.push(tool_output(model, next, &mut images));
-                    index += 1;
-                }
-                if !images.is_empty() {
-                    let mut content = vec![Part::InputText {
-                        text: Cow::Borrowed("Attached image(s) from tool result:"),
-                    }];
-                    content.extend(images);
-                    out.push(user_message(content));
-                }
+            Message::ToolResult(_) => {
+                let output = |result, images: &mut _| tool_output(model, result, images);
+                index = push_tool_results(transcript, index - 1, &mut out, output, |images| {
+                    let lead = Part::InputText {
+                        text: Cow::Borrowed(TOOL_IMAGES_LEAD),
+                    };
+                    user_message([lead].into_iter().chain(images).collect())
+                });
             }
         }
     }

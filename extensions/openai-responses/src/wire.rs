@@ -237,10 +237,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    /// An SSE event without a name, as these APIs send them.
-    fn event(data: &str) -> eventsource_stream::Event {
-        volcanic_provider_support::testing::sse_event("message", data)
-    }
+    use volcanic_provider_support::testing::sse_data as event;
 
     #[test]
     fn events_decode_table() {

@@ -25,8 +25,8 @@ use volcanic_abstractions::{
     UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, RequestBody, bash_execution_text, branch_summary_text, compaction_summary_text, reasoning_effort,
-    sanitize_id, tool_result_text,
+    IMAGE_OMITTED, RequestBody, TOOL_IMAGES_LEAD, bash_execution_text, branch_summary_text, compaction_summary_text,
+    push_tool_results, reasoning_effort, sanitize_id, tool_result_text,
 };
 
 /// Longest tool-call id OpenAI accepts.
@@ -201,22 +201,16 @@ pub(crate) fn convert_messages<'a>(model: &Model, transcript: &'a [Message]) -> 
                     out.push(converted);
                 }
             }
-            Message::ToolResult(first) => {
-                let mut images = Vec::new();
-                out.push(tool_message(model, first, &mut images));
-                while let Some(Message::ToolResult(next)) = transcript.get(index) {
-                    out.push(tool_message(model, next, &mut images));
-                    index += 1;
-                }
-                if !images.is_empty() {
-                    let mut parts = vec![Part::Text {
-                        text: Cow::Borrowed("Attached image(s) from tool result:"),
-                    }];
-                    parts.extend(images);
-                    out.push(WireMessage::User {
-                        content: UserWire::Parts(parts),
-                    });
-                }
+            Message::ToolResult(_) => {
+                let message = |result, images: &mut _| tool_message(model, result, images);
+                index = push_tool_results(transcript, index - 1, &mut out, message, |images| {
+                    let lead = Part::Text {
+                        text: Cow::Borrowed(TOOL_IMAGES_LEAD),
+                    };
+                    WireMessage::User {
+                        content: UserWire::Parts([lead].into_iter().chain(images).collect()),
+                    }
+                });
             }
         }
     }

@@ -161,10 +161,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    /// An SSE event without a name, as these APIs send them.
-    fn event(data: &str) -> eventsource_stream::Event {
-        volcanic_provider_support::testing::sse_event("message", data)
-    }
+    use volcanic_provider_support::testing::sse_data as event;
 
     #[test]
     fn chunks_decode_table() {

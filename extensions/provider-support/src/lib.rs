@@ -45,6 +45,6 @@ pub use convert::{
 };
 pub use error::{ProviderError, Result};
 pub use http::{ProviderConfig, truncate};
-pub use openai::{error_fields, reasoning_effort};
+pub use openai::{TOOL_IMAGES_LEAD, error_fields, push_tool_results, reasoning_effort};
 pub use provider::{RequestBody, SseProvider, WireApi, body_bytes, body_tree, registration};
 pub use stream::{EventMapper, start_tool_call};

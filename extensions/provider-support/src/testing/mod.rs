@@ -76,6 +76,11 @@ pub fn sse_event(name: &str, data: &str) -> eventsource_stream::Event {
     }
 }
 
+/// An SSE event without a name (`message`, as the OpenAI APIs send them) carrying `data`.
+pub fn sse_data(data: &str) -> eventsource_stream::Event {
+    sse_event("message", data)
+}
+
 /// Reads `chunks` as one response body, as the provider does, through a fresh `M` for `model`
 /// (stamped `timestamp`, 5 s idle timeout); returns the events emitted and the final message
 /// ([`EventMapper::finish`]), or the error's text.
