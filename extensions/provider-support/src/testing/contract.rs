@@ -16,11 +16,12 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use serde_json::{Value, json};
 use volcanic_abstractions::provider::is_context_overflow;
-use volcanic_abstractions::{AssistantMessageEvent, Model, Provider, StopReason, StreamOptions};
-use volcanic_testkit::model_server::{ModelServer, Turn};
+use volcanic_abstractions::{AssistantMessageEvent, Message, Model, Provider, StopReason, StreamOptions, ToolCall};
+use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
-use super::{ask, collect, done, failed, fast_config, finish, options_with_key, provider_with, server};
+use super::{ask, collect, done, failed, fast_config, finish, options_with_key, provider_with, result_for, server};
 use crate::{ProviderConfig, SseProvider, WireApi};
 
 /// What an error text must be.
@@ -397,6 +398,54 @@ pub async fn a_refused_connection_is_retried_then_reported<W: WireApi>(d: &Diale
         "{message}"
     );
     assert!(message.ends_with("(gave up after 2 attempts)"), "{message}");
+}
+
+/// Not a contract case but its first half, for the crates whose APIs stream tool calls as
+/// Anthropic and Chat Completions do: a reply with text and a tool call `call_id` whose
+/// arguments (returned) arrive in several deltas and are joined, then the call's result sent
+/// back and answered. Returns the second request, for the API's own checks of how the result
+/// went back.
+pub async fn tool_call_round_trip<W: WireApi>(d: &Dialect, call_id: &str) -> (RecordedRequest, Value) {
+    let s = d.fast::<W>().await;
+    let arguments = json!({"command": "printf 'naïve 🌋' | wc -c", "timeout": 30});
+    s.server.push(
+        Turn::new()
+            .text("Running it.")
+            .tool_call(call_id, "bash", arguments.clone()),
+    );
+    s.server.push(Turn::reply("It printed 12."));
+    let events = collect(s.provider.stream(&s.model, ask("count"), d.options())).await;
+    let message = done(&events);
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AssistantMessageEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(deltas.len() > 1, "arguments arrive in pieces: {deltas:?}");
+    assert_eq!(deltas.concat(), arguments.to_string());
+    let call = message.tool_calls().next().cloned().expect("a tool call");
+    assert_eq!(
+        call,
+        ToolCall {
+            id: call_id.into(),
+            name: "bash".into(),
+            arguments: arguments.clone(),
+            thought_signature: None,
+        }
+    );
+
+    let mut context = ask("count");
+    context.messages.push(Message::Assistant(message));
+    context.messages.push(result_for(&call, "12"));
+    let events = collect(s.provider.stream(&s.model, context, d.options())).await;
+    assert_eq!(done(&events).text(), "It printed 12.");
+    let second = s.server.requests()[1].clone();
+    assert!(!second.is_rejected(), "{:?}", second.rejection);
+    assert_eq!(second.tool_outputs(), vec![(call_id.to_owned(), "12".to_owned())]);
+    (second, arguments)
 }
 
 /// `@copilotkit/aimock`'s text answer ([`aimock_text_answer`](super::aimock_text_answer)).
