@@ -11,7 +11,7 @@ use volcanic_abstractions::{
     AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, ThinkingLevel, ToolCall, Usage,
 };
 use volcanic_anthropic::Messages;
-use volcanic_provider_support::testing::contract;
+use volcanic_provider_support::testing::{self, contract};
 use volcanic_testkit::model_server::Turn;
 
 use super::support::{DIALECT, ask, collect, done, model, options, provider, result_for, server};
@@ -198,27 +198,7 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
     let mut context = ask("list files");
     context.messages.push(Message::Assistant(first));
     context.messages.push(result_for(&call, "a.rs"));
-    context
-        .messages
-        .push(Message::Custom(volcanic_abstractions::CustomMessage {
-            custom_type: "reminder".into(),
-            content: volcanic_abstractions::UserBody::Text("A reminder.".into()),
-            display: false,
-            details: None,
-            timestamp: 4,
-        }));
-    context
-        .messages
-        .push(Message::BashExecution(volcanic_abstractions::BashExecutionMessage {
-            command: "pwd".into(),
-            output: "/work".into(),
-            exit_code: Some(0),
-            cancelled: false,
-            truncated: false,
-            full_output_path: None,
-            timestamp: 5,
-            exclude_from_context: None,
-        }));
+    context.messages.extend(testing::reminder_and_bash());
     context
         .messages
         .push(Message::BranchSummary(volcanic_abstractions::SummaryMessage {

@@ -16,8 +16,8 @@ use futures::StreamExt;
 use serde_json::json;
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    AssistantMessage, AssistantMessageEvent, Message, Model, ProviderContext, ProviderStream, StopReason,
-    StreamOptions, TextContent, ToolCall, ToolResultMessage, UserContent,
+    AssistantMessage, AssistantMessageEvent, BashExecutionMessage, CustomMessage, Message, Model, ProviderContext,
+    ProviderStream, StopReason, StreamOptions, TextContent, ToolCall, ToolResultMessage, UserBody, UserContent,
 };
 
 use tokio_util::sync::CancellationToken;
@@ -273,6 +273,30 @@ pub fn bash_tool() -> ToolSpec {
             "required": ["command"],
         })),
     }
+}
+
+/// The agent's own roles after a tool result (timestamps 4 and 5): a hidden `reminder`
+/// custom message and a `pwd` run by the user (`/work`, exit code 0).
+pub fn reminder_and_bash() -> [Message; 2] {
+    [
+        Message::Custom(CustomMessage {
+            custom_type: "reminder".into(),
+            content: UserBody::Text("A reminder.".into()),
+            display: false,
+            details: None,
+            timestamp: 4,
+        }),
+        Message::BashExecution(BashExecutionMessage {
+            command: "pwd".into(),
+            output: "/work".into(),
+            exit_code: Some(0),
+            cancelled: false,
+            truncated: false,
+            full_output_path: None,
+            timestamp: 5,
+            exclude_from_context: None,
+        }),
+    ]
 }
 
 /// A successful text result for `call` (timestamp 3).
