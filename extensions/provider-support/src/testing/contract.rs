@@ -419,9 +419,11 @@ pub async fn tool_call_round_trip<W: WireApi>(d: &Dialect, call_id: &str) -> (Re
     assert_eq!(message.stop_reason, StopReason::ToolUse);
     let deltas: Vec<&str> = events
         .iter()
-        .filter_map(|e| match e {
-            AssistantMessageEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
+        .filter_map(|e| {
+            let AssistantMessageEvent::ToolCallDelta { delta, .. } = e else {
+                return None;
+            };
+            Some(delta.as_str())
         })
         .collect();
     assert!(deltas.len() > 1, "arguments arrive in pieces: {deltas:?}");
