@@ -13,13 +13,14 @@ use volcanic_core::models::ModelRegistry;
 use volcanic_core::processes::{ProcessEnvironmentOptions, ProcessSpawnPolicy};
 
 /// Built-in providers (each with its catalogue of current models and its key variable), then
-/// the config's `[providers.*]` sections.
+/// the config's `[providers.*]` sections. A provider crate exposes `registration()`; adding one
+/// is one line here.
 pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
     let mut models = ModelRegistry::new();
     models.register_provider(volcanic_anthropic::registration()?);
     models.register_provider(volcanic_openai::registration()?);
-    // The `openai` catalogue's reasoning models use the Responses API.
-    models.register_api(Arc::new(volcanic_openai_responses::OpenAiResponsesProvider::new()?));
+    // No catalogue of its own: the `openai` catalogue's reasoning models use the Responses API.
+    models.register_provider(volcanic_openai_responses::registration()?);
     // `claude -p` on the owner's Claude login (opt-in); outside the process policy on purpose.
     if let Some(claude_code) = &config.claude_code {
         models.register_provider(volcanic_claude_code::registration(claude_code.clone()));

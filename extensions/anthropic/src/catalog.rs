@@ -1,7 +1,6 @@
 //! The built-in catalogue: current Anthropic models and the provider registration using them.
 
-use crate::AnthropicProvider;
-use std::sync::Arc;
+use crate::Messages;
 use volcanic_abstractions::model::{Api, InputKind, Model, ModelCost};
 use volcanic_abstractions::provider::ProviderRegistration;
 
@@ -59,12 +58,6 @@ pub fn models(base_url: &str) -> Vec<Model> {
 ///
 /// # Errors
 /// When the HTTP client cannot be built (TLS set-up).
-pub fn registration() -> Result<ProviderRegistration, crate::AnthropicError> {
-    Ok(ProviderRegistration {
-        name: "anthropic".into(),
-        provider: Arc::new(AnthropicProvider::new()?),
-        models: models(DEFAULT_BASE_URL),
-        api_key: None,
-        api_key_env: Some(API_KEY_ENV.into()),
-    })
+pub fn registration() -> crate::Result<ProviderRegistration> {
+    volcanic_provider_support::registration::<Messages>("anthropic", models(DEFAULT_BASE_URL), Some(API_KEY_ENV))
 }

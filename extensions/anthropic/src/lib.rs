@@ -1,7 +1,8 @@
 //! Volcanic provider for the Anthropic Messages API (`anthropic-messages`), for Anthropic and
 //! compatible servers.
 //!
-//! [`AnthropicProvider`] implements [`volcanic_abstractions::Provider`]: each call streams
+//! [`AnthropicProvider`] (`volcanic-provider-support`'s `SseProvider` over [`Messages`])
+//! implements [`volcanic_abstractions::Provider`]: each call streams
 //! `POST {base_url}/v1/messages` and yields pi's event sequence
 //!
 //! ```text
@@ -14,10 +15,11 @@
 //!
 //! Layers, one file each: `request.rs` builds the body from the transcript, `wire.rs` decodes
 //! SSE events, `mapper.rs` maps them to provider events, `provider.rs` names the endpoint and
-//! headers. Everything between the HTTP client and the provider stream (attempts and retries,
-//! reading a response body with its idle timeout and cancellation, the error type, pi's
-//! wording of the agent's own roles) is `volcanic-provider-support`, shared with
-//! `volcanic-openai`.
+//! headers ([`Messages`]), `catalog.rs` lists the models and registers them. Everything between
+//! the HTTP client and the provider stream (the provider itself, attempts and retries, reading
+//! a response body with its idle timeout and cancellation, the error type, pi's wording of the
+//! agent's own roles, the contract tests) is `volcanic-provider-support`, shared with the
+//! OpenAI providers.
 //!
 //! ```no_run
 //! # async fn demo(model: volcanic_abstractions::Model) -> Result<(), volcanic_anthropic::AnthropicError> {
@@ -54,7 +56,7 @@ mod wire;
 mod stream_tests;
 
 pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
-pub use provider::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use provider::{ANTHROPIC_VERSION, AnthropicProvider, Messages};
 pub use request::thinking_budget;
 pub use volcanic_provider_support::ProviderConfig;
 

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
-    ToolCall,
 };
 
-use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
+use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, start_tool_call, tool_arguments};
 
 use crate::wire::{self, WireBlock, WireDelta, WireEvent, WireUsage};
 
@@ -25,7 +24,7 @@ struct OpenBlock {
 
 /// Turns the events of one response into provider events and the final message.
 #[derive(Debug)]
-pub(crate) struct Mapper {
+pub struct Mapper {
     model: Model,
     message: AssistantMessage,
     /// Open blocks by the API's block index.
@@ -49,63 +48,23 @@ impl EventMapper for Mapper {
         }
     }
 
-    fn has_content(&self) -> bool {
-        !self.message.content.is_empty()
+    fn message(&self) -> &AssistantMessage {
+        &self.message
     }
 
     fn is_finished(&self) -> bool {
         self.finished
     }
 
-    fn on_sse_event(
-        &mut self,
-        event: &eventsource_stream::Event,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError> {
-        wire::decode(event).and_then(|event| self.on_event(event, out))
+    type Event = WireEvent;
+
+    fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, ProviderError> {
+        wire::decode(event)
     }
 
-    /// The final message, failing for `refusal`, `sensitive` and unknown stop reasons.
-    fn finish(self) -> (AssistantMessage, Result<(), ProviderError>) {
-        let reason = self.stop_reason.clone();
-        let mut message = self.into_partial();
-        match map_stop_reason(reason.as_deref()) {
-            Ok(stop) => {
-                message.stop_reason = stop;
-                (message, Ok(()))
-            }
-            Err(error) => (message, Err(error)),
-        }
-    }
-
-    fn into_partial(mut self) -> AssistantMessage {
-        let open: Vec<OpenBlock> = std::mem::take(&mut self.open).into_values().collect();
-        for block in open {
-            if let Some(AssistantContent::ToolCall(call)) = self.message.content.get_mut(block.content_index)
-                && !block.json.trim().is_empty()
-            {
-                call.arguments = tool_arguments(&block.json);
-            }
-        }
-        let usage = &mut self.message.usage;
-        usage.input = self.usage.input_tokens.unwrap_or(0);
-        usage.output = self.usage.output_tokens.unwrap_or(0);
-        usage.cache_read = self.usage.cache_read_input_tokens.unwrap_or(0);
-        usage.cache_write = self.usage.cache_creation_input_tokens.unwrap_or(0);
-        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-        usage.cost = self.model.cost_of(usage);
-        self.message
-    }
-}
-
-impl Mapper {
     /// Handles one event, appending the provider events it yields to `out`. An in-stream
     /// `error` event is returned as an error.
-    pub(crate) fn on_event(
-        &mut self,
-        event: WireEvent,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError> {
+    fn on_event(&mut self, event: WireEvent, out: &mut Vec<AssistantMessageEvent>) -> Result<(), ProviderError> {
         match event {
             WireEvent::MessageStart { message } => {
                 if message.id.is_some() {
@@ -149,6 +108,41 @@ impl Mapper {
         Ok(())
     }
 
+    /// The final message, failing for `refusal`, `sensitive` and unknown stop reasons.
+    fn finish(self) -> (AssistantMessage, Result<(), ProviderError>) {
+        let reason = self.stop_reason.clone();
+        let mut message = self.into_partial();
+        match map_stop_reason(reason.as_deref()) {
+            Ok(stop) => {
+                message.stop_reason = stop;
+                (message, Ok(()))
+            }
+            Err(error) => (message, Err(error)),
+        }
+    }
+
+    fn into_partial(mut self) -> AssistantMessage {
+        let open: Vec<OpenBlock> = std::mem::take(&mut self.open).into_values().collect();
+        for block in open {
+            if let Some(AssistantContent::ToolCall(call)) = self.message.content.get_mut(block.content_index)
+                && !block.json.trim().is_empty()
+            {
+                call.arguments = tool_arguments(&block.json);
+            }
+        }
+        let wire = self.usage;
+        self.message.usage = priced_usage(
+            &self.model,
+            wire.input_tokens.unwrap_or(0),
+            wire.output_tokens.unwrap_or(0),
+            wire.cache_read_input_tokens.unwrap_or(0),
+            wire.cache_creation_input_tokens.unwrap_or(0),
+        );
+        self.message
+    }
+}
+
+impl Mapper {
     /// Keeps every usage field the event carries (`message_delta` may omit the input side).
     fn apply_usage(&mut self, usage: WireUsage) {
         let keep = |new: Option<u64>, old: Option<u64>| new.or(old);
@@ -206,17 +200,7 @@ impl Mapper {
                     Some(Value::Object(map)) => Value::Object(map),
                     Some(_) | None => Value::Object(Map::new()),
                 };
-                self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments,
-                    thought_signature: None,
-                }));
-                out.push(AssistantMessageEvent::ToolCallStart {
-                    content_index,
-                    id,
-                    name,
-                });
+                start_tool_call(&mut self.message, id, name, arguments, out);
             }
             WireBlock::Other => return,
         }

@@ -1,83 +1,49 @@
-//! [`AnthropicProvider`]: one streamed `POST {base_url}/v1/messages` per call, retried while
-//! nothing of the answer was streamed, ending in exactly one `done` or `error` event.
+//! [`AnthropicProvider`]: the shared SSE provider over the Messages API ([`Messages`]), one
+//! streamed `POST {base_url}/v1/messages` per call, retried while nothing of the answer was
+//! streamed, ending in exactly one `done` or `error` event.
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use volcanic_abstractions::{Api, Model, Provider, ProviderContext, ProviderStream, StreamOptions};
-use volcanic_provider_support::{ProviderConfig, SseProvider, WireApi};
+use volcanic_abstractions::Api;
+use volcanic_provider_support::{SseProvider, WireApi};
 
 use crate::mapper::Mapper;
-use crate::{Result, request, wire};
+use crate::{request, wire};
 
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Anthropic Messages API provider ([`Api::AnthropicMessages`]), for Anthropic itself and any
-/// compatible server.
+/// compatible server: the shared [`SseProvider`] over [`Messages`] (build it with
+/// [`SseProvider::new`] or [`SseProvider::with_config`]).
 ///
 /// One instance holds one HTTP client (connections are reused) and may serve any number of
 /// concurrent calls. Each call POSTs to `{model.base_url}/v1/messages` (a base URL already
-/// ending in `/v1` gets `/messages`) with `x-api-key` (from [`StreamOptions::api_key`]),
+/// ending in `/v1` gets `/messages`) with `x-api-key` (from [`StreamOptions::api_key`](volcanic_abstractions::StreamOptions::api_key)),
 /// `anthropic-version: 2023-06-01` and `stream: true`.
 ///
 /// Failures never leave the stream out of band: HTTP errors (`"429 rate_limit_error: ..."`),
 /// broken or silent streams, in-stream `error` events and aborts all end the stream with one
 /// `error` event carrying the partial message, `stopReason` `error` (or `aborted` when
-/// [`StreamOptions::cancel`] fired) and the provider's message in `errorMessage`. Transient
+/// [`StreamOptions::cancel`](volcanic_abstractions::StreamOptions::cancel) fired) and the provider's message in `errorMessage`. Transient
 /// failures (429, 5xx, 529 / `overloaded_error`, refused or reset connections, a stream that
 /// breaks off) are retried with exponential backoff, honouring `retry-after-ms` /
-/// `retry-after`, as long as no content block was streamed; see [`ProviderConfig`].
+/// `retry-after`, as long as no content block was streamed; see
+/// [`ProviderConfig`](volcanic_provider_support::ProviderConfig).
 ///
 /// A tool call whose streamed input is not valid JSON gets `arguments` = the raw text as a
 /// JSON string (not an object), so the agent's schema check reports it to the model.
-#[derive(Debug, Clone)]
-pub struct AnthropicProvider(SseProvider<Messages>);
+pub type AnthropicProvider = SseProvider<Messages>;
 
-impl AnthropicProvider {
-    /// A provider with the default [`ProviderConfig`] (1 s base delay, 3 retries, 120 s idle
-    /// timeout).
-    ///
-    /// TLS uses rustls; when no process-wide crypto provider is installed yet, ring's is
-    /// installed (the binary installs it at start anyway).
-    ///
-    /// # Errors
-    /// [`AnthropicError::Client`](crate::AnthropicError::Client) when the HTTP client cannot
-    /// be built.
-    pub fn new() -> Result<Self> {
-        Self::with_config(ProviderConfig::default())
-    }
-
-    /// A provider with the given retry, idle-timeout and connect-timeout settings.
-    ///
-    /// # Errors
-    /// [`AnthropicError::Client`](crate::AnthropicError::Client) when the HTTP client cannot
-    /// be built.
-    pub fn with_config(config: ProviderConfig) -> Result<Self> {
-        SseProvider::new(config).map(Self)
-    }
-
-    /// The settings in use.
-    pub fn config(&self) -> &ProviderConfig {
-        self.0.config()
-    }
-}
-
-impl Provider for AnthropicProvider {
-    fn api(&self) -> Api {
-        Api::AnthropicMessages
-    }
-
-    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
-        self.0.stream(model, context, options)
-    }
-}
-
-/// The Messages API as [`SseProvider`] speaks it.
+/// The Messages API as [`SseProvider`] speaks it: the endpoint, the `x-api-key` and
+/// `anthropic-version` headers, the request body, the error body and the event mapper.
 #[derive(Debug)]
-pub(crate) struct Messages;
+pub struct Messages;
 
 impl WireApi for Messages {
     const NAME: &'static str = "anthropic";
+    const API: Api = Api::AnthropicMessages;
     type Mapper = Mapper;
+    const PATH: &'static str = "/v1/messages";
 
     /// `{base}/v1/messages`, or `{base}/messages` when the base already ends in `/v1`.
     fn endpoint(base_url: &str) -> String {
@@ -85,7 +51,7 @@ impl WireApi for Messages {
         if base.ends_with("/v1") {
             format!("{base}/messages")
         } else {
-            format!("{base}/v1/messages")
+            format!("{base}{}", Self::PATH)
         }
     }
 
@@ -102,10 +68,6 @@ impl WireApi for Messages {
 
     type Body<'a> = request::Body<'a>;
 
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
-        request::Body::new(model, context, options)
-    }
-
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)
     }
@@ -115,6 +77,7 @@ impl WireApi for Messages {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use volcanic_abstractions::StreamOptions;
 
     #[test]
     fn endpoint_appends_the_messages_path_once() {

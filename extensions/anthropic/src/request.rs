@@ -23,7 +23,7 @@ use volcanic_abstractions::{
     ToolResultMessage, UserBody, UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
+    IMAGE_OMITTED, RequestBody, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id,
 };
 
 /// Output tokens kept for the answer on top of the thinking budget.
@@ -79,7 +79,7 @@ pub(crate) fn limits(model: &Model, options: &StreamOptions) -> (u64, Option<u64
 }
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Body<'a> {
+pub struct Body<'a> {
     model: &'a str,
     max_tokens: u64,
     stream: bool,
@@ -95,9 +95,9 @@ pub(crate) struct Body<'a> {
     tools: Vec<ToolRef<'a>>,
 }
 
-impl<'a> Body<'a> {
+impl<'a> RequestBody<'a> for Body<'a> {
     /// The body of one call to `model` with `context`.
-    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let (max_tokens, budget) = limits(model, options);
         let system = if context.system_prompt.is_empty() {
             Vec::new()

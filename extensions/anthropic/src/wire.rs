@@ -13,7 +13,7 @@ use volcanic_provider_support::{ProviderError, truncate};
 /// One decoded stream event.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum WireEvent {
+pub enum WireEvent {
     /// The message begins: id and initial usage.
     MessageStart {
         /// The message so far.
@@ -62,7 +62,7 @@ pub(crate) enum WireEvent {
 
 /// The `message` of `message_start`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub(crate) struct StartMessage {
+pub struct StartMessage {
     /// Message id (`msg_...`).
     #[serde(default)]
     pub(crate) id: Option<String>,
@@ -73,7 +73,7 @@ pub(crate) struct StartMessage {
 
 /// Token counts; every field may be missing or null.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub(crate) struct WireUsage {
+pub struct WireUsage {
     /// Uncached input tokens.
     #[serde(default)]
     pub(crate) input_tokens: Option<u64>,
@@ -91,7 +91,7 @@ pub(crate) struct WireUsage {
 /// The initial state of a content block.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum WireBlock {
+pub enum WireBlock {
     /// Text.
     Text {
         /// Initial text (normally empty).
@@ -131,7 +131,7 @@ pub(crate) enum WireBlock {
 /// A piece of a content block.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum WireDelta {
+pub enum WireDelta {
     /// More text.
     TextDelta {
         /// The piece.
@@ -159,7 +159,7 @@ pub(crate) enum WireDelta {
 
 /// The `delta` of `message_delta`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub(crate) struct MessageDeltaBody {
+pub struct MessageDeltaBody {
     /// `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`, `pause_turn`, `refusal`, ...
     #[serde(default)]
     pub(crate) stop_reason: Option<String>,
@@ -167,7 +167,7 @@ pub(crate) struct MessageDeltaBody {
 
 /// `{"type": ..., "message": ...}` of an error, in a stream event or an HTTP error body.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub(crate) struct WireError {
+pub struct WireError {
     /// Error type (`overloaded_error`, `rate_limit_error`, ...).
     #[serde(rename = "type", default)]
     pub(crate) kind: Option<String>,
@@ -203,14 +203,7 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
-    fn event(name: &str, data: &str) -> eventsource_stream::Event {
-        eventsource_stream::Event {
-            event: name.into(),
-            data: data.into(),
-            id: String::new(),
-            retry: None,
-        }
-    }
+    use volcanic_provider_support::testing::sse_event as event;
 
     #[test]
     fn events_decode_table() {

@@ -1,4 +1,5 @@
-//! Integration tests of `volcanic-anthropic`, one binary: against the testkit's scripted model
-//! server (`suite/model_server.rs`) and against `@copilotkit/aimock` (`suite/aimock.rs`).
+//! Integration tests of `volcanic-anthropic`, one binary: the provider contract shared by every wire API
+//! (`suite/contract.rs`) and this API's own replies against the testkit's scripted model server
+//! (`suite/replies.rs`).
 
 mod suite;

@@ -125,12 +125,22 @@ pub(crate) fn resume_id(messages: &[Message]) -> Option<String> {
         .iter()
         .filter_map(|m| match m {
             Message::CompactionSummary(s) => Some(s.timestamp),
-            _ => None,
+            Message::User(_)
+            | Message::Assistant(_)
+            | Message::ToolResult(_)
+            | Message::Custom(_)
+            | Message::BashExecution(_)
+            | Message::BranchSummary(_) => None,
         })
         .max();
     let last = messages.iter().rev().find_map(|m| match m {
         Message::Assistant(a) => Some(a),
-        _ => None,
+        Message::User(_)
+        | Message::ToolResult(_)
+        | Message::Custom(_)
+        | Message::BashExecution(_)
+        | Message::BranchSummary(_)
+        | Message::CompactionSummary(_) => None,
     })?;
     (last.provider == PROVIDER && compacted_at.is_none_or(|t| last.timestamp > t))
         .then(|| last.response_id.clone())
@@ -193,7 +203,12 @@ fn assistant_text(a: &AssistantMessage) -> String {
 fn user_text(m: &Message) -> Option<String> {
     match m {
         Message::User(u) => Some(u.content.text()),
-        _ => None,
+        Message::Assistant(_)
+        | Message::ToolResult(_)
+        | Message::Custom(_)
+        | Message::BashExecution(_)
+        | Message::BranchSummary(_)
+        | Message::CompactionSummary(_) => None,
     }
 }
 

@@ -283,7 +283,10 @@ impl Mapper {
         match (&mut self.message.content[content_index], kind) {
             (AssistantContent::Text(t), Kind::Text) => t.text = content.clone(),
             (AssistantContent::Thinking(t), Kind::Thinking) => t.thinking = content.clone(),
-            _ => {}
+            // The open block is always the last one pushed, of its kind.
+            (AssistantContent::Text(_), Kind::Thinking)
+            | (AssistantContent::Thinking(_), Kind::Text)
+            | (AssistantContent::ToolCall(_) | AssistantContent::ProviderToolCall(_), Kind::Text | Kind::Thinking) => {}
         }
         out.push(match kind {
             Kind::Text => Ev::TextEnd { content_index, content },

@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
-    ToolCall,
 };
-use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
+use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, start_tool_call, tool_arguments};
 
 use crate::wire::{self, Item, ResponseObject, WireEvent, WireUsage};
 
@@ -34,7 +33,7 @@ struct Open {
 
 /// Turns the events of one response into provider events and the final message.
 #[derive(Debug)]
-pub(crate) struct Mapper {
+pub struct Mapper {
     model: Model,
     message: AssistantMessage,
     /// Items by `output_index`.
@@ -57,83 +56,23 @@ impl EventMapper for Mapper {
         }
     }
 
-    fn has_content(&self) -> bool {
-        !self.message.content.is_empty()
+    fn message(&self) -> &AssistantMessage {
+        &self.message
     }
 
     fn is_finished(&self) -> bool {
         self.terminal.is_some()
     }
 
-    fn on_sse_event(
-        &mut self,
-        event: &eventsource_stream::Event,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError> {
-        wire::decode(event).and_then(|event| self.on_event(event, out))
+    type Event = WireEvent;
+
+    fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, ProviderError> {
+        wire::decode(event)
     }
 
-    /// The final message; `incomplete` because of the content filter fails.
-    fn finish(mut self) -> (AssistantMessage, Result<(), ProviderError>) {
-        let mut out = Vec::new();
-        self.close_all(&mut out);
-        let terminal = self.terminal.take().unwrap_or_default();
-        let has_calls = self.message.tool_calls().next().is_some();
-        let mut message = self.into_partial();
-        let reason = terminal.incomplete_details.and_then(|d| d.reason);
-        match (terminal.status.as_deref(), reason.as_deref()) {
-            (Some("incomplete"), Some("content_filter")) => (
-                message,
-                Err(ProviderError::StopReason {
-                    field: "incomplete_details.reason",
-                    reason: "content_filter".to_owned(),
-                }),
-            ),
-            (Some("incomplete"), _) => {
-                message.stop_reason = StopReason::Length;
-                (message, Ok(()))
-            }
-            _ => {
-                message.stop_reason = if has_calls {
-                    StopReason::ToolUse
-                } else {
-                    StopReason::Stop
-                };
-                (message, Ok(()))
-            }
-        }
-    }
-
-    fn into_partial(mut self) -> AssistantMessage {
-        for open in self.items.values().filter(|open| !open.closed) {
-            if let Some(AssistantContent::ToolCall(call)) = self.message.content.get_mut(open.content_index) {
-                call.arguments = tool_arguments(&open.json);
-            }
-        }
-        let wire = self.usage.unwrap_or_default();
-        let cached = wire
-            .input_tokens_details
-            .map_or(0, |details| details.cached_tokens)
-            .min(wire.input_tokens);
-        let usage = &mut self.message.usage;
-        usage.input = wire.input_tokens - cached;
-        usage.output = wire.output_tokens;
-        usage.cache_read = cached;
-        usage.cache_write = 0;
-        usage.total_tokens = usage.input + usage.output + usage.cache_read;
-        usage.cost = self.model.cost_of(usage);
-        self.message
-    }
-}
-
-impl Mapper {
     /// Handles one event. An `error` event, and a `failed` response, are returned as errors
     /// (transient for server errors and rate limits, so an answer not yet begun is retried).
-    pub(crate) fn on_event(
-        &mut self,
-        event: WireEvent,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError> {
+    fn on_event(&mut self, event: WireEvent, out: &mut Vec<AssistantMessageEvent>) -> Result<(), ProviderError> {
         match event {
             WireEvent::Created { id } => {
                 if self.message.response_id.is_none() {
@@ -184,6 +123,54 @@ impl Mapper {
         Ok(())
     }
 
+    /// The final message; `incomplete` because of the content filter fails.
+    fn finish(mut self) -> (AssistantMessage, Result<(), ProviderError>) {
+        let mut out = Vec::new();
+        self.close_all(&mut out);
+        let terminal = self.terminal.take().unwrap_or_default();
+        let has_calls = self.message.tool_calls().next().is_some();
+        let mut message = self.into_partial();
+        let reason = terminal.incomplete_details.and_then(|d| d.reason);
+        match (terminal.status.as_deref(), reason.as_deref()) {
+            (Some("incomplete"), Some("content_filter")) => (
+                message,
+                Err(ProviderError::StopReason {
+                    field: "incomplete_details.reason",
+                    reason: "content_filter".to_owned(),
+                }),
+            ),
+            (Some("incomplete"), _) => {
+                message.stop_reason = StopReason::Length;
+                (message, Ok(()))
+            }
+            _ => {
+                message.stop_reason = if has_calls {
+                    StopReason::ToolUse
+                } else {
+                    StopReason::Stop
+                };
+                (message, Ok(()))
+            }
+        }
+    }
+
+    fn into_partial(mut self) -> AssistantMessage {
+        for open in self.items.values().filter(|open| !open.closed) {
+            if let Some(AssistantContent::ToolCall(call)) = self.message.content.get_mut(open.content_index) {
+                call.arguments = tool_arguments(&open.json);
+            }
+        }
+        let wire = self.usage.unwrap_or_default();
+        let cached = wire
+            .input_tokens_details
+            .map_or(0, |details| details.cached_tokens)
+            .min(wire.input_tokens);
+        self.message.usage = priced_usage(&self.model, wire.input_tokens - cached, wire.output_tokens, cached, 0);
+        self.message
+    }
+}
+
+impl Mapper {
     fn item_added(&mut self, output_index: usize, item: Item, out: &mut Vec<AssistantMessageEvent>) {
         if self.items.contains_key(&output_index) {
             tracing::warn!(output_index, "output item added twice; ignored");
@@ -209,17 +196,7 @@ impl Mapper {
             Item::FunctionCall { id, call_id, name, .. } => {
                 let id = call_pair(call_id.as_deref(), id.as_deref(), output_index);
                 let name = name.unwrap_or_default();
-                self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: Value::Object(Map::new()),
-                    thought_signature: None,
-                }));
-                out.push(AssistantMessageEvent::ToolCallStart {
-                    content_index,
-                    id,
-                    name,
-                });
+                start_tool_call(&mut self.message, id, name, Value::Object(Map::new()), out);
             }
             Item::Other => return,
         }
@@ -343,7 +320,17 @@ impl Mapper {
                     tool_call: call.clone(),
                 });
             }
-            _ => tracing::warn!(output_index, "output item changed its type; ignored"),
+            // The item's type no longer matches its block's.
+            (
+                Item::Reasoning { .. } | Item::Message { .. } | Item::FunctionCall { .. } | Item::Other,
+                None
+                | Some(
+                    AssistantContent::Text(_)
+                    | AssistantContent::Thinking(_)
+                    | AssistantContent::ToolCall(_)
+                    | AssistantContent::ProviderToolCall(_),
+                ),
+            ) => tracing::warn!(output_index, "output item changed its type; ignored"),
         }
     }
 

@@ -33,12 +33,7 @@ fn model() -> Model {
 fn feed(mapper: &mut Mapper, events: &[serde_json::Value]) -> (Vec<AssistantMessageEvent>, Result<(), ProviderError>) {
     let mut out = Vec::new();
     for data in events {
-        let event = eventsource_stream::Event {
-            event: "message".into(),
-            data: data.to_string(),
-            id: String::new(),
-            retry: None,
-        };
+        let event = volcanic_provider_support::testing::sse_data(&data.to_string());
         if let Err(error) = mapper.on_sse_event(&event, &mut out) {
             return (out, Err(error));
         }

@@ -1,18 +1,21 @@
-//! [`OpenAiResponsesProvider`]: one streamed `POST {base_url}/responses` per call, retried while
-//! nothing of the answer was streamed, ending in exactly one `done` or `error` event.
+//! [`OpenAiResponsesProvider`]: the shared SSE provider over the Responses API ([`Responses`]),
+//! one streamed `POST {base_url}/responses` per call, retried while nothing of the answer was
+//! streamed, ending in exactly one `done` or `error` event.
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
-use volcanic_abstractions::{Api, Model, Provider, ProviderContext, ProviderStream, StreamOptions};
-use volcanic_provider_support::{ProviderConfig, SseProvider, WireApi};
+use volcanic_abstractions::Api;
+use volcanic_abstractions::provider::ProviderRegistration;
+use volcanic_provider_support::{SseProvider, WireApi};
 
 use crate::mapper::Mapper;
-use crate::{Result, request, wire};
+use crate::{request, wire};
 
-/// OpenAI Responses provider ([`Api::OpenAiResponses`]), stateless (`store: false`).
+/// OpenAI Responses provider ([`Api::OpenAiResponses`]), stateless (`store: false`): the shared
+/// [`SseProvider`] over [`Responses`] (build it with [`SseProvider::new`] or
+/// [`SseProvider::with_config`]).
 ///
 /// One instance holds one HTTP client and may serve any number of concurrent calls. Each call
 /// POSTs to `{model.base_url}/responses` (the base URL includes `/v1`) with
-/// `authorization: Bearer KEY` when [`StreamOptions::api_key`] is set, `stream: true`,
+/// `authorization: Bearer KEY` when [`StreamOptions::api_key`](volcanic_abstractions::StreamOptions::api_key) is set, `stream: true`,
 /// `store: false` and, for reasoning models, `include: ["reasoning.encrypted_content"]` and
 /// `reasoning.effort` from the thinking level ([`reasoning_effort`](crate::reasoning_effort)).
 ///
@@ -21,72 +24,36 @@ use crate::{Result, request, wire};
 /// `response.incomplete`, broken or silent streams and aborts all end the stream with one `error`
 /// event. Transient failures (429, 5xx, dropped connections, a `server_error` event or failed
 /// response) are retried with backoff honouring `retry-after`, as long as no content block was
-/// streamed; see [`ProviderConfig`]. `response.incomplete` for `max_output_tokens` ends with stop
-/// reason `length`.
-#[derive(Debug, Clone)]
-pub struct OpenAiResponsesProvider(SseProvider<Responses>);
+/// streamed; see [`ProviderConfig`](volcanic_provider_support::ProviderConfig).
+/// `response.incomplete` for `max_output_tokens` ends with stop reason `length`.
+pub type OpenAiResponsesProvider = SseProvider<Responses>;
 
-impl OpenAiResponsesProvider {
-    /// A provider with the default [`ProviderConfig`].
-    ///
-    /// # Errors
-    /// [`ResponsesError::Client`](crate::ResponsesError::Client) when the HTTP client cannot be
-    /// built.
-    pub fn new() -> Result<Self> {
-        Self::with_config(ProviderConfig::default())
-    }
-
-    /// A provider with the given retry, idle-timeout and connect-timeout settings.
-    ///
-    /// # Errors
-    /// [`ResponsesError::Client`](crate::ResponsesError::Client) when the HTTP client cannot be
-    /// built.
-    pub fn with_config(config: ProviderConfig) -> Result<Self> {
-        SseProvider::new(config).map(Self)
-    }
-
-    /// The settings in use.
-    pub fn config(&self) -> &ProviderConfig {
-        self.0.config()
-    }
-}
-
-impl Provider for OpenAiResponsesProvider {
-    fn api(&self) -> Api {
-        Api::OpenAiResponses
-    }
-
-    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
-        self.0.stream(model, context, options)
-    }
-}
-
-/// The Responses API as [`SseProvider`] speaks it.
+/// The Responses API as [`SseProvider`] speaks it: the endpoint, the bearer key, the request
+/// body, the error body and the event mapper.
 #[derive(Debug)]
-pub(crate) struct Responses;
+pub struct Responses;
 
 impl WireApi for Responses {
     const NAME: &'static str = "openai-responses";
+    const API: Api = Api::OpenAiResponses;
     type Mapper = Mapper;
-
-    /// `{base}/responses`.
-    fn endpoint(base_url: &str) -> String {
-        format!("{}/responses", base_url.trim_end_matches('/'))
-    }
-
-    fn key_header(key: &str) -> (HeaderName, String) {
-        (AUTHORIZATION, format!("Bearer {key}"))
-    }
+    const PATH: &'static str = "/responses";
 
     type Body<'a> = request::Body<'a>;
-
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
-        request::Body::new(model, context, options)
-    }
 
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)
     }
+}
+
+/// The Responses API for the model registry: the provider `openai-responses`, with no catalogue
+/// and no key of its own. The `openai` catalogue's reasoning models (`volcanic-openai`) and
+/// `[providers.*]` sections with `api = "openai-responses"` are served by it.
+///
+/// # Errors
+/// When the HTTP client cannot be built (TLS set-up).
+pub fn registration() -> crate::Result<ProviderRegistration> {
+    volcanic_provider_support::registration::<Responses>("openai-responses", Vec::new(), None)
 }
 
 #[cfg(test)]

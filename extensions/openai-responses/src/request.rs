@@ -19,11 +19,12 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
-    ToolResultMessage, UserBody, UserContent,
+    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ToolResultMessage, UserBody,
+    UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_result_text,
+    IMAGE_OMITTED, RequestBody, TOOL_IMAGES_LEAD, bash_execution_text, branch_summary_text, compaction_summary_text,
+    push_tool_results, reasoning_effort, sanitize_id, tool_result_text,
 };
 
 /// Smallest `max_output_tokens` the API accepts (a smaller one is a 400).
@@ -32,20 +33,8 @@ const MIN_OUTPUT_TOKENS: u64 = 16;
 /// Longest `call_id` the API accepts.
 const MAX_CALL_ID: usize = 64;
 
-/// The `reasoning.effort` of a level: `off` sends none (the model's default applies), `xhigh`
-/// is `high`.
-pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh => Some("high"),
-    }
-}
-
 #[derive(Debug, Serialize)]
-pub(crate) struct Body<'a> {
+pub struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
@@ -84,9 +73,9 @@ struct FunctionTool<'a> {
     strict: bool,
 }
 
-impl<'a> Body<'a> {
+impl<'a> RequestBody<'a> for Body<'a> {
     /// The body of one call to `model` with `context`.
-    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let effort = if model.reasoning {
             reasoning_effort(options.thinking_level)
         } else {
@@ -200,20 +189,14 @@ pub(crate) fn convert_messages<'a>(model: &Model, transcript: &'a [Message]) -> 
             Message::Assistant(assistant) => {
                 push_assistant(&mut out, model, assistant, &mut assistant_count);
             }
-            Message::ToolResult(first) => {
-                let mut images = Vec::new();
-                out.push(tool_output(model, first, &mut images));
-                while let Some(Message::ToolResult(next)) = transcript.get(index) {
-                    out.push(tool_output(model, next, &mut images));
-                    index += 1;
-                }
-                if !images.is_empty() {
-                    let mut content = vec![Part::InputText {
-                        text: Cow::Borrowed("Attached image(s) from tool result:"),
-                    }];
-                    content.extend(images);
-                    out.push(user_message(content));
-                }
+            Message::ToolResult(_) => {
+                let output = |result, images: &mut _| tool_output(model, result, images);
+                index = push_tool_results(transcript, index - 1, &mut out, output, |images| {
+                    let lead = Part::InputText {
+                        text: Cow::Borrowed(TOOL_IMAGES_LEAD),
+                    };
+                    user_message([lead].into_iter().chain(images).collect())
+                });
             }
         }
     }
@@ -332,15 +315,9 @@ fn reasoning_item(signature: &str) -> Option<InputItem<'static>> {
 /// A `function_call_output`; the result's images go to `images` (or a note when the model
 /// takes none).
 fn tool_output<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> InputItem<'a> {
-    let (text, attached) = tool_result_text(model, result);
-    images.extend(
-        attached
-            .into_iter()
-            .map(|image| image_part(&image.mime_type, &image.data)),
-    );
     InputItem::FunctionCallOutput {
         call_id: call_id(&result.tool_call_id),
-        output: text,
+        output: tool_result_text(model, result, images, |image| image_part(&image.mime_type, &image.data)),
     }
 }
 

@@ -10,6 +10,7 @@ use volcanic_abstractions::{
     StopReason, StreamOptions, TextContent, ThinkingContent, ThinkingLevel, ToolCall, ToolResultMessage, UserBody,
     UserContent, UserMessage,
 };
+use volcanic_provider_support::RequestBody;
 
 use super::Body;
 

@@ -8,11 +8,11 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use volcanic_provider_support::{ProviderError, truncate};
+use volcanic_provider_support::{ProviderError, error_fields, truncate};
 
 /// One decoded stream event.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum WireEvent {
+pub enum WireEvent {
     /// `response.created`: the response's id.
     Created { id: Option<String> },
     /// `response.output_item.added`: an output item starts.
@@ -42,7 +42,7 @@ pub(crate) enum WireEvent {
 /// An output item (`reasoning`, `message`, `function_call`; others are kept as `Other`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum Item {
+pub enum Item {
     /// Reasoning: summary parts and, when asked for, the encrypted reasoning.
     Reasoning {
         #[serde(default)]
@@ -77,7 +77,7 @@ pub(crate) enum Item {
 
 /// One part of a reasoning summary.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub(crate) struct SummaryPart {
+pub struct SummaryPart {
     /// The summary text.
     #[serde(default)]
     pub(crate) text: String,
@@ -85,7 +85,7 @@ pub(crate) struct SummaryPart {
 
 /// The `response` object of a terminal event.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub(crate) struct ResponseObject {
+pub struct ResponseObject {
     #[serde(default)]
     pub(crate) id: Option<String>,
     /// `completed`, `incomplete`, `failed`, ...
@@ -218,14 +218,10 @@ fn code_text(code: &Value) -> Option<String> {
     }
 }
 
-/// `(code, message)` of an `error` object: `code` (or `type`) and `message`.
+/// `(code, message)` of an `error` object: `code` (a string or number, else `type`) and
+/// `message`.
 pub(crate) fn error_parts(error: &Value) -> (Option<String>, Option<String>) {
-    let text = |field: &str| error.get(field).and_then(code_text);
-    match error {
-        Value::String(message) => (None, Some(message.clone())),
-        Value::Object(_) => (text("code").or_else(|| text("type")), text("message")),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => (None, Some(error.to_string())),
-    }
+    error_fields(error, code_text)
 }
 
 /// The `(kind, message)` of an HTTP error body: OpenAI's `{"error": {"message", "type", "code"}}`.
@@ -241,14 +237,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn event(data: &str) -> eventsource_stream::Event {
-        eventsource_stream::Event {
-            event: "message".into(),
-            data: data.into(),
-            id: String::new(),
-            retry: None,
-        }
-    }
+    use volcanic_provider_support::testing::sse_data as event;
 
     #[test]
     fn events_decode_table() {

@@ -3,8 +3,7 @@
 //! `volcanic-openai-responses`, which the host registers beside this provider); the others use
 //! Chat Completions.
 
-use crate::OpenAiCompletionsProvider;
-use std::sync::Arc;
+use crate::ChatCompletions;
 use volcanic_abstractions::model::{Api, InputKind, Model, ModelCost};
 use volcanic_abstractions::provider::ProviderRegistration;
 
@@ -67,12 +66,6 @@ pub fn models(base_url: &str) -> Vec<Model> {
 ///
 /// # Errors
 /// When the HTTP client cannot be built (TLS set-up).
-pub fn registration() -> Result<ProviderRegistration, crate::OpenAiError> {
-    Ok(ProviderRegistration {
-        name: "openai".into(),
-        provider: Arc::new(OpenAiCompletionsProvider::new()?),
-        models: models(DEFAULT_BASE_URL),
-        api_key: None,
-        api_key_env: Some(API_KEY_ENV.into()),
-    })
+pub fn registration() -> crate::Result<ProviderRegistration> {
+    volcanic_provider_support::registration::<ChatCompletions>("openai", models(DEFAULT_BASE_URL), Some(API_KEY_ENV))
 }

@@ -1,8 +1,9 @@
 //! Volcanic provider for the OpenAI Chat Completions API (`openai-completions`), for OpenAI and
 //! compatible servers: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter.
 //!
-//! [`OpenAiCompletionsProvider`] implements [`volcanic_abstractions::Provider`]: each call
-//! streams `POST {base_url}/chat/completions` and yields pi's event sequence
+//! [`OpenAiCompletionsProvider`] (`volcanic-provider-support`'s `SseProvider` over
+//! [`ChatCompletions`]) implements [`volcanic_abstractions::Provider`]: each call streams
+//! `POST {base_url}/chat/completions` and yields pi's event sequence
 //!
 //! ```text
 //! start
@@ -14,10 +15,11 @@
 //!
 //! Layers, one file each: `request.rs` builds the body from the transcript, `wire.rs` decodes
 //! SSE chunks, `mapper.rs` maps them to provider events, `provider.rs` names the endpoint and
-//! headers. Everything between the HTTP client and the provider stream (attempts and retries,
+//! headers ([`ChatCompletions`]), `catalog.rs` lists the models and registers them. Everything
+//! between the HTTP client and the provider stream (the provider itself, attempts and retries,
 //! reading a response body with its idle timeout and cancellation, the error type, pi's
-//! wording of the agent's own roles) is `volcanic-provider-support`, shared with
-//! `volcanic-anthropic`.
+//! wording of the agent's own roles, what both OpenAI APIs share, the contract tests) is
+//! `volcanic-provider-support`, shared with the other providers.
 //!
 //! ```no_run
 //! # async fn demo(model: volcanic_abstractions::Model) -> Result<(), volcanic_openai::OpenAiError> {
@@ -54,9 +56,9 @@ mod wire;
 mod stream_tests;
 
 pub use catalog::{API_KEY_ENV, DEFAULT_BASE_URL, models, registration};
-pub use provider::OpenAiCompletionsProvider;
-pub use request::reasoning_effort;
+pub use provider::{ChatCompletions, OpenAiCompletionsProvider};
 pub use volcanic_provider_support::ProviderConfig;
+pub use volcanic_provider_support::reasoning_effort;
 
 /// The crate's error type, shared with the other providers. A provider call never returns it:
 /// [`OpenAiCompletionsProvider`]'s stream turns every failure into the stream's final `error`

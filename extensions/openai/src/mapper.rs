@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, Model, StopReason, TextContent, ThinkingContent,
-    ToolCall,
 };
 
-use volcanic_provider_support::{EventMapper, ProviderError, tool_arguments};
+use volcanic_provider_support::{EventMapper, ProviderError, priced_usage, start_tool_call, tool_arguments};
 
 use crate::wire::{self, Chunk, Delta, ToolCallDelta, WireEvent, WireUsage};
 
@@ -42,7 +41,7 @@ struct CallState {
 
 /// Turns the chunks of one response into provider events and the final message.
 #[derive(Debug)]
-pub(crate) struct Mapper {
+pub struct Mapper {
     model: Model,
     message: AssistantMessage,
     current: Option<Current>,
@@ -68,20 +67,46 @@ impl EventMapper for Mapper {
         }
     }
 
-    fn has_content(&self) -> bool {
-        !self.message.content.is_empty()
+    fn message(&self) -> &AssistantMessage {
+        &self.message
     }
 
     fn is_finished(&self) -> bool {
         self.finished
     }
 
-    fn on_sse_event(
-        &mut self,
-        event: &eventsource_stream::Event,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError> {
-        wire::decode(event).and_then(|event| self.on_event(event, out))
+    type Event = WireEvent;
+
+    fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, ProviderError> {
+        wire::decode(event)
+    }
+
+    /// Handles one event, appending the provider events it yields to `out`. An in-stream
+    /// error is returned as an error.
+    fn on_event(&mut self, event: WireEvent, out: &mut Vec<AssistantMessageEvent>) -> Result<(), ProviderError> {
+        match event {
+            WireEvent::Chunk(chunk) => self.chunk(chunk, out),
+            WireEvent::Done => {
+                self.close_current(out);
+                self.finished = true;
+            }
+            WireEvent::Error(kind, message) => {
+                let kind = kind.unwrap_or_else(|| "error".to_owned());
+                let message = message.unwrap_or_else(|| "(no message)".to_owned());
+                let lower = message.to_ascii_lowercase();
+                let transient = matches!(
+                    kind.as_str(),
+                    "server_error" | "api_error" | "rate_limit_exceeded" | "overloaded_error"
+                ) || lower.contains("overloaded")
+                    || lower.contains("rate limit");
+                return Err(ProviderError::Stream {
+                    kind,
+                    message,
+                    transient,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The final message, failing for the `content_filter` finish reason.
@@ -111,50 +136,13 @@ impl EventMapper for Mapper {
             .and_then(|details| details.cached_tokens)
             .unwrap_or(0)
             .min(prompt);
-        let usage = &mut self.message.usage;
-        usage.input = prompt - cached;
-        usage.output = wire.completion_tokens.unwrap_or(0);
-        usage.cache_read = cached;
-        usage.cache_write = 0;
-        usage.total_tokens = usage.input + usage.output + usage.cache_read;
-        usage.cost = self.model.cost_of(usage);
+        let output = wire.completion_tokens.unwrap_or(0);
+        self.message.usage = priced_usage(&self.model, prompt - cached, output, cached, 0);
         self.message
     }
 }
 
 impl Mapper {
-    /// Handles one event, appending the provider events it yields to `out`. An in-stream
-    /// error is returned as an error.
-    pub(crate) fn on_event(
-        &mut self,
-        event: WireEvent,
-        out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError> {
-        match event {
-            WireEvent::Chunk(chunk) => self.chunk(chunk, out),
-            WireEvent::Done => {
-                self.close_current(out);
-                self.finished = true;
-            }
-            WireEvent::Error(kind, message) => {
-                let kind = kind.unwrap_or_else(|| "error".to_owned());
-                let message = message.unwrap_or_else(|| "(no message)".to_owned());
-                let lower = message.to_ascii_lowercase();
-                let transient = matches!(
-                    kind.as_str(),
-                    "server_error" | "api_error" | "rate_limit_exceeded" | "overloaded_error"
-                ) || lower.contains("overloaded")
-                    || lower.contains("rate limit");
-                return Err(ProviderError::Stream {
-                    kind,
-                    message,
-                    transient,
-                });
-            }
-        }
-        Ok(())
-    }
-
     fn chunk(&mut self, chunk: Chunk, out: &mut Vec<AssistantMessageEvent>) {
         if self.message.response_id.is_none() {
             self.message.response_id = chunk.id;
@@ -194,7 +182,7 @@ impl Mapper {
     fn text(&mut self, text: String, out: &mut Vec<AssistantMessageEvent>) {
         let content_index = match self.current {
             Some(Current::Text(index)) => index,
-            _ => {
+            Some(Current::Thinking(_) | Current::Call(_)) | None => {
                 self.close_current(out);
                 let index = self.message.content.len();
                 self.message.content.push(AssistantContent::Text(TextContent {
@@ -218,7 +206,7 @@ impl Mapper {
     fn thinking(&mut self, text: String, out: &mut Vec<AssistantMessageEvent>) {
         let content_index = match self.current {
             Some(Current::Thinking(index)) => index,
-            _ => {
+            Some(Current::Text(_) | Current::Call(_)) | None => {
                 self.close_current(out);
                 let index = self.message.content.len();
                 self.message.content.push(AssistantContent::Thinking(ThinkingContent {
@@ -243,7 +231,7 @@ impl Mapper {
     fn tool_call(&mut self, piece: ToolCallDelta, out: &mut Vec<AssistantMessageEvent>) {
         let open_index = match self.current {
             Some(Current::Call(index)) => Some(index),
-            _ => None,
+            Some(Current::Text(_) | Current::Thinking(_)) | None => None,
         };
         let next_index = self.calls.keys().next_back().map_or(0, |last| last + 1);
         let function = piece.function.unwrap_or_default();
@@ -268,17 +256,7 @@ impl Mapper {
                 .filter(|id| !id.is_empty())
                 .unwrap_or_else(|| format!("call_{}_{index}", self.message.timestamp));
             let name = function.name.clone().unwrap_or_default();
-            self.message.content.push(AssistantContent::ToolCall(ToolCall {
-                id: id.clone(),
-                name: name.clone(),
-                arguments: Value::Object(Map::new()),
-                thought_signature: None,
-            }));
-            out.push(AssistantMessageEvent::ToolCallStart {
-                content_index,
-                id,
-                name,
-            });
+            start_tool_call(&mut self.message, id, name, Value::Object(Map::new()), out);
             self.calls.insert(
                 index,
                 CallState {
@@ -316,7 +294,7 @@ impl Mapper {
         let call = self.calls.get(&index)?;
         match self.message.content.get(call.content_index)? {
             AssistantContent::ToolCall(tool_call) => Some(tool_call.id.as_str()),
-            _ => None,
+            AssistantContent::Text(_) | AssistantContent::Thinking(_) | AssistantContent::ProviderToolCall(_) => None,
         }
     }
 

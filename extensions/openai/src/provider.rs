@@ -1,99 +1,50 @@
-//! [`OpenAiCompletionsProvider`]: one streamed `POST {base_url}/chat/completions` per call,
-//! retried while nothing of the answer was streamed, ending in exactly one `done` or `error`
-//! event.
+//! [`OpenAiCompletionsProvider`]: the shared SSE provider over the Chat Completions API
+//! ([`ChatCompletions`]), one streamed `POST {base_url}/chat/completions` per call, retried
+//! while nothing of the answer was streamed, ending in exactly one `done` or `error` event.
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
-use volcanic_abstractions::{Api, Model, Provider, ProviderContext, ProviderStream, StreamOptions};
-use volcanic_provider_support::{ProviderConfig, SseProvider, WireApi};
+use volcanic_abstractions::Api;
+use volcanic_provider_support::{SseProvider, WireApi};
 
 use crate::mapper::Mapper;
-use crate::{Result, request, wire};
+use crate::{request, wire};
 
 /// OpenAI Chat Completions provider ([`Api::OpenAiCompletions`]), for OpenAI and compatible
-/// servers (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter).
+/// servers (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter): the shared [`SseProvider`] over
+/// [`ChatCompletions`] (build it with [`SseProvider::new`] or [`SseProvider::with_config`]).
 ///
 /// One instance holds one HTTP client (connections are reused) and may serve any number of
 /// concurrent calls. Each call POSTs to `{model.base_url}/chat/completions` (the base URL
-/// includes `/v1`) with `authorization: Bearer KEY` when [`StreamOptions::api_key`] is set
+/// includes `/v1`) with `authorization: Bearer KEY` when [`StreamOptions::api_key`](volcanic_abstractions::StreamOptions::api_key) is set
 /// (local servers take none), `stream: true` and `stream_options.include_usage`.
 ///
 /// Failures never leave the stream out of band: HTTP errors
 /// (`"429 rate_limit_exceeded: ..."`), broken or silent streams, in-stream error chunks and
 /// aborts all end the stream with one `error` event carrying the partial message,
-/// `stopReason` `error` (or `aborted` when [`StreamOptions::cancel`] fired) and the provider's
+/// `stopReason` `error` (or `aborted` when [`StreamOptions::cancel`](volcanic_abstractions::StreamOptions::cancel) fired) and the provider's
 /// message in `errorMessage`. Transient failures (429, 5xx, refused or reset connections, a
 /// stream that breaks off) are retried with exponential backoff, honouring `retry-after-ms` /
-/// `retry-after`, as long as no content block was streamed; see [`ProviderConfig`].
+/// `retry-after`, as long as no content block was streamed; see
+/// [`ProviderConfig`](volcanic_provider_support::ProviderConfig).
 ///
 /// Malformed tool arguments: a tool call whose streamed `arguments` text is not valid JSON
 /// gets `arguments` = that raw text as a JSON **string** (not an object). Validating it
 /// against the tool's object schema then fails with a clear "not an object" error that the
 /// agent reports to the model, and the raw text goes back to the server unchanged in the
 /// transcript. Empty arguments become `{}`.
-#[derive(Debug, Clone)]
-pub struct OpenAiCompletionsProvider(SseProvider<ChatCompletions>);
+pub type OpenAiCompletionsProvider = SseProvider<ChatCompletions>;
 
-impl OpenAiCompletionsProvider {
-    /// A provider with the default [`ProviderConfig`] (1 s base delay, 3 retries, 120 s idle
-    /// timeout).
-    ///
-    /// TLS uses rustls; when no process-wide crypto provider is installed yet, ring's is
-    /// installed (the binary installs it at start anyway).
-    ///
-    /// # Errors
-    /// [`OpenAiError::Client`](crate::OpenAiError::Client) when the HTTP client cannot be
-    /// built.
-    pub fn new() -> Result<Self> {
-        Self::with_config(ProviderConfig::default())
-    }
-
-    /// A provider with the given retry, idle-timeout and connect-timeout settings.
-    ///
-    /// # Errors
-    /// [`OpenAiError::Client`](crate::OpenAiError::Client) when the HTTP client cannot be
-    /// built.
-    pub fn with_config(config: ProviderConfig) -> Result<Self> {
-        SseProvider::new(config).map(Self)
-    }
-
-    /// The settings in use.
-    pub fn config(&self) -> &ProviderConfig {
-        self.0.config()
-    }
-}
-
-impl Provider for OpenAiCompletionsProvider {
-    fn api(&self) -> Api {
-        Api::OpenAiCompletions
-    }
-
-    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
-        self.0.stream(model, context, options)
-    }
-}
-
-/// The Chat Completions API as [`SseProvider`] speaks it.
+/// The Chat Completions API as [`SseProvider`] speaks it: the endpoint, the bearer key, the
+/// request body, the error body and the event mapper.
 #[derive(Debug)]
-pub(crate) struct ChatCompletions;
+pub struct ChatCompletions;
 
 impl WireApi for ChatCompletions {
     const NAME: &'static str = "openai-completions";
+    const API: Api = Api::OpenAiCompletions;
     type Mapper = Mapper;
-
-    /// `{base}/chat/completions`.
-    fn endpoint(base_url: &str) -> String {
-        format!("{}/chat/completions", base_url.trim_end_matches('/'))
-    }
-
-    fn key_header(key: &str) -> (HeaderName, String) {
-        (AUTHORIZATION, format!("Bearer {key}"))
-    }
+    const PATH: &'static str = "/chat/completions";
 
     type Body<'a> = request::Body<'a>;
-
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> request::Body<'a> {
-        request::Body::new(model, context, options)
-    }
 
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)> {
         wire::error_body(text)
@@ -104,6 +55,7 @@ impl WireApi for ChatCompletions {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use volcanic_abstractions::StreamOptions;
 
     #[test]
     fn endpoint_appends_chat_completions() {

@@ -21,29 +21,19 @@ use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use volcanic_abstractions::{
-    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ThinkingLevel,
-    ToolResultMessage, UserBody, UserContent,
+    AssistantContent, AssistantMessage, Message, Model, ProviderContext, StreamOptions, ToolResultMessage, UserBody,
+    UserContent,
 };
 use volcanic_provider_support::{
-    IMAGE_OMITTED, bash_execution_text, branch_summary_text, compaction_summary_text, sanitize_id, tool_result_text,
+    IMAGE_OMITTED, RequestBody, TOOL_IMAGES_LEAD, bash_execution_text, branch_summary_text, compaction_summary_text,
+    push_tool_results, reasoning_effort, sanitize_id, tool_result_text,
 };
 
 /// Longest tool-call id OpenAI accepts.
 const MAX_ID_LEN: usize = 40;
 
-/// The `reasoning_effort` of a level (`off` → none; `xhigh` → `high`).
-pub fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh => Some("high"),
-    }
-}
-
 #[derive(Debug, Serialize)]
-pub(crate) struct Body<'a> {
+pub struct Body<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
@@ -62,9 +52,9 @@ pub(crate) struct Body<'a> {
     tools: Vec<FunctionTool<'a>>,
 }
 
-impl<'a> Body<'a> {
+impl<'a> RequestBody<'a> for Body<'a> {
     /// The body of one call to `model` with `context`.
-    pub(crate) fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self {
         let mut messages = Vec::new();
         if !context.system_prompt.is_empty() {
             messages.push(WireMessage::System {
@@ -211,22 +201,16 @@ pub(crate) fn convert_messages<'a>(model: &Model, transcript: &'a [Message]) -> 
                     out.push(converted);
                 }
             }
-            Message::ToolResult(first) => {
-                let mut images = Vec::new();
-                out.push(tool_message(model, first, &mut images));
-                while let Some(Message::ToolResult(next)) = transcript.get(index) {
-                    out.push(tool_message(model, next, &mut images));
-                    index += 1;
-                }
-                if !images.is_empty() {
-                    let mut parts = vec![Part::Text {
-                        text: Cow::Borrowed("Attached image(s) from tool result:"),
-                    }];
-                    parts.extend(images);
-                    out.push(WireMessage::User {
-                        content: UserWire::Parts(parts),
-                    });
-                }
+            Message::ToolResult(_) => {
+                let message = |result, images: &mut _| tool_message(model, result, images);
+                index = push_tool_results(transcript, index - 1, &mut out, message, |images| {
+                    let lead = Part::Text {
+                        text: Cow::Borrowed(TOOL_IMAGES_LEAD),
+                    };
+                    WireMessage::User {
+                        content: UserWire::Parts([lead].into_iter().chain(images).collect()),
+                    }
+                });
             }
         }
     }
@@ -335,15 +319,9 @@ fn push_text(text: &mut String, piece: &str, ran: bool, after_ran: &mut bool) {
 /// A `role: "tool"` message; the result's images go to `images` (or a note when the model
 /// takes none).
 fn tool_message<'a>(model: &Model, result: &ToolResultMessage, images: &mut Vec<Part<'a>>) -> WireMessage<'a> {
-    let (text, attached) = tool_result_text(model, result);
-    images.extend(
-        attached
-            .into_iter()
-            .map(|image| image_part(&image.mime_type, &image.data)),
-    );
     WireMessage::Tool {
         tool_call_id: tool_id(&result.tool_call_id),
-        content: text,
+        content: tool_result_text(model, result, images, |image| image_part(&image.mime_type, &image.data)),
     }
 }
 

@@ -7,11 +7,11 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use volcanic_provider_support::{ProviderError, truncate};
+use volcanic_provider_support::{ProviderError, error_fields, truncate};
 
 /// One decoded stream event.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum WireEvent {
+pub enum WireEvent {
     /// A completion chunk.
     Chunk(Chunk),
     /// An error reported inside the stream: `(kind, message)`.
@@ -22,7 +22,7 @@ pub(crate) enum WireEvent {
 
 /// A `chat.completion.chunk`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub(crate) struct Chunk {
+pub struct Chunk {
     /// Completion id (`chatcmpl-...`).
     #[serde(default)]
     pub(crate) id: Option<String>,
@@ -132,18 +132,10 @@ pub(crate) fn decode(event: &eventsource_stream::Event) -> Result<WireEvent, Pro
         .map_err(|e| malformed(e.to_string()))
 }
 
-/// `(kind, message)` of an `error` value: an object with `message` and a string `code` or a
-/// `type`, or a bare string.
+/// `(kind, message)` of an `error` value: an object with `message` and a string `code` (a
+/// number, as llama.cpp sends the status, gives way to `type`) or a `type`, or a bare string.
 fn error_parts(error: &Value) -> (Option<String>, Option<String>) {
-    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
-    match error {
-        Value::String(message) => (None, Some(message.clone())),
-        Value::Object(map) => (
-            text(map.get("code")).or_else(|| text(map.get("type"))),
-            text(map.get("message")),
-        ),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => (None, Some(error.to_string())),
-    }
+    error_fields(error, |value| value.as_str().map(str::to_owned))
 }
 
 /// The `(kind, message)` of an HTTP error body: OpenAI's `{"error": {...}}`, a bare
@@ -169,14 +161,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn event(data: &str) -> eventsource_stream::Event {
-        eventsource_stream::Event {
-            event: "message".into(),
-            data: data.into(),
-            id: String::new(),
-            retry: None,
-        }
-    }
+    use volcanic_provider_support::testing::sse_data as event;
 
     #[test]
     fn chunks_decode_table() {

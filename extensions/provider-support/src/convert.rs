@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 use volcanic_abstractions::{
-    BashExecutionMessage, ImageContent, Model, SummaryMessage, ToolResultMessage, UserContent,
+    BashExecutionMessage, ImageContent, Model, SummaryMessage, ToolResultMessage, Usage, UserContent,
 };
 
 /// Lead-in of a compaction summary.
@@ -22,35 +22,57 @@ const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
 /// Text standing in for an image the model cannot take.
 pub const IMAGE_OMITTED: &str = "[image omitted: this model does not accept images]";
 
-/// A tool result for the OpenAI wire APIs, whose tool messages carry text only: the text, and the
-/// images to send beside it (in a user message) when `model` takes images. An image the model
-/// cannot take becomes [`IMAGE_OMITTED`] in the text; an empty result reads `(no output)`, or
-/// `(see attached image)` when only images came back.
-pub fn tool_result_text<'a>(model: &Model, result: &'a ToolResultMessage) -> (String, Vec<&'a ImageContent>) {
+/// A tool result for the OpenAI wire APIs, whose tool messages carry text only: returns the text,
+/// and appends the images to send beside it (in a user message), each made an API part by
+/// `part`, to `images` when `model` takes images. An image the model cannot take becomes
+/// [`IMAGE_OMITTED`] in the text; an empty result reads `(no output)`, or `(see attached image)`
+/// when only images came back.
+pub fn tool_result_text<P>(
+    model: &Model,
+    result: &ToolResultMessage,
+    images: &mut Vec<P>,
+    part: impl Fn(&ImageContent) -> P,
+) -> String {
     let mut text = volcanic_abstractions::join_text(&result.content);
-    let images: Vec<&ImageContent> = result
+    let attached: Vec<&ImageContent> = result
         .content
         .iter()
         .filter_map(|block| match block {
             UserContent::Image(image) => Some(image),
-            _ => None,
+            UserContent::Text(_) => None,
         })
         .collect();
-    if !images.is_empty() && !model.takes_images() {
+    if !attached.is_empty() && !model.takes_images() {
         if !text.is_empty() {
             text.push('\n');
         }
         text.push_str(IMAGE_OMITTED);
-        return (text, Vec::new());
+        return text;
     }
     if text.is_empty() {
-        text.push_str(if images.is_empty() {
+        text.push_str(if attached.is_empty() {
             "(no output)"
         } else {
             "(see attached image)"
         });
     }
-    (text, images)
+    images.extend(attached.into_iter().map(part));
+    text
+}
+
+/// The usage of one call from its token counts (`input` uncached), with the total and the cost
+/// at `model`'s prices.
+pub fn priced_usage(model: &Model, input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
+    let mut usage = Usage {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total_tokens: input + output + cache_read + cache_write,
+        ..Usage::default()
+    };
+    usage.cost = model.cost_of(&usage);
+    usage
 }
 
 /// A user-run shell command as the model sees it; `None` when it is excluded from context.

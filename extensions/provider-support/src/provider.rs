@@ -1,16 +1,19 @@
 //! [`SseProvider`]: one streamed `POST` per call to a [`WireApi`], retried while nothing of the
-//! answer was streamed, ending in exactly one `done` or `error` event.
+//! answer was streamed, ending in exactly one `done` or `error` event; [`registration`] puts it
+//! in the model registry with a catalogue.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::provider::ProviderRegistration;
 use volcanic_abstractions::{
-    AssistantMessage, AssistantMessageEvent, Model, ProviderContext, ProviderStream, StopReason, StreamOptions,
+    Api, AssistantMessage, AssistantMessageEvent, Model, Provider, ProviderContext, ProviderStream, StopReason,
+    StreamOptions,
 };
 
 use crate::error::{ProviderError, Result};
@@ -23,22 +26,33 @@ use crate::stream::{EventMapper, read_stream};
 /// Longest provider error text kept when the body is not the API's JSON error shape.
 const MAX_ERROR_TEXT: usize = 1000;
 
-/// What distinguishes one streaming wire API (Anthropic Messages, OpenAI Chat Completions) for
-/// an [`SseProvider`]: where to send a call, how to authenticate, the request body, the error
-/// body and how to read the response events.
+/// What distinguishes one streaming wire API (Anthropic Messages, OpenAI Chat Completions,
+/// OpenAI Responses) for an [`SseProvider`]: where to send a call, how to authenticate, the
+/// request body, the error body and how to read the response events.
 pub trait WireApi: Send + Sync + 'static {
     /// The API's name in log lines (`anthropic`, `openai-completions`).
     const NAME: &'static str;
 
+    /// The API models name in their `api` field, served by `SseProvider<Self>`.
+    const API: Api;
+
     /// Maps the SSE events of one response.
     type Mapper: EventMapper;
 
-    /// The URL a call is POSTed to, from the model's base URL.
-    fn endpoint(base_url: &str) -> String;
+    /// The path a call is POSTed to, below the model's base URL (`/chat/completions`).
+    const PATH: &'static str;
 
-    /// The header carrying a (non-empty) API key, and its value: e.g. `x-api-key: KEY` or
-    /// `authorization: Bearer KEY`.
-    fn key_header(key: &str) -> (HeaderName, String);
+    /// The URL a call is POSTed to, from the model's base URL: by default the base URL
+    /// (without a trailing `/`) and [`PATH`](Self::PATH).
+    fn endpoint(base_url: &str) -> String {
+        format!("{}{}", base_url.trim_end_matches('/'), Self::PATH)
+    }
+
+    /// The header carrying a (non-empty) API key, and its value: by default
+    /// `authorization: Bearer KEY`; e.g. `x-api-key: KEY` for Anthropic.
+    fn key_header(key: &str) -> (HeaderName, String) {
+        (AUTHORIZATION, format!("Bearer {key}"))
+    }
 
     /// Headers the API wants on every request besides content type, accept and the key (e.g.
     /// a version); none by default.
@@ -51,10 +65,7 @@ pub trait WireApi: Send + Sync + 'static {
     /// wants one ([`body_tree`]). A tree built for every request would deep-copy the transcript
     /// and every tool schema (a thousand chats asking at once kept megabytes of copies in the
     /// heap; a hundred long conversations spent a tenth of the CPU).
-    type Body<'a>: serde::Serialize;
-
-    /// Builds the body of one streamed call.
-    fn body<'a>(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self::Body<'a>;
+    type Body<'a>: RequestBody<'a>;
 
     /// The `(kind, message)` of an HTTP error body, when it has the API's error shape.
     fn error_body(text: &str) -> Option<(Option<String>, Option<String>)>;
@@ -92,10 +103,16 @@ pub trait WireApi: Send + Sync + 'static {
     }
 }
 
+/// The request body of a wire API, built from what it borrows.
+pub trait RequestBody<'a>: serde::Serialize {
+    /// The body of one streamed call to `model` with `context`.
+    fn new(model: &'a Model, context: &'a ProviderContext, options: &StreamOptions) -> Self;
+}
+
 /// A provider speaking the wire API `W` over streamed HTTP (server-sent events).
 ///
 /// One instance holds one HTTP client (connections are reused) and may serve any number of
-/// concurrent calls. Each call POSTs [`WireApi::body`] to [`WireApi::endpoint`] with
+/// concurrent calls. Each call POSTs [`WireApi::Body`] to [`WireApi::endpoint`] with
 /// [`WireApi::headers`] and yields pi's event sequence: `start`, the content events, then
 /// exactly one `done` or `error`.
 ///
@@ -133,14 +150,24 @@ impl<W> std::fmt::Debug for SseProvider<W> {
 }
 
 impl<W: WireApi> SseProvider<W> {
-    /// A provider with the given retry, idle-timeout and connect-timeout settings.
+    /// A provider with the default [`ProviderConfig`] (1 s base delay, 3 retries, 120 s idle
+    /// timeout).
     ///
     /// TLS uses rustls; when no process-wide crypto provider is installed yet, ring's is
     /// installed (the binary installs it at start anyway).
     ///
     /// # Errors
     /// [`ProviderError::Client`] when the HTTP client cannot be built.
-    pub fn new(config: ProviderConfig) -> Result<Self> {
+    pub fn new() -> Result<Self> {
+        Self::with_config(ProviderConfig::default())
+    }
+
+    /// A provider with the given retry, idle-timeout and connect-timeout settings (TLS as for
+    /// [`new`](Self::new)).
+    ///
+    /// # Errors
+    /// [`ProviderError::Client`] when the HTTP client cannot be built.
+    pub fn with_config(config: ProviderConfig) -> Result<Self> {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
@@ -158,14 +185,40 @@ impl<W: WireApi> SseProvider<W> {
     pub fn config(&self) -> &ProviderConfig {
         &self.inner.config
     }
+}
 
-    /// Starts one call (what [`volcanic_abstractions::Provider::stream`] does). The request
-    /// runs as the stream is polled; dropping the stream cancels it.
-    pub fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
+impl<W: WireApi> Provider for SseProvider<W> {
+    fn api(&self) -> Api {
+        W::API
+    }
+
+    /// Starts one call. The request runs as the stream is polled; dropping the stream cancels it.
+    fn stream(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> ProviderStream {
         let inner = Arc::clone(&self.inner);
         let model = model.clone();
         event_stream(move |emitter| run::<W>(inner, model, context, options, emitter))
     }
+}
+
+/// The registration of provider `name` speaking `W` (with the default [`ProviderConfig`]) with
+/// its catalogue `models`, its key read from the environment variable `api_key_env` (none for
+/// an API whose servers take no key). A config section `[providers.NAME]` may override the
+/// base URL and key.
+///
+/// # Errors
+/// [`ProviderError::Client`] when the HTTP client cannot be built (TLS set-up).
+pub fn registration<W: WireApi>(
+    name: &str,
+    models: Vec<Model>,
+    api_key_env: Option<&str>,
+) -> Result<ProviderRegistration> {
+    Ok(ProviderRegistration {
+        name: name.into(),
+        provider: Arc::new(SseProvider::<W>::new()?),
+        models,
+        api_key: None,
+        api_key_env: api_key_env.map(str::to_owned),
+    })
 }
 
 /// A call that ended without an answer.
@@ -219,12 +272,12 @@ async fn run<W: WireApi>(
 
 /// `W`'s request body as a JSON tree (what a `before_provider_request` hook gets).
 pub fn body_tree<W: WireApi>(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Value {
-    serde_json::to_value(W::body(model, context, options)).unwrap_or_default()
+    serde_json::to_value(W::Body::new(model, context, options)).unwrap_or_default()
 }
 
 /// `W`'s request body serialized (what is sent when no hook wants the tree).
 pub fn body_bytes<W: WireApi>(model: &Model, context: &ProviderContext, options: &StreamOptions) -> Vec<u8> {
-    serde_json::to_vec(&W::body(model, context, options)).unwrap_or_default()
+    serde_json::to_vec(&W::Body::new(model, context, options)).unwrap_or_default()
 }
 
 /// Builds the body, then attempts the request until it succeeds, fails for good, or the
@@ -374,15 +427,10 @@ mod tests {
 
     impl WireApi for Versioned {
         const NAME: &'static str = "versioned";
+        const API: Api = Api::OpenAiCompletions;
         type Mapper = Never;
 
-        fn endpoint(base_url: &str) -> String {
-            base_url.to_owned()
-        }
-
-        fn key_header(key: &str) -> (HeaderName, String) {
-            (reqwest::header::AUTHORIZATION, format!("Bearer {key}"))
-        }
+        const PATH: &'static str = "/call";
 
         fn fixed_headers(map: &mut HeaderMap) {
             map.insert(HeaderName::from_static("api-version"), HeaderValue::from_static("1"));
@@ -390,12 +438,14 @@ mod tests {
 
         type Body<'a> = Value;
 
-        fn body<'a>(_: &'a Model, _: &'a ProviderContext, _: &StreamOptions) -> Value {
-            Value::Null
-        }
-
         fn error_body(_: &str) -> Option<(Option<String>, Option<String>)> {
             None
+        }
+    }
+
+    impl RequestBody<'_> for Value {
+        fn new(_: &Model, _: &ProviderContext, _: &StreamOptions) -> Self {
+            Value::Null
         }
     }
 
@@ -409,7 +459,7 @@ mod tests {
             unreachable!("the header tests build no mapper")
         }
 
-        fn has_content(&self) -> bool {
+        fn message(&self) -> &AssistantMessage {
             match *self {}
         }
 
@@ -417,7 +467,13 @@ mod tests {
             match *self {}
         }
 
-        fn on_sse_event(&mut self, _: &eventsource_stream::Event, _: &mut Vec<AssistantMessageEvent>) -> Result<()> {
+        type Event = Never;
+
+        fn decode(_: &eventsource_stream::Event) -> Result<Never> {
+            unreachable!("the header tests decode nothing")
+        }
+
+        fn on_event(&mut self, _: Never, _: &mut Vec<AssistantMessageEvent>) -> Result<()> {
             match *self {}
         }
 

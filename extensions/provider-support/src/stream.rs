@@ -2,8 +2,9 @@
 //! events, with the idle timeout and cancellation applied between events.
 
 use futures::{Stream, StreamExt};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::{AssistantMessage, AssistantMessageEvent, Model};
+use volcanic_abstractions::{AssistantContent, AssistantMessage, AssistantMessageEvent, Model, ToolCall};
 
 use crate::error::ProviderError;
 use crate::http::{Emitter, Interrupted, error_chain, sse_events, within};
@@ -20,22 +21,44 @@ pub trait EventMapper: Send + Sized {
     /// milliseconds).
     fn new(model: &Model, timestamp: i64) -> Self;
 
+    /// The message built so far.
+    fn message(&self) -> &AssistantMessage;
+
     /// Whether any content block was started (after which a failure is not retried).
-    fn has_content(&self) -> bool;
+    fn has_content(&self) -> bool {
+        !self.message().content.is_empty()
+    }
 
     /// Whether the terminal event arrived.
     fn is_finished(&self) -> bool;
 
-    /// Decodes and handles one SSE event, appending the provider events it yields to `out`.
+    /// One SSE event of the API, decoded.
+    type Event;
+
+    /// Decodes one SSE event.
     ///
     /// # Errors
-    /// [`ProviderError::Decode`] for an event that cannot be decoded, [`ProviderError::Stream`]
-    /// for an error the stream reports.
+    /// [`ProviderError::Decode`] for an event that cannot be decoded.
+    fn decode(event: &eventsource_stream::Event) -> Result<Self::Event, ProviderError>;
+
+    /// Handles one decoded event, appending the provider events it yields to `out`.
+    ///
+    /// # Errors
+    /// [`ProviderError::Stream`] for an error the stream reports.
+    fn on_event(&mut self, event: Self::Event, out: &mut Vec<AssistantMessageEvent>) -> Result<(), ProviderError>;
+
+    /// Decodes and handles one SSE event ([`decode`](Self::decode), then
+    /// [`on_event`](Self::on_event)).
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode) and [`on_event`](Self::on_event).
     fn on_sse_event(
         &mut self,
         event: &eventsource_stream::Event,
         out: &mut Vec<AssistantMessageEvent>,
-    ) -> Result<(), ProviderError>;
+    ) -> Result<(), ProviderError> {
+        Self::decode(event).and_then(|event| self.on_event(event, out))
+    }
 
     /// The final message after the terminal event, with the failure its stop reason stands
     /// for ([`ProviderError::StopReason`]), if any.
@@ -43,6 +66,29 @@ pub trait EventMapper: Send + Sized {
 
     /// The message as far as it got, with usage and cost; for the final `error` event.
     fn into_partial(self) -> AssistantMessage;
+}
+
+/// Starts a tool-call block at the end of `message` with `arguments` so far (an empty object
+/// for APIs that stream them all), emitting its `toolcall_start`.
+pub fn start_tool_call(
+    message: &mut AssistantMessage,
+    id: String,
+    name: String,
+    arguments: Value,
+    out: &mut Vec<AssistantMessageEvent>,
+) {
+    let content_index = message.content.len();
+    message.content.push(AssistantContent::ToolCall(ToolCall {
+        id: id.clone(),
+        name: name.clone(),
+        arguments,
+        thought_signature: None,
+    }));
+    out.push(AssistantMessageEvent::ToolCallStart {
+        content_index,
+        id,
+        name,
+    });
 }
 
 /// Feeds a response body through `mapper`, emitting provider events as they come, until the

@@ -30,16 +30,22 @@ impl EventMapper for Lines {
         }
     }
 
-    fn has_content(&self) -> bool {
-        !self.message.content.is_empty()
+    fn message(&self) -> &AssistantMessage {
+        &self.message
     }
 
     fn is_finished(&self) -> bool {
         self.finished
     }
 
-    fn on_sse_event(&mut self, event: &eventsource_stream::Event, out: &mut Vec<E>) -> Result<(), ProviderError> {
-        match event.data.as_str() {
+    type Event = String;
+
+    fn decode(event: &eventsource_stream::Event) -> Result<String, ProviderError> {
+        Ok(event.data.clone())
+    }
+
+    fn on_event(&mut self, event: String, out: &mut Vec<E>) -> Result<(), ProviderError> {
+        match event.as_str() {
             "stop" => self.finished = true,
             "fail" => {
                 return Err(ProviderError::Stream {

@@ -10,9 +10,11 @@ use serde_json::{Value, json};
 use volcanic_abstractions::{
     AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, ThinkingLevel, ToolCall, Usage,
 };
+use volcanic_anthropic::Messages;
+use volcanic_provider_support::testing::{self, contract};
 use volcanic_testkit::model_server::Turn;
 
-use super::support::{ask, collect, done, model, options, provider, result_for, server};
+use super::support::{DIALECT, ask, collect, done, model, options, provider, result_for, server};
 
 #[tokio::test]
 async fn text_reply_streams_and_ends_with_done() {
@@ -105,47 +107,7 @@ async fn thinking_is_streamed_and_its_signature_accepted_on_the_next_call() {
 
 #[tokio::test]
 async fn tool_call_arguments_split_across_deltas_are_joined_and_the_result_goes_back() {
-    let server = server().await;
-    let arguments = json!({"command": "printf 'naïve 🌋' | wc -c", "timeout": 30});
-    server.push(
-        Turn::new()
-            .text("Running it.")
-            .tool_call("toolu_01ABC", "bash", arguments.clone()),
-    );
-    server.push(Turn::reply("It printed 12."));
-    let provider = provider();
-    let model = model(&server.anthropic_base_url());
-    let events = collect(provider.stream(&model, ask("count"), options())).await;
-    let message = done(&events);
-    assert_eq!(message.stop_reason, StopReason::ToolUse);
-    let deltas: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            AssistantMessageEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert!(deltas.len() > 1, "arguments arrive in pieces: {deltas:?}");
-    assert_eq!(deltas.concat(), arguments.to_string());
-    let call = message.tool_calls().next().cloned().expect("a tool call");
-    assert_eq!(
-        call,
-        ToolCall {
-            id: "toolu_01ABC".into(),
-            name: "bash".into(),
-            arguments: arguments.clone(),
-            thought_signature: None,
-        }
-    );
-
-    let mut context = ask("count");
-    context.messages.push(Message::Assistant(message));
-    context.messages.push(result_for(&call, "12"));
-    let events = collect(provider.stream(&model, context, options())).await;
-    assert_eq!(done(&events).text(), "It printed 12.");
-    let second = &server.requests()[1];
-    assert!(!second.is_rejected(), "{:?}", second.rejection);
-    assert_eq!(second.tool_outputs(), vec![("toolu_01ABC".to_owned(), "12".to_owned())]);
+    let (second, _) = contract::tool_call_round_trip::<Messages>(&DIALECT, "toolu_01ABC").await;
     let last = second.messages().last().cloned().unwrap_or_default();
     assert_eq!(last["content"][0]["cache_control"], json!({"type": "ephemeral"}));
 }
@@ -236,27 +198,7 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
     let mut context = ask("list files");
     context.messages.push(Message::Assistant(first));
     context.messages.push(result_for(&call, "a.rs"));
-    context
-        .messages
-        .push(Message::Custom(volcanic_abstractions::CustomMessage {
-            custom_type: "reminder".into(),
-            content: volcanic_abstractions::UserBody::Text("A reminder.".into()),
-            display: false,
-            details: None,
-            timestamp: 4,
-        }));
-    context
-        .messages
-        .push(Message::BashExecution(volcanic_abstractions::BashExecutionMessage {
-            command: "pwd".into(),
-            output: "/work".into(),
-            exit_code: Some(0),
-            cancelled: false,
-            truncated: false,
-            full_output_path: None,
-            timestamp: 5,
-            exclude_from_context: None,
-        }));
+    context.messages.extend(testing::reminder_and_bash());
     context
         .messages
         .push(Message::BranchSummary(volcanic_abstractions::SummaryMessage {

@@ -1,24 +1,14 @@
 //! `OpenAiResponsesProvider` against `@copilotkit/aimock` (`llmock`), a third-party mock serving
-//! `/v1/responses`: the conversations shared with the other providers, and reasoning with
-//! encrypted content and usage from a fixture added through its control API.
+//! `/v1/responses`: reasoning with encrypted content and usage from a fixture added through its
+//! control API (the conversations shared with the other providers are the contract's).
 
 use serde_json::json;
 use volcanic_abstractions::{
     AssistantContent, Message, Provider, ProviderContext, StopReason, StreamOptions, ThinkingLevel,
 };
-use volcanic_provider_support::testing::{self, Llmock};
+use volcanic_provider_support::testing::Llmock;
 
 use super::support::{collect, done, model, options, provider};
-
-#[tokio::test]
-async fn aimock_text_answer() {
-    testing::aimock_text_answer(&provider(), |url| model(&format!("{url}/v1")), options()).await;
-}
-
-#[tokio::test]
-async fn aimock_two_step_tool_call() {
-    testing::aimock_two_step_tool_call(&provider(), |url| model(&format!("{url}/v1")), options()).await;
-}
 
 #[tokio::test]
 async fn aimock_reasoning_with_encrypted_content_and_usage() {

@@ -1,9 +1,9 @@
-//! Test modules: `replies` and `failures` drive the provider against `volcanic-testkit`'s
-//! scripted model server (text, thinking, tools, usage, hooks; retries, errors, idle timeout,
-//! cancel); `aimock` against a real third-party mock; `support` holds the shared helpers.
+//! Test modules: `contract` runs the provider contract shared by every wire API (retries,
+//! errors, idle timeout, cancel, `@copilotkit/aimock`); `replies` drives the provider against
+//! `volcanic-testkit`'s scripted model server (text, thinking, tools, usage, hooks); `support`
+//! holds the shared helpers and the API's dialect.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod aimock;
-mod failures;
+mod contract;
 mod replies;
 mod support;

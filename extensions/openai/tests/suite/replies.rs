@@ -11,9 +11,11 @@ use volcanic_abstractions::{
     AssistantContent, AssistantMessageEvent, Cost, Message, Provider, StopReason, StreamOptions, TextContent,
     ThinkingLevel, ToolCall, ToolResultMessage, Usage, UserContent,
 };
+use volcanic_openai::ChatCompletions;
+use volcanic_provider_support::testing::{self, contract};
 use volcanic_testkit::model_server::Turn;
 
-use super::support::{ask, collect, done, model, options, provider, result_for, server};
+use super::support::{DIALECT, ask, collect, done, model, options, provider, result_for, server};
 
 #[tokio::test]
 async fn text_reply_streams_and_ends_with_done() {
@@ -97,47 +99,7 @@ async fn reasoning_content_becomes_thinking_and_effort_is_sent() {
 
 #[tokio::test]
 async fn tool_call_arguments_split_across_deltas_are_joined_and_the_result_goes_back() {
-    let server = server().await;
-    let arguments = json!({"command": "printf 'naïve 🌋' | wc -c", "timeout": 30});
-    server.push(
-        Turn::new()
-            .text("Running it.")
-            .tool_call("call_abc", "bash", arguments.clone()),
-    );
-    server.push(Turn::reply("It printed 12."));
-    let provider = provider();
-    let model = model(&server.openai_base_url());
-    let events = collect(provider.stream(&model, ask("count"), options())).await;
-    let message = done(&events);
-    assert_eq!(message.stop_reason, StopReason::ToolUse);
-    let deltas: Vec<&str> = events
-        .iter()
-        .filter_map(|e| match e {
-            AssistantMessageEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert!(deltas.len() > 1, "arguments arrive in pieces: {deltas:?}");
-    assert_eq!(deltas.concat(), arguments.to_string());
-    let call = message.tool_calls().next().cloned().expect("a tool call");
-    assert_eq!(
-        call,
-        ToolCall {
-            id: "call_abc".into(),
-            name: "bash".into(),
-            arguments: arguments.clone(),
-            thought_signature: None,
-        }
-    );
-
-    let mut context = ask("count");
-    context.messages.push(Message::Assistant(message));
-    context.messages.push(result_for(&call, "12"));
-    let events = collect(provider.stream(&model, context, options())).await;
-    assert_eq!(done(&events).text(), "It printed 12.");
-    let second = &server.requests()[1];
-    assert!(!second.is_rejected(), "{:?}", second.rejection);
-    assert_eq!(second.tool_outputs(), vec![("call_abc".to_owned(), "12".to_owned())]);
+    let (second, arguments) = contract::tool_call_round_trip::<ChatCompletions>(&DIALECT, "call_abc").await;
     let sent_call = &second.messages()[2]["tool_calls"][0];
     assert_eq!(
         sent_call["function"]["arguments"]
@@ -254,27 +216,7 @@ async fn every_transcript_role_is_accepted_by_the_servers_checks() {
         is_error: false,
         timestamp: 3,
     }));
-    context
-        .messages
-        .push(Message::Custom(volcanic_abstractions::CustomMessage {
-            custom_type: "reminder".into(),
-            content: volcanic_abstractions::UserBody::Text("A reminder.".into()),
-            display: false,
-            details: None,
-            timestamp: 4,
-        }));
-    context
-        .messages
-        .push(Message::BashExecution(volcanic_abstractions::BashExecutionMessage {
-            command: "pwd".into(),
-            output: "/work".into(),
-            exit_code: Some(0),
-            cancelled: false,
-            truncated: false,
-            full_output_path: None,
-            timestamp: 5,
-            exclude_from_context: None,
-        }));
+    context.messages.extend(testing::reminder_and_bash());
     context
         .messages
         .push(Message::CompactionSummary(volcanic_abstractions::SummaryMessage {

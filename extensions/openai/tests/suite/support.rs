@@ -1,21 +1,15 @@
 //! Helpers: a provider with short delays, a model pointed at a server, options with a key, the
-//! scripted model server; the provider-independent ones (event collection with a timeout, the
+//! API's dialect for the provider contract; the provider-independent ones (event collection with a timeout, the
 //! event grammar check, the `bash` tool context) come from `volcanic_provider_support::testing`.
 
 use volcanic_abstractions::{Api, InputKind, Model, ModelCost, StreamOptions};
-use volcanic_openai::{OpenAiCompletionsProvider, ProviderConfig};
-pub use volcanic_provider_support::testing::{ask, collect, done, failed, fast_config, finish, result_for};
-use volcanic_testkit::model_server::ModelServer;
+use volcanic_openai::OpenAiCompletionsProvider;
+use volcanic_provider_support::testing::{self, contract, contract::Dialect};
+pub use volcanic_provider_support::testing::{ask, collect, done, fast_config, result_for, server};
 
 /// A provider with [`fast_config`].
 pub fn provider() -> OpenAiCompletionsProvider {
-    provider_with(fast_config())
-}
-
-/// A provider with `config`, after installing the ring TLS provider as the binary does.
-pub fn provider_with(config: ProviderConfig) -> OpenAiCompletionsProvider {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    OpenAiCompletionsProvider::with_config(config).expect("provider builds")
+    testing::provider_with(fast_config())
 }
 
 /// A reasoning, image-taking model served at `base_url`, priced 1.25 / 10 / 0.125 USD per
@@ -42,13 +36,19 @@ pub fn model(base_url: &str) -> Model {
 
 /// Options with an API key.
 pub fn options() -> StreamOptions {
-    StreamOptions {
-        api_key: Some("sk-test".into()),
-        ..StreamOptions::default()
-    }
+    DIALECT.options()
 }
 
-/// A started scripted model server.
-pub async fn server() -> ModelServer {
-    ModelServer::start().await.expect("model server starts")
-}
+/// How the scripted model server speaks this wire API, for the provider contract
+/// (`volcanic_provider_support::testing::contract`, run from `contract.rs`).
+pub const DIALECT: Dialect = Dialect {
+    format: contract::OPENAI,
+    model,
+    endpoint_path: "/v1/chat/completions",
+    ended_early: "stream ended before [DONE]",
+    // The role chunk; then the text pieces.
+    events_before_content: 1,
+    events_to_first_delta: 2,
+    events_into_text: 3,
+    stream_error: ("The server had an error", "server_error: The server had an error"),
+};

@@ -1,33 +1,36 @@
-//! Helpers for the provider crates' tests (feature `testing`): short retry settings, reading
-//! SSE bytes through a mapper (in any chunking), collecting a provider stream with a timeout, a
-//! check of the event grammar every stream must follow, a context with the `bash` tool, and two
-//! conversations against
-//! `@copilotkit/aimock` (`llmock`, a third-party model API mock installed by
-//! `./scripts/test.sh` into `.testdeps/`, pinned in `.testdeps/package.json`; its fixture is
-//! `fixtures/aimock.json` in this crate).
+//! Helpers for the provider crates' tests (feature `testing`): short retry settings, a provider
+//! and the testkit's scripted model server to run it against, reading SSE bytes through a mapper
+//! (in any chunking), collecting a provider stream with a timeout, a check of the event grammar
+//! every stream must follow, a context with the `bash` tool; two conversations against
+//! `@copilotkit/aimock` ([`aimock`]); and the [`contract`] every wire API's provider keeps, run
+//! by [`provider_contract_tests!`](crate::provider_contract_tests).
 //!
 //! The helpers panic (with a message saying what was expected) when a check fails, as test
 //! assertions do.
 #![allow(clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
 use volcanic_abstractions::provider::ToolSpec;
 use volcanic_abstractions::{
-    AssistantMessage, AssistantMessageEvent, Message, Model, Provider, ProviderContext, ProviderStream, StopReason,
-    StreamOptions, TextContent, ToolCall, ToolResultMessage, UserContent,
+    AssistantMessage, AssistantMessageEvent, BashExecutionMessage, CustomMessage, Message, Model, ProviderContext,
+    ProviderStream, StopReason, StreamOptions, TextContent, ToolCall, ToolResultMessage, UserBody, UserContent,
 };
 
 use tokio_util::sync::CancellationToken;
+use volcanic_testkit::model_server::ModelServer;
 
 use crate::http::channel;
 use crate::stream::read_stream;
-use crate::{EventMapper, ProviderConfig};
+use crate::{EventMapper, ProviderConfig, SseProvider, WireApi};
+
+pub mod aimock;
+pub mod contract;
+
+pub use aimock::{Llmock, aimock_text_answer, aimock_two_step_tool_call};
 
 /// Longest [`collect`] waits for a whole stream.
 pub const STREAM_TIMEOUT: Duration = Duration::from_secs(20);
@@ -41,6 +44,41 @@ pub fn fast_config() -> ProviderConfig {
         idle_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(2),
     }
+}
+
+/// A provider speaking `W` with `config`, after installing the ring TLS provider as the binary
+/// does.
+pub fn provider_with<W: WireApi>(config: ProviderConfig) -> SseProvider<W> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    SseProvider::with_config(config).expect("provider builds")
+}
+
+/// Options sending `api_key`.
+pub fn options_with_key(api_key: &str) -> StreamOptions {
+    StreamOptions {
+        api_key: Some(api_key.into()),
+        ..StreamOptions::default()
+    }
+}
+
+/// A started scripted model server (`volcanic-testkit`).
+pub async fn server() -> ModelServer {
+    ModelServer::start().await.expect("model server starts")
+}
+
+/// An SSE event named `name` carrying `data`, as the decoder hands it to a mapper.
+pub fn sse_event(name: &str, data: &str) -> eventsource_stream::Event {
+    eventsource_stream::Event {
+        event: name.into(),
+        data: data.into(),
+        id: String::new(),
+        retry: None,
+    }
+}
+
+/// An SSE event without a name (`message`, as the OpenAI APIs send them) carrying `data`.
+pub fn sse_data(data: &str) -> eventsource_stream::Event {
+    sse_event("message", data)
 }
 
 /// Reads `chunks` as one response body, as the provider does, through a fresh `M` for `model`
@@ -237,6 +275,30 @@ pub fn bash_tool() -> ToolSpec {
     }
 }
 
+/// The agent's own roles after a tool result (timestamps 4 and 5): a hidden `reminder`
+/// custom message and a `pwd` run by the user (`/work`, exit code 0).
+pub fn reminder_and_bash() -> [Message; 2] {
+    [
+        Message::Custom(CustomMessage {
+            custom_type: "reminder".into(),
+            content: UserBody::Text("A reminder.".into()),
+            display: false,
+            details: None,
+            timestamp: 4,
+        }),
+        Message::BashExecution(BashExecutionMessage {
+            command: "pwd".into(),
+            output: "/work".into(),
+            exit_code: Some(0),
+            cancelled: false,
+            truncated: false,
+            full_output_path: None,
+            timestamp: 5,
+            exclude_from_context: None,
+        }),
+    ]
+}
+
 /// A successful text result for `call` (timestamp 3).
 pub fn result_for(call: &ToolCall, text: &str) -> Message {
     Message::ToolResult(ToolResultMessage {
@@ -250,128 +312,6 @@ pub fn result_for(call: &ToolCall, text: &str) -> Message {
         is_error: false,
         timestamp: 3,
     })
-}
-
-/// A running `llmock` serving this crate's `fixtures/aimock.json`, killed (by its own handle)
-/// when dropped.
-#[derive(Debug)]
-pub struct Llmock {
-    child: tokio::process::Child,
-    /// Its base URL, `http://127.0.0.1:PORT` (without `/v1`).
-    pub url: String,
-}
-
-impl Drop for Llmock {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
-}
-
-impl Llmock {
-    /// Starts `llmock` on a free local port and waits (at most 20 s) until it reports healthy.
-    /// Panics when it is not installed, does not start or does not become healthy.
-    pub async fn start() -> Self {
-        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let bin = crate_dir.join("../../.testdeps/node_modules/.bin/llmock");
-        assert!(
-            bin.exists(),
-            "llmock (@copilotkit/aimock) is not installed at {}: run ./scripts/test.sh, which \
-             installs the pinned test peers (npm ci --prefix .testdeps) before running the tests",
-            bin.display()
-        );
-        let fixture: PathBuf = crate_dir.join("fixtures/aimock.json");
-        let port = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-            listener.local_addr().expect("local addr").port()
-        };
-        let child = tokio::process::Command::new(&bin)
-            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-f"])
-            .arg(&fixture)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("llmock starts");
-        let mock = Llmock {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        };
-        wait_healthy(&mock.url).await;
-        mock
-    }
-}
-
-async fn wait_healthy(url: &str) {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let health = client.get(format!("{url}/__aimock/health")).send().await;
-        if health.is_ok_and(|r| r.status().is_success()) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "llmock did not become healthy at {url}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The `get_weather` tool of the aimock fixture.
-fn weather_tool() -> ToolSpec {
-    ToolSpec {
-        name: "get_weather".into(),
-        description: "Current weather of a city".into(),
-        parameters: std::sync::Arc::new(json!({
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-            "required": ["city"],
-        })),
-    }
-}
-
-/// Asks `llmock` a geography question through `provider` with the model `model_at(mock URL)`
-/// returns, and checks the fixture's text answer arrives with stop reason `stop`.
-pub async fn aimock_text_answer(provider: &dyn Provider, model_at: impl Fn(&str) -> Model, options: StreamOptions) {
-    let mock = Llmock::start().await;
-    let context = ProviderContext {
-        system_prompt: "You are a geography assistant.".into(),
-        messages: vec![Message::user_text("What is the capital of France?", 1)],
-        tools: vec![],
-    };
-    let events = collect(provider.stream(&model_at(&mock.url), context, options)).await;
-    let message = done(&events);
-    assert_eq!(message.text(), "The capital of France is Paris.");
-    assert_eq!(message.stop_reason, StopReason::Stop);
-}
-
-/// Runs the fixture's two-step tool conversation against `llmock`: a `get_weather` call with
-/// the fixture's arguments, then, after the tool result went back, the final text answer.
-pub async fn aimock_two_step_tool_call(
-    provider: &dyn Provider,
-    model_at: impl Fn(&str) -> Model,
-    options: StreamOptions,
-) {
-    let mock = Llmock::start().await;
-    let model = model_at(&mock.url);
-    let mut context = ProviderContext {
-        system_prompt: "You are a weather assistant.".into(),
-        messages: vec![Message::user_text("What is the weather in Paris?", 1)],
-        tools: vec![weather_tool()],
-    };
-    let events = collect(provider.stream(&model, context.clone(), options.clone())).await;
-    let first = done(&events);
-    assert_eq!(first.stop_reason, StopReason::ToolUse);
-    let call = first.tool_calls().next().cloned().expect("a tool call");
-    assert_eq!(call.name, "get_weather");
-    assert_eq!(call.arguments, json!({"city": "Paris", "unit": "celsius"}));
-    assert!(!call.id.is_empty());
-
-    context.messages.push(Message::Assistant(first));
-    context.messages.push(result_for(&call, "21 °C, sunny"));
-    let events = collect(provider.stream(&model, context, options)).await;
-    let second = done(&events);
-    assert_eq!(second.text(), "It is 21 °C and sunny in Paris.");
-    assert_eq!(second.stop_reason, StopReason::Stop);
 }
 
 /// The text [`claude_code_turn`]'s tool call reads as for any other API
