@@ -1,4 +1,4 @@
-//! One server kept up: connected through its [`Launcher`] (the session's process policy, or the
+//! One server kept up: connected through its `Launcher` (the session's process policy, or the
 //! host's for a shared server), watched, restarted with backoff after it exits, its tools
 //! re-listed after `list_changed`. Every session using it (a [`SessionServer`], one per session; several
 //! for a shared server) is handed each new tool list.

@@ -1,5 +1,5 @@
 //! One server as one session uses it: its tools registered within the session's bounds, updated
-//! whenever its [`Link`] lists them again (after `notifications/tools/list_changed`, before the
+//! whenever its `Link` lists them again (after `notifications/tools/list_changed`, before the
 //! next model call; after a restart), calls sent to the link's connection.
 
 use crate::config::ServerSpec;
@@ -133,7 +133,7 @@ impl std::fmt::Display for ServerState {
 }
 
 /// One server as one session uses it: its tools registered in the session (within its
-/// bounds), calls going to the server's [`Link`] (the session's own, or a shared one).
+/// bounds), calls going to the server's `Link` (the session's own, or a shared one).
 pub struct SessionServer {
     pub(crate) spec: ServerSpec,
     pub(crate) link: Arc<Link>,

@@ -25,8 +25,8 @@ pub const MAX_TEXT_CHARS: usize = 8000;
 
 impl JobScheduler {
     /// Adds a job to the workspace `ws`, durably, and returns it with its next three slots.
-    /// Errors: a schedule that never fires, more than [`MAX_JOBS_PER_WORKSPACE`] jobs, a text
-    /// over [`MAX_TEXT_CHARS`], the file cannot be written.
+    /// Errors: a schedule that never fires, more than `MAX_JOBS_PER_WORKSPACE` jobs, a text
+    /// over `MAX_TEXT_CHARS`, the file cannot be written.
     pub async fn add(&self, ws: &Path, new: NewJob) -> Result<JobView, SchedulerError> {
         let text_len = match &new.kind {
             crate::job::JobKind::Prompt { text } => text.chars().count(),
