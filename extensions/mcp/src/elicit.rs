@@ -325,7 +325,7 @@ fn parse(kind: &FieldKind, text: &str) -> Result<Value, String> {
             }
             Ok(Value::Array(out))
         }
-        _ => Ok(Value::String(text.to_owned())),
+        FieldKind::Text | FieldKind::Boolean | FieldKind::Choice(_) => Ok(Value::String(text.to_owned())),
     }
 }
 

@@ -12,7 +12,7 @@
 //!
 //! - Questions from servers ([`elicit`]) go to the session's UI; `list_changed` re-lists the
 //!   tools before the next model call; a server that exits is restarted with backoff ([`link`]);
-//!   the tools of a session are bounded ([`slot::Limits`]).
+//!   the tools of a session are bounded ([`session_server::Limits`]).
 //! - A host server marked `shared = true` runs once for all its chats: one process (through the
 //!   host's policy, [`McpHost::with_processes`]) and one connection, started with the first
 //!   chat's first run, its tools given to every session of those chats, restarted with backoff
@@ -33,12 +33,18 @@ pub mod names;
 pub mod oauth;
 pub mod server;
 pub mod session;
-pub mod slot;
+pub mod session_server;
+
+/// The old path of [`session_server::Limits`], kept only until the bot imports the new one.
+#[doc(hidden)]
+pub mod slot {
+    pub use crate::session_server::Limits;
+}
 
 use config::{BadEntry, Origin, RawEntry, ServerSpec};
 use link::{HostLauncher, Launcher, Link, LinkState};
 use session::{ChatServers, McpExtension, ServerState};
-use slot::Limits;
+use session_server::Limits;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};

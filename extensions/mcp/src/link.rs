@@ -1,13 +1,13 @@
 //! One server kept up: connected through its `Launcher` (the session's process policy, or the
 //! host's for a shared server), watched, restarted with backoff after it exits, its tools
-//! re-listed after `list_changed`. Every session using it (a [`Slot`], one per session; several
+//! re-listed after `list_changed`. Every session using it (a [`SessionServer`], one per session; several
 //! for a shared server) is handed each new tool list.
 
 use crate::client::{Handler, OnToolsChanged};
 use crate::config::{ServerSpec, Transport};
 use crate::elicit::{Elicitor, UiElicitor};
 use crate::server::{Connection, Launch, StartError};
-use crate::slot::Slot;
+use crate::session_server::SessionServer;
 use async_trait::async_trait;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -191,7 +191,7 @@ pub(crate) struct Link {
     /// Its tools as last listed.
     listed: Mutex<Vec<rmcp::model::Tool>>,
     /// The sessions using it.
-    slots: Mutex<Vec<Weak<Slot>>>,
+    subscribers: Mutex<Vec<Weak<SessionServer>>>,
     restarts: AtomicU32,
     /// Bumped by every start: a watcher of an older one stops watching.
     generation: AtomicU64,
@@ -231,7 +231,7 @@ impl Link {
             stopped: AtomicBool::new(false),
             stale: AtomicBool::new(false),
             listed: Mutex::default(),
-            slots: Mutex::default(),
+            subscribers: Mutex::default(),
             restarts: AtomicU32::new(0),
             generation: AtomicU64::new(0),
             first: tokio::sync::Mutex::new(()),
@@ -273,11 +273,11 @@ impl Link {
         self.stopped.load(Ordering::SeqCst)
     }
 
-    /// Hands `slot` every tool list from now on.
-    pub(crate) fn subscribe(&self, slot: &Arc<Slot>) {
-        let mut slots = lock(&self.slots);
-        slots.retain(|s| s.strong_count() > 0);
-        slots.push(Arc::downgrade(slot));
+    /// Hands `server` every tool list from now on.
+    pub(crate) fn subscribe(&self, server: &Arc<SessionServer>) {
+        let mut subscribers = lock(&self.subscribers);
+        subscribers.retain(|s| s.strong_count() > 0);
+        subscribers.push(Arc::downgrade(server));
     }
 
     /// Starts it unless it was started before; a second caller waits for the first start.
@@ -342,9 +342,9 @@ impl Link {
     /// Keeps `tools` and hands them to every session using it.
     fn publish(&self, tools: Vec<rmcp::model::Tool>) {
         *lock(&self.listed) = tools.clone();
-        let slots: Vec<Arc<Slot>> = lock(&self.slots).iter().filter_map(Weak::upgrade).collect();
-        for slot in slots {
-            slot.sync(&tools);
+        let subscribers: Vec<Arc<SessionServer>> = lock(&self.subscribers).iter().filter_map(Weak::upgrade).collect();
+        for server in subscribers {
+            server.sync(&tools);
         }
     }
 

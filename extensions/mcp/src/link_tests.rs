@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::config::DEFAULT_CALL_TIMEOUT;
-use crate::slot::ServerState;
+use crate::session_server::ServerState;
 use std::collections::BTreeMap;
 use volcanic_abstractions::processes::{
     ProcessGroup, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnRequest, SecretRedactor,
@@ -91,7 +91,10 @@ async fn a_shared_link_starts_once_outlives_a_session_and_is_restarted_after_a_k
     let link = Link::new(everything_spec(), launcher);
 
     // Two sessions start it at once: one process, both see it up with its tools.
-    let (a, b) = (Slot::new(link.clone(), true), Slot::new(link.clone(), true));
+    let (a, b) = (
+        SessionServer::new(link.clone(), true),
+        SessionServer::new(link.clone(), true),
+    );
     tokio::join!(link.start_once(), link.start_once());
     assert_eq!(lock(&policy.pids).len(), 1, "started more than once");
     assert_eq!(link.state(), LinkState::Up);
@@ -129,10 +132,10 @@ async fn a_shared_link_starts_once_outlives_a_session_and_is_restarted_after_a_k
 }
 
 #[tokio::test]
-async fn a_sessions_own_link_stops_with_its_slot() {
+async fn a_sessions_own_link_stops_with_its_session_server() {
     let launcher = Arc::new(HostLauncher::new(None, ".".into()));
     let link = Link::new(everything_spec(), launcher);
-    let slot = Slot::new(link.clone(), false);
+    let server = SessionServer::new(link.clone(), false);
     // Without a policy a stdio server cannot start, and says why.
     link.start_once().await;
     assert!(
@@ -140,6 +143,6 @@ async fn a_sessions_own_link_stops_with_its_slot() {
         "{:?}",
         link.state()
     );
-    slot.stop();
+    server.stop();
     assert!(link.is_stopped());
 }

@@ -1,11 +1,11 @@
 //! The per-session part: a chat's servers, started on its first run (in parallel; the run waits
-//! a bounded time), their tools registered as `<server>__<tool>` ([`crate::slot`]), re-listed
+//! a bounded time), their tools registered as `<server>__<tool>` ([`crate::session_server`]), re-listed
 //! before a model call after `list_changed`, stopped with the session.
 
 use crate::config::{BadEntry, ServerSpec, Transport};
 use crate::link::{Link, SessionLauncher};
-pub use crate::slot::ServerState;
-use crate::slot::{Budget, Env, Limits, Slot};
+pub use crate::session_server::ServerState;
+use crate::session_server::{Budget, Env, Limits, SessionServer};
 use async_trait::async_trait;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,7 @@ pub struct ChatServers {
     workspace: PathBuf,
     start_wait: Duration,
     limits: Limits,
-    slots: Mutex<Option<Vec<Arc<Slot>>>>,
+    servers: Mutex<Option<Vec<Arc<SessionServer>>>>,
     env: Mutex<Option<Env>>,
 }
 
@@ -48,16 +48,16 @@ impl ChatServers {
             workspace,
             start_wait,
             limits,
-            slots: Mutex::new(None),
+            servers: Mutex::new(None),
             env: Mutex::new(None),
         }
     }
 
     /// `(name, state)` of every server, then the bad entries as failed.
     pub fn states(&self) -> Vec<(String, ServerState)> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut out: Vec<(String, ServerState)> = match slots {
-            Some(slots) => slots.iter().map(|s| (s.spec.name.clone(), s.state())).collect(),
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut out: Vec<(String, ServerState)> = match servers {
+            Some(servers) => servers.iter().map(|s| (s.spec.name.clone(), s.state())).collect(),
             None => self
                 .specs
                 .iter()
@@ -81,16 +81,16 @@ impl ChatServers {
     pub fn stop(&self) {
         // The session's context is let go with it.
         self.env.lock().unwrap_or_else(|e| e.into_inner()).take();
-        for slot in self.slots.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten() {
-            slot.stop();
+        for server in self.servers.lock().unwrap_or_else(|e| e.into_inner()).iter().flatten() {
+            server.stop();
         }
     }
 
     /// Starts every server once (the first run of the session), waiting at most `start_wait`;
     /// servers still starting then register their tools when ready.
     async fn ensure_started(self: &Arc<Self>, api: Arc<dyn ExtensionApi>, ctx: Arc<dyn ExtensionContext>) {
-        let slots = {
-            let mut guard = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let servers = {
+            let mut guard = self.servers.lock().unwrap_or_else(|e| e.into_inner());
             if guard.is_some() {
                 return;
             }
@@ -117,34 +117,37 @@ impl ChatServers {
                 ctx: ctx.clone(),
                 tokens: self.tokens.clone(),
             });
-            let mut slots: Vec<Arc<Slot>> = specs
+            let mut servers: Vec<Arc<SessionServer>> = specs
                 .into_iter()
-                .map(|spec| Slot::new(Link::new(spec, launcher.clone()), false))
-                .chain(self.shared.iter().map(|l| Slot::new(l.clone(), true)))
+                .map(|spec| SessionServer::new(Link::new(spec, launcher.clone()), false))
+                .chain(self.shared.iter().map(|l| SessionServer::new(l.clone(), true)))
                 .collect();
             for b in bad {
                 tracing::warn!("{b}");
-                slots.push(Slot::new(Link::unusable(placeholder(&b.name), b.reason), false));
+                servers.push(SessionServer::new(
+                    Link::unusable(placeholder(&b.name), b.reason),
+                    false,
+                ));
             }
-            *guard = Some(slots.clone());
-            slots
+            *guard = Some(servers.clone());
+            servers
         };
         let env = Env {
             api: Arc::downgrade(&api),
             budget: Arc::new(Mutex::new(Budget::new(self.limits))),
         };
         *self.env.lock().unwrap_or_else(|e| e.into_inner()) = Some(env.clone());
-        // Every slot subscribes to its link (a failed shared server may be restarted later).
-        let starts: Vec<_> = slots
+        // Every server subscribes to its link (a failed shared server may be restarted later).
+        let starts: Vec<_> = servers
             .iter()
-            .map(|slot| tokio::spawn(crate::slot::start(slot.clone(), env.clone())))
+            .map(|server| tokio::spawn(crate::session_server::start(server.clone(), env.clone())))
             .collect();
         if starts.is_empty() {
             return;
         }
         let all = futures::future::join_all(starts);
         if tokio::time::timeout(self.start_wait, all).await.is_err() {
-            let late: Vec<String> = slots
+            let late: Vec<String> = servers
                 .iter()
                 .filter(|s| s.state() == ServerState::Starting)
                 .map(|s| s.spec.name.clone())
@@ -171,14 +174,14 @@ impl ChatServers {
     /// Restarts server `name` of this session; says what happened (for `/mcp restart`).
     pub fn restart(&self, name: &str) -> String {
         let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let (Some(_), Some(slots)) = (env, slots) else {
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (Some(_), Some(servers)) = (env, servers) else {
             return "The servers of this chat have not started yet: they start with its next message.".into();
         };
-        match slots.iter().find(|s| s.spec.name == name) {
+        match servers.iter().find(|s| s.spec.name == name) {
             None => format!("No MCP server `{name}` in this chat (/mcp lists them)."),
-            Some(slot) if slot.link.restart_now() => {
-                if slot.shared {
+            Some(server) if server.link.restart_now() => {
+                if server.shared {
                     format!("Restarting the shared MCP server `{name}` (for every chat); /mcp shows when it is ready.")
                 } else {
                     format!("Restarting MCP server `{name}`; /mcp shows when it is ready.")
@@ -191,29 +194,29 @@ impl ChatServers {
     /// Restarts server `name` (after a sign-in) and waits at most `wait` for it to be up, so
     /// the chat's next message has its tools.
     pub(crate) async fn restart_and_wait(&self, name: &str, wait: Duration) {
-        let slot = self
-            .slots
+        let server = self
+            .servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .flatten()
             .find(|s| s.spec.name == name)
             .cloned();
-        let Some(slot) = slot else { return };
-        if !slot.link.restart_now() {
+        let Some(server) = server else { return };
+        if !server.link.restart_now() {
             return;
         }
         let deadline = tokio::time::Instant::now() + wait;
-        while slot.state() == ServerState::Starting && tokio::time::Instant::now() < deadline {
+        while server.state() == ServerState::Starting && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     /// The spec of server `name` of this session (the workspace's too, once started).
     pub(crate) fn spec(&self, name: &str) -> Option<(ServerSpec, bool)> {
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        match slots {
-            Some(slots) => slots
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match servers {
+            Some(servers) => servers
                 .iter()
                 .find(|s| s.spec.name == name)
                 .map(|s| (s.spec.clone(), s.shared)),
@@ -224,10 +227,10 @@ impl ChatServers {
     /// Re-lists the tools of the servers that said their list changed (before a model call).
     async fn refresh(&self) {
         let env = self.env.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let (Some(_), Some(slots)) = (env, slots) {
-            for slot in &slots {
-                slot.link.refresh_if_stale().await;
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let (Some(_), Some(servers)) = (env, servers) {
+            for server in &servers {
+                server.link.refresh_if_stale().await;
             }
         }
     }
@@ -241,7 +244,7 @@ impl Drop for ChatServers {
     }
 }
 
-/// A slot standing for a bad workspace entry (never started).
+/// The spec of a server standing for a bad workspace entry (never started).
 fn placeholder(name: &str) -> ServerSpec {
     ServerSpec {
         name: name.to_owned(),

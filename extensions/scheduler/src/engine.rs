@@ -112,12 +112,12 @@ pub struct LoadReport {
     pub errors: Vec<String>,
 }
 
-/// A job's place: workspace index and slot in its job table. Small and `Copy`: 100,000 timers
+/// A job's place: workspace index and index in its job table. Small and `Copy`: 100,000 timers
 /// cost no allocations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Key {
     ws: u32,
-    slot: u32,
+    index: u32,
 }
 
 /// A job in memory. Its schedule is compiled when needed (firing, listing), not kept: a parsed
@@ -133,7 +133,7 @@ struct Entry {
 
 struct Workspace {
     path: Arc<Path>,
-    /// Job table; a removed job leaves `None` (its slot is reused).
+    /// Job table; a removed job leaves `None` (its place is reused).
     jobs: Vec<Option<Entry>>,
     /// A corrupt file set aside at load.
     set_aside: Option<(PathBuf, String)>,
@@ -155,7 +155,7 @@ impl Workspace {
         self.jobs.iter().flatten()
     }
 
-    /// Puts `entry` in a free slot (or a new one); returns the slot.
+    /// Puts `entry` in a free place (or a new one); returns its index.
     fn insert(&mut self, entry: Entry) -> u32 {
         let i = match self.jobs.iter().position(Option::is_none) {
             Some(i) => {
@@ -188,15 +188,15 @@ impl State {
     }
 
     fn entry_mut(&mut self, key: Key) -> Option<&mut Entry> {
-        self.ws_mut(key.ws)?.jobs.get_mut(key.slot as usize)?.as_mut()
+        self.ws_mut(key.ws)?.jobs.get_mut(key.index as usize)?.as_mut()
     }
 
     /// The key of job `id` of workspace `ws`, if that job belongs to `chat`.
     fn key_in_chat(&self, ws: u32, id: &str, chat: i64) -> Option<Key> {
         let w = self.ws(ws)?;
-        let slot = w.find(id)?;
-        let e = w.jobs.get(slot as usize)?.as_ref()?;
-        (e.job.target.chat_id == chat).then_some(Key { ws, slot })
+        let index = w.find(id)?;
+        let e = w.jobs.get(index as usize)?.as_ref()?;
+        (e.job.target.chat_id == chat).then_some(Key { ws, index })
     }
 
     /// Re-files `key`'s timer after its job changed.
@@ -378,7 +378,7 @@ impl JobScheduler {
         let mut notes = Vec::new();
         {
             let mut st = self.state();
-            // The job may have been removed meanwhile (and its table slot reused).
+            // The job may have been removed meanwhile (and its table place reused).
             if let Some(entry) = st.entry_mut(key).filter(|e| e.job.id == job.id) {
                 entry.active = false;
                 if let Some(compiled) = compile(entry) {

@@ -516,7 +516,7 @@ async fn a_job_removed_while_running_leaves_the_next_job_alone() {
     }
     let b = add(&h, prompt("b"), every(60, "2026-12-01T09:02:00Z")).await;
     held.cancel();
-    // A's outcome must not land on B (which may sit in A's old table slot).
+    // A's outcome must not land on B (which may sit in A's old place in the job table).
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }

@@ -69,8 +69,8 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessa
             content_index,
             tool_call,
         } => {
-            if let Some(slot) = partial.content.get_mut(*content_index) {
-                *slot = AssistantContent::ToolCall(tool_call.clone());
+            if let Some(existing) = partial.content.get_mut(*content_index) {
+                *existing = AssistantContent::ToolCall(tool_call.clone());
             }
         }
         AssistantMessageEvent::ProviderToolCall {
@@ -79,8 +79,8 @@ pub(crate) fn apply_event(partial: &mut AssistantMessage, event: &AssistantMessa
         } => {
             let block = AssistantContent::ProviderToolCall(tool_call.clone());
             ensure(partial, *content_index, || block.clone());
-            if let Some(slot) = partial.content.get_mut(*content_index) {
-                *slot = block;
+            if let Some(existing) = partial.content.get_mut(*content_index) {
+                *existing = block;
             }
         }
         AssistantMessageEvent::ProviderToolResult { content_index, result } => {

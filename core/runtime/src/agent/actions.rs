@@ -34,7 +34,7 @@ impl Inner {
                     st.next_turn.push(message);
                     return Ok(());
                 }
-                _ if !trigger && !st.running() => {
+                Delivery::Steer | Delivery::FollowUp if !trigger && !st.running() => {
                     st.next_turn.push(message);
                     return Ok(());
                 }

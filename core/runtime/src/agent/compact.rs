@@ -143,7 +143,7 @@ async fn run(
                     let e = reply.error_message.unwrap_or_else(|| "unknown error".into());
                     return Err(CompactionError::Summary(inner.redact(&e)));
                 }
-                _ => {}
+                StopReason::Stop | StopReason::Length | StopReason::ToolUse => {}
             }
             let text = reply.text();
             if text.trim().is_empty() {

@@ -346,6 +346,10 @@ fn prompt_text(m: &Message) -> String {
     match m {
         Message::User(u) => u.content.text(),
         Message::Custom(c) => c.content.text(),
-        _ => String::new(),
+        Message::Assistant(_)
+        | Message::ToolResult(_)
+        | Message::BashExecution(_)
+        | Message::BranchSummary(_)
+        | Message::CompactionSummary(_) => String::new(),
     }
 }

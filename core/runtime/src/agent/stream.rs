@@ -46,7 +46,12 @@ pub(crate) async fn stream_turn(
     // `end_message` keeps the role, so the message is an assistant message still.
     match end_message(inner, Message::Assistant(message.clone()), Durable::Now).await? {
         Message::Assistant(a) => Ok(a),
-        _ => Ok(message),
+        Message::User(_)
+        | Message::ToolResult(_)
+        | Message::Custom(_)
+        | Message::BashExecution(_)
+        | Message::BranchSummary(_)
+        | Message::CompactionSummary(_) => Ok(message),
     }
 }
 
@@ -144,7 +149,18 @@ async fn receive(
         match ev {
             AssistantMessageEvent::Done { message, .. } => return (message, started),
             AssistantMessageEvent::Error { error, .. } => return (error, started),
-            ev => {
+            ev @ (AssistantMessageEvent::Start { .. }
+            | AssistantMessageEvent::TextStart { .. }
+            | AssistantMessageEvent::TextDelta { .. }
+            | AssistantMessageEvent::TextEnd { .. }
+            | AssistantMessageEvent::ThinkingStart { .. }
+            | AssistantMessageEvent::ThinkingDelta { .. }
+            | AssistantMessageEvent::ThinkingEnd { .. }
+            | AssistantMessageEvent::ToolCallStart { .. }
+            | AssistantMessageEvent::ToolCallDelta { .. }
+            | AssistantMessageEvent::ToolCallEnd { .. }
+            | AssistantMessageEvent::ProviderToolCall { .. }
+            | AssistantMessageEvent::ProviderToolResult { .. }) => {
                 if inner.runner.has_handlers::<MessageUpdateEvent>() {
                     let mut upd = MessageUpdateEvent {
                         message: partial.clone(),
@@ -189,7 +205,18 @@ fn provider_tool_progress(partial: &AssistantMessage, ev: &AssistantMessageEvent
                 is_error: result.is_error,
             })
         }
-        _ => None,
+        AssistantMessageEvent::Start { .. }
+        | AssistantMessageEvent::TextStart { .. }
+        | AssistantMessageEvent::TextDelta { .. }
+        | AssistantMessageEvent::TextEnd { .. }
+        | AssistantMessageEvent::ThinkingStart { .. }
+        | AssistantMessageEvent::ThinkingDelta { .. }
+        | AssistantMessageEvent::ThinkingEnd { .. }
+        | AssistantMessageEvent::ToolCallStart { .. }
+        | AssistantMessageEvent::ToolCallDelta { .. }
+        | AssistantMessageEvent::ToolCallEnd { .. }
+        | AssistantMessageEvent::Done { .. }
+        | AssistantMessageEvent::Error { .. } => None,
     }
 }
 

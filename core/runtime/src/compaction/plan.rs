@@ -92,7 +92,15 @@ fn entry_message(e: &SessionEntry) -> Option<Message> {
                 timestamp: 0,
             },
         )),
-        _ => None,
+        // An empty branch summary, and entries that are not messages (compactions are handled apart).
+        EntryKind::BranchSummary { .. }
+        | EntryKind::ModelChange { .. }
+        | EntryKind::ThinkingLevelChange { .. }
+        | EntryKind::Compaction(_)
+        | EntryKind::Custom { .. }
+        | EntryKind::Label { .. }
+        | EntryKind::SessionInfo { .. }
+        | EntryKind::Unknown { .. } => None,
     }
 }
 
@@ -108,9 +116,11 @@ pub(crate) fn plan(
     tokens_before: u64,
 ) -> Result<CompactionPlan, CompactionError> {
     let prev_at = branch.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction(_)));
-    let previous = prev_at.and_then(|at| match &branch[at].kind {
-        EntryKind::Compaction(c) => Some((at, c)),
-        _ => None,
+    let previous = prev_at.and_then(|at| {
+        let EntryKind::Compaction(c) = &branch[at].kind else {
+            return None;
+        };
+        Some((at, c))
     });
     let start = previous.map_or(0, |(at, c)| {
         branch[..at]

@@ -48,7 +48,13 @@ pub fn context_tokens(messages: &[Message], stale: usize, overhead: u64) -> Cont
             {
                 Some((i, a.usage.context_tokens()))
             }
-            _ => None,
+            Message::Assistant(_)
+            | Message::User(_)
+            | Message::ToolResult(_)
+            | Message::Custom(_)
+            | Message::BashExecution(_)
+            | Message::BranchSummary(_)
+            | Message::CompactionSummary(_) => None,
         });
     match fresh {
         Some((i, used)) => {

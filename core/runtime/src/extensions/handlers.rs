@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// One registered handler (`handler` is a `Handler<E>` for the slot's event type).
+/// One registered handler (`handler` is a `Handler<E>` for the entry's event type).
 #[derive(Clone)]
-pub(crate) struct Slot {
+pub(crate) struct HandlerEntry {
     pub id: u64,
     pub ext_index: usize,
     pub extension: String,
@@ -20,7 +20,7 @@ pub(crate) struct Slot {
 /// Handlers per event type.
 #[derive(Default)]
 pub(crate) struct HandlerTable {
-    slots: RwLock<HashMap<TypeId, Vec<Slot>>>,
+    entries: RwLock<HashMap<TypeId, Vec<HandlerEntry>>>,
     next: AtomicU64,
 }
 
@@ -35,13 +35,13 @@ impl HandlerTable {
         pending: bool,
     ) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut map = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.entries.write().unwrap_or_else(|e| e.into_inner());
         let list = map.entry(event).or_default();
-        // Stable: after every slot of an extension loaded earlier or equal, in registration order.
+        // Stable: after every entry of an extension loaded earlier or equal, in registration order.
         let at = list.iter().position(|s| s.ext_index > ext_index).unwrap_or(list.len());
         list.insert(
             at,
-            Slot {
+            HandlerEntry {
                 id,
                 ext_index,
                 extension: extension.to_owned(),
@@ -53,7 +53,7 @@ impl HandlerTable {
     }
 
     pub fn remove(&self, id: u64) {
-        let mut map = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.entries.write().unwrap_or_else(|e| e.into_inner());
         for list in map.values_mut() {
             list.retain(|s| s.id != id);
         }
@@ -61,7 +61,7 @@ impl HandlerTable {
 
     /// Makes an extension's pending handlers live (`commit`) or drops them.
     pub fn settle(&self, ext_index: usize, commit: bool) {
-        let mut map = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.entries.write().unwrap_or_else(|e| e.into_inner());
         for list in map.values_mut() {
             if commit {
                 for s in list.iter_mut().filter(|s| s.ext_index == ext_index) {
@@ -74,19 +74,19 @@ impl HandlerTable {
     }
 
     /// Live handlers of an event type, in dispatch order.
-    pub fn snapshot(&self, event: TypeId) -> Vec<Slot> {
-        let map = self.slots.read().unwrap_or_else(|e| e.into_inner());
+    pub fn snapshot(&self, event: TypeId) -> Vec<HandlerEntry> {
+        let map = self.entries.read().unwrap_or_else(|e| e.into_inner());
         map.get(&event)
             .map(|l| l.iter().filter(|s| !s.pending).cloned().collect())
             .unwrap_or_default()
     }
 
     pub fn has(&self, event: TypeId) -> bool {
-        let map = self.slots.read().unwrap_or_else(|e| e.into_inner());
+        let map = self.entries.read().unwrap_or_else(|e| e.into_inner());
         map.get(&event).is_some_and(|l| l.iter().any(|s| !s.pending))
     }
 
     pub fn clear(&self) {
-        self.slots.write().unwrap_or_else(|e| e.into_inner()).clear();
+        self.entries.write().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }

@@ -202,8 +202,8 @@ impl ExtensionRunner {
         if event.stopped() {
             return failures;
         }
-        for slot in self.handlers.snapshot(TypeId::of::<E>()) {
-            let Some(handler) = slot.handler.downcast_ref::<Handler<E>>() else {
+        for entry in self.handlers.snapshot(TypeId::of::<E>()) {
+            let Some(handler) = entry.handler.downcast_ref::<Handler<E>>() else {
                 continue;
             };
             // The call goes inside the guarded future: a handler may panic before returning one.
@@ -216,10 +216,10 @@ impl ExtensionRunner {
                 Err(p) => Some(panic_text(&p)),
             };
             if let Some(error) = error {
-                tracing::warn!(extension = %slot.extension, event = E::NAME, "handler failed: {error}");
-                event.on_handler_error(&slot.extension, &error);
+                tracing::warn!(extension = %entry.extension, event = E::NAME, "handler failed: {error}");
+                event.on_handler_error(&entry.extension, &error);
                 let failure = HandlerFailure {
-                    extension: slot.extension.clone(),
+                    extension: entry.extension.clone(),
                     event: E::NAME,
                     error,
                 };

@@ -30,11 +30,11 @@ pub const MISSING_RESULT: &str = "No result provided";
 pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
     let mut ids = IdMapper::new(&target.api);
-    // Slots, so that a look-ahead can take a message out of its place.
-    let mut slots: Vec<Option<Message>> = messages.into_iter().map(Some).collect();
+    // Each message in an `Option`, so that a look-ahead can take one out of its place.
+    let mut pending: Vec<Option<Message>> = messages.into_iter().map(Some).collect();
     let mut i = 0;
-    while i < slots.len() {
-        let Some(m) = slots[i].take() else {
+    while i < pending.len() {
+        let Some(m) = pending[i].take() else {
             i += 1;
             continue;
         };
@@ -59,11 +59,11 @@ pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Messa
                 let wanted: HashSet<&str> = calls.iter().map(|(id, _)| id.as_str()).collect();
                 let mut results: HashMap<String, ToolResultMessage> = HashMap::new();
                 let mut deferred: Vec<Message> = Vec::new();
-                while i < slots.len() && results.len() < calls.len() {
-                    if matches!(slots[i], Some(Message::Assistant(_))) {
+                while i < pending.len() && results.len() < calls.len() {
+                    if matches!(pending[i], Some(Message::Assistant(_))) {
                         break;
                     }
-                    match slots[i].take() {
+                    match pending[i].take() {
                         Some(Message::ToolResult(mut r)) => {
                             let mapped = ids.map(&r.tool_call_id);
                             if wanted.contains(mapped.as_str()) && !results.contains_key(&mapped) {
@@ -72,7 +72,14 @@ pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Messa
                             }
                             // Orphans and duplicates are dropped.
                         }
-                        Some(other) => deferred.push(other),
+                        Some(
+                            other @ (Message::User(_)
+                            | Message::Assistant(_)
+                            | Message::Custom(_)
+                            | Message::BashExecution(_)
+                            | Message::BranchSummary(_)
+                            | Message::CompactionSummary(_)),
+                        ) => deferred.push(other),
                         None => {}
                     }
                     i += 1;
@@ -95,7 +102,11 @@ pub fn normalize_transcript(messages: Vec<Message>, target: &Model) -> Vec<Messa
             }
             // A result not directly after its call: an orphan.
             Message::ToolResult(_) => {}
-            other => out.push(other),
+            other @ (Message::User(_)
+            | Message::Custom(_)
+            | Message::BashExecution(_)
+            | Message::BranchSummary(_)
+            | Message::CompactionSummary(_)) => out.push(other),
         }
     }
     out

@@ -86,11 +86,27 @@ pub(crate) fn build_context(log: &dyn SessionLog, leaf: Option<EntryPos>) -> Res
     let model = last_usable(log, &models, |kind| match kind {
         EntryKind::ModelChange { provider, model_id } => Some((provider.clone(), model_id.clone())),
         EntryKind::Message(Message::Assistant(a)) => Some((a.provider.clone(), a.model.clone())),
-        _ => None,
+        EntryKind::Message(_)
+        | EntryKind::ThinkingLevelChange { .. }
+        | EntryKind::Compaction(_)
+        | EntryKind::BranchSummary { .. }
+        | EntryKind::Custom { .. }
+        | EntryKind::CustomMessage { .. }
+        | EntryKind::Label { .. }
+        | EntryKind::SessionInfo { .. }
+        | EntryKind::Unknown { .. } => None,
     })?;
     let thinking_level = last_usable(log, &levels, |kind| match kind {
         EntryKind::ThinkingLevelChange { thinking_level } => Some(*thinking_level),
-        _ => None,
+        EntryKind::Message(_)
+        | EntryKind::ModelChange { .. }
+        | EntryKind::Compaction(_)
+        | EntryKind::BranchSummary { .. }
+        | EntryKind::Custom { .. }
+        | EntryKind::CustomMessage { .. }
+        | EntryKind::Label { .. }
+        | EntryKind::SessionInfo { .. }
+        | EntryKind::Unknown { .. } => None,
     })?
     .unwrap_or_default();
     Ok(SessionContext {

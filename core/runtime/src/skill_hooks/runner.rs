@@ -75,8 +75,8 @@ struct Shared {
     /// Bumped when the session moves to another conversation (`/new`, a switch): turn-end
     /// reports of the earlier one are dropped.
     conversation: u64,
-    session_start: Vec<Slot>,
-    turn_end: Vec<Slot>,
+    session_start: Vec<RunningHook>,
+    turn_end: Vec<RunningHook>,
     /// Session-start outputs by skill name.
     context: BTreeMap<String, String>,
     /// Turn-end outputs `(skill, text)` not yet handed to a run.
@@ -84,7 +84,7 @@ struct Shared {
 }
 
 /// A running (or finished) hook.
-struct Slot {
+struct RunningHook {
     deadline: Instant,
     done: watch::Receiver<bool>,
     task: AbortHandle,
@@ -94,8 +94,8 @@ impl Drop for SkillHookRunner {
     fn drop(&mut self) {
         // Session-start output is of no use without the session; turn-end hooks may be writing
         // files and run on to their deadline.
-        for slot in &self.lock().session_start {
-            slot.task.abort();
+        for running in &self.lock().session_start {
+            running.task.abort();
         }
     }
 }
@@ -162,8 +162,8 @@ impl SkillHookRunner {
         let skills = self.refresh();
         let mut shared = self.lock();
         shared.generation += 1;
-        for slot in shared.session_start.drain(..) {
-            slot.task.abort();
+        for running in shared.session_start.drain(..) {
+            running.task.abort();
         }
         shared.context.clear();
         if !self.config.hooks_enabled {
@@ -245,16 +245,16 @@ impl SkillHookRunner {
                 }
                 done_tx.send_replace(true);
             });
-            let slot = Slot {
+            let running = RunningHook {
                 deadline,
                 done,
                 task: task.abort_handle(),
             };
             let mut shared = self.lock();
             match kind {
-                SkillHookKind::SessionStart if shared.generation != generation => slot.task.abort(),
-                SkillHookKind::SessionStart => shared.session_start.push(slot),
-                SkillHookKind::TurnEnd => shared.turn_end.push(slot),
+                SkillHookKind::SessionStart if shared.generation != generation => running.task.abort(),
+                SkillHookKind::SessionStart => shared.session_start.push(running),
+                SkillHookKind::TurnEnd => shared.turn_end.push(running),
             }
         }
     }

@@ -99,11 +99,13 @@ impl ToolRegistry {
                     *existing = Entry::new(tool, source, existing.active);
                     Ok(())
                 }
-                (ToolSource::Builtin | ToolSource::Extension(_), _) => Err(ToolRegistryError::Duplicate {
-                    name,
-                    owner: existing.source.clone(),
-                    refused: source,
-                }),
+                (ToolSource::Builtin | ToolSource::Extension(_), ToolSource::Builtin | ToolSource::Extension(_)) => {
+                    Err(ToolRegistryError::Duplicate {
+                        name,
+                        owner: existing.source.clone(),
+                        refused: source,
+                    })
+                }
             },
         }
     }

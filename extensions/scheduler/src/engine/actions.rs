@@ -25,8 +25,8 @@ pub const MAX_TEXT_CHARS: usize = 8000;
 
 impl JobScheduler {
     /// Adds a job to the workspace `ws`, durably, and returns it with its next three slots.
-    /// Errors: a schedule that never fires, more than `MAX_JOBS_PER_WORKSPACE` (1,000) jobs, a
-    /// text over `MAX_TEXT_CHARS` (8,000), the file cannot be written.
+    /// Errors: a schedule that never fires, more than `MAX_JOBS_PER_WORKSPACE` jobs, a text
+    /// over `MAX_TEXT_CHARS`, the file cannot be written.
     pub async fn add(&self, ws: &Path, new: NewJob) -> Result<JobView, SchedulerError> {
         let text_len = match &new.kind {
             crate::job::JobKind::Prompt { text } => text.chars().count(),
@@ -78,15 +78,15 @@ impl JobScheduler {
                 .into_iter()
                 .chain(compiled.upcoming(next_run.unwrap_or(now), 2))
                 .collect();
-            let slot = w.insert(Entry {
+            let index = w.insert(Entry {
                 job: job.clone(),
                 broken: false,
                 due: None,
                 active: false,
             });
             st.touch(ws);
-            st.retime(Key { ws, slot });
-            (JobView { job, upcoming }, Key { ws, slot })
+            st.retime(Key { ws, index });
+            (JobView { job, upcoming }, Key { ws, index })
         };
         let (view, key) = view;
         if let Err(e) = self.persist(ws).await {
@@ -96,7 +96,7 @@ impl JobScheduler {
                 entry.job.enabled = false;
                 st.retime(key);
                 if let Some(w) = st.ws_mut(ws) {
-                    w.jobs[key.slot as usize] = None;
+                    w.jobs[key.index as usize] = None;
                 }
             }
             return Err(e.into());
@@ -167,7 +167,7 @@ impl JobScheduler {
             };
             let Some(entry) = st
                 .ws_mut(ws)
-                .and_then(|w| w.jobs.get_mut(key.slot as usize))
+                .and_then(|w| w.jobs.get_mut(key.index as usize))
                 .and_then(Option::take)
             else {
                 return Err(SchedulerError::NotFound(id.into()));

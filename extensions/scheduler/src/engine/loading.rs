@@ -46,7 +46,7 @@ impl JobScheduler {
             match &r.loaded {
                 Ok(Loaded::SetAside { aside, reason }) => report.set_aside.push((aside.clone(), reason.clone())),
                 Err(e) => report.errors.push(e.to_string()),
-                _ => {}
+                Ok(Loaded::Missing | Loaded::Ok(_)) => {}
             }
             report.jobs += self.insert(r).await;
         }
@@ -163,18 +163,18 @@ impl JobScheduler {
                 writes: Arc::default(),
             });
             st.by_path.insert(r.ws.clone(), id);
-            for slot in 0..u32::try_from(count).unwrap_or(0) {
-                st.retime(Key { ws: id, slot });
+            for index in 0..u32::try_from(count).unwrap_or(0) {
+                st.retime(Key { ws: id, index });
             }
             id
         };
         if changed {
             self.persist_logged(id).await;
         }
-        for (slot_index, job, slot, late) in reruns {
+        for (index, job, slot, late) in reruns {
             let key = Key {
                 ws: id,
-                slot: u32::try_from(slot_index).unwrap_or(u32::MAX),
+                index: u32::try_from(index).unwrap_or(u32::MAX),
             };
             tracing::info!(job = %job.id, %slot, "a scheduled run cut off before any tool is run again");
             let me = self.clone();

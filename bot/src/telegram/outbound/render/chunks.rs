@@ -31,8 +31,8 @@ pub fn markdown_chunks(md: &str) -> Vec<Chunk> {
 
 /// [`markdown_chunks`] with another limit (at least 2).
 ///
-/// The HTML chunks are [`split_html`](super::split::split_html)'s cuts of
-/// [`markdown_to_html`](super::html::markdown_to_html), except that a break where the source slice
+/// The HTML chunks are `split_html`'s cuts of
+/// `markdown_to_html`, except that a break where the source slice
 /// fits too is preferred to a better-ranked one where it does not. Nothing is lost: the HTML
 /// chunks' visible texts make up the whole rendering (blank chunks aside), and the source
 /// slices the whole source, in order.

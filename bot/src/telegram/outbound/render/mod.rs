@@ -1,9 +1,9 @@
 //! The model's Markdown as Telegram messages: pure functions, no I/O.
 //!
-//! - [`markdown_to_html`](html::markdown_to_html) renders CommonMark (plus GFM tables, strikethrough and task lists) to
+//! - `markdown_to_html` renders CommonMark (plus GFM tables, strikethrough and task lists) to
 //!   the Bot API's HTML subset. Everything that is not markup is escaped: `<think>` or `a<b` in
 //!   the reply, and raw HTML in the Markdown, show up literally.
-//! - [`split_html`](split::split_html) cuts rendered HTML into chunks whose visible text (what Telegram counts:
+//! - `split_html` cuts rendered HTML into chunks whose visible text (what Telegram counts:
 //!   tags removed, entities decoded) is at most `limit` UTF-16 units. A cut never falls inside a
 //!   tag, an entity or a surrogate pair; it prefers a paragraph break, then a line break, then a
 //!   space, then any character (breaks outside code blocks before those inside). Tags open at a
@@ -16,7 +16,7 @@
 //! The renderer records *marks*: points where the HTML written so far renders exactly a prefix
 //! of the source (each block's first line, each line break, each character of text or code
 //! that is verbatim source, the end of each element). The HTML is then cut once, by the same
-//! splitter as [`split_html`](split::split_html), with one more rule: a break where the source between the marks
+//! splitter as `split_html`, with one more rule: a break where the source between the marks
 //! at the chunk's ends also fits the limit (less room for two code fences) is preferred to a
 //! better-ranked one where it does not, unless that would leave the chunk under an eighth of
 //! the limit. A chunk's source runs from the last mark at or before its start to the last mark

@@ -134,7 +134,11 @@ impl std::fmt::Display for ServerState {
 
 /// One server as one session uses it: its tools registered in the session (within its
 /// bounds), calls going to the server's `Link` (the session's own, or a shared one).
+<<<<<<< HEAD:extensions/mcp/src/slot.rs
 pub struct Slot {
+=======
+pub struct SessionServer {
+>>>>>>> house-core:extensions/mcp/src/session_server.rs
     pub(crate) spec: ServerSpec,
     pub(crate) link: Arc<Link>,
     /// The link serves every chat (`shared = true`): the session never stops it.
@@ -147,9 +151,9 @@ pub struct Slot {
     left_out: AtomicUsize,
 }
 
-impl std::fmt::Debug for Slot {
+impl std::fmt::Debug for SessionServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot")
+        f.debug_struct("SessionServer")
             .field("server", &self.spec.name)
             .field("shared", &self.shared)
             .finish_non_exhaustive()
@@ -160,9 +164,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Slot {
-    pub(crate) fn new(link: Arc<Link>, shared: bool) -> Arc<Slot> {
-        Arc::new(Slot {
+impl SessionServer {
+    pub(crate) fn new(link: Arc<Link>, shared: bool) -> Arc<SessionServer> {
+        Arc::new(SessionServer {
             spec: link.spec.clone(),
             link,
             shared,
@@ -214,25 +218,25 @@ impl Slot {
     }
 }
 
-/// Starts the slot's server (a shared one only once, for everyone), and registers its tools
+/// Starts the server (a shared one only once, for everyone), and registers its tools
 /// in the session now and whenever its list changes.
-pub(crate) async fn start(slot: Arc<Slot>, env: Env) {
-    *lock(&slot.env) = Some(env);
-    slot.link.subscribe(&slot);
-    slot.link.start_once().await;
+pub(crate) async fn start(server: Arc<SessionServer>, env: Env) {
+    *lock(&server.env) = Some(env);
+    server.link.subscribe(&server);
+    server.link.start_once().await;
     // A shared server already up before this session: its tools as listed.
-    if slot.link.state() == LinkState::Up {
-        slot.sync(&slot.link.listed());
+    if server.link.state() == LinkState::Up {
+        server.sync(&server.link.listed());
     }
 }
 
 /// Registers the server's new tools (within the session's bounds), updates the known ones'
 /// schemas, and switches the active set: tools it no longer offers off, offered ones on.
-fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: &[rmcp::model::Tool]) {
+fn sync_tools(server: &Arc<SessionServer>, env: &Env, listed: &[rmcp::model::Tool]) {
     let Some(api) = env.api.upgrade() else { return };
-    let spec = &slot.spec;
+    let spec = &server.spec;
     let listed: Vec<_> = listed.iter().filter(|t| spec.wants(&t.name)).collect();
-    let mut mine = lock(&slot.tools);
+    let mut mine = lock(&server.tools);
     let mut budget = lock(&env.budget);
     let mut left_out = 0;
     for t in &listed {
@@ -240,7 +244,7 @@ fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: &[rmcp::model::Tool]) {
             known.update(t);
             continue;
         }
-        let tool = Arc::new(McpTool::new(spec, t, Arc::downgrade(slot)));
+        let tool = Arc::new(McpTool::new(spec, t, Arc::downgrade(server)));
         let size = tool.size();
         if budget.tools >= budget.limits.max_tools || budget.bytes + size > budget.limits.max_schema_bytes {
             left_out += 1;
@@ -255,7 +259,7 @@ fn sync_tools(slot: &Arc<Slot>, env: &Env, listed: &[rmcp::model::Tool]) {
         let offered = listed.iter().any(|t| t.name == *remote);
         tool.available.store(offered, Ordering::SeqCst);
     }
-    slot.left_out.store(left_out, Ordering::SeqCst);
+    server.left_out.store(left_out, Ordering::SeqCst);
     if left_out > 0 {
         tracing::warn!(
             server = %spec.name,
@@ -290,7 +294,7 @@ pub(crate) struct McpTool {
     schema: Mutex<Arc<Value>>,
     available: AtomicBool,
     timeout: Duration,
-    slot: Weak<Slot>,
+    server: Weak<SessionServer>,
 }
 
 /// A tool's input schema as providers take it: a plain object schema, without `$schema`.
@@ -306,7 +310,7 @@ fn provider_schema(tool: &rmcp::model::Tool) -> Value {
 }
 
 impl McpTool {
-    fn new(spec: &ServerSpec, tool: &rmcp::model::Tool, slot: Weak<Slot>) -> Self {
+    fn new(spec: &ServerSpec, tool: &rmcp::model::Tool, server: Weak<SessionServer>) -> Self {
         let description = tool
             .description
             .as_deref()
@@ -319,7 +323,7 @@ impl McpTool {
             schema: Mutex::new(Arc::new(provider_schema(tool))),
             available: AtomicBool::new(true),
             timeout: spec.call_timeout,
-            slot,
+            server,
         }
     }
 
@@ -354,41 +358,41 @@ impl Tool for McpTool {
         _invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let slot = self
-            .slot
+        let server = self
+            .server
             .upgrade()
             .ok_or_else(|| ToolError::msg("the MCP servers of this session were stopped"))?;
-        let server = &slot.spec.name;
+        let name = &server.spec.name;
         if !self.available() {
             return Err(ToolError::msg(format!(
-                "MCP server `{server}` no longer offers `{}`",
+                "MCP server `{name}` no longer offers `{}`",
                 self.remote
             )));
         }
-        match slot.state() {
+        match server.state() {
             ServerState::Restarting { attempt } => {
                 return Err(ToolError::msg(format!(
-                    "MCP server `{server}` exited and is being restarted (attempt {attempt} of {MAX_RESTARTS}); \
+                    "MCP server `{name}` exited and is being restarted (attempt {attempt} of {MAX_RESTARTS}); \
                      try `{}` again in a few seconds",
                     self.name
                 )));
             }
             ServerState::Failed(why) => {
-                return Err(ToolError::msg(format!("MCP server `{server}` is not available: {why}")));
+                return Err(ToolError::msg(format!("MCP server `{name}` is not available: {why}")));
             }
-            ServerState::NeedsLogin if slot.shared => {
+            ServerState::NeedsLogin if server.shared => {
                 return Err(ToolError::msg(format!(
-                    "MCP server `{server}` refuses the bot without a sign-in, and being shared by all chats it \
+                    "MCP server `{name}` refuses the bot without a sign-in, and being shared by all chats it \
                      cannot use one chat's: the bot's config must give it a token (`headers`)"
                 )));
             }
-            ServerState::NeedsLogin => return Err(ToolError::msg(crate::server::needs_login_message(server))),
-            _ => {}
+            ServerState::NeedsLogin => return Err(ToolError::msg(crate::server::needs_login_message(name))),
+            ServerState::NotStarted | ServerState::Starting | ServerState::Ready { .. } | ServerState::Stopped => {}
         }
-        let conn = slot
+        let conn = server
             .link
             .connection()
-            .ok_or_else(|| ToolError::msg(format!("MCP server `{server}` is not running")))?;
+            .ok_or_else(|| ToolError::msg(format!("MCP server `{name}` is not running")))?;
         conn.call(&self.remote, args, self.timeout, cancel).await
     }
 }
