@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use volcanic_abstractions::extensions::ExtensionFactory;
 use volcanic_mcp::config::{RawEntry, WORKSPACE_FILE};
-use volcanic_mcp::slot::Limits;
+use volcanic_mcp::session_server::Limits;
 use volcanic_mcp::{DEFAULT_START_WAIT, McpHost};
 
 /// `[mcp]`.

@@ -35,12 +35,6 @@ pub mod server;
 pub mod session;
 pub mod session_server;
 
-/// The old path of [`session_server::Limits`], kept only until the bot imports the new one.
-#[doc(hidden)]
-pub mod slot {
-    pub use crate::session_server::Limits;
-}
-
 use config::{BadEntry, Origin, RawEntry, ServerSpec};
 use link::{HostLauncher, Launcher, Link, LinkState};
 use session::{ChatServers, McpExtension, ServerState};

@@ -134,11 +134,7 @@ impl std::fmt::Display for ServerState {
 
 /// One server as one session uses it: its tools registered in the session (within its
 /// bounds), calls going to the server's `Link` (the session's own, or a shared one).
-<<<<<<< HEAD:extensions/mcp/src/slot.rs
-pub struct Slot {
-=======
 pub struct SessionServer {
->>>>>>> house-core:extensions/mcp/src/session_server.rs
     pub(crate) spec: ServerSpec,
     pub(crate) link: Arc<Link>,
     /// The link serves every chat (`shared = true`): the session never stops it.
