@@ -45,26 +45,16 @@ use volcanic_core::processes::ProcessSpawnPolicy;
 pub type Build = fn(&Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>>;
 
 /// Every feature, in the order their extensions, commands and help lines appear. Adding one:
-/// its module above and one line here.
-#[cfg(not(any(test, feature = "example-feature")))]
+/// its module above and one line here. The example feature is in unit tests and in a binary
+/// built with the cargo feature `example-feature` (the test command builds it so, for the
+/// end-to-end tests of the feature seam; a release build leaves it out).
 pub const FEATURES: &[Build] = &[
     scheduler::build,
     calendar::build,
     a2a_client::build,
     a2a_server::build,
     mcp::build,
-];
-
-/// [`FEATURES`] with the example feature last: in unit tests, and in a binary built with the
-/// cargo feature `example-feature` (the test command builds it so, for the end-to-end tests of
-/// the feature seam; a release build leaves it out).
-#[cfg(any(test, feature = "example-feature"))]
-pub const FEATURES: &[Build] = &[
-    scheduler::build,
-    calendar::build,
-    a2a_client::build,
-    a2a_server::build,
-    mcp::build,
+    #[cfg(any(test, feature = "example-feature"))]
     example::build,
 ];
 

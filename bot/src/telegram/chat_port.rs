@@ -11,7 +11,7 @@ use crate::telegram::inbound::journal::{Answering, prompt_digest};
 use crate::telegram::outbound::api::Tg;
 use async_trait::async_trait;
 use std::sync::{Arc, OnceLock, Weak};
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId};
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::messages::Message;
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, SessionError};
 
@@ -67,7 +67,7 @@ impl ChatPort for TelegramPort {
     async fn delete(&self, to: Target, message_id: i64) -> Result<(), PortError> {
         let id = i32::try_from(message_id).unwrap_or_default();
         self.api
-            .try_delete(to, MessageId(id).0)
+            .try_delete(to, id)
             .await
             .map_err(|e| PortError::Refused(e.to_string()))
     }
@@ -130,7 +130,13 @@ async fn deliver_in(
         return Ok(Delivered::Earlier);
     }
     // The prompt is the last message: its run goes on from it (not asked twice).
-    let resumed = earlier.filter(|i| i + 1 == messages.len()).map(|i| &messages[i]);
+    let resumed = earlier.filter(|i| i + 1 == messages.len()).and_then(|i| {
+        if let Message::User(u) = &messages[i] {
+            Some(prompt_digest(&u.content.text()))
+        } else {
+            None
+        }
+    });
     let prompted = hand_over(conversation, session, prompt, key, resumed).await;
     // Queued behind a run in progress: it ran at that run's end.
     session.wait_for_idle().await;
@@ -165,25 +171,20 @@ async fn deliver_earlier(host: &TelegramHost, conversation: &Conversation, key: 
 }
 
 /// Hands the prompt to the session, its answer's delivery noted in the ledger under `key`: as
-/// a follow-up, or, when `resumed` (its user message, the transcript's last), by continuing the
-/// run cut off after it.
+/// a follow-up, or, when `resumed` (the digest of its user message, the transcript's last), by
+/// continuing the run cut off after it.
 async fn hand_over(
     conversation: &Conversation,
     session: &AgentSession,
     prompt: LinePrompt,
     key: String,
-    resumed: Option<&Message>,
+    resumed: Option<String>,
 ) -> Result<(), SessionError> {
     let ledger = &conversation.ledger;
-    if let Some(message) = resumed {
+    if let Some(digest) = resumed {
         if let Some(watch) = &prompt.watch {
             watch.resumed();
         }
-        let digest = if let Message::User(u) = message {
-            prompt_digest(&u.content.text())
-        } else {
-            String::new()
-        };
         ledger.resume_delivery(key.clone(), &digest);
         let went_on = session.continue_run().await;
         if !matches!(went_on, Ok(true)) {
