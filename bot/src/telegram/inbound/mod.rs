@@ -9,3 +9,7 @@ pub(crate) mod router;
 pub(crate) mod unreadable;
 pub(crate) mod update;
 pub(crate) mod webhook;
+
+/// The update kinds the bot asks Telegram for (`getUpdates` and `setWebhook` `allowed_updates`):
+/// one list, so a kind added for a feature reaches both modes.
+pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];

@@ -83,7 +83,7 @@ impl Poller {
         let body = json!({
             "offset": self.offset,
             "timeout": POLL_TIMEOUT_SECS,
-            "allowed_updates": ["message", "callback_query"],
+            "allowed_updates": super::ALLOWED_UPDATES,
         });
         let req = self
             .client

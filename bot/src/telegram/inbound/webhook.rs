@@ -43,7 +43,7 @@ pub async fn register(client: &reqwest::Client, base: &str, public_url: &str, se
     let body = json!({
         "url": url,
         "secret_token": secret,
-        "allowed_updates": ["message", "callback_query"],
+        "allowed_updates": super::ALLOWED_UPDATES,
     });
     // reqwest's errors carry the URL, which holds the token: `describe` leaves it out.
     let resp = client
