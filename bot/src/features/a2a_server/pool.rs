@@ -18,11 +18,12 @@ use volcanic_a2a::{HOP_METADATA_KEY, INBOUND_EVENT};
 use volcanic_a2a_server::{ExecRequest, Executor, TaskEvents};
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::ui::UserInterface;
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, Submitted};
 
 use super::gate::{self, SessionBus};
 use super::ui::TaskUi;
-use crate::features::port::{ChatPort, OwnSession, Target};
+use crate::features::port::{CallerGrant, ChatPort, OwnSession, Target};
 
 /// Which tools a caller's sessions may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,16 @@ pub struct CallerPolicy {
     pub acts_for: Option<Target>,
     /// Model of its new sessions.
     pub model: Option<String>,
+}
+
+impl CallerPolicy {
+    /// What features learn of the caller `name` with this policy.
+    pub fn grant(&self, name: &str) -> CallerGrant {
+        CallerGrant {
+            name: name.to_owned(),
+            bash: self.tools.allows("bash"),
+        }
+    }
 }
 
 /// A context's current task, as its session's run reports into it.
@@ -150,7 +161,7 @@ impl A2ASessionPool {
 
     /// The workspace of `caller`.
     pub fn workspace(&self, caller: &str) -> PathBuf {
-        self.workspaces_root.join(format!("a2a-{caller}"))
+        super::caller_workspace(&self.workspaces_root, caller)
     }
 
     /// Starts the idle sweep.
@@ -223,19 +234,10 @@ impl A2ASessionPool {
         let bus = SessionBus::default();
         let workspace = self.workspace(caller);
         // Context ids come from outside: hashed, they cannot name another folder.
-        let digest = Sha256::digest(context_id.as_bytes());
-        let scope = format!("a2a-{caller}/{}", hex(&digest[..12]));
-        let session = self
-            .chats
-            .own_session(OwnSession {
-                cwd: workspace.clone(),
-                scope,
-                acts_for: policy.acts_for,
-                model: policy.model.clone(),
-                ui: Some(Arc::new(TaskUi::new(shared.clone()))),
-                extra_extensions: vec![gate::factory(policy.tools.clone(), caller.to_owned(), bus.clone())],
-            })
-            .await?;
+        let scope = format!("a2a-{caller}/{}", digest(context_id));
+        let ui: Arc<dyn UserInterface> = Arc::new(TaskUi::new(shared.clone()));
+        let spec = session_spec(caller, policy, workspace.clone(), scope, Some(ui), bus.clone());
+        let session = self.chats.own_session(spec).await?;
         {
             let shared = shared.clone();
             session.subscribe(move |e| {
@@ -258,8 +260,34 @@ impl A2ASessionPool {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The session of caller `name` under `policy` in `cwd` with store `scope`: acting for its
+/// chat, with its model, kept to its tools by the gate (which leaves the session's bus in
+/// `bus`), questions going to `ui`.
+pub(super) fn session_spec(
+    name: &str,
+    policy: &CallerPolicy,
+    cwd: PathBuf,
+    scope: String,
+    ui: Option<Arc<dyn UserInterface>>,
+    bus: SessionBus,
+) -> OwnSession {
+    OwnSession {
+        cwd,
+        scope,
+        acts_for: policy.acts_for,
+        model: policy.model.clone(),
+        ui,
+        extra_extensions: vec![gate::factory(policy.tools.clone(), name.to_owned(), bus)],
+        caller: Some(policy.grant(name)),
+    }
+}
+
+/// The first 12 bytes of the SHA-256 of `id`, in hex: a folder name for an id from outside.
+pub(super) fn digest(id: &str) -> String {
+    Sha256::digest(id.as_bytes())[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Applies a context's updates to its current task, in order.
