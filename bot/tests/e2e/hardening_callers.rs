@@ -10,7 +10,7 @@ use crate::support::*;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use volcanic_testkit::bot_api::BotApiServer;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Transcript, Turn};
 
 const WRITER: &str = "writer-token-0123456789abcdef";
@@ -64,21 +64,16 @@ fn planting_model(model: &ModelServer, markers: PathBuf) {
     });
 }
 
-/// Sends `text` as `token` in `context` and expects the task to complete.
-async fn ask(base: &str, token: &str, text: &str, context: &str, bot: &BotProcess) {
-    let r = rpc(
-        base,
-        token,
-        "SendMessage",
-        send(text, json!({"contextId": context}), false),
-    )
-    .await;
-    assert_eq!(
-        r["result"]["task"]["status"]["state"],
-        "TASK_STATE_COMPLETED",
-        "{r}\n{}",
-        bot.log()
-    );
+/// Sends `text` as `token` in `context`, expects the task to complete and returns its answer.
+async fn ask(base: &str, token: &str, text: &str, context: &str, bot: &BotProcess) -> String {
+    let params = send(text, json!({"contextId": context}), false);
+    let r = rpc(base, token, "SendMessage", params).await;
+    let state = &r["result"]["task"]["status"]["state"];
+    assert_eq!(state, "TASK_STATE_COMPLETED", "{r}\n{}", bot.log());
+    r["result"]["task"]["artifacts"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,4 +131,117 @@ async fn a_caller_without_bash_cannot_run_code_through_skill_hooks_or_workspace_
             bot.log()
         );
     }
+}
+
+const CAROL: &str = "carol-token-0123456789abcdef";
+
+/// The path in a prompt's `[file saved: PATH (…)]` line.
+fn saved_path(prompt: &str) -> Option<String> {
+    let rest = prompt.split("[file saved: ").nth(1)?;
+    Some(rest.split(" (").next()?.to_owned())
+}
+
+/// The model: "schedule bash" adds a prompt job asking for `bash` in 2 s; the job's prompt
+/// calls `bash` to touch `markers/job`; "watch it" adds a watcher on the file the caller sent.
+fn scheduling_model(model: &ModelServer, markers: PathBuf) {
+    model.set_responder(move |api, body| {
+        let t = Transcript::of(api, body);
+        let prompt = t.run_prompts().first()?.to_string();
+        let result = t.entries().iter().rev().find_map(|s| match s {
+            volcanic_testkit::model_server::Said::ToolResult { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        if t.ends_with_tool_result() {
+            let result = result.unwrap_or_default();
+            let head = if prompt.contains("JOB: run the backup") {
+                "JOBDONE"
+            } else {
+                "done"
+            };
+            return Some(Turn::reply(format!(
+                "{head}: {}",
+                result.chars().take(300).collect::<String>()
+            )));
+        }
+        Some(if prompt.contains("JOB: run the backup") {
+            let touch = format!("touch {}", markers.join("job").display());
+            Turn::call("call_bash", "bash", json!({"command": touch}))
+        } else if prompt.trim_end().ends_with("schedule bash") {
+            Turn::call(
+                "call_add",
+                "schedule",
+                json!({"action": "add", "text": "JOB: run the backup with bash", "in": "2s"}),
+            )
+        } else if let Some(script) = saved_path(&prompt) {
+            Turn::call(
+                "call_watch",
+                "schedule",
+                json!({"action": "add", "kind": "watcher", "script": script, "every": "30s"}),
+            )
+        } else {
+            Turn::reply("?")
+        })
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_scheduled_job_runs_with_its_tools_as_its_words_and_its_script_never_runs() {
+    use base64::Engine;
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    // Carol acts for the owner's chat with the default tools (no bash, write or edit).
+    let config = format!(
+        "{}{}[a2a.server]\n[[a2a.server.callers]]\nname = \"carol\"\ntoken_env = \"E2E_CAROL\"\nchat = {OWNER}\n",
+        telegram_config(&tg, ""),
+        http_section(port)
+    );
+    let env = Env::new(&model.url(), &config);
+    let markers = env.dir.path().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    scheduling_model(&model, markers.clone());
+    let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_CAROL", CAROL)]);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_card(&base, &bot).await;
+    // The owner has talked to the bot (the Bot API double knows the chat from then on).
+    tg.push_update(updates::text_message(OWNER, OWNER, "/tz Europe/Berlin"));
+    wait_text(&tg, OWNER, "Time zone: Europe/Berlin", &bot).await;
+    let added = ask(&base, CAROL, "schedule bash", "s1", &bot).await;
+    assert!(added.contains("Added job"), "{added}");
+    // The job fires in a session of carol's own: no bash, its words marked as hers.
+    wait_text(&tg, OWNER, "of the A2A caller carol:", &bot).await;
+    let told = texts(&tg, OWNER).join("\n");
+    assert!(
+        told.contains("JOBDONE") && told.contains("Tool bash not found"),
+        "{told}"
+    );
+    assert!(!markers.join("job").exists(), "the caller's job ran bash");
+    // The job's prompt is framed as carol's words, and her session offers no bash.
+    let job_request = model
+        .requests()
+        .into_iter()
+        .find(|r| conversation(r).contains("set up by the A2A caller `carol`"))
+        .unwrap_or_else(|| panic!("no request framed as carol's job\n{}", bot.log()));
+    assert!(conversation(&job_request).contains("JOB: run the backup"));
+    assert!(!conversation(&job_request).contains("not typed by the user now"));
+    assert!(!job_request.body["tools"].to_string().contains("\"bash\""));
+    let jobs = env
+        .dir
+        .path()
+        .join("workspaces/a2a-carol/.volcanic/scheduler/jobs.json");
+    let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&jobs).unwrap()).unwrap();
+    assert_eq!(stored["jobs"][0]["origin"], json!({"type": "caller", "name": "carol"}));
+    assert_eq!(stored["jobs"][0]["target"]["chat_id"], OWNER);
+
+    // A script sent as a file part cannot become a watcher.
+    let script = format!("touch {}\n", markers.join("watch").display());
+    let raw = base64::engine::general_purpose::STANDARD.encode(script);
+    let message = json!({"role": "ROLE_USER", "messageId": "m-watch", "contextId": "s2", "parts": [
+        {"text": "watch it"}, {"raw": raw, "filename": "w.sh", "mediaType": "text/x-sh"}]});
+    let r = rpc(&base, CAROL, "SendMessage", json!({"message": message})).await;
+    let answer = r["result"]["task"]["artifacts"][0]["parts"][0]["text"].to_string();
+    assert!(answer.contains("watcher jobs run a script"), "{r}\n{}", bot.log());
+    let stored = std::fs::read_to_string(&jobs).unwrap();
+    assert!(!stored.contains("watcher"), "{stored}");
+    assert!(!markers.join("watch").exists());
 }

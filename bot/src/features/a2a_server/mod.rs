@@ -27,6 +27,7 @@ mod gate;
 pub mod pool;
 mod ui;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,8 +36,40 @@ use volcanic_a2a_server::{A2aServer, Caller, CardInfo, Limits, ServerConfig, Ski
 
 use super::{HostFeature, Services};
 use crate::config::Config;
-use crate::features::port::Target;
+use crate::features::port::{OwnSession, Target};
 use pool::{A2ASessionPool, CallerPolicy, ToolPolicy};
+
+/// The folder name of a caller's workspace: this prefix and its name (a chat's folder is digits,
+/// or `g` and digits, so the two never meet).
+const WORKSPACE_PREFIX: &str = "a2a-";
+
+/// The workspace of caller `name` under `workspaces_root`: `<root>/a2a-<name>/`.
+pub fn caller_workspace(workspaces_root: &Path, name: &str) -> PathBuf {
+    workspaces_root.join(format!("{WORKSPACE_PREFIX}{name}"))
+}
+
+/// The caller whose workspace `path` is (the inverse of [`caller_workspace`] on its folder's
+/// name); `None` for any other folder.
+pub fn caller_of_workspace(path: &Path) -> Option<&str> {
+    path.file_name()?
+        .to_str()?
+        .strip_prefix(WORKSPACE_PREFIX)
+        .filter(|n| valid_caller_name(n))
+}
+
+/// The session a scheduled job of caller `name` runs in: the caller's workspace and policy
+/// (its tools, its model, acting for `to`, the chat the job is aimed at), the job's own store
+/// scope `a2a-<name>/job-<digest of the id>` (ids come from a file the caller may write), no
+/// questions (there is no one to ask).
+pub fn job_session(workspaces_root: &Path, name: &str, policy: &CallerPolicy, to: Target, job_id: &str) -> OwnSession {
+    let policy = CallerPolicy {
+        acts_for: Some(to),
+        ..policy.clone()
+    };
+    let scope = format!("{WORKSPACE_PREFIX}{name}/job-{}", pool::digest(job_id));
+    let cwd = caller_workspace(workspaces_root, name);
+    pool::session_spec(name, &policy, cwd, scope, None, gate::SessionBus::default())
+}
 
 /// Tools a caller's sessions lack unless its `tools` lists them: they change the owner's files
 /// or run commands.
