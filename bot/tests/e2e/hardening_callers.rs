@@ -245,3 +245,55 @@ async fn a_callers_scheduled_job_runs_with_its_tools_as_its_words_and_its_script
     assert!(!stored.contains("watcher"), "{stored}");
     assert!(!markers.join("watch").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_flood_keeps_at_most_the_bound_of_live_sessions_per_caller() {
+    let model = ModelServer::start().await.unwrap();
+    model.set_responder(|_, _| Some(Turn::reply("hi")));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let config = format!(
+        "{}{}[a2a.server]\nmax_contexts_per_caller = 3\n\
+         [[a2a.server.callers]]\nname = \"carol\"\ntoken_env = \"E2E_CAROL\"\n",
+        telegram_config(&tg, ""),
+        http_section(port)
+    );
+    let env = Env::new(&model.url(), &config);
+    let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_CAROL", CAROL)]);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_card(&base, &bot).await;
+    // 30 messages without a contextId: each opens a context of its own.
+    let floods = (0..30).map(|i| {
+        let base = base.clone();
+        async move {
+            rpc(
+                &base,
+                CAROL,
+                "SendMessage",
+                send(&format!("flood {i}"), json!({}), false),
+            )
+            .await
+        }
+    });
+    let answers = futures::future::join_all(floods).await;
+    let completed = answers
+        .iter()
+        .filter(|r| r["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED")
+        .count();
+    // Every one was answered or refused saying why; at most 3 lived at once, so 27 or more
+    // were evicted (each eviction logged) to make room.
+    for r in &answers {
+        let state = &r["result"]["task"]["status"]["state"];
+        assert!(
+            *state == "TASK_STATE_COMPLETED" || r.to_string().contains("max_contexts_per_caller"),
+            "{r}"
+        );
+    }
+    assert!(completed >= 3, "{completed} completed");
+    let evicted = || bot.log().matches("evicted to make room").count();
+    eventually("the flood's contexts evicted to the bound", &bot, || {
+        evicted() + 3 >= completed
+    })
+    .await;
+    assert!(evicted() < completed, "never more evicted than opened");
+}

@@ -114,7 +114,15 @@ pub struct ServerSection {
     /// Minutes a context's session stays in memory unused, fractions allowed (default:
     /// `session_idle_minutes`).
     pub idle_minutes: Option<f64>,
+    /// Most contexts (live sessions, each with its own copies of the host's non-shared MCP
+    /// servers) one caller has in memory; at the bound a new context evicts that caller's
+    /// longest-idle one, or is refused while all are working (default
+    /// [`DEFAULT_MAX_CONTEXTS`]).
+    pub max_contexts_per_caller: Option<usize>,
 }
+
+/// Contexts one caller keeps in memory unless `max_contexts_per_caller` says otherwise.
+pub const DEFAULT_MAX_CONTEXTS: usize = 8;
 
 /// `[[a2a.server.skills]]`.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -409,7 +417,17 @@ pub fn configured(services: &Services) -> anyhow::Result<Option<Configured>> {
         Some(m) if m.is_finite() && m > 0.0 && m <= 1e7 => Some(Duration::from_secs_f64(m * 60.0)),
         Some(_) => anyhow::bail!("config key `a2a.server.idle_minutes`: a number of minutes above 0"),
     };
-    Ok(Some(Configured { config, policies, idle }))
+    let max_contexts = match section.max_contexts_per_caller {
+        Some(0) => anyhow::bail!("config key `a2a.server.max_contexts_per_caller`: must be at least 1"),
+        Some(n) => n,
+        None => DEFAULT_MAX_CONTEXTS,
+    };
+    Ok(Some(Configured {
+        config,
+        policies,
+        idle,
+        max_contexts,
+    }))
 }
 
 /// An enabled `[a2a.server]`, checked ([`configured`]).
@@ -420,6 +438,8 @@ pub struct Configured {
     pub policies: Vec<(String, CallerPolicy)>,
     /// How long a context's session may idle in memory (`None`: the host's).
     pub idle: Option<Duration>,
+    /// Most contexts per caller in memory.
+    pub max_contexts: usize,
 }
 
 /// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
@@ -431,6 +451,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         mut config,
         policies,
         idle,
+        max_contexts,
     }) = configured(services)?
     else {
         return Ok(None);
@@ -444,7 +465,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         chats.clone(),
         policies.into_iter().collect(),
         services.workspaces_root.clone(),
-        idle,
+        pool::Bounds { idle, max_contexts },
         services.shutdown.clone(),
     );
     let callers: Vec<String> = config.callers.iter().map(|c| c.name.clone()).collect();

@@ -137,16 +137,26 @@ pub struct A2ASessionPool {
     workspaces_root: PathBuf,
     contexts: tokio::sync::Mutex<HashMap<(String, String), Arc<Context>>>,
     idle: Duration,
+    max_contexts: usize,
     shutdown: CancellationToken,
 }
 
+/// How long and how many contexts the pool keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// A context's session unused this long is evicted.
+    pub idle: Duration,
+    /// Most contexts per caller in memory (`[a2a.server] max_contexts_per_caller`).
+    pub max_contexts: usize,
+}
+
 impl A2ASessionPool {
-    /// A pool making sessions through `chats`, for `callers`, evicting contexts idle for `idle`.
+    /// A pool making sessions through `chats`, for `callers`, within `bounds`.
     pub fn new(
         chats: Arc<dyn ChatPort>,
         callers: HashMap<String, CallerPolicy>,
         workspaces_root: PathBuf,
-        idle: Duration,
+        bounds: Bounds,
         shutdown: CancellationToken,
     ) -> Arc<A2ASessionPool> {
         Arc::new(A2ASessionPool {
@@ -154,7 +164,8 @@ impl A2ASessionPool {
             callers,
             workspaces_root,
             contexts: tokio::sync::Mutex::default(),
-            idle,
+            idle: bounds.idle,
+            max_contexts: bounds.max_contexts,
             shutdown,
         })
     }
@@ -214,6 +225,33 @@ impl A2ASessionPool {
         }
     }
 
+    /// Keeps `caller` under its bound before a new context: at the bound its longest-idle
+    /// context with no task is evicted (its session closed in the background); when every one
+    /// is working, the new one is refused, saying so.
+    fn make_room(&self, contexts: &mut HashMap<(String, String), Arc<Context>>, caller: &str) -> anyhow::Result<()> {
+        let mine: Vec<(&(String, String), &Arc<Context>)> = contexts.iter().filter(|((c, _), _)| c == caller).collect();
+        if mine.len() < self.max_contexts {
+            return Ok(());
+        }
+        let oldest = mine
+            .into_iter()
+            .filter(|(_, c)| c.shared.lock().is_none() && c.session.is_idle())
+            .min_by_key(|(_, c)| *c.last_active.lock().unwrap_or_else(|e| e.into_inner()))
+            .map(|(key, _)| key.clone());
+        let Some(key) = oldest else {
+            anyhow::bail!(
+                "caller {caller} has {} contexts working already (the bound `max_contexts_per_caller`); \
+                 wait for one to finish, or continue one by its contextId",
+                self.max_contexts
+            );
+        };
+        if let Some(gone) = contexts.remove(&key) {
+            tracing::info!(caller = %caller, "A2A context session evicted to make room for a new one");
+            tokio::spawn(async move { gone.session.dispose().await });
+        }
+        Ok(())
+    }
+
     /// The context `(caller, context_id)`, its session made (or resumed) on first use.
     async fn context(&self, caller: &str, context_id: &str) -> anyhow::Result<Arc<Context>> {
         let key = (caller.to_owned(), context_id.to_owned());
@@ -226,6 +264,7 @@ impl A2ASessionPool {
             .callers
             .get(caller)
             .ok_or_else(|| anyhow::anyhow!("caller {caller} has no policy"))?;
+        self.make_room(&mut contexts, caller)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             task: Mutex::new(None),
