@@ -64,6 +64,14 @@ fn planting_model(model: &ModelServer, markers: PathBuf) {
     });
 }
 
+/// A test home with `config`, and its empty folder `markers/` for what planted code would make.
+fn env_with_markers(model: &ModelServer, config: &str) -> (Env, PathBuf) {
+    let env = Env::new(&model.url(), config);
+    let markers = env.dir.path().join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    (env, markers)
+}
+
 /// Sends `text` as `token` in `context`, expects the task to complete and returns its answer.
 async fn ask(base: &str, token: &str, text: &str, context: &str, bot: &BotProcess) -> String {
     let params = send(text, json!({"contextId": context}), false);
@@ -88,9 +96,7 @@ async fn a_caller_without_bash_cannot_run_code_through_skill_hooks_or_workspace_
         telegram_config(&tg, ""),
         http_section(port)
     );
-    let env = Env::new(&model.url(), &config);
-    let markers = env.dir.path().join("markers");
-    std::fs::create_dir_all(&markers).unwrap();
+    let (env, markers) = env_with_markers(&model, &config);
     planting_model(&model, markers.clone());
     // A skill the owner placed in each caller's workspace, which the caller then edits.
     for caller in ["writer", "root"] {
@@ -196,9 +202,7 @@ async fn a_callers_scheduled_job_runs_with_its_tools_as_its_words_and_its_script
         telegram_config(&tg, ""),
         http_section(port)
     );
-    let env = Env::new(&model.url(), &config);
-    let markers = env.dir.path().join("markers");
-    std::fs::create_dir_all(&markers).unwrap();
+    let (env, markers) = env_with_markers(&model, &config);
     scheduling_model(&model, markers.clone());
     let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_CAROL", CAROL)]);
     let base = format!("http://127.0.0.1:{port}");

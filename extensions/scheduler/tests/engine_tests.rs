@@ -64,12 +64,7 @@ async fn a_one_shot_fires_at_its_slot_once_and_is_recorded() {
     clock.advance(Duration::seconds(2));
     clock.advance(Duration::seconds(1));
     h.delivery.wait_runs(1).await;
-    let run = h
-        .delivery
-        .runs
-        .lock()
-        .map(|r| r[0].clone())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let run = h.delivery.nth_run(0);
     assert_eq!(run.slot, at);
     assert!(run.prompt.contains("[Scheduled job"), "{}", run.prompt);
     assert!(
@@ -678,12 +673,7 @@ async fn a_callers_jobs_are_its_own_whatever_the_file_says_and_its_watchers_need
     let h = Harness::start(dir.path(), clock.clone()).await;
     clock.set(utc("2026-12-01T09:00:30Z"));
     h.delivery.wait_runs(1).await;
-    let run = h
-        .delivery
-        .runs
-        .lock()
-        .map(|r| r[0].clone())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let run = h.delivery.nth_run(0);
     assert_eq!(run.job_id, "prompt");
     assert_eq!(run.origin, JobOrigin::Caller { name: "nobash".into() });
     assert_eq!(run.target, CHAT, "aimed at the chat the caller acts for");

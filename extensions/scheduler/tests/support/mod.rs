@@ -60,6 +60,11 @@ pub struct Delivery {
 }
 
 impl Delivery {
+    /// The `i`-th run handed over.
+    pub fn nth_run(&self, i: usize) -> ScheduledRun {
+        self.runs.lock().map(|r| r[i].clone()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     pub fn run_count(&self) -> usize {
         self.runs.lock().map(|r| r.len()).unwrap_or(0)
     }
