@@ -133,6 +133,7 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         chat: None,
         time_zone: default_time_zone,
         workspace: &cwd,
+        caller: None,
     }));
     let session = factory
         .create(AgentSessionOptions {

@@ -284,10 +284,12 @@ impl HostFeature for Mcp {
 
     fn session_extensions(&self, place: &SessionPlace<'_>) -> Vec<ExtensionFactory> {
         let chat = place.chat.map(|t| chat_key(t.chat_id));
-        vec![
-            self.host
-                .factory(chat, scope(place.chat), place.workspace.to_path_buf()),
-        ]
+        // A caller without `bash` wrote what its workspace's file names: never started.
+        let workspace = place
+            .caller
+            .is_none_or(|c| c.bash)
+            .then(|| place.workspace.to_path_buf());
+        vec![self.host.factory(chat, scope(place.chat), workspace)]
     }
 
     async fn stop(&self) {

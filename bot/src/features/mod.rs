@@ -140,6 +140,8 @@ pub struct SessionPlace<'a> {
     pub time_zone: chrono_tz::Tz,
     /// Its workspace (the session's working directory).
     pub workspace: &'a Path,
+    /// The A2A caller it serves (`None`: a chat's own session, or the console's).
+    pub caller: Option<&'a port::CallerGrant>,
 }
 
 /// Where a command takes its place among a chat's messages (its "line": the chat's prompts and

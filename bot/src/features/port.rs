@@ -156,6 +156,19 @@ pub enum Delivered {
     },
 }
 
+/// The A2A caller a session serves, as features see it: its name and whether its tools include
+/// `bash`. A caller's privileges are exactly its tools (docs/security.md, "Trust model"): without
+/// `bash` nothing its sessions hold in their workspace runs as code (skill hooks, the workspace's
+/// MCP servers and extensions are not loaded), and its scheduled jobs run with its tools, its
+/// watchers not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerGrant {
+    /// Its name (`[[a2a.server.callers]] name`).
+    pub name: String,
+    /// Whether its tools include `bash`.
+    pub bash: bool,
+}
+
 /// What [`ChatPort::own_session`] makes: a session outside any chat's line (e.g. an A2A
 /// caller's), made like a chat's.
 pub struct OwnSession {
@@ -171,6 +184,8 @@ pub struct OwnSession {
     pub ui: Option<Arc<dyn UserInterface>>,
     /// Extensions after the features'.
     pub extra_extensions: Vec<ExtensionFactory>,
+    /// The A2A caller it serves (`None`: the host's own, e.g. a chat's).
+    pub caller: Option<CallerGrant>,
 }
 
 /// How a host feature reaches the host's chats (see the module docs).

@@ -88,6 +88,7 @@ fn commands_help_and_extensions_come_in_list_order() {
         chat: None,
         time_zone: chrono_tz::UTC,
         workspace: Path::new("/w/ws"),
+        caller: None,
     };
     assert_eq!(features.session_extensions(&place).len(), 1);
     assert!(features.routes().is_some());

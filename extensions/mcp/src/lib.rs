@@ -189,9 +189,16 @@ impl McpHost {
     }
 
     /// The extension factory for a session of `chat` (its key, matched against a server's
-    /// `chats`; `None` in the console) working in `workspace`. Each session made from it
+    /// `chats`; `None` in the console) whose workspace's own servers (`.volcanic/mcp.json`) are
+    /// read from `workspace`; `None`: that file is not read (a session whose user may not run
+    /// commands: a server the file names is a command it wrote). Each session made from it
     /// registers under `scope` (its chat and topic) for [`McpHost::status`].
-    pub fn factory(self: &Arc<Self>, chat: Option<String>, scope: String, workspace: PathBuf) -> ExtensionFactory {
+    pub fn factory(
+        self: &Arc<Self>,
+        chat: Option<String>,
+        scope: String,
+        workspace: Option<PathBuf>,
+    ) -> ExtensionFactory {
         let host = self.clone();
         Arc::new(move || {
             let mine = host.servers.iter().filter(|s| s.serves(chat.as_deref()));

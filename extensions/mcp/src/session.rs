@@ -21,7 +21,8 @@ pub struct ChatServers {
     shared: Vec<Arc<Link>>,
     bad: Vec<BadEntry>,
     tokens: Option<(PathBuf, String)>,
-    workspace: PathBuf,
+    /// Where the workspace's own servers are listed from; `None`: not read.
+    workspace: Option<PathBuf>,
     start_wait: Duration,
     limits: Limits,
     servers: Mutex<Option<Vec<Arc<SessionServer>>>>,
@@ -36,7 +37,7 @@ impl ChatServers {
         shared: Vec<Arc<Link>>,
         bad: Vec<BadEntry>,
         tokens: Option<(PathBuf, String)>,
-        workspace: PathBuf,
+        workspace: Option<PathBuf>,
         start_wait: Duration,
         limits: Limits,
     ) -> Self {
@@ -95,7 +96,11 @@ impl ChatServers {
                 return;
             }
             // The workspace's file is read now, so an edit counts from the next session.
-            let (workspace, bad) = crate::config::read_workspace(&self.workspace);
+            let (workspace, bad) = self
+                .workspace
+                .as_deref()
+                .map(crate::config::read_workspace)
+                .unwrap_or_default();
             let mut specs = self.specs.clone();
             for spec in workspace {
                 if specs

@@ -104,6 +104,7 @@ fn job(id: String, chat: i64, schedule: ScheduleSpec, created: DateTime<Utc>, ne
             chat_id: chat,
             topic: None,
         },
+        origin: volcanic_scheduler::JobOrigin::Chat,
         kind: JobKind::Prompt {
             text: "Check the deploy dashboard and tell me if anything is red.".into(),
         },
@@ -230,7 +231,13 @@ async fn main() {
         delivery: lateness.clone(),
         processes: Arc::new(NoProcesses),
         workspaces_root: root.clone(),
-        chat_of_workspace: Some(Arc::new(|p: &std::path::Path| p.file_name()?.to_str()?.parse().ok())),
+        owner_of_workspace: Some(Arc::new(|p: &std::path::Path| {
+            p.file_name()?
+                .to_str()?
+                .parse()
+                .ok()
+                .map(volcanic_scheduler::WorkspaceOwner::Chat)
+        })),
     });
     let load_start = std::time::Instant::now();
     let report = scheduler.load_all().await;

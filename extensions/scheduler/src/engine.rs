@@ -3,7 +3,7 @@
 //! workspace's `jobs.json` written (coalesced) before a run starts and after it ends.
 
 use crate::clock::Clock;
-use crate::job::{Job, JobKind, JobTarget, ScheduleSpec};
+use crate::job::{Job, JobKind, JobOrigin, JobTarget, ScheduleSpec};
 use crate::slots::{self, Due, Outcome};
 use crate::store::StoreError;
 use crate::timing::Compiled;
@@ -21,6 +21,9 @@ use volcanic_abstractions::processes::ProcessSpawnPolicy;
 pub struct ScheduledRun {
     /// The chat (and topic).
     pub target: JobTarget,
+    /// Who made the job: a caller's prompt runs with the caller's tools, not in the chat's
+    /// session.
+    pub origin: JobOrigin,
     /// The job.
     pub job_id: String,
     /// The slot this run belongs to.
@@ -71,13 +74,32 @@ pub struct SchedulerConfig {
     pub processes: Arc<dyn ProcessSpawnPolicy>,
     /// Folder whose sub-folders are workspaces (scanned by [`JobScheduler::load_all`]).
     pub workspaces_root: PathBuf,
-    /// The chat a workspace folder belongs to. Loaded jobs are bound to it (a hand-edited or
-    /// planted file cannot aim a job at another chat; a migrated group's jobs follow it).
-    pub chat_of_workspace: Option<ChatOfWorkspace>,
+    /// Whose a workspace folder is. Loaded jobs are bound to it: a hand-edited or planted file
+    /// cannot aim a job at another chat (a migrated group's jobs follow it), nor pass a caller's
+    /// job off as the chat's own.
+    pub owner_of_workspace: Option<OwnerOfWorkspace>,
 }
 
-/// Maps a workspace folder to its chat id (`None`: unknown, jobs keep their target).
-pub type ChatOfWorkspace = Arc<dyn Fn(&Path) -> Option<i64> + Send + Sync>;
+/// Maps a workspace folder to its owner (`None`: unknown, jobs keep their target and origin).
+pub type OwnerOfWorkspace = Arc<dyn Fn(&Path) -> Option<WorkspaceOwner> + Send + Sync>;
+
+/// Whose a workspace is ([`SchedulerConfig::owner_of_workspace`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkspaceOwner {
+    /// The chat with this id: its jobs are aimed at it, their origin as written.
+    Chat(i64),
+    /// An A2A caller: every job in it is the caller's, aimed at the chat it acts for (`None`:
+    /// none, or no longer configured: its jobs are kept and never run); its watchers run only
+    /// when its tools include `bash`.
+    Caller {
+        /// Its name.
+        name: String,
+        /// The chat it acts for.
+        chat: Option<i64>,
+        /// Whether its tools include `bash`.
+        bash: bool,
+    },
+}
 
 /// Errors of the scheduler's actions; the text is shown to the model or user.
 #[derive(Debug, thiserror::Error)]
@@ -247,6 +269,8 @@ impl std::fmt::Debug for JobScheduler {
 pub struct NewJob {
     /// The chat.
     pub target: JobTarget,
+    /// Who makes it.
+    pub origin: JobOrigin,
     /// Prompt or watcher.
     pub kind: JobKind,
     /// When.
@@ -412,6 +436,13 @@ impl JobScheduler {
                 timeout_secs,
                 text,
             } => {
+                if let Some(why) = self.watcher_refused(ws, job) {
+                    return Outcome::Failed {
+                        error: why,
+                        delivery: None,
+                        after_tool: false,
+                    };
+                }
                 // The script is the watcher's first tool: its start is on disk before it runs, so
                 // a crash from here on is told, not replayed (its output could be lost unseen).
                 if let Err(e) = tool.record_script().await {
@@ -445,6 +476,7 @@ impl JobScheduler {
         };
         let run = ScheduledRun {
             target: job.target,
+            origin: job.origin.clone(),
             job_id: job.id.clone(),
             slot,
             prompt,
@@ -460,6 +492,29 @@ impl JobScheduler {
             Err(DeliveryError::CutOff(_)) => Outcome::CutOff,
             Err(DeliveryError::Stopped(error)) => Outcome::Stopped { error },
         }
+    }
+}
+
+impl JobScheduler {
+    /// The owner of workspace `ws`, if the host says.
+    fn owner(&self, ws: &Path) -> Option<WorkspaceOwner> {
+        self.inner.config.owner_of_workspace.as_ref().and_then(|f| f(ws))
+    }
+
+    /// Why `job`'s watcher script in `ws` may not run, if it may not: a caller's script runs only
+    /// when the caller's tools include `bash` (else a caller could run what it only wrote, or
+    /// sent as a file).
+    fn watcher_refused(&self, ws: &Path, job: &Job) -> Option<String> {
+        let caller = match (self.owner(ws), &job.origin) {
+            (Some(WorkspaceOwner::Caller { bash: true, .. }), _) => return None,
+            (Some(WorkspaceOwner::Caller { name, .. }), _) => name,
+            (_, JobOrigin::Caller { name }) => name.clone(),
+            (Some(WorkspaceOwner::Chat(_)) | None, JobOrigin::Chat) => return None,
+        };
+        Some(format!(
+            "the watcher of the A2A caller `{caller}` was not run: a caller's scripts run only when its \
+             tools include `bash` (`[[a2a.server.callers]] tools`)"
+        ))
     }
 }
 

@@ -19,6 +19,22 @@ pub struct JobTarget {
     pub topic: Option<i64>,
 }
 
+/// Who made a job: the chat's own agent, or an A2A caller acting for the chat. A caller's job
+/// runs with the caller's tools and is framed as its words, never the owner's; a file written
+/// before jobs recorded their origin holds the chat's own.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JobOrigin {
+    /// The chat's own agent (or its user through it).
+    #[default]
+    Chat,
+    /// The A2A caller `name` (`[[a2a.server.callers]] name`).
+    Caller {
+        /// Its name.
+        name: String,
+    },
+}
+
 /// What a job does when it fires.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -155,6 +171,9 @@ pub struct Job {
     pub id: String,
     /// The chat (and topic) it belongs to.
     pub target: JobTarget,
+    /// Who made it (absent in older files: the chat).
+    #[serde(default)]
+    pub origin: JobOrigin,
     /// Prompt or watcher.
     pub kind: JobKind,
     /// When.

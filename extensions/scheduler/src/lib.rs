@@ -31,9 +31,9 @@ pub mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
-    DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, ScheduledRun, SchedulerConfig,
-    SchedulerError, ToolStarted,
+    DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, OwnerOfWorkspace, ScheduledRun,
+    SchedulerConfig, SchedulerError, ToolStarted, WorkspaceOwner,
 };
-pub use job::{Job, JobKind, JobTarget, RunRecord, RunStatus, ScheduleSpec};
+pub use job::{Job, JobKind, JobOrigin, JobTarget, RunRecord, RunStatus, ScheduleSpec};
 pub use slots::MAX_CONSECUTIVE_FAILURES;
-pub use tool::{ScheduleArgs, ScheduleTool, SchedulerExtension};
+pub use tool::{JobMaker, ScheduleArgs, ScheduleTool, SchedulerExtension};

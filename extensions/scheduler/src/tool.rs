@@ -4,7 +4,7 @@
 use crate::engine::JobView;
 use crate::engine::{JobScheduler, NewJob, SchedulerError};
 use crate::envelope::{describe, local, what};
-use crate::job::{JobKind, JobTarget, RunStatus, ScheduleSpec};
+use crate::job::{JobKind, JobOrigin, JobTarget, RunStatus, ScheduleSpec};
 use crate::timing;
 use async_trait::async_trait;
 use chrono_tz::Tz;
@@ -96,6 +96,27 @@ pub struct ScheduleArgs {
 pub struct ScheduleTool {
     scheduler: JobScheduler,
     target: JobTarget,
+    maker: JobMaker,
+}
+
+/// Who makes the jobs of a session's `schedule` tool, and whether it may add watchers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobMaker {
+    /// Recorded in each job it adds.
+    pub origin: JobOrigin,
+    /// Whether it may add watcher jobs (a script runs): only a maker that may run commands
+    /// itself (a chat's agent; a caller whose tools include `bash`).
+    pub watchers: bool,
+}
+
+impl JobMaker {
+    /// The chat's own agent: its jobs are the chat's, watchers allowed.
+    pub fn chat() -> JobMaker {
+        JobMaker {
+            origin: JobOrigin::Chat,
+            watchers: true,
+        }
+    }
 }
 
 #[async_trait]
@@ -140,7 +161,14 @@ impl TypedTool for ScheduleTool {
         let t = self.target;
         let result = match args.action {
             Action::Add => {
-                let new = build_job(&args, &ws, chat_zone, self.scheduler.now(), self.target)?;
+                if args.kind == Some(Kind::Watcher) && !self.maker.watchers {
+                    return Err(ToolError::msg(
+                        "watcher jobs run a script, and this session may not run commands (its A2A caller's \
+                         tools do not include `bash`); schedule a prompt instead",
+                    ));
+                }
+                let mut new = build_job(&args, &ws, chat_zone, self.scheduler.now(), self.target)?;
+                new.origin = self.maker.origin.clone();
                 let view = s.add(&ws, new).await.map_err(err)?;
                 let text = format!("Added job `{}`: {}", view.job.id, line(&view, chat_zone));
                 return Ok(ToolResult::text(text).with_details(details(&view)));
@@ -286,7 +314,12 @@ pub fn build_job(
                 }
             }
         };
-        Ok(NewJob { target, kind, schedule })
+        Ok(NewJob {
+            target,
+            origin: JobOrigin::Chat,
+            kind,
+            schedule,
+        })
     }
 }
 
@@ -336,15 +369,17 @@ fn details(v: &JobView) -> serde_json::Value {
 pub struct SchedulerExtension {
     scheduler: JobScheduler,
     target: JobTarget,
+    maker: JobMaker,
 }
 
 impl SchedulerExtension {
-    /// A factory making the extension for `target`'s sessions.
-    pub fn factory(scheduler: JobScheduler, target: JobTarget) -> ExtensionFactory {
+    /// A factory making the extension for `target`'s sessions, whose jobs `maker` makes.
+    pub fn factory(scheduler: JobScheduler, target: JobTarget, maker: JobMaker) -> ExtensionFactory {
         Arc::new(move || {
             Box::new(SchedulerExtension {
                 scheduler: scheduler.clone(),
                 target,
+                maker: maker.clone(),
             })
         })
     }
@@ -360,6 +395,7 @@ impl Extension for SchedulerExtension {
         api.register_tool(typed(ScheduleTool {
             scheduler: self.scheduler.clone(),
             target: self.target,
+            maker: self.maker.clone(),
         }));
         let scheduler = self.scheduler.clone();
         let target = self.target;

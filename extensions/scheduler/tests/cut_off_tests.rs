@@ -8,7 +8,7 @@ mod support;
 
 use support::{CHAT, Harness, utc};
 use volcanic_scheduler::job::{JobKind, RunStatus, ScheduleSpec};
-use volcanic_scheduler::{DeliveryError, ManualClock, NewJob};
+use volcanic_scheduler::{DeliveryError, JobOrigin, ManualClock, NewJob};
 
 const SLOT: &str = "2026-12-01T09:00:00Z";
 
@@ -22,6 +22,7 @@ fn daily() -> ScheduleSpec {
 async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
     let new = NewJob {
         target: CHAT,
+        origin: JobOrigin::Chat,
         kind,
         schedule,
     };

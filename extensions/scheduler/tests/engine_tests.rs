@@ -7,7 +7,7 @@ mod support;
 use chrono::Duration;
 use support::{CHAT, Harness, utc};
 use volcanic_scheduler::job::{JobKind, RunStatus, ScheduleSpec};
-use volcanic_scheduler::{ManualClock, NewJob};
+use volcanic_scheduler::{JobOrigin, ManualClock, NewJob};
 
 fn prompt(text: &str) -> JobKind {
     JobKind::Prompt { text: text.into() }
@@ -34,6 +34,7 @@ async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
             &h.ws,
             NewJob {
                 target: CHAT,
+                origin: JobOrigin::Chat,
                 kind,
                 schedule,
             },
@@ -63,12 +64,7 @@ async fn a_one_shot_fires_at_its_slot_once_and_is_recorded() {
     clock.advance(Duration::seconds(2));
     clock.advance(Duration::seconds(1));
     h.delivery.wait_runs(1).await;
-    let run = h
-        .delivery
-        .runs
-        .lock()
-        .map(|r| r[0].clone())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let run = h.delivery.nth_run(0);
     assert_eq!(run.slot, at);
     assert!(run.prompt.contains("[Scheduled job"), "{}", run.prompt);
     assert!(
@@ -636,4 +632,73 @@ async fn a_watcher_leaving_a_background_child_ends_with_its_script() {
     );
     let prompt = h.delivery.runs.lock().map(|r| r[0].prompt.clone()).unwrap_or_default();
     assert!(prompt.contains("started something"), "{prompt}");
+}
+
+/// A jobs file as an older bot (or a caller with `write`) would leave it: no origin, aimed at
+/// chat 7, each job due at 09:00:30.
+fn planted(ws: &std::path::Path, jobs: &[(&str, serde_json::Value)]) {
+    let jobs: Vec<serde_json::Value> = jobs
+        .iter()
+        .map(|(id, kind)| {
+            serde_json::json!({"id": id, "target": {"chat_id": 7}, "kind": kind,
+                "schedule": {"type": "at", "at": "2026-12-01T09:00:30Z", "time_zone": "UTC"},
+                "enabled": true, "created": "2026-12-01T08:00:00Z", "next_run": "2026-12-01T09:00:30Z"})
+        })
+        .collect();
+    let file = volcanic_scheduler::store::jobs_path(ws);
+    std::fs::create_dir_all(file.parent().unwrap_or(ws)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(file, serde_json::json!({"version": 1, "jobs": jobs}).to_string()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[tokio::test]
+async fn a_callers_jobs_are_its_own_whatever_the_file_says_and_its_watchers_need_bash() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let caller = dir.path().join("a2a-nobash");
+    std::fs::create_dir_all(&caller).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(caller.join("w.sh"), "touch ran; echo ran\n").unwrap_or_else(|e| panic!("{e}"));
+    let watcher = serde_json::json!({"type": "watcher", "script": "w.sh", "timeout_secs": 5});
+    planted(
+        &caller,
+        &[
+            ("prompt", serde_json::json!({"type": "prompt", "text": "run bash"})),
+            ("watch", watcher),
+        ],
+    );
+    let lost = dir.path().join("a2a-lost");
+    planted(
+        &lost,
+        &[("orphan", serde_json::json!({"type": "prompt", "text": "hello"}))],
+    );
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    clock.set(utc("2026-12-01T09:00:30Z"));
+    h.delivery.wait_runs(1).await;
+    let run = h.delivery.nth_run(0);
+    assert_eq!(run.job_id, "prompt");
+    assert_eq!(run.origin, JobOrigin::Caller { name: "nobash".into() });
+    assert_eq!(run.target, CHAT, "aimed at the chat the caller acts for");
+    assert!(run.prompt.contains("A2A caller `nobash`"), "{}", run.prompt);
+    let file = volcanic_scheduler::store::jobs_path(&caller);
+    let stored = || -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap_or_default()).unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while stored()["jobs"][1]["last_run"]["status"] != "error" {
+        assert!(std::time::Instant::now() < deadline, "{}", stored());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let error = stored()["jobs"][1]["last_run"]["error"].to_string();
+    assert!(error.contains("run only when its tools include `bash`"), "{error}");
+    assert!(!caller.join("ran").exists(), "the caller's script ran");
+    assert_eq!(
+        stored()["jobs"][0]["origin"],
+        serde_json::json!({"type": "caller", "name": "nobash"})
+    );
+    // The job of a caller acting for no chat is kept and never run.
+    assert_eq!(h.delivery.run_count(), 1);
+    let orphan = std::fs::read_to_string(volcanic_scheduler::store::jobs_path(&lost)).unwrap_or_default();
+    assert!(
+        orphan.contains("\"orphan\"") && !orphan.contains("last_run\":{"),
+        "{orphan}"
+    );
 }

@@ -27,6 +27,7 @@ mod gate;
 pub mod pool;
 mod ui;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,8 +36,40 @@ use volcanic_a2a_server::{A2aServer, Caller, CardInfo, Limits, ServerConfig, Ski
 
 use super::{HostFeature, Services};
 use crate::config::Config;
-use crate::features::port::Target;
+use crate::features::port::{OwnSession, Target};
 use pool::{A2ASessionPool, CallerPolicy, ToolPolicy};
+
+/// The folder name of a caller's workspace: this prefix and its name (a chat's folder is digits,
+/// or `g` and digits, so the two never meet).
+const WORKSPACE_PREFIX: &str = "a2a-";
+
+/// The workspace of caller `name` under `workspaces_root`: `<root>/a2a-<name>/`.
+pub fn caller_workspace(workspaces_root: &Path, name: &str) -> PathBuf {
+    workspaces_root.join(format!("{WORKSPACE_PREFIX}{name}"))
+}
+
+/// The caller whose workspace `path` is (the inverse of [`caller_workspace`] on its folder's
+/// name); `None` for any other folder.
+pub fn caller_of_workspace(path: &Path) -> Option<&str> {
+    path.file_name()?
+        .to_str()?
+        .strip_prefix(WORKSPACE_PREFIX)
+        .filter(|n| valid_caller_name(n))
+}
+
+/// The session a scheduled job of caller `name` runs in: the caller's workspace and policy
+/// (its tools, its model, acting for `to`, the chat the job is aimed at), the job's own store
+/// scope `a2a-<name>/job-<digest of the id>` (ids come from a file the caller may write), no
+/// questions (there is no one to ask).
+pub fn job_session(workspaces_root: &Path, name: &str, policy: &CallerPolicy, to: Target, job_id: &str) -> OwnSession {
+    let policy = CallerPolicy {
+        acts_for: Some(to),
+        ..policy.clone()
+    };
+    let scope = format!("{WORKSPACE_PREFIX}{name}/job-{}", pool::digest(job_id));
+    let cwd = caller_workspace(workspaces_root, name);
+    pool::session_spec(name, &policy, cwd, scope, None, gate::SessionBus::default())
+}
 
 /// Tools a caller's sessions lack unless its `tools` lists them: they change the owner's files
 /// or run commands.
@@ -81,7 +114,15 @@ pub struct ServerSection {
     /// Minutes a context's session stays in memory unused, fractions allowed (default:
     /// `session_idle_minutes`).
     pub idle_minutes: Option<f64>,
+    /// Most contexts (live sessions, each with its own copies of the host's non-shared MCP
+    /// servers) one caller has in memory; at the bound a new context evicts that caller's
+    /// longest-idle one, or is refused while all are working (default
+    /// [`DEFAULT_MAX_CONTEXTS`]).
+    pub max_contexts_per_caller: Option<usize>,
 }
+
+/// Contexts one caller keeps in memory unless `max_contexts_per_caller` says otherwise.
+pub const DEFAULT_MAX_CONTEXTS: usize = 8;
 
 /// `[[a2a.server.skills]]`.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -376,7 +417,17 @@ pub fn configured(services: &Services) -> anyhow::Result<Option<Configured>> {
         Some(m) if m.is_finite() && m > 0.0 && m <= 1e7 => Some(Duration::from_secs_f64(m * 60.0)),
         Some(_) => anyhow::bail!("config key `a2a.server.idle_minutes`: a number of minutes above 0"),
     };
-    Ok(Some(Configured { config, policies, idle }))
+    let max_contexts = match section.max_contexts_per_caller {
+        Some(0) => anyhow::bail!("config key `a2a.server.max_contexts_per_caller`: must be at least 1"),
+        Some(n) => n,
+        None => DEFAULT_MAX_CONTEXTS,
+    };
+    Ok(Some(Configured {
+        config,
+        policies,
+        idle,
+        max_contexts,
+    }))
 }
 
 /// An enabled `[a2a.server]`, checked ([`configured`]).
@@ -387,6 +438,8 @@ pub struct Configured {
     pub policies: Vec<(String, CallerPolicy)>,
     /// How long a context's session may idle in memory (`None`: the host's).
     pub idle: Option<Duration>,
+    /// Most contexts per caller in memory.
+    pub max_contexts: usize,
 }
 
 /// Builds it in the Telegram host when `[a2a.server]` exists and is enabled.
@@ -398,6 +451,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         mut config,
         policies,
         idle,
+        max_contexts,
     }) = configured(services)?
     else {
         return Ok(None);
@@ -411,7 +465,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         chats.clone(),
         policies.into_iter().collect(),
         services.workspaces_root.clone(),
-        idle,
+        pool::Bounds { idle, max_contexts },
         services.shutdown.clone(),
     );
     let callers: Vec<String> = config.callers.iter().map(|c| c.name.clone()).collect();

@@ -18,11 +18,12 @@ use volcanic_a2a::{HOP_METADATA_KEY, INBOUND_EVENT};
 use volcanic_a2a_server::{ExecRequest, Executor, TaskEvents};
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::ui::UserInterface;
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, Submitted};
 
 use super::gate::{self, SessionBus};
 use super::ui::TaskUi;
-use crate::features::port::{ChatPort, OwnSession, Target};
+use crate::features::port::{CallerGrant, ChatPort, OwnSession, Target};
 
 /// Which tools a caller's sessions may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,16 @@ pub struct CallerPolicy {
     pub acts_for: Option<Target>,
     /// Model of its new sessions.
     pub model: Option<String>,
+}
+
+impl CallerPolicy {
+    /// What features learn of the caller `name` with this policy.
+    pub fn grant(&self, name: &str) -> CallerGrant {
+        CallerGrant {
+            name: name.to_owned(),
+            bash: self.tools.allows("bash"),
+        }
+    }
 }
 
 /// A context's current task, as its session's run reports into it.
@@ -126,16 +137,26 @@ pub struct A2ASessionPool {
     workspaces_root: PathBuf,
     contexts: tokio::sync::Mutex<HashMap<(String, String), Arc<Context>>>,
     idle: Duration,
+    max_contexts: usize,
     shutdown: CancellationToken,
 }
 
+/// How long and how many contexts the pool keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// A context's session unused this long is evicted.
+    pub idle: Duration,
+    /// Most contexts per caller in memory (`[a2a.server] max_contexts_per_caller`).
+    pub max_contexts: usize,
+}
+
 impl A2ASessionPool {
-    /// A pool making sessions through `chats`, for `callers`, evicting contexts idle for `idle`.
+    /// A pool making sessions through `chats`, for `callers`, within `bounds`.
     pub fn new(
         chats: Arc<dyn ChatPort>,
         callers: HashMap<String, CallerPolicy>,
         workspaces_root: PathBuf,
-        idle: Duration,
+        bounds: Bounds,
         shutdown: CancellationToken,
     ) -> Arc<A2ASessionPool> {
         Arc::new(A2ASessionPool {
@@ -143,14 +164,15 @@ impl A2ASessionPool {
             callers,
             workspaces_root,
             contexts: tokio::sync::Mutex::default(),
-            idle,
+            idle: bounds.idle,
+            max_contexts: bounds.max_contexts,
             shutdown,
         })
     }
 
     /// The workspace of `caller`.
     pub fn workspace(&self, caller: &str) -> PathBuf {
-        self.workspaces_root.join(format!("a2a-{caller}"))
+        super::caller_workspace(&self.workspaces_root, caller)
     }
 
     /// Starts the idle sweep.
@@ -203,6 +225,33 @@ impl A2ASessionPool {
         }
     }
 
+    /// Keeps `caller` under its bound before a new context: at the bound its longest-idle
+    /// context with no task is evicted (its session closed in the background); when every one
+    /// is working, the new one is refused, saying so.
+    fn make_room(&self, contexts: &mut HashMap<(String, String), Arc<Context>>, caller: &str) -> anyhow::Result<()> {
+        let mine: Vec<(&(String, String), &Arc<Context>)> = contexts.iter().filter(|((c, _), _)| c == caller).collect();
+        if mine.len() < self.max_contexts {
+            return Ok(());
+        }
+        let oldest = mine
+            .into_iter()
+            .filter(|(_, c)| c.shared.lock().is_none() && c.session.is_idle())
+            .min_by_key(|(_, c)| *c.last_active.lock().unwrap_or_else(|e| e.into_inner()))
+            .map(|(key, _)| key.clone());
+        let Some(key) = oldest else {
+            anyhow::bail!(
+                "caller {caller} has {} contexts working already (the bound `max_contexts_per_caller`); \
+                 wait for one to finish, or continue one by its contextId",
+                self.max_contexts
+            );
+        };
+        if let Some(gone) = contexts.remove(&key) {
+            tracing::info!(caller = %caller, "A2A context session evicted to make room for a new one");
+            tokio::spawn(async move { gone.session.dispose().await });
+        }
+        Ok(())
+    }
+
     /// The context `(caller, context_id)`, its session made (or resumed) on first use.
     async fn context(&self, caller: &str, context_id: &str) -> anyhow::Result<Arc<Context>> {
         let key = (caller.to_owned(), context_id.to_owned());
@@ -215,6 +264,7 @@ impl A2ASessionPool {
             .callers
             .get(caller)
             .ok_or_else(|| anyhow::anyhow!("caller {caller} has no policy"))?;
+        self.make_room(&mut contexts, caller)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             task: Mutex::new(None),
@@ -223,19 +273,10 @@ impl A2ASessionPool {
         let bus = SessionBus::default();
         let workspace = self.workspace(caller);
         // Context ids come from outside: hashed, they cannot name another folder.
-        let digest = Sha256::digest(context_id.as_bytes());
-        let scope = format!("a2a-{caller}/{}", hex(&digest[..12]));
-        let session = self
-            .chats
-            .own_session(OwnSession {
-                cwd: workspace.clone(),
-                scope,
-                acts_for: policy.acts_for,
-                model: policy.model.clone(),
-                ui: Some(Arc::new(TaskUi::new(shared.clone()))),
-                extra_extensions: vec![gate::factory(policy.tools.clone(), caller.to_owned(), bus.clone())],
-            })
-            .await?;
+        let scope = format!("a2a-{caller}/{}", digest(context_id));
+        let ui: Arc<dyn UserInterface> = Arc::new(TaskUi::new(shared.clone()));
+        let spec = session_spec(caller, policy, workspace.clone(), scope, Some(ui), bus.clone());
+        let session = self.chats.own_session(spec).await?;
         {
             let shared = shared.clone();
             session.subscribe(move |e| {
@@ -258,8 +299,34 @@ impl A2ASessionPool {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The session of caller `name` under `policy` in `cwd` with store `scope`: acting for its
+/// chat, with its model, kept to its tools by the gate (which leaves the session's bus in
+/// `bus`), questions going to `ui`.
+pub(super) fn session_spec(
+    name: &str,
+    policy: &CallerPolicy,
+    cwd: PathBuf,
+    scope: String,
+    ui: Option<Arc<dyn UserInterface>>,
+    bus: SessionBus,
+) -> OwnSession {
+    OwnSession {
+        cwd,
+        scope,
+        acts_for: policy.acts_for,
+        model: policy.model.clone(),
+        ui,
+        extra_extensions: vec![gate::factory(policy.tools.clone(), name.to_owned(), bus)],
+        caller: Some(policy.grant(name)),
+    }
+}
+
+/// The first 12 bytes of the SHA-256 of `id`, in hex: a folder name for an id from outside.
+pub(super) fn digest(id: &str) -> String {
+    Sha256::digest(id.as_bytes())[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Applies a context's updates to its current task, in order.

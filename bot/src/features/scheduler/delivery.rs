@@ -6,13 +6,17 @@
 //! a `/stop` is recorded as such. The first tool the prompt's run starts is recorded in the job's
 //! file before it runs ([`ToolStarted`]). What the model says is not judged.
 
-use crate::features::port::{ChatPort, Delivered, LinePrompt, LineWatch, PortError, Target};
+use crate::features::a2a_server::pool::CallerPolicy;
+use crate::features::port::{ChatPort, Delivered, LinePrompt, LineWatch, PortError, Target, answer_after};
 use async_trait::async_trait;
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
-use volcanic_scheduler::{DeliveryError, JobDelivery, JobTarget, ScheduledRun, ToolStarted};
+use volcanic_core::agent::PromptInput;
+use volcanic_scheduler::{DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted};
 
 /// Delivers scheduled runs into chats through the host's [`ChatPort`].
 #[derive(Debug)]
@@ -21,12 +25,27 @@ pub struct ChatJobDelivery {
     /// The host's shutdown: a run aborted once it began failed (and is retried after the
     /// restart), while a user's `/stop` is their choice.
     shutdown: CancellationToken,
+    /// The A2A callers' policies, by name: a caller's job runs with its own.
+    callers: Arc<HashMap<String, CallerPolicy>>,
+    /// Where the callers' workspaces are.
+    workspaces_root: PathBuf,
 }
 
 impl ChatJobDelivery {
-    /// A delivery into `chats`, shutting down with `shutdown`.
-    pub fn new(chats: Arc<dyn ChatPort>, shutdown: CancellationToken) -> Self {
-        ChatJobDelivery { chats, shutdown }
+    /// A delivery into `chats`, shutting down with `shutdown`; the jobs of `callers` run in
+    /// sessions of their own under `workspaces_root`.
+    pub fn new(
+        chats: Arc<dyn ChatPort>,
+        shutdown: CancellationToken,
+        callers: Arc<HashMap<String, CallerPolicy>>,
+        workspaces_root: PathBuf,
+    ) -> Self {
+        ChatJobDelivery {
+            chats,
+            shutdown,
+            callers,
+            workspaces_root,
+        }
     }
 
     fn stopping(&self) -> bool {
@@ -117,6 +136,68 @@ pub fn job_target(t: Target) -> JobTarget {
     }
 }
 
+impl ChatJobDelivery {
+    /// A job of the caller `name`: run in a session of the caller's own (its tools, its
+    /// workspace), never in the chat's; its answer is told to the chat, marked as the caller's.
+    /// A run cut off by a crash before any tool is asked again (its answer may then be told
+    /// twice); after a tool it is not, as for the chat's own jobs.
+    async fn run_as_caller(
+        &self,
+        name: &str,
+        run: ScheduledRun,
+        watch: Arc<RunWatch>,
+    ) -> Result<String, DeliveryError> {
+        let failed = |why: String| DeliveryError::Failed(why);
+        let policy = self.callers.get(name).ok_or_else(|| {
+            failed(format!(
+                "the A2A caller `{name}` is no longer configured ([[a2a.server.callers]]): its job was not run"
+            ))
+        })?;
+        let to = target(run.target);
+        let spec = super::super::a2a_server::job_session(&self.workspaces_root, name, policy, to, &run.job_id);
+        let session = self
+            .chats
+            .own_session(spec)
+            .await
+            .map_err(|e| failed(format!("cannot open the caller's session: {e:#}")))?;
+        let listener = session.subscribe(move |e| watch.on_event(e));
+        let prompted = tokio::select! {
+            r = session.prompt(PromptInput::text(run.prompt.clone())) => r.map_err(|e| e.to_string()),
+            () = self.shutdown.cancelled() => {
+                session.abort();
+                Err("cut off by the bot's shutdown".into())
+            }
+        };
+        session.wait_for_idle().await;
+        session.unsubscribe(listener);
+        let messages = session.messages();
+        session.dispose().await;
+        prompted.map_err(|e| {
+            if self.stopping() {
+                DeliveryError::CutOff(e)
+            } else {
+                failed(e)
+            }
+        })?;
+        let heading = run.prompt.lines().next().unwrap_or_default();
+        outcome(&messages, heading, self.stopping(), run.tool_started.was_recorded())?;
+        let answer = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User(u) if u.content.text().starts_with(heading)))
+            .and_then(|at| answer_after(&messages, at))
+            .map(|(_, text)| text)
+            .unwrap_or_default();
+        self.chats
+            .notice(
+                to,
+                format!("Scheduled job {} of the A2A caller `{name}`:\n\n{answer}", run.job_id),
+            )
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        Ok("sent (run as the A2A caller)".into())
+    }
+}
+
 #[async_trait]
 impl JobDelivery for ChatJobDelivery {
     async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
@@ -126,6 +207,13 @@ impl JobDelivery for ChatJobDelivery {
             tool_started: run.tool_started.clone(),
             state: Mutex::default(),
         });
+        match &run.origin {
+            JobOrigin::Chat => {}
+            JobOrigin::Caller { name } => {
+                let name = name.clone();
+                return self.run_as_caller(&name, run, watch).await;
+            }
+        }
         // A slot cut off by a crash and run again: its prompt may be in the transcript already.
         let key = slot_key(&run.prompt).to_owned();
         let line = LinePrompt {

@@ -147,6 +147,7 @@ impl Chats {
             chat: Some(target),
             time_zone: tz,
             workspace: &cwd,
+            caller: None,
         }));
         let session = self
             .deps
@@ -159,6 +160,7 @@ impl Chats {
                 time_zone: Some(tz),
                 model: settings.model.clone(),
                 thinking: settings.thinking,
+                no_skill_hooks: false,
                 ui: Some(Arc::new(TelegramUi {
                     tg: self.deps.tg.clone(),
                     target,
@@ -194,11 +196,19 @@ impl Chats {
             .as_deref()
             .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
             .unwrap_or(self.deps.config.default_time_zone);
-        let mut extra_extensions = crate::agent_setup::workspace_extensions(&cwd);
+        // A caller without `bash` wrote what its workspace holds: none of it is loaded as code
+        // (its extensions, its skills' hooks, and its MCP servers in the MCP feature).
+        let workspace_code = spec.caller.as_ref().is_none_or(|c| c.bash);
+        let mut extra_extensions = if workspace_code {
+            crate::agent_setup::workspace_extensions(&cwd)
+        } else {
+            Vec::new()
+        };
         extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
             chat: spec.acts_for,
             time_zone: tz,
             workspace: &cwd,
+            caller: spec.caller.as_ref(),
         }));
         extra_extensions.extend(spec.extra_extensions);
         Ok(self
@@ -214,6 +224,7 @@ impl Chats {
                 thinking: settings.thinking,
                 ui: spec.ui,
                 channel: None,
+                no_skill_hooks: !workspace_code,
             })
             .await?)
     }
@@ -230,6 +241,7 @@ impl Chats {
             }),
             time_zone: self.deps.config.default_time_zone,
             workspace: &cwd,
+            caller: None,
         });
         let session = self
             .deps

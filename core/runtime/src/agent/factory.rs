@@ -85,6 +85,10 @@ pub struct AgentSessionOptions {
     pub model: Option<String>,
     /// Thinking level for a new session.
     pub thinking: Option<ThinkingLevel>,
+    /// Runs no skill hooks in this session, whatever [`FactoryConfig::skill_hooks`] says (a
+    /// session serving someone whose tools do not include running commands: a hook its skills
+    /// name would be code it wrote). Skills are still listed and `protected-paths` still guard.
+    pub no_skill_hooks: bool,
 }
 
 /// Creates sessions.
@@ -194,7 +198,7 @@ impl AgentSessionFactory {
         let skill_hooks = crate::skill_hooks::SkillHookRunner::new(crate::skill_hooks::SkillHookConfig {
             workspace: options.cwd.clone(),
             skill_dirs: crate::skill_hooks::SkillHookConfig::skill_dirs(&options.cwd, cfg.home_dir.as_deref()),
-            hooks_enabled: cfg.skill_hooks,
+            hooks_enabled: cfg.skill_hooks && !options.no_skill_hooks,
             redactor: volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*cfg.processes),
         });
         let inner = Arc::new_cyclic(|me: &Weak<Inner>| Inner {

@@ -50,6 +50,16 @@ impl Setup {
     }
 
     async fn session(&self, turns: Vec<FauxTurn>, hooks: bool) -> (AgentSession, Arc<Faux>, AgentSessionFactory) {
+        self.session_with(turns, hooks, false).await
+    }
+
+    /// A session of a factory with `hooks`, itself with `no_skill_hooks`.
+    async fn session_with(
+        &self,
+        turns: Vec<FauxTurn>,
+        hooks: bool,
+        no_skill_hooks: bool,
+    ) -> (AgentSession, Arc<Faux>, AgentSessionFactory) {
         let faux = Faux::new(turns);
         let factory = self.factory(faux.clone(), hooks);
         let session = factory
@@ -57,6 +67,7 @@ impl Setup {
                 cwd: self.ws(),
                 session: SessionSelect::New,
                 time_zone: Some(chrono_tz::Europe::Berlin),
+                no_skill_hooks,
                 ..Default::default()
             })
             .await
@@ -279,6 +290,17 @@ async fn protected_paths_refuse_write_and_edit_and_leave_the_files_unchanged() {
 
 #[tokio::test]
 async fn skill_hooks_off_runs_no_hook_but_skills_are_listed_and_paths_guarded() {
+    hooks_off_runs_no_hook(false, false).await;
+}
+
+#[tokio::test]
+async fn a_session_without_skill_hooks_runs_none_though_the_factory_has_them_on() {
+    hooks_off_runs_no_hook(true, true).await;
+}
+
+/// With the factory's `hooks` and the session's `no_skill_hooks` (hooks off one way or the
+/// other): no hook runs, skills are listed and their paths guarded.
+async fn hooks_off_runs_no_hook(hooks_on: bool, no_skill_hooks: bool) {
     let s = Setup::new();
     let extra = format!(
         "{}protected-paths:\n  - notes/index.md\n  - \"archive/**\"\n",
@@ -294,12 +316,8 @@ async fn skill_hooks_off_runs_no_hook_but_skills_are_listed_and_paths_guarded() 
     s.skill(&s.ws(), "guard", &extra);
     std::fs::create_dir_all(s.ws().join("notes")).unwrap();
     std::fs::write(s.ws().join("notes/index.md"), "original\n").unwrap();
-    let (session, faux, _f) = s
-        .session(
-            vec![protected_calls(), FauxTurn::text("done"), FauxTurn::text("again")],
-            false,
-        )
-        .await;
+    let turns = vec![protected_calls(), FauxTurn::text("done"), FauxTurn::text("again")];
+    let (session, faux, _f) = s.session_with(turns, hooks_on, no_skill_hooks).await;
     prompt(&session, "tidy up").await;
     // With hooks on, this run would wait for the first run's turn-end hook.
     prompt(&session, "again").await;

@@ -63,6 +63,7 @@ impl JobScheduler {
             let job = Job {
                 id: id.clone(),
                 target: new.target,
+                origin: new.origin,
                 kind: new.kind,
                 schedule: new.schedule,
                 enabled: true,

@@ -1,7 +1,8 @@
 //! Loading workspaces' jobs: at start-up (every workspace) and on first use (a new chat).
 
+use super::WorkspaceOwner;
 use super::{Entry, JobScheduler, Key, LoadReport, Workspace};
-use crate::job::{Job, JobTarget, RunStatus, ScheduleSpec};
+use crate::job::{Job, JobOrigin, JobTarget, RunStatus, ScheduleSpec};
 use crate::slots::{self, Due};
 use crate::store::{self, Loaded, StoreError};
 use std::path::{Path, PathBuf};
@@ -104,27 +105,25 @@ impl JobScheduler {
         let mut untold = false;
         let mut entries = Vec::with_capacity(jobs.len());
         let mut changed = false;
-        let owner = self.inner.config.chat_of_workspace.as_ref().and_then(|f| f(&r.ws));
+        let owner = self.owner(&r.ws);
         let before = jobs.len();
         let jobs: Vec<Job> = jobs.into_iter().filter(|j| !finished_long_ago(j, now)).collect();
         changed |= jobs.len() != before;
         for mut job in jobs {
-            if let Some(chat) = owner
-                && job.target.chat_id != chat
-            {
+            let (bound, runnable) = bind_to_owner(&mut job, owner.as_ref());
+            if bound {
                 tracing::warn!(
                     workspace = %r.ws.display(),
                     job = %job.id,
-                    "job aimed at chat {} in the workspace of chat {chat}: bound to {chat}",
-                    job.target.chat_id
+                    "a job's chat or origin did not match its workspace's owner: bound to {:?}",
+                    owner
                 );
-                job.target.chat_id = chat;
                 changed = true;
             }
             // Runs a crash or a shutdown left `running`: re-run once, or told (the message rule).
             let records = || job.last_run.as_deref().into_iter().chain(job.history.iter());
             let mut due = Due::Nothing;
-            if records().any(|r| r.status == RunStatus::Running) {
+            if runnable && records().any(|r| r.status == RunStatus::Running) {
                 // Compiled only here: a cron's year table is large and most jobs have no such run.
                 let compiled = crate::timing::Compiled::compile(&job.schedule).ok();
                 let cut;
@@ -139,9 +138,16 @@ impl JobScheduler {
             } else {
                 false
             };
+            if !runnable {
+                tracing::warn!(
+                    workspace = %r.ws.display(),
+                    job = %job.id,
+                    "the job's A2A caller acts for no chat (or is no longer configured): kept, not run"
+                );
+            }
             entries.push(Some(Entry {
                 job,
-                broken: false,
+                broken: !runnable,
                 due: None,
                 active,
             }));
@@ -236,6 +242,32 @@ impl JobScheduler {
             }
         }
         self.persist_logged(ws).await;
+    }
+}
+
+/// Binds `job` to its workspace's `owner`: aimed at the owner's chat, and in a caller's
+/// workspace the caller's job whatever the file says. Returns `(changed, runnable)`: a caller's
+/// job is not runnable when the caller acts for no chat.
+fn bind_to_owner(job: &mut Job, owner: Option<&WorkspaceOwner>) -> (bool, bool) {
+    let (chat, origin) = match owner {
+        None => return (false, true),
+        Some(WorkspaceOwner::Chat(chat)) => (Some(*chat), None),
+        Some(WorkspaceOwner::Caller { name, chat, .. }) => (*chat, Some(JobOrigin::Caller { name: name.clone() })),
+    };
+    let mut changed = false;
+    if let Some(origin) = origin
+        && job.origin != origin
+    {
+        job.origin = origin;
+        changed = true;
+    }
+    match chat {
+        Some(chat) if job.target.chat_id != chat => {
+            job.target.chat_id = chat;
+            (true, true)
+        }
+        Some(_) => (changed, true),
+        None => (changed, false),
     }
 }
 

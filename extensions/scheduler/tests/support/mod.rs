@@ -14,12 +14,27 @@ use volcanic_abstractions::processes::{
 };
 use volcanic_scheduler::{
     DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun, SchedulerConfig,
+    WorkspaceOwner,
 };
 
 pub const CHAT: JobTarget = JobTarget {
     chat_id: 42,
     topic: None,
 };
+
+/// Whose a test workspace is: `42` the chat 42's; `a2a-NAME` the caller NAME's, acting for
+/// chat 42 (`a2a-lost`: for none), with `bash` only when NAME is `bash`.
+pub fn owner_of_workspace(p: &Path) -> Option<WorkspaceOwner> {
+    let name = p.file_name()?.to_str()?;
+    match name.strip_prefix("a2a-") {
+        Some(caller) => Some(WorkspaceOwner::Caller {
+            name: caller.to_owned(),
+            chat: (caller != "lost").then_some(CHAT.chat_id),
+            bash: caller == "bash",
+        }),
+        None => name.parse().ok().map(WorkspaceOwner::Chat),
+    }
+}
 
 pub fn utc(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s)
@@ -45,6 +60,11 @@ pub struct Delivery {
 }
 
 impl Delivery {
+    /// The `i`-th run handed over.
+    pub fn nth_run(&self, i: usize) -> ScheduledRun {
+        self.runs.lock().map(|r| r[i].clone()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     pub fn run_count(&self) -> usize {
         self.runs.lock().map(|r| r.len()).unwrap_or(0)
     }
@@ -217,7 +237,7 @@ impl Harness {
             delivery: delivery.clone(),
             processes: Arc::new(Policy),
             workspaces_root: root.to_owned(),
-            chat_of_workspace: Some(Arc::new(|p: &Path| p.file_name()?.to_str()?.parse().ok())),
+            owner_of_workspace: Some(Arc::new(owner_of_workspace)),
         });
         (scheduler, delivery)
     }
