@@ -21,6 +21,7 @@ mod poison;
 mod questions;
 mod responses;
 mod sandbox;
+mod sandbox_modes;
 mod sandbox_support;
 mod sandbox_work;
 mod scheduler;

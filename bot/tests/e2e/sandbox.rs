@@ -207,3 +207,96 @@ async fn no_escape_attempt_through_bash_succeeds_and_no_planted_secret_leaks() {
     );
     rig.assert_no_secret_anywhere();
 }
+
+/// A file-tool attempt (`read`, `write`, `edit` run in the bot itself): must be refused by the
+/// boundary check.
+fn tool(name: &'static str, tool: &'static str, args: serde_json::Value) -> Attempt {
+    Attempt { name, tool, args }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_file_tools_reach_nothing_outside_the_workspace_whatever_the_path_trick() {
+    use serde_json::json;
+    let rig = Rig::start("", &[]).await;
+    let dir = rig.env.dir.path();
+    let secret = dir.join("data/secret.txt").display().to_string();
+    let config = dir.join("config/volcanic.toml").display().to_string();
+    let ws = rig.workspace();
+    // Links made outside the sandbox (as an unconfined process could): the tools still refuse.
+    std::os::unix::fs::symlink(dir.join("data/secret.txt"), ws.join("link")).unwrap();
+    std::os::unix::fs::symlink(dir.join("data"), ws.join("dirlink")).unwrap();
+    std::fs::hard_link(dir.join("data/secret.txt"), ws.join("hard")).unwrap();
+    let other = format!("../{}/notes.txt", crate::support::FRIEND);
+    let attempts = vec![
+        tool("read_state_file", "read", json!({"path": secret})),
+        tool("read_other_chat_by_dotdot", "read", json!({"path": other})),
+        tool("read_config", "read", json!({"path": config})),
+        tool("read_symlink_to_state", "read", json!({"path": "link"})),
+        tool(
+            "read_through_dir_symlink",
+            "read",
+            json!({"path": "dirlink/secret.txt"}),
+        ),
+        tool("read_hard_link", "read", json!({"path": "hard"})),
+        tool(
+            "read_proc_self_root",
+            "read",
+            json!({"path": format!("/proc/self/root{secret}")}),
+        ),
+        tool("read_home", "read", json!({"path": "~/.ssh/id_ed25519"})),
+        tool(
+            "write_into_state",
+            "write",
+            json!({"path": dir.join("data/planted").display().to_string(), "content": "x"}),
+        ),
+        tool(
+            "write_through_dir_symlink",
+            "write",
+            json!({"path": "dirlink/planted", "content": "x"}),
+        ),
+        tool(
+            "write_via_missing_dotdot",
+            "write",
+            json!({"path": "nope/../../../data/planted", "content": "x"}),
+        ),
+        tool("write_system", "write", json!({"path": "/etc/planted", "content": "x"})),
+        tool(
+            "edit_config",
+            "edit",
+            json!({"path": config, "edits": [{"oldText": "model", "newText": "x"}]}),
+        ),
+        tool(
+            "edit_hard_link",
+            "edit",
+            json!({"path": "hard", "edits": [{"oldText": "planted", "newText": "x"}]}),
+        ),
+    ];
+    let outputs = rig.run(&attempts, 7).await;
+    let escaped: Vec<String> = attempts
+        .iter()
+        .zip(&outputs)
+        .filter(|(_, out)| !out.contains("outside what this chat's sandbox may"))
+        .map(|(a, out)| format!("{}: {out}", a.name))
+        .collect();
+    assert!(escaped.is_empty(), "not refused:\n{}", escaped.join("\n---\n"));
+    assert!(!dir.join("data/planted").exists() && !std::path::Path::new("/etc/planted").exists());
+    assert_eq!(std::fs::read_to_string(dir.join("data/secret.txt")).unwrap(), IN_STATE);
+    // The tools still work in the workspace.
+    let ok = rig
+        .run(
+            &[tool(
+                "write_own",
+                "write",
+                json!({"path": "sub/own.txt", "content": "mine"}),
+            )],
+            1,
+        )
+        .await;
+    assert!(
+        ok[0].contains("Successfully wrote") || ws.join("sub/own.txt").is_file(),
+        "{}",
+        ok[0]
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("sub/own.txt")).unwrap(), "mine");
+    rig.assert_no_secret_anywhere();
+}

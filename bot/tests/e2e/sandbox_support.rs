@@ -53,32 +53,7 @@ impl Rig {
     pub async fn start(sandbox: &str, vars: &[(&str, &str)]) -> Rig {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
-        let env = Env::new(&model.url(), "");
-        let dir = env.dir.path();
-        let config = format!(
-            "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\n\
-             state_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n# {IN_CONFIG_DIR}\n{telegram}\n\
-             [providers.anthropic]\nbase_url = \"{url}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
-             [sandbox]\n{sandbox}\n",
-            state = dir.join("data").display(),
-            ws = dir.join("workspaces").display(),
-            telegram = telegram_config(&tg, ""),
-            url = model.url(),
-        );
-        std::fs::create_dir_all(dir.join("config")).unwrap();
-        let config_file = dir.join("config/volcanic.toml");
-        std::fs::write(&config_file, config).unwrap();
-        std::fs::write(dir.join("config/notes"), IN_CONFIG_DIR).unwrap();
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        std::fs::write(dir.join("data/secret.txt"), IN_STATE).unwrap();
-        std::fs::write(dir.join("data/tool.sh"), format!("#!/bin/sh\necho {IN_STATE}\n")).unwrap();
-        set_mode(&dir.join("data/tool.sh"), 0o755);
-        let other = dir.join("workspaces").join(FRIEND.to_string());
-        std::fs::create_dir_all(&other).unwrap();
-        std::fs::write(other.join("notes.txt"), IN_OTHER_CHAT).unwrap();
-        std::fs::create_dir_all(env.home().join(".ssh")).unwrap();
-        std::fs::write(env.home().join(".ssh/id_ed25519"), IN_HOME).unwrap();
-        std::fs::create_dir_all(own_workspace(&env)).unwrap();
+        let (env, config_file) = plant(&model, &tg, sandbox);
         let bot = start_bot(&env, &config_file, vars);
         Rig { model, tg, env, bot }
     }
@@ -86,11 +61,13 @@ impl Rig {
     /// Runs `attempts` in `OWNER`'s chat, `batch` tool calls per model turn; returns each
     /// attempt's output as the model got it back, in order.
     pub async fn run(&self, attempts: &[Attempt], batch: usize) -> Vec<String> {
+        // Ids unique across runs of one rig.
+        let run = self.model.requests().len();
         let mut turns = Vec::new();
         for (n, chunk) in attempts.chunks(batch).enumerate() {
             let mut turn = Turn::new();
             for (i, a) in chunk.iter().enumerate() {
-                turn = turn.tool_call(format!("toolu_{n}_{i}"), a.tool, a.args.clone());
+                turn = turn.tool_call(format!("toolu_{run}_{n}_{i}"), a.tool, a.args.clone());
             }
             turns.push(turn);
         }
@@ -100,9 +77,9 @@ impl Rig {
         self.tg
             .push_update(updates::text_message(OWNER, OWNER, "try everything"));
         wait_text(&self.tg, OWNER, "attempts done", &self.bot).await;
-        let requests = wait_requests(&self.model, count + 1, &self.bot).await;
+        let requests = wait_requests(&self.model, run + count + 1, &self.bot).await;
         (0..attempts.len())
-            .map(|k| tool_output(&requests, &format!("toolu_{}_{}", k / batch, k % batch)))
+            .map(|k| tool_output(&requests, &format!("toolu_{run}_{}_{}", k / batch, k % batch)))
             .collect()
     }
 
@@ -134,6 +111,63 @@ impl Rig {
             }
         }
     }
+}
+
+/// A config with `[sandbox]` lines `sandbox` for the doubles, and the secrets planted; returns
+/// the place and the config file.
+fn plant(model: &ModelServer, tg: &BotApiServer, sandbox: &str) -> (Env, PathBuf) {
+    let env = Env::new(&model.url(), "");
+    let dir = env.dir.path();
+    let config = format!(
+        "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\n\
+         state_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n# {IN_CONFIG_DIR}\n{telegram}\n\
+         [providers.anthropic]\nbase_url = \"{url}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
+         [sandbox]\n{sandbox}\n",
+        state = dir.join("data").display(),
+        ws = dir.join("workspaces").display(),
+        telegram = telegram_config(tg, ""),
+        url = model.url(),
+    );
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    let config_file = dir.join("config/volcanic.toml");
+    std::fs::write(&config_file, config).unwrap();
+    std::fs::write(dir.join("config/notes"), IN_CONFIG_DIR).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/secret.txt"), IN_STATE).unwrap();
+    std::fs::write(dir.join("data/tool.sh"), format!("#!/bin/sh\necho {IN_STATE}\n")).unwrap();
+    set_mode(&dir.join("data/tool.sh"), 0o755);
+    let other = dir.join("workspaces").join(FRIEND.to_string());
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), IN_OTHER_CHAT).unwrap();
+    std::fs::create_dir_all(env.home().join(".ssh")).unwrap();
+    std::fs::write(env.home().join(".ssh/id_ed25519"), IN_HOME).unwrap();
+    std::fs::create_dir_all(own_workspace(&env)).unwrap();
+    (env, config_file)
+}
+
+/// `volcanic-bot doctor` on a planted config with `[sandbox]` lines `sandbox` and `vars` in its
+/// environment: its stdout.
+pub async fn doctor(sandbox: &str, vars: &[(&str, &str)]) -> String {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("ok"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let (env, config_file) = plant(&model, &tg, sandbox);
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+    c.arg("--config")
+        .arg(&config_file)
+        .arg("doctor")
+        .env_clear()
+        .env("PATH", SYSTEM_PATH)
+        .env("HOME", env.home())
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("E2E_ANTHROPIC_KEY", "test-key")
+        .envs(vars.iter().copied())
+        .current_dir(env.dir.path());
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), c.output())
+        .await
+        .expect("doctor finished within 90 s")
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `workspaces/<OWNER>`.

@@ -30,6 +30,7 @@ mod seccomp;
 mod settings;
 mod support;
 
+pub use paths::resolved;
 pub use sandbox::LandlockSandbox;
 pub use settings::{NetworkPolicy, SandboxError, SandboxMode, SandboxSettings};
 pub use support::{KernelSupport, SIMULATE_ENV};

@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 /// `path` made absolute (from the current directory), `.` and `..` removed, and its longest
 /// existing prefix resolved through symbolic links (Landlock rules bind inodes, so the rules and
 /// the checks must name the real folders).
-pub(crate) fn resolved(path: &Path) -> PathBuf {
+pub fn resolved(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_owned()
     } else {

@@ -215,15 +215,12 @@ impl ProcessSandbox for LandlockSandbox {
         // Without Landlock nothing bounds the processes; the tools then follow them.
         self.support.landlock_abi?;
         let mut write = self.write.clone();
-        match self.workspace(cwd, None) {
-            Ok(workspace) => {
-                if let Ok((tmp, home)) = private_dirs(&self.temp_root, &workspace) {
-                    write.extend([tmp, home]);
-                }
-                write.push(workspace);
+        // No workspace: nothing writable beyond the configured paths.
+        if let Ok(workspace) = self.workspace(cwd, None) {
+            if let Ok((tmp, home)) = private_dirs(&self.temp_root, &workspace) {
+                write.extend([tmp, home]);
             }
-            // No workspace: nothing writable beyond the configured paths.
-            Err(_) => {}
+            write.push(workspace);
         }
         Some(FileBoundary {
             read: self.read.clone(),
