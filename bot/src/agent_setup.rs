@@ -4,13 +4,17 @@
 use crate::config::Config;
 use crate::secrets::Secrets;
 use anyhow::Context;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use volcanic_abstractions::processes::{
+    FileBoundary, ProcessSandbox, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnRequest,
+};
 use volcanic_abstractions::sessions::SessionStore;
 use volcanic_core::agent::{AgentSessionFactory, FactoryConfig};
 use volcanic_core::compaction::CompactionSettings;
 use volcanic_core::models::ModelRegistry;
 use volcanic_core::processes::{ProcessEnvironmentOptions, ProcessSpawnPolicy};
+use volcanic_sandbox::{KernelSupport, LandlockSandbox, SandboxError, SandboxMode, SandboxSettings};
 
 /// Built-in providers (each with its catalogue of current models and its key variable), then
 /// the config's `[providers.*]` sections. A provider crate exposes `registration()`; adding one
@@ -103,24 +107,102 @@ pub fn check_model(
     Ok(model)
 }
 
-/// The process policy over the host's environment: the default deny-list plus `secrets` (the
-/// config's, [`Secrets::of`]): each value redacted and removed by value from child environments,
-/// each variable holding one denied by name.
-pub fn build_process_policy(secrets: &Secrets) -> Arc<ProcessSpawnPolicy> {
-    let mut options = ProcessEnvironmentOptions::default();
-    secrets.apply(&mut options);
-    Arc::new(ProcessSpawnPolicy::new(options))
-}
-
 /// The policy every child process of a host starts through (tools, skill hooks, scheduler
-/// watchers and scripts), for `config` (reading the process environment for the key variables);
-/// warns about secrets too short to count as such. A host builds it once, at start.
+/// watchers and scripts, MCP servers), for `config` (reading the process environment for the key
+/// variables), confined by the sandbox `[sandbox]` asks for ([`sandbox`]); warns about secrets
+/// too short to count as such. A host builds it once, at start, after [`check_sandbox`]: a
+/// sandbox that cannot be built here fails every spawn (closed, never silently open).
 pub fn process_policy(config: &Config) -> Arc<ProcessSpawnPolicy> {
     let secrets = Secrets::of(config, |name| std::env::var(name).ok());
     for warning in secrets.warnings() {
         tracing::warn!("{warning}");
     }
-    build_process_policy(&secrets)
+    let mut options = ProcessEnvironmentOptions::default();
+    secrets.apply(&mut options);
+    let policy = ProcessSpawnPolicy::new(options);
+    match sandbox(config, KernelSupport::probe()) {
+        Ok(Some(sandbox)) => Arc::new(policy.with_sandbox(Arc::new(sandbox))),
+        Ok(None) => Arc::new(policy),
+        Err(e) => {
+            tracing::error!("{e:#}");
+            Arc::new(policy.with_sandbox(Arc::new(RefuseAll(format!("{e:#}")))))
+        }
+    }
+}
+
+/// Refuses to start with `[sandbox] mode = "required"` on a kernel that lacks Landlock or
+/// seccomp; the error says what is missing and what to change.
+pub fn check_sandbox(config: &Config) -> anyhow::Result<()> {
+    if config.sandbox.mode == SandboxMode::Required
+        && let Some(missing) = KernelSupport::probe().missing()
+    {
+        return Err(SandboxError::Unsupported { missing }).context("config key `sandbox.mode`");
+    }
+    Ok(())
+}
+
+/// The sandbox of a policy whose sandbox could not be built: every spawn fails with `.0`.
+#[derive(Debug)]
+struct RefuseAll(String);
+
+impl ProcessSandbox for RefuseAll {
+    fn confine(&self, _: &ProcessSpawnRequest, _: &mut ProcessSpawnContext) -> Result<(), ProcessSpawnError> {
+        Err(ProcessSpawnError(self.0.clone()))
+    }
+
+    fn file_boundary(&self, _: &Path) -> Option<FileBoundary> {
+        Some(FileBoundary::default())
+    }
+}
+
+/// The sandbox for `config` on a kernel offering `support` (`None` with `mode = "off"`), after
+/// saying once what it does: a warning when it is off or the kernel lacks something.
+/// Closed to agent processes: `state_dir`, the config file's folder (when there is a file),
+/// `workspaces_dir` but for each process's own workspace, and the bot user's home; private temp
+/// folders live in `<state_dir>/sandbox` when `state_dir` exists (the Telegram host), else in
+/// `~/.volcanic/sandbox` (the console, which keeps its state there).
+pub fn sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<Option<LandlockSandbox>> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut protected = vec![config.state_dir.clone()];
+    protected.extend(home.clone());
+    if let Some(file) = config.sandbox.config_file.as_deref().filter(|f| f.is_file()) {
+        protected.push(
+            file.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_owned(),
+        );
+    }
+    let temp_root = match (config.state_dir.is_dir(), &home) {
+        (false, Some(home)) => home.join(".volcanic").join("sandbox"),
+        _ => config.state_dir.join("sandbox"),
+    };
+    let settings = SandboxSettings {
+        mode: config.sandbox.mode,
+        network: config.sandbox.network,
+        read_paths: config.sandbox.read_paths.clone(),
+        write_paths: config.sandbox.write_paths.clone(),
+        workspaces_root: Some(config.workspaces_dir.clone()),
+        protected,
+        temp_root,
+    };
+    let sandbox = LandlockSandbox::new(settings, support).context("config key `sandbox.mode`")?;
+    match (&sandbox, support.missing()) {
+        (None, _) => tracing::warn!(
+            "[sandbox] mode = \"off\": agent processes run unconfined, with every file and process of the \
+             bot's OS user in reach (docs/sandbox.md)"
+        ),
+        (Some(_), Some(missing)) => tracing::warn!(
+            "sandbox: {missing}; agent processes run with what the kernel offers (set [sandbox] mode = \
+             \"required\" to refuse this; docs/sandbox.md)"
+        ),
+        (Some(s), None) => tracing::info!(
+            landlock_abi = support.landlock_abi.unwrap_or(0),
+            network = ?s.network(),
+            "sandbox: every agent process confined (Landlock, seccomp, no capabilities)"
+        ),
+    }
+    Ok(sandbox)
 }
 
 /// The session factory for a host.

@@ -9,7 +9,9 @@ use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_core::models::CustomProviderConfig;
 
 mod providers;
+mod sandbox;
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
+pub use sandbox::SandboxConfig;
 
 /// A configuration error; the message names the key and says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +62,7 @@ struct RawConfig {
     providers: BTreeMap<String, RawProvider>,
     http: Option<RawHttp>,
     google: Option<RawGoogle>,
+    sandbox: Option<sandbox::RawSandbox>,
     /// Everything else: the features' sections (`features::Services::section`).
     #[serde(flatten)]
     rest: BTreeMap<String, toml::Value>,
@@ -178,6 +181,8 @@ pub struct Config {
     /// The host features' sections (`[<feature name>]`) as written; each feature reads and checks
     /// its own, and one no feature reads is an error (`features::Features::build`).
     pub features: BTreeMap<String, toml::Table>,
+    /// `[sandbox]`: how agent processes are confined.
+    pub sandbox: SandboxConfig,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -240,7 +245,9 @@ impl Config {
             path: path.to_owned(),
             message: e.to_string().trim().to_owned(),
         })?;
-        resolve(raw)
+        let mut config = resolve(raw)?;
+        config.sandbox.protect_config(path);
+        Ok(config)
     }
 }
 
@@ -310,6 +317,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     }
     let public_url = http.public_url.unwrap_or_default();
     let google = resolve_google(raw.google.unwrap_or_default(), &public_url)?;
+    let sandbox = sandbox::resolve(raw.sandbox)?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -329,6 +337,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         public_url,
         google,
         features,
+        sandbox,
     })
 }
 

@@ -96,6 +96,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
         None => None,
     };
     let config = config::Config::load(&path, required)?;
+    agent_setup::check_sandbox(&config)?;
     if path.exists() {
         tracing::info!("config file: {}", path.display());
     } else {

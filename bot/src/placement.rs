@@ -9,7 +9,8 @@
 //! workspaces is one `ls` or `cat` away for every agent and easily shared along with them.
 
 use crate::config::Config;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
+use volcanic_sandbox::resolved;
 
 /// Warnings (one sentence each, naming the config keys) when `state_dir` and `workspaces_dir`
 /// overlap (one is the other or inside it) or when `config_file` lies inside `workspaces_dir`.
@@ -48,40 +49,6 @@ pub fn warnings(config: &Config, config_file: Option<&Path>) -> Vec<String> {
         }
     }
     out
-}
-
-/// `path` made absolute (from the current directory), `.` and `..` removed, and its longest
-/// existing prefix resolved through symbolic links.
-fn resolved(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut lexical = PathBuf::new();
-    for part in absolute.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            other => lexical.push(other),
-        }
-    }
-    let mut existing = lexical.as_path();
-    let mut missing = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            return missing.iter().rev().fold(real, |p, part| p.join(part));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                missing.push(name.to_owned());
-                existing = parent;
-            }
-            _ => return lexical,
-        }
-    }
 }
 
 /// A warning when the bot runs as root: its agents' tools then run as root too, and the

@@ -15,6 +15,7 @@
 
 mod checks;
 mod reach;
+mod sandbox;
 
 pub use reach::{describe, get_me};
 
@@ -97,6 +98,7 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
     out.push(checks::token(&config).await);
     out.extend(checks::models(&config).await);
     out.extend(checks::google(&config).await);
+    out.push(sandbox::check(&config, volcanic_sandbox::KernelSupport::probe()));
     out.push(checks::folder("state_dir", &config.state_dir));
     out.push(checks::folder("workspaces_dir", &config.workspaces_dir));
     let holder = crate::lock::probe(&config.state_dir);

@@ -19,9 +19,11 @@ impl Env {
         let config = format!(
             "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n{extra_config}\n\
              [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
-             [providers.openai]\nbase_url = \"{model_url}/v1\"\napi_key_env = \"E2E_OPENAI_KEY\"\n",
+             [providers.openai]\nbase_url = \"{model_url}/v1\"\napi_key_env = \"E2E_OPENAI_KEY\"\n\
+             [sandbox]\nread_paths = {peers:?}\n",
             state = dir.path().join("data").display(),
             ws = dir.path().join("workspaces").display(),
+            peers = peer_paths(),
         );
         std::fs::write(dir.path().join("volcanic.toml"), config).unwrap();
         Env { dir }
@@ -97,6 +99,23 @@ impl Env {
         out.sort();
         out
     }
+}
+
+/// What the tests' peers (MCP servers, scripts) need to read inside the sandbox: the repository
+/// and the installed test dependencies with the interpreter the venv links to (an owner lists
+/// such paths in `[sandbox] read_paths` the same way).
+fn peer_paths() -> Vec<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let deps = repo.join(".testdeps");
+    let mut paths = vec![repo.clone(), deps.join("node_modules"), deps.join("venv")];
+    if let Ok(python) = std::fs::canonicalize(deps.join("venv/bin/python")) {
+        paths.extend(python.parent().and_then(Path::parent).map(Path::to_owned));
+    }
+    paths
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {

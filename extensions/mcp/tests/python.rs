@@ -71,6 +71,7 @@ async fn questions_are_declined_without_a_ui_and_list_changed_reaches_the_handle
             args: vec![script],
             cwd: repo,
             env: BTreeMap::new(),
+            confinement: None,
         },
         policy: Arc::new(Policy),
     };

@@ -84,6 +84,7 @@ async fn start(name: &str, script: &Path, args: &[&str], env: &[(&str, &str)]) -
             args: argv,
             cwd: repo(),
             env: full,
+            confinement: None,
         },
         policy: Arc::new(Policy),
     };

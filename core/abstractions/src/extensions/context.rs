@@ -97,6 +97,12 @@ pub trait ExtensionContext: Send + Sync {
     fn compact(&self, instructions: Option<String>) -> Result<(), ExtensionError>;
     /// Prepares a process: policy, session `TZ`, then `process_spawn` handlers.
     async fn prepare_process(&self, request: ProcessSpawnRequest) -> Result<ProcessSpawnContext, ProcessSpawnError>;
+    /// What the built-in file tools may reach in this session: the process policy's
+    /// [`file_boundary`](crate::processes::ProcessSpawnPolicy::file_boundary) for [`cwd`](Self::cwd)
+    /// (the sandbox's); `None` (the default): no boundary.
+    fn file_boundary(&self) -> Option<crate::processes::FileBoundary> {
+        None
+    }
 }
 
 /// Given to command handlers: a context that can also wait and replace the session.

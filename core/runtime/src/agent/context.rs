@@ -46,6 +46,14 @@ impl ExtensionContext for SessionCtx {
         self.inner.upgrade().map(|i| i.cwd.clone()).unwrap_or_default()
     }
 
+    fn file_boundary(&self) -> Option<volcanic_abstractions::processes::FileBoundary> {
+        // A stale context reaches nothing.
+        let Some(inner) = self.inner.upgrade() else {
+            return Some(Default::default());
+        };
+        volcanic_abstractions::processes::ProcessSpawnPolicy::file_boundary(&*inner.config.processes, &inner.cwd)
+    }
+
     fn session_id(&self) -> String {
         self.inner
             .upgrade()

@@ -10,6 +10,7 @@
 //!   → explicit request.env (never filtered; None removes a variable)
 //!   → TZ from request.time_zone
 //!   → host hooks, in order (an Err fails the spawn with ProcessSpawnError)
+//!   → the sandbox, when set (ProcessSpawnPolicy::with_sandbox): confines the prepared process
 //! ```
 //!
 //! The result is the child's **complete** environment: spawners clear the inherited one and apply
@@ -25,7 +26,10 @@
 //!
 //! [`harden_host_process`] makes the host non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`), once per
 //! process. The host calls it at start-up (`harden_process = true`); the policy never does, so test
-//! runners stay dumpable. None of this is a sandbox: children still run as the host's OS user.
+//! runners stay dumpable. The sandbox itself is a backend behind
+//! [`ProcessSandbox`](volcanic_abstractions::processes::ProcessSandbox) (the host's
+//! `volcanic-sandbox` crate: Landlock + seccomp); without one, children run as the host's OS user
+//! with its access.
 
 mod group;
 mod hardening;

@@ -4,9 +4,11 @@ use super::options::{NamePattern, ProcessEnvironmentOptions, any_matches, compil
 use super::redactor::{Redactor, is_host_secret};
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
 use std::sync::Arc;
 use volcanic_abstractions::processes::{
-    ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy as SpawnPolicy, ProcessSpawnRequest, SecretRedactor,
+    FileBoundary, ProcessSandbox, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy as SpawnPolicy,
+    ProcessSpawnRequest, SecretRedactor,
 };
 
 /// Where the inherited environment comes from: `(name, value)` pairs, read at every spawn.
@@ -20,7 +22,7 @@ fn host_environment() -> Vec<(String, String)> {
 }
 
 /// The process policy: `inherit → filter (deny, allow, secret values) → request.env → TZ → host
-/// hooks`. See the [module docs](super) for the rules.
+/// hooks → sandbox`. See the [module docs](super) for the rules.
 pub struct ProcessSpawnPolicy {
     inherit: bool,
     deny: Vec<NamePattern>,
@@ -31,6 +33,7 @@ pub struct ProcessSpawnPolicy {
     hooks: Vec<volcanic_abstractions::processes::ProcessSpawnHook>,
     env_source: EnvSource,
     redactor: Arc<Redactor>,
+    sandbox: Option<Arc<dyn ProcessSandbox>>,
 }
 
 impl ProcessSpawnPolicy {
@@ -65,7 +68,15 @@ impl ProcessSpawnPolicy {
             hooks: options.hooks,
             env_source,
             redactor,
+            sandbox: None,
         }
+    }
+
+    /// The policy with `sandbox` confining every process it prepares (the last step, after the
+    /// host hooks) and bounding the built-in file tools.
+    pub fn with_sandbox(mut self, sandbox: Arc<dyn ProcessSandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// The concrete redactor (the trait's [`SpawnPolicy::redactor`] gives it as a trait object).
@@ -117,6 +128,7 @@ impl SpawnPolicy for ProcessSpawnPolicy {
             args: request.args.clone(),
             cwd: request.cwd.clone(),
             env,
+            confinement: None,
         };
         for (index, hook) in self.hooks.iter().enumerate() {
             let outcome = catch_unwind(AssertUnwindSafe(|| hook(request, &mut context)));
@@ -128,7 +140,14 @@ impl SpawnPolicy for ProcessSpawnPolicy {
                 }
             }
         }
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.confine(request, &mut context)?;
+        }
         Ok(context)
+    }
+
+    fn file_boundary(&self, cwd: &Path) -> Option<FileBoundary> {
+        self.sandbox.as_ref().and_then(|s| s.file_boundary(cwd))
     }
 
     fn redactor(&self) -> Arc<dyn SecretRedactor> {
@@ -148,6 +167,7 @@ impl std::fmt::Debug for ProcessSpawnPolicy {
             .field("allow", &self.allow)
             .field("hooks", &self.hooks.len())
             .field("redactor", &self.redactor)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }

@@ -5,7 +5,7 @@
 //! BOM are kept: matching happens on LF-normalised text.
 
 use super::diff::line_diff;
-use super::paths::resolve_path;
+use super::paths::{check_reach, resolve_path};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -82,6 +82,7 @@ impl TypedTool for EditTool {
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
         let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
+        check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, true)?;
         let bytes = until_cancelled(&cancel, tokio::fs::read(&absolute))
             .await?
             .map_err(|e| io_error("read", &args.path, &e))?;

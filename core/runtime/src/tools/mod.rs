@@ -18,7 +18,9 @@
 //! | `write` | `path, content` | creates parent directories; sequential |
 //! | `send` | `path? \| text?, caption?` | only for sessions with a chat channel |
 //!
-//! Relative paths resolve against `ctx.cwd()`, `~` against `$HOME`. Tools never redact: the agent
+//! Relative paths resolve against `ctx.cwd()`, `~` against `$HOME`. `read`, `write`, `edit` and
+//! `send` reach only what `ctx.file_boundary()` allows (the sandbox's boundary, checked on the
+//! resolved target: [`check_reach`]). Tools never redact: the agent
 //! loop redacts every result, update and error. Cancelling the `cancel` token aborts a call
 //! (`bash` kills its whole process group); truncation limits are [`DEFAULT_MAX_LINES`] lines and
 //! [`DEFAULT_MAX_BYTES`] bytes, never splitting a UTF-8 character.
@@ -38,7 +40,7 @@ mod write;
 pub use bash::{BashTool, DEFAULT_TIMEOUT_SECS, DRAIN_GRACE_MS, PROGRESS_INTERVAL_MS};
 pub use diff::{CONTEXT_LINES, LineDiff, line_diff};
 pub use edit::EditTool;
-pub use paths::{has_image_extension, image_mime_type, resolve_path};
+pub use paths::{check_reach, has_image_extension, image_mime_type, resolve_path};
 pub use read::{MAX_IMAGE_BYTES, ReadTool};
 pub use registry::{ToolRegistry, ToolRegistryError, ToolSource};
 pub use send::SendTool;

@@ -41,3 +41,52 @@ pub fn has_image_extension(path: &Path) -> bool {
         .map(str::to_ascii_lowercase)
         .is_some_and(|e| matches!(e.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp"))
 }
+
+/// Checks that `path` (absolute) lies inside `boundary` the way the kernel would see it: the
+/// longest existing prefix resolved through symbolic links and `..` (`..` after a missing
+/// folder cannot be resolved: refused), and an existing regular file with other hard links refused (one could lead out
+/// of the workspace). `write` asks for write access. `None`: no boundary, always fine.
+/// The error says which path was refused and why, for the model.
+pub fn check_reach(
+    boundary: Option<&volcanic_abstractions::processes::FileBoundary>,
+    path: &Path,
+    write: bool,
+) -> Result<(), volcanic_abstractions::tools::ToolError> {
+    let Some(boundary) = boundary else { return Ok(()) };
+    let refused = |why: &str| {
+        volcanic_abstractions::tools::ToolError::msg(format!(
+            "{} is outside what this chat's sandbox may {}: {why} (the tools reach the workspace, its \
+             temp folder and the system's read-only folders; docs/sandbox.md)",
+            path.display(),
+            if write { "write" } else { "read" }
+        ))
+    };
+    let mut existing = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    let real = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(real) => break real,
+            Err(_) => match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name);
+                    existing = parent;
+                }
+                _ => return Err(refused("it cannot be resolved")),
+            },
+        }
+    };
+    if rest.is_empty()
+        && let Ok(meta) = std::fs::metadata(&real)
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.is_file() && meta.nlink() > 1 {
+            return Err(refused("the file has other hard links"));
+        }
+    }
+    let target = rest.iter().rev().fold(real, |p, part| p.join(part));
+    if boundary.allows(&target, write) {
+        Ok(())
+    } else {
+        Err(refused(&format!("it resolves to {}", target.display())))
+    }
+}

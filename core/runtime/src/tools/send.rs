@@ -1,7 +1,7 @@
 //! The built-in `send` tool: delivers a file or a text into the conversation's chat. Registered
 //! only for sessions with a [`ChatChannel`](volcanic_abstractions::ui::ChatChannel).
 
-use super::paths::{has_image_extension, resolve_path};
+use super::paths::{check_reach, has_image_extension, resolve_path};
 use super::until_cancelled;
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -64,6 +64,7 @@ impl TypedTool for SendTool {
         match (args.path, args.text) {
             (Some(path), None) => {
                 let absolute = resolve_path(&invocation.ctx.cwd(), &path);
+                check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, false)?;
                 let is_file = tokio::fs::metadata(&absolute).await.is_ok_and(|m| m.is_file());
                 if !is_file {
                     return Err(ToolError::msg(format!("File not found: {path}")));

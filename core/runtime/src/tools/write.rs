@@ -1,6 +1,6 @@
 //! The built-in `write` tool.
 
-use super::paths::resolve_path;
+use super::paths::{check_reach, resolve_path};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -55,6 +55,7 @@ impl TypedTool for WriteTool {
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
         let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
+        check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, true)?;
         let write = async {
             if let Some(parent) = absolute.parent() {
                 tokio::fs::create_dir_all(parent).await?;

@@ -168,6 +168,7 @@ impl ProcessSpawnPolicy for Policy {
             args: r.args.clone(),
             cwd: r.cwd.clone(),
             env,
+            confinement: None,
         })
     }
     fn redactor(&self) -> Arc<dyn SecretRedactor> {

@@ -1,0 +1,36 @@
+//! The Landlock + seccomp backend of the process sandbox seam
+//! ([`ProcessSandbox`](volcanic_abstractions::processes::ProcessSandbox)); docs/sandbox.md.
+//!
+//! Every process the host's process policy prepares gets a [`ChildConfinement`] that runs in the
+//! child between `fork` and `exec`, in this order:
+//!
+//! ```text
+//! drop every capability (bounding set, ambient, effective/permitted/inheritable; securebits
+//!   NOROOT locked when the host could set them)
+//!   → no_new_privs
+//!   → Landlock (the highest ABI the kernel offers, best effort): read/execute of the system,
+//!     read-write of the workspace and its private temp dir, nothing else; signals and abstract
+//!     UNIX sockets scoped to the sandbox (ABI ≥ 6); TCP refused with `network = off` (ABI ≥ 4)
+//!   → seccomp: ptrace, process_vm_*, mount family, namespaces, keyctl, bpf, perf_event_open,
+//!     modules, kexec, reboot, io_uring, ... refused with EPERM (inet sockets too with
+//!     `network = off`)
+//! ```
+//!
+//! Entry type: [`LandlockSandbox`], built from [`SandboxSettings`] and the probed
+//! [`KernelSupport`]. What the kernel lacks is left out (and said once at start, by the host), or
+//! refused with [`SandboxMode::Required`]. The bot's built-in file tools get the same boundary
+//! ([`FileBoundary`](volcanic_abstractions::processes::FileBoundary)).
+//!
+//! [`ChildConfinement`]: volcanic_abstractions::processes::ChildConfinement
+
+mod child;
+mod paths;
+mod sandbox;
+mod seccomp;
+mod settings;
+mod support;
+
+pub use paths::resolved;
+pub use sandbox::LandlockSandbox;
+pub use settings::{NetworkPolicy, SandboxError, SandboxMode, SandboxSettings};
+pub use support::{KernelSupport, SIMULATE_ENV};
