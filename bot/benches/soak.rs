@@ -48,13 +48,13 @@ const JOB_ANSWER: &str = "The soak's queue is fine (scheduled check).";
 /// the job fires while the chat is busy; every third of the rest runs a quick `bash`.
 fn steps(index: usize, wave: usize) -> Vec<Turn> {
     let bash = |command: &str| Turn::call(format!("call_{wave}_bash"), "bash", json!({ "command": command }));
-    if index % 10 == 0 {
+    if index.is_multiple_of(10) {
         let args = json!({"action": "add", "in": "1s", "text": "Check the soak's queue and say so."});
         vec![
             Turn::call(format!("call_{wave}_schedule"), "schedule", args),
             bash("sleep 2; seq 1 300 | tail -n 40"),
         ]
-    } else if index % 3 == 0 {
+    } else if index.is_multiple_of(3) {
         vec![bash("seq 1 300 | tail -n 40; ls -la")]
     } else {
         Vec::new()
