@@ -142,7 +142,7 @@ mod tests {
     #[test]
     fn the_default_cap_leaves_half_the_descriptors() {
         let cap = max_connections(None);
-        assert!(cap >= 1 && cap <= DEFAULT_MAX_CONNECTIONS);
+        assert!((1..=DEFAULT_MAX_CONNECTIONS).contains(&cap));
         if let Some(soft) = nofile_soft_limit() {
             assert!(cap <= soft / 2, "{cap} of {soft}");
         }

@@ -115,7 +115,7 @@ fn start_server_bot(env: &Env) -> BotProcess {
 }
 
 /// Waits until `url` answers the card.
-async fn wait_card(url: &str, bot: &BotProcess) {
+pub(crate) async fn wait_card(url: &str, bot: &BotProcess) {
     let client = http_client();
     let deadline = std::time::Instant::now() + T;
     loop {
@@ -338,7 +338,7 @@ async fn a_caller_acting_for_a_chat_keeps_its_context_and_queues_a_follow_up() {
 }
 
 /// One JSON-RPC call of `method` with `params` in A2A 1.0, as the caller with `token`.
-async fn rpc(base: &str, token: &str, method: &str, params: serde_json::Value) -> serde_json::Value {
+pub(crate) async fn rpc(base: &str, token: &str, method: &str, params: serde_json::Value) -> serde_json::Value {
     http_client()
         .post(format!("{base}/a2a"))
         .header("A2A-Version", "1.0")

@@ -230,24 +230,24 @@ mod tests {
 
     /// Addresses that reach inside, in the forms an attacker writes them (never connected to).
     const REFUSED: &[&str] = &[
-        "::127.0.0.1",              // IPv4-compatible loopback
-        "::169.254.169.254",        // IPv4-compatible metadata
-        "::10.0.0.1",               // IPv4-compatible private
-        "::ffff:127.0.0.1",         // IPv4-mapped loopback
-        "2002:7f00:1::",            // 6to4 of 127.0.0.1
-        "2002:a9fe:a9fe::1",        // 6to4 of 169.254.169.254
-        "2002:c0a8:101::",          // 6to4 of 192.168.1.1
-        "64:ff9b::7f00:1",          // NAT64 of 127.0.0.1
-        "64:ff9b::a9fe:a9fe",       // NAT64 of 169.254.169.254
-        "64:ff9b::a00:1",           // NAT64 of 10.0.0.1
-        "64:ff9b:1::808:808",       // local-use NAT64
-        "198.18.0.1",               // benchmarking
-        "198.19.255.254",           // benchmarking
-        "192.0.0.8",                // IETF protocol assignments
-        "240.0.0.1",                // reserved
-        "2001:db8::1",              // documentation
-        "100::1",                   // discard-only
-        "fd00:ec2::254",            // AWS metadata
+        "::127.0.0.1",        // IPv4-compatible loopback
+        "::169.254.169.254",  // IPv4-compatible metadata
+        "::10.0.0.1",         // IPv4-compatible private
+        "::ffff:127.0.0.1",   // IPv4-mapped loopback
+        "2002:7f00:1::",      // 6to4 of 127.0.0.1
+        "2002:a9fe:a9fe::1",  // 6to4 of 169.254.169.254
+        "2002:c0a8:101::",    // 6to4 of 192.168.1.1
+        "64:ff9b::7f00:1",    // NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe", // NAT64 of 169.254.169.254
+        "64:ff9b::a00:1",     // NAT64 of 10.0.0.1
+        "64:ff9b:1::808:808", // local-use NAT64
+        "198.18.0.1",         // benchmarking
+        "198.19.255.254",     // benchmarking
+        "192.0.0.8",          // IETF protocol assignments
+        "240.0.0.1",          // reserved
+        "2001:db8::1",        // documentation
+        "100::1",             // discard-only
+        "fd00:ec2::254",      // AWS metadata
     ];
 
     #[test]
@@ -281,7 +281,7 @@ mod tests {
             "8.8.8.8",
             "198.20.0.1",
             "2606:4700:4700::1111",
-            "2002:808:808::1", // 6to4 of 8.8.8.8
+            "2002:808:808::1",  // 6to4 of 8.8.8.8
             "64:ff9b::808:808", // NAT64 of 8.8.8.8
         ] {
             let ip: IpAddr = raw.parse().unwrap_or_else(|e| panic!("{raw}: {e}"));

@@ -98,7 +98,10 @@ mod tests {
             let e = anyhow::Error::from(std::io::Error::from_raw_os_error(errno));
             assert!(cause(&e).is_none(), "errno {errno}");
         }
-        assert!(cause(&anyhow::anyhow!("Too many open files")).is_none(), "text is not a cause");
+        assert!(
+            cause(&anyhow::anyhow!("Too many open files")).is_none(),
+            "text is not a cause"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -283,11 +283,15 @@ fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>, SessionStoreError> {
         .ancestors()
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
         .collect();
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|source| SessionStoreError::Io {
-        action: "create directory",
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| SessionStoreError::Io {
+            action: "create directory",
+            path: dir.to_path_buf(),
+            source,
+        })?;
     Ok(missing
         .iter()
         .rev()

@@ -248,7 +248,9 @@ fn session_files_and_their_folders_are_private_whatever_the_umask() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let store = FileSessionStore::new(dir.path().join("sessions"));
-    let log = store.create("123/main", &header("s1", "2026-01-15T08:59:55.000Z")).unwrap();
+    let log = store
+        .create("123/main", &header("s1", "2026-01-15T08:59:55.000Z"))
+        .unwrap();
     let file = log.location().path().unwrap().to_path_buf();
     let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&file), 0o600, "{}", file.display());
