@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_core::models::CustomProviderConfig;
 
+mod http_limits;
 mod providers;
 mod sandbox;
+pub use http_limits::HttpLimits;
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
 
@@ -94,6 +96,7 @@ struct RawTelegram {
 struct RawHttp {
     listen: Option<String>,
     public_url: Option<String>,
+    limits: Option<http_limits::RawHttpLimits>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -173,6 +176,8 @@ pub struct Config {
     pub http_listen: String,
     /// `[http] public_url`.
     pub public_url: String,
+    /// `[http.limits]`.
+    pub http_limits: HttpLimits,
     /// `[google]`, resolved: the OAuth client (from the file, else `GOOGLE_CLIENT_ID` /
     /// `GOOGLE_CLIENT_SECRET`), the endpoints (Google's unless set, e.g. to a test double) and
     /// `[http] public_url` for the callback flow. `None` without a client id and secret (the bot
@@ -334,6 +339,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         providers,
         claude_code,
         http_listen: http.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
+        http_limits: http_limits::resolve_http_limits(http.limits)?,
         public_url,
         google,
         features,

@@ -112,6 +112,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
             for warning in placement::warnings(&config, file) {
                 tracing::warn!("{warning}");
             }
+            telegram::private_files();
             // Held until the host has shut down: one process per state directory.
             let lock = lock::acquire(&config.state_dir)?;
             tracing::debug!(file = %lock.path().display(), "holding the state directory's lock");

@@ -55,6 +55,8 @@ pub struct TelegramHost {
     pub bot_username: String,
     /// The host features (their commands, help lines, the messages they take, their files).
     pub features: Arc<Features>,
+    /// Cancelled when shutdown begins (e.g. ends waiting out a [shortage](crate::telegram::inbound::shortage)).
+    pub shutdown: CancellationToken,
 }
 
 impl std::fmt::Debug for TelegramHost {
@@ -85,6 +87,19 @@ pub async fn run(config: Config) -> anyhow::Result<i32> {
     tracing::info!("shutting down");
     running.shut_down().await;
     Ok(0)
+}
+
+/// Makes everything the host creates private to the bot's user, whatever umask it was started
+/// with: the unit's `UMask=0077`, applied by the bot itself. State files (the journal, settings,
+/// sessions, the features' tokens and stores) are created 0600 (at most), their folders 0700;
+/// the agent's processes inherit it, so workspace files are private too, as under the unit.
+/// Call it before anything is written to `state_dir` (its lock included).
+pub fn private_files() {
+    use nix::sys::stat::{Mode, umask};
+    let before = umask(Mode::from_bits_truncate(0o077));
+    if !before.contains(Mode::S_IRWXG | Mode::S_IRWXO) {
+        tracing::debug!("umask {:03o} tightened to 077: state files are private", before.bits());
+    }
 }
 
 /// The bot token from the config, else `TELEGRAM_BOT_TOKEN`. Errors: neither is set.
@@ -165,6 +180,7 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         bot_id: i64::try_from(me.id.0).unwrap_or_default(),
         bot_username: me.username.clone().unwrap_or_default(),
         features: features.clone(),
+        shutdown: shutdown.clone(),
     });
     port.bind(Arc::downgrade(&host));
     // Each recovering chat takes its place in line before any new message can.
@@ -238,7 +254,7 @@ async fn take_updates(
             app = app.merge(webhook::routes(host.clone(), secret));
             tracing::info!(bot = %host.bot_username, listen = %config.http_listen, "webhook receiving");
         }
-        intake.push(crate::http::serve(listener, app, shutdown.clone()));
+        intake.push(crate::http::serve(listener, app, config.http_limits, shutdown.clone()));
     } else if routes.is_some() {
         tracing::info!("host features have HTTP routes: set `[http] public_url` to serve them");
     }

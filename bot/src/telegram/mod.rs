@@ -20,4 +20,4 @@ mod inbound;
 pub mod outbound;
 
 pub(crate) use chat_port::TelegramPort;
-pub(crate) use host::{TelegramHost, run};
+pub(crate) use host::{TelegramHost, private_files, run};

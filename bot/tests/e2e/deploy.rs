@@ -225,6 +225,10 @@ fn the_unit_keeps_its_hardening_and_a_stop_timeout_above_the_graceful_shutdown()
             "{key} {dir} is not under ReadWritePaths {writable:?}"
         );
     }
+    // Enough descriptors that the listener's default cap (512, at most half the limit) holds
+    // whole and the bot keeps the other half (docs/deploy.md, "The HTTP listener's limits").
+    let nofile: u64 = one(&unit, "Service", "LimitNOFILE").parse().unwrap_or_default();
+    assert!(nofile >= 4096, "LimitNOFILE {nofile}: set a number of at least 4096");
     let exec = one(&unit, "Service", "ExecStart");
     assert!(
         exec.starts_with('/') && exec.contains("--config /etc/volcanic/volcanic.toml"),

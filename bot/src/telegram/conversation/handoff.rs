@@ -19,6 +19,7 @@ use crate::features::port::Target;
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::Conversation;
 use crate::telegram::inbound::merge::{Part, Ticket};
+use crate::telegram::inbound::shortage::{self, Shortage};
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
 use crate::telegram::outbound::api::FetchError;
 use crate::telegram::outbound::failures;
@@ -62,9 +63,11 @@ pub fn prompt(host: &Arc<TelegramHost>, parts: Vec<Part>) {
 /// prompt's turn, submits it and settles its journal progress.
 async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, parts: Vec<Part>, mut turn: Ticket) {
     let ids: Vec<i64> = parts.iter().map(|p| p.update_id).collect();
-    let session = match host.chats.session(&conversation).await {
-        Ok(s) => s,
-        Err(e) => {
+    let session = match open_session(&host, &conversation).await {
+        Some(Ok(s)) => s,
+        // Shutdown while short of resources: unfinished in the journal, handled after a restart.
+        None => return,
+        Some(Err(e)) => {
             tracing::error!(
                 chat = conversation.target.chat_id,
                 "cannot open the chat's session: {e:#}"
@@ -107,6 +110,27 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
     let submitted = session.submit(input).await;
     drop(turn);
     settle(&conversation, &session, ids, submitted).await;
+}
+
+/// The conversation's session; a failure for want of descriptors, memory or disk is waited out
+/// and tried again ([`shortage`]), never told to the chat. `None`: shutdown came first.
+async fn open_session(host: &TelegramHost, conversation: &Arc<Conversation>) -> Option<anyhow::Result<AgentSession>> {
+    let mut short = Shortage::default();
+    loop {
+        let opened = host.chats.session(conversation).await;
+        let cause = opened.as_ref().err().and_then(shortage::cause);
+        match cause {
+            Some(cause) => {
+                if !short.wait("opening the chat's session", cause, &host.shutdown).await {
+                    return None;
+                }
+            }
+            None => {
+                short.over("opening the chat's session");
+                return Some(opened);
+            }
+        }
+    }
 }
 
 /// Settles the journal progress of a submitted prompt (updates `ids`) by how it went: refused,

@@ -6,6 +6,7 @@ pub(crate) mod journal;
 pub(crate) mod merge;
 pub(crate) mod poller;
 pub(crate) mod router;
+pub(crate) mod shortage;
 pub(crate) mod unreadable;
 pub(crate) mod update;
 pub(crate) mod webhook;

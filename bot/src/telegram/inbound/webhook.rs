@@ -5,14 +5,16 @@
 //! The same rule as polling holds: an update is answered `200 OK` (Telegram's acknowledgement)
 //! only after the journal has persisted it; a failure answers 500 and Telegram sends it again.
 //! Requests without Telegram's `X-Telegram-Bot-Api-Secret-Token` header carrying this start's
-//! random secret are refused with 401 and never reach the journal. A body that cannot be read is
+//! random secret are refused with 401 before a byte of their body is read (so unauthenticated
+//! posts cost no memory), and never reach the journal. A body is read up to [`MAX_BODY_BYTES`]
+//! (413 past it) within `http.limits.body_timeout_secs` (408 past it). A body that cannot be read is
 //! set aside ([`unreadable`]) and answered 200, so it never comes back in a retry storm.
 
 use crate::telegram::TelegramHost;
 use crate::telegram::inbound::poller::describe;
 use crate::telegram::inbound::unreadable::{self, Decoded};
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
@@ -22,6 +24,9 @@ use std::sync::Arc;
 
 /// Where Telegram posts updates, under `http.public_url`.
 pub const PATH: &str = "/telegram/webhook";
+
+/// The largest update body read (bytes): axum's default body limit, far above any update.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// Header Telegram sends the `secret_token` of `setWebhook` in.
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -80,12 +85,25 @@ pub fn routes(host: Arc<TelegramHost>, secret: String) -> Router {
     })
 }
 
-async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Bytes) -> StatusCode {
+/// The body comes as a stream: nothing of it is read before the secret was checked.
+async fn receive(State(hook): State<Hook>, headers: HeaderMap, body: Body) -> StatusCode {
     let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
     if !same(given, hook.secret.as_bytes()) {
         tracing::warn!("webhook request without the right secret token refused");
         return StatusCode::UNAUTHORIZED;
     }
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => {
+            let timed_out = crate::http::timed_out(&e);
+            tracing::warn!("webhook body not read: {e}");
+            return if timed_out {
+                StatusCode::REQUEST_TIMEOUT
+            } else {
+                StatusCode::PAYLOAD_TOO_LARGE
+            };
+        }
+    };
     match unreadable::decode_update(&body) {
         Decoded::Update(id, update) => match deliver(&hook.host, vec![(id, update)]).await {
             Some(_) => StatusCode::OK,

@@ -5,7 +5,7 @@ use super::reader::read_mapped;
 use super::scan::{Tail, scan, trim_end};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -103,9 +103,11 @@ impl FileSessionStore {
         line.push(b'\n');
         // One `write(2)` of one line: a killed process leaves the whole header or an empty file
         // (passed over, with a warning, when the current session is looked for).
+        // Private whatever the umask: a transcript holds the whole conversation.
         let mut f = OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(path)
             .map_err(io("create", path))?;
         if let Err(e) = f.write_all(&line) {
@@ -273,18 +275,23 @@ fn read_header_only(path: &Path) -> Result<SessionHeader, SessionStoreError> {
     }
 }
 
-/// `create_dir_all`; returns the parent of every directory it created, outermost first: syncing
-/// them makes the new session file's directory survive a power failure as well as the file.
+/// `create_dir_all`, each new directory private (0700, whatever the umask); returns the parent
+/// of every directory it created, outermost first: syncing them makes the new session file's
+/// directory survive a power failure as well as the file.
 fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>, SessionStoreError> {
     let missing: Vec<&Path> = dir
         .ancestors()
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
         .collect();
-    fs::create_dir_all(dir).map_err(|source| SessionStoreError::Io {
-        action: "create directory",
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| SessionStoreError::Io {
+            action: "create directory",
+            path: dir.to_path_buf(),
+            source,
+        })?;
     Ok(missing
         .iter()
         .rev()

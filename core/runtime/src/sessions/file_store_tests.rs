@@ -242,3 +242,19 @@ fn a_sync_job_runs_elsewhere_and_leaves_nothing_to_sync() {
     assert!(log.sync_job().unwrap().is_none());
     assert_eq!(FileSessionStore::open_file(&path).unwrap().index().len(), 1);
 }
+
+#[test]
+fn session_files_and_their_folders_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileSessionStore::new(dir.path().join("sessions"));
+    let log = store
+        .create("123/main", &header("s1", "2026-01-15T08:59:55.000Z"))
+        .unwrap();
+    let file = log.location().path().unwrap().to_path_buf();
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600, "{}", file.display());
+    for d in ["sessions", "sessions/123", "sessions/123/main"] {
+        assert_eq!(mode(&dir.path().join(d)), 0o700, "{d}");
+    }
+}
