@@ -131,7 +131,9 @@ fn main() {
             .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
         tokio::time::sleep(Duration::from_secs(1)).await;
         let start = bot.rss_mb();
-        let mut samples = vec![(0usize, start)];
+        // (messages answered, RSS, of which anonymous, of which file-backed), in MiB.
+        let parts = |n: usize| (n, bot.rss_mb(), bot.status_mb("RssAnon"), bot.status_mb("RssFile"));
+        let mut samples = vec![parts(0)];
         let t0 = std::time::Instant::now();
         for wave in 0..waves {
             for (index, &chat) in chats.iter().enumerate() {
@@ -141,7 +143,7 @@ fn main() {
             if (wave + 1) % every == 0 {
                 // Every session idle long enough to be evicted, then one more sweep.
                 tokio::time::sleep(Duration::from_secs_f64(IDLE_SECS * 2.0 + 1.0)).await;
-                samples.push(((wave + 1) * chats.len(), bot.rss_mb()));
+                samples.push(parts((wave + 1) * chats.len()));
             }
         }
         let took = t0.elapsed();
@@ -159,10 +161,10 @@ fn main() {
             evictions,
             jobs,
         );
-        println!("| messages answered | RSS after eviction (MiB) |");
-        println!("|---|---|");
-        for (n, rss) in &samples {
-            println!("| {n} | {rss:.1} |");
+        println!("| messages answered | RSS after eviction (MiB) | anonymous | file-backed |");
+        println!("|---|---|---|---|");
+        for (n, rss, anon, file) in &samples {
+            println!("| {n} | {rss:.1} | {anon:.1} | {file:.1} |");
         }
         // The middle sample: the last half runs from it to the end.
         let middle = samples[samples.len() / 2].1;

@@ -127,12 +127,17 @@ impl Bot {
 
     /// VmRSS in MiB.
     pub fn rss_mb(&self) -> f64 {
+        self.status_mb("VmRSS")
+    }
+
+    /// A `kB` line of `/proc/<pid>/status` (`VmRSS`, `RssAnon`, `RssFile`, ...) in MiB.
+    pub fn status_mb(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         let kb: f64 = status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/<pid>/status");
+            .unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"));
         kb / 1024.0
     }
 }

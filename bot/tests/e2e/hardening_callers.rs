@@ -65,10 +65,18 @@ fn planting_model(model: &ModelServer, markers: PathBuf) {
 }
 
 /// A test home with `config`, and its empty folder `markers/` for what planted code would make.
+/// The folder is writable inside the sandbox (`[sandbox] write_paths`, the config's last
+/// section): planted code that ran would leave its marker, so a missing marker shows the
+/// caller's policy kept it from running, not the sandbox.
 fn env_with_markers(model: &ModelServer, config: &str) -> (Env, PathBuf) {
     let env = Env::new(&model.url(), config);
     let markers = env.dir.path().join("markers");
     std::fs::create_dir_all(&markers).unwrap();
+    let file = env.dir.path().join("volcanic.toml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.trim_end().rsplit("\n[").next().is_some_and(|t| t.starts_with("sandbox]")), "{text}");
+    text.push_str(&format!("write_paths = [{:?}]\n", markers.display().to_string()));
+    std::fs::write(&file, text).unwrap();
     (env, markers)
 }
 
