@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_core::models::CustomProviderConfig;
 
+mod live;
 mod providers;
+pub use live::{LiveConfig, Streaming};
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 
 /// A configuration error; the message names the key and says what to do.
@@ -84,6 +86,8 @@ struct RawTelegram {
     allowed_chats: Vec<i64>,
     #[serde(default)]
     owners: Vec<i64>,
+    streaming: Option<String>,
+    stream_interval_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -128,6 +132,8 @@ pub struct TelegramConfig {
     pub allowed_chats: Vec<i64>,
     /// Users who may `/allow` and `/deny`.
     pub owners: Vec<i64>,
+    /// `streaming`, `stream_interval_ms`: live answers.
+    pub live: LiveConfig,
 }
 
 /// The resolved configuration. `Debug` leaves out the secrets (keys, token, client secret).
@@ -189,6 +195,7 @@ impl std::fmt::Debug for TelegramConfig {
             .field("allowed_users", &self.allowed_users)
             .field("allowed_chats", &self.allowed_chats)
             .field("owners", &self.owners)
+            .field("live", &self.live)
             .finish()
     }
 }
@@ -374,6 +381,7 @@ fn resolve_telegram(tg: RawTelegram, http: Option<&RawHttp>) -> Result<TelegramC
         allowed_users: tg.allowed_users,
         allowed_chats: tg.allowed_chats,
         owners: tg.owners,
+        live: live::resolve_live(tg.streaming, tg.stream_interval_ms)?,
     })
 }
 

@@ -13,6 +13,7 @@ mod exactly_once;
 mod features;
 mod flood;
 mod kinds;
+mod live_drafts;
 mod mcp;
 mod mcp_lifecycle;
 mod mcp_oauth;

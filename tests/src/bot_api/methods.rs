@@ -50,6 +50,7 @@ pub(crate) fn lookup(name: &str) -> Option<Method> {
         "getmycommands" => get_my_commands,
         "deletemycommands" => delete_my_commands,
         "sendmessage" => messages::send_message,
+        "sendmessagedraft" => messages::send_message_draft,
         "editmessagetext" => messages::edit_message_text,
         "editmessagereplymarkup" => messages::edit_message_reply_markup,
         "deletemessage" => messages::delete_message,

@@ -16,6 +16,11 @@
 //! - `getUpdates`: `offset` confirms (drops) updates below it (negative: keep the last -N),
 //!   `limit` 1-100, `timeout` seconds held until an update is pushed; a poll overtaken by a
 //!   newer one gets 409 `Conflict: terminated by other getUpdates request; ...`.
+//! - `sendMessageDraft` (private chats; `draft_id` non-zero; `text` optional, checked like a
+//!   message's; `can_stop` recorded with the call) answers `true` and stores nothing.
+//! - `getUpdates` honours `allowed_updates`: an opt-in kind (`stopped_message_generation`,
+//!   `message_reaction`, ...) pushed with [`push_update`](BotApiServer::push_update) is dropped
+//!   unless the bot listed it, as Telegram never delivers it.
 //! - `sendMessage`, `editMessageText`, `editMessageReplyMarkup`, `deleteMessage`,
 //!   `deleteMessages`, `sendDocument`, `sendPhoto` (see below), `sendChatAction` (known
 //!   actions), `answerCallbackQuery` (each pushed query once), `getFile`,

@@ -31,6 +31,7 @@ impl TelegramHost {
         match update::parse(&update) {
             Inbound::Message(m) => self.on_message(update_id, m).await,
             Inbound::Callback(c) => self.on_callback(update_id, c).await,
+            Inbound::Stop(s) => self.on_draft_stopped(update_id, s).await,
             Inbound::Other => self.journal.mark(update_id, Progress::Done),
         }
     }

@@ -1,7 +1,8 @@
 //! Reading the raw Bot API `Update` JSON (as journaled) into what the router needs. Field names
 //! are the Bot API's (`message`, `chat.id`, `from.id`, `message_thread_id`, `is_topic_message`,
 //! `reply_to_message`, `entities`, `caption`, `migrate_to_chat_id`, `media_group_id`, `photo`,
-//! `document`, `voice`, `audio`, `video`, `video_note`, `callback_query`).
+//! `document`, `voice`, `audio`, `video`, `video_note`, `callback_query`,
+//! `stopped_message_generation.{chat.id, message_thread_id, draft_id}`).
 //!
 //! A message with neither text nor a file is never dropped silently: its kind is described in
 //! [`InMessage::text`] for the model (`sticker.emoji`, `location.latitude/longitude`,
@@ -119,6 +120,17 @@ pub struct InCallback {
     pub message_text: String,
 }
 
+/// A press of Telegram's Stop button on a draft (`stopped_message_generation`, Bot API 10.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InStop {
+    /// `chat.id` (a private chat: drafts are sent only there).
+    pub chat_id: i64,
+    /// `message_thread_id`, when the draft was in a topic.
+    pub thread: Option<i32>,
+    /// `draft_id` of the draft that was stopped.
+    pub draft_id: i64,
+}
+
 /// What an update is, for the router.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
@@ -126,6 +138,8 @@ pub enum Inbound {
     Message(InMessage),
     /// A callback query.
     Callback(InCallback),
+    /// Telegram's Stop button pressed on a draft.
+    Stop(InStop),
     /// Anything else (edits, member updates, ...): ignored.
     Other,
 }
@@ -153,6 +167,13 @@ pub fn parse(update: &Value) -> Inbound {
             thread: topic(msg),
             data: q["data"].as_str().unwrap_or_default().to_owned(),
             message_text: msg["text"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
+    if let Some(s) = update.get("stopped_message_generation") {
+        return Inbound::Stop(InStop {
+            chat_id: s["chat"]["id"].as_i64().unwrap_or_default(),
+            thread: s["message_thread_id"].as_i64().and_then(|t| i32::try_from(t).ok()),
+            draft_id: s["draft_id"].as_i64().unwrap_or_default(),
         });
     }
     Inbound::Other
@@ -367,6 +388,20 @@ mod tests {
         assert_eq!(m.entity_text(0, 13), "@volcanic_bot");
         assert_eq!(m.reply_to, Some((99, "earlier".into())));
         assert_eq!(m.media, None);
+    }
+
+    #[test]
+    fn a_stop_press_names_its_chat_and_draft() {
+        let u = json!({"update_id": 7, "stopped_message_generation": {
+            "chat": {"id": 42, "type": "private", "first_name": "Ann"}, "draft_id": 1_700_000_000_123_i64}});
+        assert_eq!(
+            parse(&u),
+            Inbound::Stop(InStop {
+                chat_id: 42,
+                thread: None,
+                draft_id: 1_700_000_000_123
+            })
+        );
     }
 
     #[test]

@@ -1,0 +1,35 @@
+//! Live answers: the reply shows while the model writes it (docs/telegram.md, "Live answers").
+//!
+//! In private chats a draft (`sendMessageDraft`, [`draft`]) with Telegram's own Stop button,
+//! whose press ([`stop`]) aborts the run as `/stop` does; the final answer goes out through the
+//! journal as every answer does. Configured by `[telegram] streaming` and `stream_interval_ms`
+//! ([`LiveConfig`]).
+
+pub(crate) mod draft;
+pub(crate) mod stop;
+
+use crate::config::{LiveConfig, Streaming};
+use crate::features::port::Target;
+
+/// What a chat's answer looks like while it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A draft (private chats).
+    Drafts,
+    /// The progress line, then the answer.
+    Off,
+}
+
+/// The mode for `to` under `live`: drafts only in private chats (positive chat ids), as the
+/// Bot API allows them only there; groups keep the progress line (an edited preview there is
+/// not built yet: `edits` acts as `off`).
+pub fn mode(live: LiveConfig, to: Target) -> Mode {
+    let private = to.chat_id > 0;
+    match live.streaming {
+        Streaming::Auto | Streaming::Drafts if private => Mode::Drafts,
+        Streaming::Auto | Streaming::Drafts | Streaming::Edits | Streaming::Off => Mode::Off,
+    }
+}
+
+/// Marks an answer cut off by Stop (the native button or `/stop`): its text so far, then this.
+pub const STOPPED_MARK: &str = "⏹ _Stopped._";
