@@ -201,3 +201,30 @@ async fn a_long_answer_sends_its_finished_chunks_while_the_rest_is_drafted() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_stop_mid_answer_is_told_once_by_the_marked_partial_answer() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::new().text("Some words already").stall_after(6));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let (_env, bot) = start(&model, &tg, 100).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "write a lot"));
+    tg.wait_for(
+        |s| drafts(s, OWNER).iter().any(|d| d.text() == Some("Some words already")),
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    tg.push_update(updates::text_message(OWNER, OWNER, "/stop"));
+    let stopped = nth_text(&tg, OWNER, "Some words already", 1, &bot).await;
+    assert!(stopped.ends_with("⏹ Stopped."), "{stopped:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        texts(&tg, OWNER),
+        [stopped],
+        "one outcome, no second \"Stopped.\""
+    );
+    // Nothing running now: /stop says so.
+    tg.push_update(updates::text_message(OWNER, OWNER, "/stop"));
+    nth_text(&tg, OWNER, "Nothing is running.", 1, &bot).await;
+}

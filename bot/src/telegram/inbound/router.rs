@@ -30,7 +30,10 @@ impl TelegramHost {
     pub async fn handle(self: &Arc<Self>, update_id: i64, update: Value) {
         match update::parse(&update) {
             Inbound::Message(m) => self.on_message(update_id, m).await,
-            Inbound::Callback(c) => self.on_callback(update_id, c).await,
+            Inbound::Callback(c) => match crate::telegram::outbound::live::preview::stop_button_asker(&c.data) {
+                Some(asker) => self.on_stop_button(update_id, &c, asker).await,
+                None => self.on_callback(update_id, c).await,
+            },
             Inbound::Stop(s) => self.on_draft_stopped(update_id, s).await,
             Inbound::Other => self.journal.mark(update_id, Progress::Done),
         }

@@ -10,8 +10,9 @@
 
 mod draft;
 mod pacing;
+mod preview;
 
-pub use draft::DraftText;
+pub use draft::{DraftSent, DraftText};
 
 use crate::config::LiveConfig;
 use crate::telegram::inbound::journal::Journal;

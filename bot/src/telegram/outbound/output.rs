@@ -10,6 +10,8 @@
 //! chunk, so a crash in between is recovered from the transcript without sending twice what was
 //! delivered.
 
+mod preview;
+
 use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
@@ -18,7 +20,7 @@ use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::{Chunk, markdown_chunks};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use volcanic_abstractions::events::AgentSessionEvent;
@@ -73,16 +75,13 @@ pub struct Output {
     shown: Arc<std::sync::Mutex<std::collections::VecDeque<i64>>>,
     /// How answers show while they are written here.
     mode: Mode,
-    /// The `draft_id` of the draft shown now, 0 for none; negative once it showed text (ids
-    /// are positive, [`DraftStream`]).
+    /// The `draft_id` of the draft shown now, 0 for none.
     draft: Arc<AtomicI64>,
-}
-
-/// A draft being shown, as [`Output::draft`] finds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Drafted {
-    /// It showed some of the answer's text (not only "Thinking…" or the progress line).
-    pub has_text: bool,
+    /// The message id of the group preview shown now, 0 for none.
+    preview: Arc<AtomicI64>,
+    /// A Stop (the native button or `/stop`) was asked for the run in progress and nothing
+    /// said so yet ([`Output::stopping`]).
+    stopping: Arc<AtomicBool>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -97,6 +96,7 @@ impl Output {
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mode = live::mode(tg.live(), to);
         let draft = Arc::new(AtomicI64::new(0));
+        let preview = Arc::new(AtomicI64::new(0));
         let delivery = Delivery {
             tg,
             journal,
@@ -105,6 +105,7 @@ impl Output {
             failed: failed.clone(),
             mode,
             draft: draft.clone(),
+            preview: preview.clone(),
         };
         tokio::spawn(delivery.run(rx));
         Output {
@@ -113,13 +114,28 @@ impl Output {
             shown: Arc::default(),
             mode,
             draft,
+            preview,
+            stopping: Arc::default(),
         }
     }
 
-    /// The draft shown now if its `draft_id` is `id` (a private chat's answer being written).
-    pub fn draft(&self, id: i64) -> Option<Drafted> {
-        let shown = self.draft.load(Ordering::SeqCst);
-        (id != 0 && shown.unsigned_abs() == id.unsigned_abs()).then_some(Drafted { has_text: shown < 0 })
+    /// Whether the group preview shown now is the message `message_id`.
+    pub fn shows_preview(&self, message_id: i32) -> bool {
+        message_id != 0 && self.preview.load(Ordering::SeqCst) == i64::from(message_id)
+    }
+
+    /// Whether the draft shown now has the `draft_id` `id` (a private chat's answer being
+    /// written).
+    pub fn shows_draft(&self, id: i64) -> bool {
+        id != 0 && self.draft.load(Ordering::SeqCst) == id
+    }
+
+    /// Notes that the run in progress is being stopped (call before aborting it), so the chat
+    /// learns it once: the partial answer, if the model had written any, ends in
+    /// [`STOPPED_MARK`](live::STOPPED_MARK); otherwise [`STOPPED`](live::STOPPED) is sent when
+    /// the run settles.
+    pub fn stopping(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
     }
 
     /// How many answer chunks could not be delivered so far (compare before and after a run).
@@ -137,7 +153,7 @@ impl Output {
         } = e
         {
             // `of` here is what the text answers (not finished by it).
-            if self.mode == Mode::Drafts {
+            if self.mode != Mode::Off {
                 let _ = self.tx.send(Out::Text { md: message.text(), of });
             }
             return;
@@ -146,7 +162,11 @@ impl Output {
         let mut of = Some(of);
         let mut take = || of.take().unwrap_or_default();
         let out = match e {
-            AgentSessionEvent::AgentStart => Some(Out::RunStart),
+            AgentSessionEvent::AgentStart => {
+                // A Stop asked too late for the run before is not this run's.
+                self.stopping.store(false, Ordering::SeqCst);
+                Some(Out::RunStart)
+            }
             AgentSessionEvent::ToolExecutionStart { tool_name, .. } => Some(Out::Tool(tool_name.clone())),
             AgentSessionEvent::TurnEnd { message, .. }
                 if message.tool_calls().next().is_none()
@@ -164,6 +184,8 @@ impl Output {
                     && !message.text().trim().is_empty()
                     && answers =>
             {
+                // The mark says it: no second notice when the run settles.
+                self.stopping.store(false, Ordering::SeqCst);
                 Some(Out::Final {
                     md: format!("{}\n\n{}", message.text(), live::STOPPED_MARK),
                     of: take(),
@@ -177,7 +199,16 @@ impl Output {
                     .unwrap_or_else(|| "the model call failed".into()),
                 of: take(),
             }),
-            AgentSessionEvent::AgentSettled => Some(Out::RunEnd),
+            AgentSessionEvent::AgentSettled => {
+                if self.stopping.swap(false, Ordering::SeqCst) {
+                    let _ = self.tx.send(Out::Answer {
+                        md: live::STOPPED.into(),
+                        of: Answering::default(),
+                        from: 0,
+                    });
+                }
+                Some(Out::RunEnd)
+            }
             AgentSessionEvent::AgentEnd { .. }
             | AgentSessionEvent::TurnStart
             | AgentSessionEvent::TurnEnd { .. }
@@ -268,8 +299,10 @@ struct Delivery {
     to: Target,
     failed: Arc<std::sync::atomic::AtomicU64>,
     mode: Mode,
-    /// Shared with [`Output::draft`].
+    /// Shared with [`Output::shows_draft`].
     draft: Arc<AtomicI64>,
+    /// Shared with [`Output::shows_preview`].
+    preview: Arc<AtomicI64>,
 }
 
 impl Delivery {
@@ -300,7 +333,11 @@ impl Delivery {
                 }
                 () = draft_due, if due.is_some() => {
                     if let Some(stream) = st.stream.as_mut() {
-                        self.flush(stream).await;
+                        match self.mode {
+                            Mode::Drafts => self.flush(stream).await,
+                            Mode::Edits => self.flush_preview(stream, &mut st.preview).await,
+                            Mode::Off => {}
+                        }
                     }
                 }
             }
@@ -313,12 +350,12 @@ impl Delivery {
         match msg {
             Out::RunStart => {
                 st.running = true;
-                if self.mode == Mode::Drafts {
+                if self.mode != Mode::Off {
                     st.stream = Some(self.new_stream());
                 }
                 tg.typing(to).await;
             }
-            Out::Tool(name) if self.mode == Mode::Drafts => {
+            Out::Tool(name) if self.mode != Mode::Off => {
                 st.stream.get_or_insert_with(|| self.new_stream()).tool(name);
             }
             Out::Tool(name) => {
@@ -336,6 +373,9 @@ impl Delivery {
             Out::Final { md, of } => {
                 let stream = st.stream.take();
                 self.draft.store(0, Ordering::SeqCst);
+                if let Some(id) = st.preview.take() {
+                    return self.answer_into_preview(&md, &of, id).await;
+                }
                 match stream.map(|s| s.final_from(&md)) {
                     None => self.answer(&md, &of, 0).await,
                     Some(Final::From(from)) => self.answer(&md, &of, from).await,
@@ -361,6 +401,9 @@ impl Delivery {
             Out::Error { msg, of } => {
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
+                if let Some(id) = st.preview.take() {
+                    self.drop_preview(id).await;
+                }
                 if let Err(e) = tg
                     .send_plain(to, &crate::telegram::outbound::failures::model(&msg), None)
                     .await
@@ -376,6 +419,9 @@ impl Delivery {
                 st.tools.clear();
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
+                if let Some(id) = st.preview.take() {
+                    self.drop_preview(id).await;
+                }
                 if let Some(id) = st.progress.take() {
                     tg.delete(to, id).await;
                     self.marks.clear(to);
@@ -413,8 +459,7 @@ impl Delivery {
             },
         };
         let with_text = matches!(shown, Shown::Text(_)) || stream.has_text();
-        let id = if with_text { -stream.id() } else { stream.id() };
-        self.draft.store(id, Ordering::SeqCst);
+        self.draft.store(stream.id(), Ordering::SeqCst);
         self.tg.send_draft(self.to, stream.id(), text).await;
         stream.sent(with_text);
     }
@@ -437,7 +482,23 @@ impl Delivery {
     /// Sends chunk `n` of an answer for `of`, each attempt journaled (`sending` as it leaves,
     /// then `sent` or `refused`).
     async fn send_chunk(&self, chunk: &Chunk, n: u32, of: &Answering) {
-        let report = |a: Attempt| {
+        let report = self.reporter(of, n);
+        if let Err(e) = self
+            .tg
+            .send_html_reporting(self.to, &chunk.html, &chunk.source, None, &report)
+            .await
+        {
+            self.failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
+        }
+    }
+}
+
+impl Delivery {
+    /// Journals each attempt to deliver chunk `n` of an answer for `of` (`sending` as it
+    /// leaves, then `sent` or `refused`; one with no answer stays in flight).
+    fn reporter<'a>(&'a self, of: &'a Answering, n: u32) -> impl Fn(Attempt) + Send + Sync + 'a {
+        move |a: Attempt| {
             let s = match a {
                 Attempt::Sending => ChunkState::Sending,
                 Attempt::Sent => ChunkState::Sent,
@@ -448,14 +509,6 @@ impl Delivery {
             if !of.is_empty() {
                 self.journal.chunk(of, n, s);
             }
-        };
-        if let Err(e) = self
-            .tg
-            .send_html_reporting(self.to, &chunk.html, &chunk.source, None, &report)
-            .await
-        {
-            self.failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
         }
     }
 }
@@ -468,8 +521,9 @@ struct RunState {
     tools: Vec<String>,
     progress: Option<i32>,
     dirty: bool,
-    /// The draft of the answer being written (private chats with live answers).
+    /// The answer being written (with live answers): drafted, or previewed in `preview`.
     stream: Option<DraftStream>,
+    preview: preview::Preview,
 }
 
 /// The progress line: the tools used so far, short.

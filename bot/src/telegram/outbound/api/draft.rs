@@ -68,12 +68,9 @@ impl Tg {
     /// button. Gives way as the module docs say; a draft whose HTML Telegram refuses is sent
     /// again as its plain text.
     pub async fn send_draft(&self, to: Target, draft_id: i64, text: DraftText<'_>) -> DraftSent {
-        let now = Instant::now();
-        if self.is_limited(to.chat_id) || self.draft_holds.until(to.chat_id, now).is_some() || !self.pace.try_reserve()
-        {
+        if self.gives_way(to.chat_id).await {
             return DraftSent::Skipped;
         }
-        self.journal.barrier().await;
         let request = |text: Option<&str>, html: bool| {
             let payload = SendMessageDraft {
                 chat_id: to.chat_id,
@@ -96,16 +93,31 @@ impl Tg {
                 other => other,
             },
         };
+        self.live_outcome(to.chat_id, sent.map(|True| ()))
+    }
+
+    /// Whether a live update (a draft, a preview's send or edit) to `chat` gives way now: the
+    /// chat or its live updates are held by flood control, or the global pace has no place free.
+    /// Otherwise waits for the journal's barrier (as every request does) and returns `false`.
+    pub(super) async fn gives_way(&self, chat: i64) -> bool {
+        if self.is_limited(chat) || self.draft_holds.until(chat, Instant::now()).is_some() || !self.pace.try_reserve() {
+            return true;
+        }
+        self.journal.barrier().await;
+        false
+    }
+
+    /// How a live update went; a 429 holds only the chat's live updates (its answers go on).
+    pub(super) fn live_outcome(&self, chat: i64, sent: Result<(), RequestError>) -> DraftSent {
         match sent {
-            Ok(True) => DraftSent::Shown,
+            Ok(()) => DraftSent::Shown,
             Err(RequestError::RetryAfter(s)) => {
-                // Only drafts wait: the chat's answers go on.
-                self.draft_holds.note(to.chat_id, s.seconds(), Instant::now());
-                tracing::debug!(chat = to.chat_id, secs = s.seconds(), "drafts held by flood control");
+                self.draft_holds.note(chat, s.seconds(), Instant::now());
+                tracing::debug!(chat, secs = s.seconds(), "live updates held by flood control");
                 DraftSent::Skipped
             }
             Err(e) => {
-                tracing::debug!(chat = to.chat_id, "draft refused: {e}");
+                tracing::debug!(chat, "live update refused: {e}");
                 DraftSent::Refused
             }
         }

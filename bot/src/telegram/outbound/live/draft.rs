@@ -113,6 +113,11 @@ impl DraftStream {
         self.id
     }
 
+    /// What the text being written answers (empty before the first text).
+    pub fn answers(&self) -> &Answering {
+        &self.of
+    }
+
     /// Whether the draft showed (or was to show) any of the answer's text.
     pub fn has_text(&self) -> bool {
         !self.text.trim().is_empty() || !self.early.is_empty()

@@ -1,7 +1,9 @@
-//! Telegram's Stop button on a draft (`stopped_message_generation`, Bot API 10.3): aborts the
-//! chat's run as `/stop` does, so the text written so far is delivered as the answer, marked as
-//! stopped ([`STOPPED_MARK`](super::STOPPED_MARK)). A press for a draft that is no longer shown
-//! (its answer was delivered, or a later answer's draft shows) is ignored quietly.
+//! Stop: Telegram's Stop button on a draft (`stopped_message_generation`, Bot API 10.3) and
+//! `/stop` abort the chat's run the same way ([`TelegramHost::stop_run`]), and the chat learns it
+//! once: the text written so far is delivered as the answer, marked as stopped
+//! ([`STOPPED_MARK`](super::STOPPED_MARK)), or, when the model had written nothing yet,
+//! [`STOPPED`](super::STOPPED) is sent. A press for a draft that is no longer shown (its answer
+//! was delivered, or a later answer's draft shows) is ignored quietly.
 
 use crate::features::port::Target;
 use crate::telegram::TelegramHost;
@@ -21,28 +23,36 @@ impl TelegramHost {
     }
 
     async fn stop_draft(&self, s: InStop) {
-        let conversation = self.chats.conversation(Target {
+        let to = Target {
             chat_id: s.chat_id,
             thread: s.thread,
-        });
-        let Some(drafted) = conversation.output.draft(s.draft_id) else {
+        };
+        if !self.chats.conversation(to).output.shows_draft(s.draft_id) {
             tracing::debug!(
                 chat = s.chat_id,
                 draft = s.draft_id,
                 "Stop for a draft no longer shown: ignored"
             );
             return;
-        };
+        }
+        if self.stop_run(to).await {
+            tracing::info!(chat = s.chat_id, draft = s.draft_id, "Stop pressed: the run is aborted");
+        } else {
+            tracing::debug!(chat = s.chat_id, "Stop pressed after the run ended: ignored");
+        }
+    }
+
+    /// Aborts the run of `to`, if one is in progress (then returns `true`); the chat is told
+    /// once, as the module docs say.
+    pub(crate) async fn stop_run(&self, to: Target) -> bool {
+        let conversation = self.chats.conversation(to);
         match self.chats.loaded(&conversation).await {
             Some(session) if !session.is_idle() => {
-                tracing::info!(chat = s.chat_id, draft = s.draft_id, "Stop pressed: the run is aborted");
+                conversation.output.stopping();
                 session.abort();
-                if !drafted.has_text {
-                    // Nothing written yet, so no partial answer says it: the chat is told.
-                    conversation.output.notice(super::STOPPED_MARK);
-                }
+                true
             }
-            _ => tracing::debug!(chat = s.chat_id, "Stop pressed after the run ended: ignored"),
+            _ => false,
         }
     }
 }
