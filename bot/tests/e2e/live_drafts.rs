@@ -14,8 +14,12 @@ const GAP: Duration = Duration::from_millis(250);
 
 /// The bot polling both doubles, drafts paced at `interval_ms`.
 async fn start(model: &ModelServer, tg: &BotApiServer, interval_ms: u64) -> (Env, BotProcess) {
-    let extra = format!("stream_interval_ms = {interval_ms}");
-    let env = Env::new(&model.url(), &telegram_config(tg, &extra));
+    start_with(model, tg, &format!("stream_interval_ms = {interval_ms}")).await
+}
+
+/// The bot polling both doubles, with `extra` lines in its `[telegram]` section.
+pub async fn start_with(model: &ModelServer, tg: &BotApiServer, extra: &str) -> (Env, BotProcess) {
+    let env = Env::new(&model.url(), &telegram_config(tg, extra));
     let bot = BotProcess::start(&env, TOKEN);
     tg.wait_for(|s| !s.get_updates_calls().is_empty(), T)
         .await
@@ -153,32 +157,19 @@ async fn telegrams_stop_button_aborts_the_run_and_the_partial_answer_is_delivere
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_long_answer_sends_its_finished_chunks_while_the_rest_is_drafted() {
-    let model = ModelServer::start().await.unwrap();
-    // 24 paragraphs of about 260 characters: two messages' worth.
-    let paragraphs: Vec<String> = (1..=24)
-        .map(|n| {
-            format!(
-                "Paragraph {n:02}: {}\n\n",
-                "words that fill the line ".repeat(10).trim_end()
-            )
-        })
-        .collect();
-    let mut turn = Turn::new().pace(Duration::from_millis(60));
-    for p in &paragraphs {
-        turn = turn.text(p.clone());
+/// A long answer: 24 paragraphs of about 260 characters (two messages' worth), streamed one
+/// paragraph per `pace`.
+pub fn long_answer(pace: Duration) -> Turn {
+    let mut turn = Turn::new().pace(pace);
+    for n in 1..=24 {
+        let words = "words that fill the line ".repeat(10);
+        turn = turn.text(format!("Paragraph {n:02}: {}\n\n", words.trim_end()));
     }
-    model.push(turn);
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let (_env, bot) = start(&model, &tg, 100).await;
-    tg.push_update(updates::text_message(OWNER, OWNER, "a long one"));
-    nth_text(&tg, OWNER, "Paragraph 24:", 1, &bot).await;
-    let messages = texts(&tg, OWNER);
-    let answer: Vec<&String> = messages.iter().filter(|t| t.contains("Paragraph")).collect();
-    assert!(answer.len() >= 2, "{answer:?}");
-    // Every paragraph exactly once, in order.
-    let joined: String = answer.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n");
+    turn
+}
+
+/// Asserts that the chat's text `joined` shows each paragraph of [`long_answer`] once, in order.
+pub fn each_paragraph_once_in_order(joined: &str) {
     let mut at = 0;
     for n in 1..=24 {
         let tag = format!("Paragraph {n:02}:");
@@ -187,6 +178,20 @@ async fn a_long_answer_sends_its_finished_chunks_while_the_rest_is_drafted() {
         assert!(found >= at, "{tag} in order");
         at = found;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_sends_its_finished_chunks_while_the_rest_is_drafted() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(long_answer(Duration::from_millis(60)));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let (_env, bot) = start(&model, &tg, 100).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "a long one"));
+    nth_text(&tg, OWNER, "Paragraph 24:", 1, &bot).await;
+    let messages = texts(&tg, OWNER);
+    let answer: Vec<&String> = messages.iter().filter(|t| t.contains("Paragraph")).collect();
+    assert!(answer.len() >= 2, "{answer:?}");
+    each_paragraph_once_in_order(&answer.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
     // The first chunk went out while the answer was still being drafted.
     let first_chunk = sends(&tg, OWNER)
         .into_iter()
@@ -219,11 +224,7 @@ async fn slash_stop_mid_answer_is_told_once_by_the_marked_partial_answer() {
     let stopped = nth_text(&tg, OWNER, "Some words already", 1, &bot).await;
     assert!(stopped.ends_with("⏹ Stopped."), "{stopped:?}");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(
-        texts(&tg, OWNER),
-        [stopped],
-        "one outcome, no second \"Stopped.\""
-    );
+    assert_eq!(texts(&tg, OWNER), [stopped], "one outcome, no second \"Stopped.\"");
     // Nothing running now: /stop says so.
     tg.push_update(updates::text_message(OWNER, OWNER, "/stop"));
     nth_text(&tg, OWNER, "Nothing is running.", 1, &bot).await;

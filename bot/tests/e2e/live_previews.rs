@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::live_drafts::{each_paragraph_once_in_order, long_answer, start_with};
 use crate::support::*;
 use serde_json::Value;
 use std::time::Duration;
@@ -16,13 +17,12 @@ const GROUP: i64 = -100_777;
 const STRANGER: i64 = 7777;
 
 async fn start(model: &ModelServer, tg: &BotApiServer) -> (Env, BotProcess) {
-    let extra = format!("allowed_chats = [{GROUP}]\nstream_interval_ms = 100");
-    let env = Env::new(&model.url(), &telegram_config(tg, &extra));
-    let bot = BotProcess::start(&env, TOKEN);
-    tg.wait_for(|s| !s.get_updates_calls().is_empty(), T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
-    (env, bot)
+    start_with(
+        model,
+        tg,
+        &format!("allowed_chats = [{GROUP}]\nstream_interval_ms = 100"),
+    )
+    .await
 }
 
 fn ask(tg: &BotApiServer, from: i64, text: &str) {
@@ -105,19 +105,7 @@ async fn a_group_answer_streams_into_a_silent_preview_that_becomes_the_answer() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_group_answer_keeps_the_preview_as_its_first_chunk() {
     let model = ModelServer::start().await.unwrap();
-    let paragraphs: Vec<String> = (1..=24)
-        .map(|n| {
-            format!(
-                "Paragraph {n:02}: {}\n\n",
-                "words that fill the line ".repeat(10).trim_end()
-            )
-        })
-        .collect();
-    let mut turn = Turn::new().pace(Duration::from_millis(40));
-    for p in &paragraphs {
-        turn = turn.text(p.clone());
-    }
-    model.push(turn);
+    model.push(long_answer(Duration::from_millis(40)));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let (_env, bot) = start(&model, &tg).await;
     ask(&tg, OWNER, "a long one");
@@ -138,15 +126,7 @@ async fn a_long_group_answer_keeps_the_preview_as_its_first_chunk() {
             .starts_with("Paragraph 01:"),
         "the preview is the first chunk"
     );
-    let joined = texts(&tg, GROUP).join("\n");
-    let mut at = 0;
-    for n in 1..=24 {
-        let tag = format!("Paragraph {n:02}:");
-        assert_eq!(joined.matches(&tag).count(), 1, "{tag} once");
-        let found = joined.find(&tag).unwrap();
-        assert!(found >= at, "{tag} in order");
-        at = found;
-    }
+    each_paragraph_once_in_order(&texts(&tg, GROUP).join("\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

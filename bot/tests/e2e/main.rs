@@ -14,6 +14,7 @@ mod features;
 mod flood;
 mod kinds;
 mod live_drafts;
+mod live_flood;
 mod live_previews;
 mod mcp;
 mod mcp_lifecycle;

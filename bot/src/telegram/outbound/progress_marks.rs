@@ -19,14 +19,21 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub struct ProgressMarks {
     dir: PathBuf,
+    /// The marks an earlier process left, read when this one started (before it could write
+    /// its own for the same chat), for [`sweep`](Self::sweep).
+    left: std::sync::Mutex<Vec<(Target, Left)>>,
 }
 
 impl ProgressMarks {
-    /// Marks kept in `<state_dir>/progress/` (created on the first mark).
+    /// Marks kept in `<state_dir>/progress/` (created on the first mark); the ones left there
+    /// by an earlier process are read now.
     pub fn new(state_dir: &std::path::Path) -> Self {
-        ProgressMarks {
+        let marks = ProgressMarks {
             dir: state_dir.join("progress"),
-        }
+            left: std::sync::Mutex::default(),
+        };
+        *marks.left.lock().unwrap_or_else(|e| e.into_inner()) = marks.left_over();
+        marks
     }
 
     fn file(&self, to: Target) -> PathBuf {
@@ -99,15 +106,20 @@ impl ProgressMarks {
         out
     }
 
-    /// Deletes the progress messages and previews an earlier process left on screen, finishes
-    /// the edits of previews that were becoming answers, and drops their marks.
+    /// Deletes the progress messages and previews an earlier process left on screen (as read
+    /// at [`new`](Self::new)), finishes the edits of previews that were becoming answers, and
+    /// drops their marks (unless this process marked a message of its own there meanwhile).
     pub async fn sweep(&self, tg: &Tg) {
-        for (to, left) in self.left_over() {
-            match left {
-                Left::Shown(id) => tg.delete(to, id).await,
-                Left::Final { id, html, plain } => tg.finish_edit(to, id, &html, &plain).await,
+        let left = std::mem::take(&mut *self.left.lock().unwrap_or_else(|e| e.into_inner()));
+        for (to, left) in left {
+            match &left {
+                Left::Shown(id) => tg.delete(to, *id).await,
+                Left::Final { id, html, plain } => tg.finish_edit(to, *id, html, plain).await,
             }
-            self.clear(to);
+            let now = std::fs::read_to_string(self.file(to)).ok().and_then(|t| read_mark(&t));
+            if now.as_ref() == Some(&left) {
+                self.clear(to);
+            }
         }
     }
 }
@@ -175,6 +187,11 @@ mod tests {
             plain: "a".into(),
         };
         assert_eq!(left, vec![(group, finished), (topic, Left::Shown(11))]);
+        // A mark this process writes does not hide the one read at its start.
+        again.set(topic, 99);
+        let mut read_at_start = again.left.lock().map(|l| l.clone()).unwrap_or_default();
+        read_at_start.sort_by_key(|(to, _)| to.chat_id);
+        assert_eq!(read_at_start, left);
         assert!(
             !dir.path().join("progress/garbage").exists(),
             "unreadable marks are removed"

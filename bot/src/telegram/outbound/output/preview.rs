@@ -1,4 +1,4 @@
-//! The delivery task's side of a group's answer preview ([`live::preview`]): sending and
+//! The delivery task's side of a group's answer preview ([`live::preview`](crate::telegram::outbound::live::preview)): sending and
 //! editing it as the answer grows, turning it into the answer's first chunk, and deleting one
 //! that has nothing more to show.
 
