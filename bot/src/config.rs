@@ -88,6 +88,7 @@ struct RawTelegram {
     owners: Vec<i64>,
     streaming: Option<String>,
     stream_interval_ms: Option<u64>,
+    reactions: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -132,7 +133,7 @@ pub struct TelegramConfig {
     pub allowed_chats: Vec<i64>,
     /// Users who may `/allow` and `/deny`.
     pub owners: Vec<i64>,
-    /// `streaming`, `stream_interval_ms`: live answers.
+    /// `streaming`, `stream_interval_ms`, `reactions`: live answers.
     pub live: LiveConfig,
 }
 
@@ -381,7 +382,7 @@ fn resolve_telegram(tg: RawTelegram, http: Option<&RawHttp>) -> Result<TelegramC
         allowed_users: tg.allowed_users,
         allowed_chats: tg.allowed_chats,
         owners: tg.owners,
-        live: live::resolve_live(tg.streaming, tg.stream_interval_ms)?,
+        live: live::resolve_live(tg.streaming, tg.stream_interval_ms, tg.reactions)?,
     })
 }
 

@@ -1,5 +1,5 @@
-//! `[telegram] streaming` and `stream_interval_ms`: how an answer shows while the model writes it
-//! (docs/telegram.md, "Live answers"). Every error names its key.
+//! `[telegram] streaming`, `stream_interval_ms` and `reactions`: how an answer shows while the
+//! model writes it (docs/telegram.md, "Live answers"). Every error names its key.
 
 use super::{ConfigError, invalid};
 use std::time::Duration;
@@ -25,6 +25,9 @@ pub struct LiveConfig {
     pub streaming: Streaming,
     /// `stream_interval_ms`: the least time between two updates of one draft or preview.
     pub interval: Duration,
+    /// `reactions` (default on): an accepted message is marked with a reaction, changed when
+    /// its answer is delivered or failed.
+    pub reactions: bool,
 }
 
 /// Default `stream_interval_ms`: under Telegram's "about one message a second in a chat" (Bots
@@ -39,12 +42,18 @@ impl Default for LiveConfig {
         LiveConfig {
             streaming: Streaming::Auto,
             interval: Duration::from_millis(DEFAULT_INTERVAL_MS),
+            reactions: true,
         }
     }
 }
 
-/// Checks `streaming` (`auto`, `drafts`, `edits`, `off`) and `stream_interval_ms` (100–10000).
-pub(super) fn resolve_live(streaming: Option<String>, interval_ms: Option<u64>) -> Result<LiveConfig, ConfigError> {
+/// Checks `streaming` (`auto`, `drafts`, `edits`, `off`) and `stream_interval_ms` (100–10000);
+/// `reactions` defaults to on.
+pub(super) fn resolve_live(
+    streaming: Option<String>,
+    interval_ms: Option<u64>,
+    reactions: Option<bool>,
+) -> Result<LiveConfig, ConfigError> {
     let streaming = match streaming.as_deref().unwrap_or("auto") {
         "auto" => Streaming::Auto,
         "drafts" => Streaming::Drafts,
@@ -71,6 +80,7 @@ pub(super) fn resolve_live(streaming: Option<String>, interval_ms: Option<u64>) 
     Ok(LiveConfig {
         streaming,
         interval: Duration::from_millis(ms),
+        reactions: reactions.unwrap_or(true),
     })
 }
 
@@ -80,15 +90,18 @@ mod tests {
 
     #[test]
     fn defaults_and_refusals_name_the_key() {
-        assert_eq!(resolve_live(None, None).ok(), Some(LiveConfig::default()));
-        let off = resolve_live(Some("off".into()), Some(250)).ok();
+        assert_eq!(resolve_live(None, None, None).ok(), Some(LiveConfig::default()));
+        assert!(LiveConfig::default().reactions, "reactions are on by default");
+        let off = resolve_live(Some("off".into()), Some(250), Some(false)).ok();
         assert_eq!(
-            off.map(|c| (c.streaming, c.interval.as_millis())),
-            Some((Streaming::Off, 250))
+            off.map(|c| (c.streaming, c.interval.as_millis(), c.reactions)),
+            Some((Streaming::Off, 250, false))
         );
-        let bad = resolve_live(Some("live".into()), None).err().map(|e| e.to_string());
+        let bad = resolve_live(Some("live".into()), None, None)
+            .err()
+            .map(|e| e.to_string());
         assert!(bad.is_some_and(|e| e.contains("telegram.streaming") && e.contains("\"edits\"")));
-        let fast = resolve_live(None, Some(5)).err().map(|e| e.to_string());
+        let fast = resolve_live(None, Some(5), None).err().map(|e| e.to_string());
         assert!(fast.is_some_and(|e| e.contains("telegram.stream_interval_ms")));
     }
 }

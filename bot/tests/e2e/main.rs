@@ -16,6 +16,7 @@ mod kinds;
 mod live_drafts;
 mod live_flood;
 mod live_previews;
+mod live_reactions;
 mod mcp;
 mod mcp_lifecycle;
 mod mcp_oauth;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::params::Params;
 use super::state::State;
-use super::{ApiError, BotCommand, messages};
+use super::{ApiError, BotCommand, messages, reactions};
 
 /// A method that runs under the state lock.
 pub(crate) type SyncMethod = fn(&mut State, &Params) -> Result<Value, ApiError>;
@@ -60,8 +60,8 @@ pub(crate) fn lookup(name: &str) -> Option<Method> {
         "sendchataction" => send_chat_action,
         "answercallbackquery" => answer_callback_query,
         "getfile" => get_file,
-        "setmessagereaction"
-        | "setmydescription"
+        "setmessagereaction" => reactions::set_message_reaction,
+        "setmydescription"
         | "setmyshortdescription"
         | "setmyname"
         | "setchatmenubutton"

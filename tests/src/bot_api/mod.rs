@@ -25,7 +25,10 @@
 //!   `deleteMessages`, `sendDocument`, `sendPhoto` (see below), `sendChatAction` (known
 //!   actions), `answerCallbackQuery` (each pushed query once), `getFile`,
 //!   `setMyCommands`/`getMyCommands`/`deleteMyCommands` (per scope and language).
-//! - `setMessageReaction`, `setMyDescription`, `setMyShortDescription`, `setMyName`,
+//! - `setMessageReaction`: the message must exist, `reaction` at most one emoji of Telegram's
+//!   list (`REACTION_INVALID`, `REACTIONS_TOO_MANY`); [`reaction`](BotApiServer::reaction)
+//!   reads what a message shows.
+//! - `setMyDescription`, `setMyShortDescription`, `setMyName`,
 //!   `setChatMenuButton`, `(un)pinChatMessage`, `unpinAllChatMessages`, `leaveChat`, `logOut`,
 //!   `close` answer `true`.
 //!
@@ -95,6 +98,7 @@ mod methods;
 mod params;
 mod polling;
 mod raw;
+mod reactions;
 mod recorded;
 mod server;
 mod state;
@@ -271,6 +275,21 @@ impl BotApiServer {
             .filter(|call| call.method == method)
             .cloned()
             .collect()
+    }
+
+    /// The reaction emoji the bot's last accepted `setMessageReaction` left on `message_id` in
+    /// `chat_id` (`None`: never set, or removed).
+    pub fn reaction(&self, chat_id: i64, message_id: i64) -> Option<String> {
+        let last = self.calls("setMessageReaction").into_iter().rev().find(|call| {
+            call.is_ok()
+                && call.chat_id() == Some(chat_id)
+                && call.param("message_id").and_then(Value::as_i64) == Some(message_id)
+        })?;
+        let reaction = match last.param("reaction")? {
+            Value::String(text) => serde_json::from_str(text).ok()?,
+            value => value.clone(),
+        };
+        reaction.get(0)?.get("emoji")?.as_str().map(str::to_owned)
     }
 
     /// Every file uploaded in a call, in order.

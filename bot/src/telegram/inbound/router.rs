@@ -130,6 +130,8 @@ impl TelegramHost {
             });
             return;
         }
+        // Accepted: marked for the asker at once (best effort, never waited for).
+        self.tg.react_accepted(update_id, Self::target(&m), m.message_id);
         self.prompt(update_id, m, text);
     }
 

@@ -11,6 +11,7 @@
 mod draft;
 mod pacing;
 mod preview;
+mod reaction;
 
 pub use draft::{DraftSent, DraftText};
 
@@ -60,6 +61,8 @@ pub struct Tg {
     draft_holds: Holds,
     /// How answers show while they are written.
     live: LiveConfig,
+    /// The reactions on messages being worked on ([`reaction`]).
+    reactions: crate::telegram::outbound::live::reaction::Reactions,
 }
 
 /// Whether a request delivers a message (and so takes a place of the global pace).
@@ -97,6 +100,7 @@ impl Tg {
             told_undelivered: Mutex::new(HashSet::new()),
             draft_holds: Holds::default(),
             live: LiveConfig::default(),
+            reactions: Default::default(),
         }
     }
 

@@ -16,6 +16,7 @@ use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
 use crate::telegram::outbound::live::draft::{DraftStream, Final, Shown};
+use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::{Chunk, markdown_chunks};
@@ -385,6 +386,7 @@ impl Delivery {
                             first,
                             "the answer continues after its chunks sent early"
                         );
+                        let failed = self.failed_sends();
                         self.send_chunks(
                             markdown_chunks(&rest)
                                 .into_iter()
@@ -393,7 +395,7 @@ impl Delivery {
                             &of,
                         )
                         .await;
-                        self.journal.finish(&of);
+                        self.finish(&of, self.outcome_since(failed));
                     }
                 }
             }
@@ -410,9 +412,9 @@ impl Delivery {
                 {
                     tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
                 }
-                self.journal.finish(&of);
+                self.finish(&of, Outcome::Failed);
             }
-            Out::Done(of) => self.journal.finish(&of),
+            Out::Done(of) => self.finish(&of, Outcome::Answered),
             Out::RunEnd => {
                 st.running = false;
                 st.dirty = false;
@@ -467,9 +469,32 @@ impl Delivery {
     /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then finishes
     /// `of`.
     async fn answer(&self, md: &str, of: &Answering, from: usize) {
+        let failed = self.failed_sends();
         self.send_chunks(markdown_chunks(md).into_iter().enumerate().skip(from), of)
             .await;
+        self.finish(of, self.outcome_since(failed));
+    }
+
+    /// Finishes `of` (its updates `done` in the journal) and marks its messages with
+    /// `outcome`'s reaction.
+    fn finish(&self, of: &Answering, outcome: Outcome) {
         self.journal.finish(of);
+        self.tg.react_finished(&of.ids, outcome);
+    }
+
+    /// How many answer chunks this chat could not deliver so far.
+    fn failed_sends(&self) -> u64 {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// [`Outcome::Failed`] when a chunk could not be delivered since [`failed_sends`](Self::failed_sends)
+    /// was `before`.
+    fn outcome_since(&self, before: u64) -> Outcome {
+        if self.failed_sends() > before {
+            Outcome::Failed
+        } else {
+            Outcome::Answered
+        }
     }
 
     /// Sends `(index, chunk)`s in order, each journaled under `of`.

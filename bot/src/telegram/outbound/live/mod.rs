@@ -3,11 +3,14 @@
 //! In private chats a draft (`sendMessageDraft`, [`draft`]) with Telegram's own Stop button,
 //! whose press ([`stop`]) aborts the run as `/stop` does; in groups and forum topics a preview
 //! message edited in place, with an inline Stop button for the person who asked ([`preview`]).
-//! The final answer goes out through the journal as every answer does. Configured by
-//! `[telegram] streaming` and `stream_interval_ms` ([`LiveConfig`]).
+//! The final answer goes out through the journal as every answer does. A message the bot
+//! accepted is marked with a reaction, changed when its answer is delivered or failed
+//! ([`reaction`]). Configured by `[telegram] streaming`, `stream_interval_ms` and `reactions`
+//! ([`LiveConfig`]).
 
 pub(crate) mod draft;
 pub(crate) mod preview;
+pub(crate) mod reaction;
 pub(crate) mod stop;
 
 use crate::config::{LiveConfig, Streaming};

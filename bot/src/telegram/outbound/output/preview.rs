@@ -8,6 +8,7 @@ use crate::telegram::inbound::update::sender_of;
 use crate::telegram::outbound::api::{DraftSent, DraftText};
 use crate::telegram::outbound::live::draft::{DraftStream, Shown};
 use crate::telegram::outbound::live::preview::stop_button;
+use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::render::markdown_chunks;
 use std::sync::atomic::Ordering;
 
@@ -77,9 +78,10 @@ impl Delivery {
         let mut chunks = markdown_chunks(md).into_iter();
         let Some(first) = chunks.next() else {
             self.drop_preview(id).await;
-            self.journal.finish(of);
+            self.finish(of, Outcome::Answered);
             return;
         };
+        let failed = self.failed_sends();
         // Before the edit is journaled: after a crash the next start finishes the edit (the
         // journal counts a chunk on its way as delivered) instead of deleting the preview.
         self.marks.set_final(self.to, id, &first.html, &first.source);
@@ -102,7 +104,7 @@ impl Delivery {
             }
         }
         self.send_chunks(chunks.enumerate().map(|(n, c)| (n + 1, c)), of).await;
-        self.journal.finish(of);
+        self.finish(of, self.outcome_since(failed));
     }
 
     /// Deletes the preview `id` (nothing of the answer is left to show in it).
