@@ -9,9 +9,11 @@ use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_core::models::CustomProviderConfig;
 
 mod http_limits;
+mod live;
 mod providers;
 mod sandbox;
 pub use http_limits::HttpLimits;
+pub use live::{LiveConfig, Streaming};
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
 
@@ -89,6 +91,9 @@ struct RawTelegram {
     allowed_chats: Vec<i64>,
     #[serde(default)]
     owners: Vec<i64>,
+    streaming: Option<String>,
+    stream_interval_ms: Option<u64>,
+    reactions: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -134,6 +139,8 @@ pub struct TelegramConfig {
     pub allowed_chats: Vec<i64>,
     /// Users who may `/allow` and `/deny`.
     pub owners: Vec<i64>,
+    /// `streaming`, `stream_interval_ms`, `reactions`: live answers.
+    pub live: LiveConfig,
 }
 
 /// The resolved configuration. `Debug` leaves out the secrets (keys, token, client secret).
@@ -199,6 +206,7 @@ impl std::fmt::Debug for TelegramConfig {
             .field("allowed_users", &self.allowed_users)
             .field("allowed_chats", &self.allowed_chats)
             .field("owners", &self.owners)
+            .field("live", &self.live)
             .finish()
     }
 }
@@ -389,6 +397,7 @@ fn resolve_telegram(tg: RawTelegram, http: Option<&RawHttp>) -> Result<TelegramC
         allowed_users: tg.allowed_users,
         allowed_chats: tg.allowed_chats,
         owners: tg.owners,
+        live: live::resolve_live(tg.streaming, tg.stream_interval_ms, tg.reactions)?,
     })
 }
 

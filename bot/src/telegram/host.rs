@@ -153,7 +153,7 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         known_chats(&config.workspaces_dir),
         config.workspaces_dir.display()
     );
-    let tg = Arc::new(Tg::new(bot.clone(), journal.clone()));
+    let tg = Arc::new(Tg::new(bot.clone(), journal.clone()).with_live(config.telegram.live));
     let shutdown = CancellationToken::new();
     let port = Arc::new(TelegramPort::new(tg.clone()));
     let (factory, features) = build_features(&config, port.clone(), shutdown.clone())?;

@@ -27,7 +27,8 @@ async fn a_chat_on_claude_code_gets_its_answer_and_resumes_the_session() {
     // The model server is never called: Claude Code is the model.
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    // The progress message (with live answers the tools show in the draft instead).
+    let env = Env::new(&model.url(), &telegram_config(&tg, "streaming = \"off\""));
     let path = env.dir.path().join("volcanic.toml");
     let config = std::fs::read_to_string(&path).unwrap().replace(
         "model = \"anthropic/claude-sonnet-4-5\"",

@@ -425,7 +425,8 @@ async fn kill9_after_a_tool_started_tells_the_chat_and_does_not_retry() {
     ));
     model.push(Turn::reply("answer to the later message"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    // The progress message (not a draft, which shows the tools with live answers on).
+    let env = Env::new(&model.url(), &telegram_config(&tg, "streaming = \"off\""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "run the long job"));
     let flag = env.dir.path().join("workspaces/1001/started.flag");

@@ -1,4 +1,4 @@
-//! Methods that create, edit and delete messages: `sendMessage`, `editMessageText`,
+//! Methods that create, edit and delete messages: `sendMessage`, `sendMessageDraft`, `editMessageText`,
 //! `editMessageReplyMarkup`, `deleteMessage(s)`, `sendDocument`, `sendPhoto`, with Telegram's
 //! checks (text and caption length in UTF-16 units after entity parsing, HTML, inline
 //! keyboards, reply targets, files).
@@ -252,6 +252,24 @@ pub(crate) fn send_message(state: &mut State, params: &Params) -> Result<Value, 
     let mut message = new_message(state, chat_id, params)?;
     set_text(&mut message, "text", &rendered);
     store(state, chat_id, message, Some(rendered), None)
+}
+
+/// `sendMessageDraft` (Bot API 9.5): private chats only, `draft_id` non-zero, `text` optional
+/// (absent: Telegram's "Thinking…" placeholder) and checked like a message's. Nothing is
+/// stored: a draft is not a message (read the calls, [`BotApiServer::calls`](super::BotApiServer::calls)).
+pub(crate) fn send_message_draft(state: &mut State, params: &Params) -> Result<Value, ApiError> {
+    let chat_id = params.chat_id()?;
+    state.chat(chat_id)?;
+    if chat_id < 0 {
+        return Err(ApiError::bad_request("TEXTDRAFT_PEER_INVALID"));
+    }
+    if params.int("draft_id")?.unwrap_or(0) == 0 {
+        return Err(ApiError::bad_request("parameter \"draft_id\" must be non-zero"));
+    }
+    if params.get("text").is_some() {
+        text_param(params, "message is too long")?;
+    }
+    Ok(Value::Bool(true))
 }
 
 /// The bot's own message to edit.

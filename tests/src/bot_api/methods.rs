@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::params::Params;
 use super::state::State;
-use super::{ApiError, BotCommand, messages};
+use super::{ApiError, BotCommand, messages, reactions};
 
 /// A method that runs under the state lock.
 pub(crate) type SyncMethod = fn(&mut State, &Params) -> Result<Value, ApiError>;
@@ -50,6 +50,7 @@ pub(crate) fn lookup(name: &str) -> Option<Method> {
         "getmycommands" => get_my_commands,
         "deletemycommands" => delete_my_commands,
         "sendmessage" => messages::send_message,
+        "sendmessagedraft" => messages::send_message_draft,
         "editmessagetext" => messages::edit_message_text,
         "editmessagereplymarkup" => messages::edit_message_reply_markup,
         "deletemessage" => messages::delete_message,
@@ -59,8 +60,8 @@ pub(crate) fn lookup(name: &str) -> Option<Method> {
         "sendchataction" => send_chat_action,
         "answercallbackquery" => answer_callback_query,
         "getfile" => get_file,
-        "setmessagereaction"
-        | "setmydescription"
+        "setmessagereaction" => reactions::set_message_reaction,
+        "setmydescription"
         | "setmyshortdescription"
         | "setmyname"
         | "setchatmenubutton"

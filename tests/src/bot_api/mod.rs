@@ -16,11 +16,19 @@
 //! - `getUpdates`: `offset` confirms (drops) updates below it (negative: keep the last -N),
 //!   `limit` 1-100, `timeout` seconds held until an update is pushed; a poll overtaken by a
 //!   newer one gets 409 `Conflict: terminated by other getUpdates request; ...`.
+//! - `sendMessageDraft` (private chats; `draft_id` non-zero; `text` optional, checked like a
+//!   message's; `can_stop` recorded with the call) answers `true` and stores nothing.
+//! - `getUpdates` honours `allowed_updates`: an opt-in kind (`stopped_message_generation`,
+//!   `message_reaction`, ...) pushed with [`push_update`](BotApiServer::push_update) is dropped
+//!   unless the bot listed it, as Telegram never delivers it.
 //! - `sendMessage`, `editMessageText`, `editMessageReplyMarkup`, `deleteMessage`,
 //!   `deleteMessages`, `sendDocument`, `sendPhoto` (see below), `sendChatAction` (known
 //!   actions), `answerCallbackQuery` (each pushed query once), `getFile`,
 //!   `setMyCommands`/`getMyCommands`/`deleteMyCommands` (per scope and language).
-//! - `setMessageReaction`, `setMyDescription`, `setMyShortDescription`, `setMyName`,
+//! - `setMessageReaction`: the message must exist, `reaction` at most one emoji of Telegram's
+//!   list (`REACTION_INVALID`, `REACTIONS_TOO_MANY`); [`reaction`](BotApiServer::reaction)
+//!   reads what a message shows.
+//! - `setMyDescription`, `setMyShortDescription`, `setMyName`,
 //!   `setChatMenuButton`, `(un)pinChatMessage`, `unpinAllChatMessages`, `leaveChat`, `logOut`,
 //!   `close` answer `true`.
 //!
@@ -90,6 +98,7 @@ mod methods;
 mod params;
 mod polling;
 mod raw;
+mod reactions;
 mod recorded;
 mod server;
 mod state;
@@ -266,6 +275,21 @@ impl BotApiServer {
             .filter(|call| call.method == method)
             .cloned()
             .collect()
+    }
+
+    /// The reaction emoji the bot's last accepted `setMessageReaction` left on `message_id` in
+    /// `chat_id` (`None`: never set, or removed).
+    pub fn reaction(&self, chat_id: i64, message_id: i64) -> Option<String> {
+        let last = self.calls("setMessageReaction").into_iter().rev().find(|call| {
+            call.is_ok()
+                && call.chat_id() == Some(chat_id)
+                && call.param("message_id").and_then(Value::as_i64) == Some(message_id)
+        })?;
+        let reaction = match last.param("reaction")? {
+            Value::String(text) => serde_json::from_str(text).ok()?,
+            value => value.clone(),
+        };
+        reaction.get(0)?.get("emoji")?.as_str().map(str::to_owned)
     }
 
     /// Every file uploaded in a call, in order.

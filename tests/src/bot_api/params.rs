@@ -36,6 +36,7 @@ const INT_PARAMS: &[&str] = &[
     "width",
     "height",
     "max_connections",
+    "draft_id",
 ];
 
 /// Boolean parameters.
@@ -51,6 +52,8 @@ const BOOL_PARAMS: &[&str] = &[
     "disable_content_type_detection",
     "show_caption_above_media",
     "allow_paid_broadcast",
+    "can_stop",
+    "keep_on_stop",
 ];
 
 /// The parameters of one request.

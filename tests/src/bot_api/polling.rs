@@ -1,5 +1,7 @@
 //! `getUpdates`: confirming by `offset`, holding the request up to `timeout` seconds until an
-//! update is pushed, and 409 for a poll overtaken by a newer one (two bot instances).
+//! update is pushed, `allowed_updates` (kept until changed; opt-in kinds such as
+//! `stopped_message_generation` are dropped unless listed), and 409 for a poll overtaken by a
+//! newer one (two bot instances).
 
 use std::time::Duration;
 
@@ -79,6 +81,9 @@ fn admit(state: &mut State, params: &Params, arrived: Instant) -> Result<Poll, A
         let drop = state.pending.len().saturating_sub(keep);
         state.pending.drain(..drop);
     }
+    if let Some(Value::Array(kinds)) = params.json("allowed_updates")? {
+        state.allowed_updates = Some(kinds.iter().filter_map(Value::as_str).map(str::to_owned).collect());
+    }
     state.poll_generation += 1;
     Ok(Poll {
         generation: state.poll_generation,
@@ -87,12 +92,42 @@ fn admit(state: &mut State, params: &Params, arrived: Instant) -> Result<Poll, A
     })
 }
 
+/// Update kinds Telegram sends only when `allowed_updates` lists them.
+const OPT_IN: &[&str] = &[
+    "chat_member",
+    "message_reaction",
+    "message_reaction_count",
+    "stopped_message_generation",
+];
+
+/// Drops the pending updates the bot did not ask for, as Telegram never delivers them: an
+/// opt-in kind ([`OPT_IN`]) not listed, or with a non-empty `allowed_updates` any kind not
+/// listed. Raw updates ([`push_raw_update`](super::BotApiServer::push_raw_update)) always go.
+fn drop_unasked(state: &mut State) {
+    let allowed = state.allowed_updates.clone().unwrap_or_default();
+    state.pending.retain(|update| {
+        let Some(kind) = update
+            .as_object()
+            .and_then(|o| o.keys().find(|k| k.as_str() != "update_id"))
+        else {
+            return true;
+        };
+        // A raw update's kind is whatever its text says: sent as it is.
+        if kind == super::raw::RAW_KEY {
+            return true;
+        }
+        let listed = allowed.iter().any(|a| a == kind);
+        listed || (allowed.is_empty() && !OPT_IN.contains(&kind.as_str()))
+    });
+}
+
 /// Waits until an update is pending, the timeout passes, or a newer poll takes over.
 async fn hold(shared: &Shared, poll: Poll, changed: &mut watch::Receiver<u64>) -> Result<Vec<Value>, ApiError> {
     loop {
         changed.borrow_and_update();
         {
-            let state = shared.lock();
+            let mut state = shared.lock();
+            drop_unasked(&mut state);
             if state.poll_generation != poll.generation {
                 return Err(ApiError::new(
                     409,

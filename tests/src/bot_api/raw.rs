@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use super::BotApiServer;
 
 /// Key of the queued stand-in whose string is the update's raw text.
-const RAW_KEY: &str = "volcanic_testkit_raw_update";
+/// The key a raw update's text is kept under in the queue.
+pub(crate) const RAW_KEY: &str = "volcanic_testkit_raw_update";
 
 impl BotApiServer {
     /// Queues an update given as raw JSON text, sent exactly so by `getUpdates` (as an element of

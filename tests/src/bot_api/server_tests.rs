@@ -754,3 +754,44 @@ async fn wait_for_reports_what_happened_when_it_gives_up() {
         "{message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drafts_go_to_private_chats_only_and_are_checked_like_messages() {
+    let server = with_chat().await;
+    server.add_chat(-100);
+    let thinking = json!({"chat_id": CHAT, "draft_id": 7, "can_stop": true});
+    assert_eq!(ok(&server, "sendMessageDraft", thinking).await, json!(true));
+    let html = json!({"chat_id": CHAT, "draft_id": 7, "text": "<b>so far</b>", "parse_mode": "HTML"});
+    assert_eq!(ok(&server, "sendMessageDraft", html).await, json!(true));
+    let broken = json!({"chat_id": CHAT, "draft_id": 7, "text": "<think>", "parse_mode": "HTML"});
+    assert!(
+        fails(&server, "sendMessageDraft", broken, 400)
+            .await
+            .contains("can't parse entities")
+    );
+    let zero = json!({"chat_id": CHAT, "draft_id": 0, "text": "x"});
+    assert!(fails(&server, "sendMessageDraft", zero, 400).await.contains("draft_id"));
+    let group = json!({"chat_id": -100, "draft_id": 7, "text": "x"});
+    assert!(
+        fails(&server, "sendMessageDraft", group, 400)
+            .await
+            .contains("PEER_INVALID")
+    );
+    let calls = server.calls("sendMessageDraft");
+    assert_eq!(calls[0].param("can_stop"), Some(&json!(true)));
+    assert!(server.messages(CHAT).is_empty(), "a draft is not a message");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_opt_in_update_reaches_only_a_bot_that_listed_it() {
+    let server = with_chat().await;
+    server.push_update(updates::stopped_generation(CHAT, 9));
+    server.push_update(updates::text_message(CHAT, CHAT, "hi"));
+    let got = ok(&server, "getUpdates", json!({"timeout": 0})).await;
+    assert_eq!(got.as_array().map(Vec::len), Some(1), "not listed: dropped, {got}");
+    assert!(got[0].get("message").is_some());
+    server.push_update(updates::stopped_generation(CHAT, 9));
+    let listed = json!({"offset": 3, "timeout": 0, "allowed_updates": ["message", "stopped_message_generation"]});
+    let got = ok(&server, "getUpdates", listed).await;
+    assert_eq!(got[0]["stopped_message_generation"]["draft_id"], json!(9), "{got}");
+}

@@ -259,6 +259,8 @@ pub(crate) struct State {
     pub(crate) pending: VecDeque<Value>,
     /// Bumped by each `getUpdates`; a held poll whose generation is stale gets 409.
     pub(crate) poll_generation: u64,
+    /// `allowed_updates` of the last `getUpdates` that gave it (Telegram keeps it until changed).
+    pub(crate) allowed_updates: Option<Vec<String>>,
     pub(crate) webhook_url: String,
     /// `secret_token` of the last `setWebhook`.
     pub(crate) webhook_secret: String,
@@ -293,6 +295,7 @@ impl State {
             next_update_id: 1,
             pending: VecDeque::new(),
             poll_generation: 0,
+            allowed_updates: None,
             webhook_url: String::new(),
             webhook_secret: String::new(),
             webhook_attempts: Vec::new(),

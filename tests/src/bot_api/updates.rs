@@ -266,6 +266,18 @@ pub fn callback_query(from_user_id: i64, message_id: i64, chat_id: i64, data: &s
     })
 }
 
+/// Telegram's Stop button pressed by the user of the private chat `chat_id` on the draft
+/// `draft_id` (`stopped_message_generation`, Bot API 10.3; delivered only to a bot that lists
+/// it in `allowed_updates`).
+pub fn stopped_generation(chat_id: i64, draft_id: i64) -> Value {
+    json!({
+        "stopped_message_generation": {
+            "chat": chat_for(chat_id, &user(chat_id)),
+            "draft_id": draft_id,
+        }
+    })
+}
+
 /// Telegram's automatic entities in user text: `/command[@bot]`, `@username` (5-32
 /// characters) and `http(s)://` links, each starting a word; offsets in UTF-16 units.
 pub fn auto_entities(text: &str) -> Vec<Value> {

@@ -146,7 +146,15 @@ fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'st
             }
         }
     };
-    let body = stream::iter(events.into_iter().map(Ok)).chain(tail);
+    let gap = turn.gap;
+    let body = stream::iter(events.into_iter().enumerate())
+        .then(move |(n, event)| async move {
+            if n > 0 && !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            Ok(event)
+        })
+        .chain(tail);
     body_response(
         StatusCode::OK,
         "text/event-stream; charset=utf-8",

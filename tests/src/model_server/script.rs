@@ -149,6 +149,8 @@ pub struct Turn {
     pub(crate) stop_reason: Option<StopReason>,
     pub(crate) usage: Option<Usage>,
     pub(crate) delay: Duration,
+    /// Pause before each streamed event after the first ([`Turn::pace`]).
+    pub(crate) gap: Duration,
     pub(crate) cut: Option<Cut>,
     /// [`Turn::failed`]: the reply ends in a failure instead of its terminal event.
     pub(crate) failure: Option<String>,
@@ -170,6 +172,7 @@ impl Turn {
             stop_reason: None,
             usage: None,
             delay: Duration::ZERO,
+            gap: Duration::ZERO,
             cut: None,
             failure: None,
         }
@@ -273,6 +276,14 @@ impl Turn {
     /// Waits this long before sending the response headers (any outcome).
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Streams slowly: waits `gap` before each event after the first, as a model writing its
+    /// answer does (for clients that show the text while it comes). A text block is streamed in
+    /// a few pieces; use several [`text`](Self::text) blocks for more steps.
+    pub fn pace(mut self, gap: Duration) -> Self {
+        self.gap = gap;
         self
     }
 

@@ -332,16 +332,8 @@ fn help_command<'a>(host: &'a Arc<TelegramHost>, _c: Call<'a>) -> BoxFuture<'a, 
 }
 
 fn stop<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
-    Box::pin(async move {
-        let conversation = host.chats.conversation(c.target);
-        match host.chats.loaded(&conversation).await {
-            Some(s) if !s.is_idle() => {
-                s.abort();
-                Some("Stopped.".into())
-            }
-            _ => Some("Nothing is running.".into()),
-        }
-    })
+    // A stopped run tells the chat itself, once (outbound/live/stop.rs).
+    Box::pin(async move { (!host.stop_run(c.target).await).then(|| "Nothing is running.".into()) })
 }
 
 fn new_session<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {

@@ -13,4 +13,6 @@ pub(crate) mod webhook;
 
 /// The update kinds the bot asks Telegram for (`getUpdates` and `setWebhook` `allowed_updates`):
 /// one list, so a kind added for a feature reaches both modes.
-pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query"];
+/// `stopped_message_generation`: Telegram's Stop button on a draft (Bot API 10.3; not sent
+/// unless listed).
+pub(crate) const ALLOWED_UPDATES: &[&str] = &["message", "callback_query", "stopped_message_generation"];

@@ -30,7 +30,11 @@ impl TelegramHost {
     pub async fn handle(self: &Arc<Self>, update_id: i64, update: Value) {
         match update::parse(&update) {
             Inbound::Message(m) => self.on_message(update_id, m).await,
-            Inbound::Callback(c) => self.on_callback(update_id, c).await,
+            Inbound::Callback(c) => match crate::telegram::outbound::live::preview::stop_button_asker(&c.data) {
+                Some(asker) => self.on_stop_button(update_id, &c, asker).await,
+                None => self.on_callback(update_id, c).await,
+            },
+            Inbound::Stop(s) => self.on_draft_stopped(update_id, s).await,
             Inbound::Other => self.journal.mark(update_id, Progress::Done),
         }
     }
@@ -126,6 +130,8 @@ impl TelegramHost {
             });
             return;
         }
+        // Accepted: marked for the asker at once (best effort, never waited for).
+        self.tg.react_accepted(update_id, Self::target(&m), m.message_id);
         self.prompt(update_id, m, text);
     }
 

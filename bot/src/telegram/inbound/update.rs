@@ -1,7 +1,8 @@
 //! Reading the raw Bot API `Update` JSON (as journaled) into what the router needs. Field names
 //! are the Bot API's (`message`, `chat.id`, `from.id`, `message_thread_id`, `is_topic_message`,
 //! `reply_to_message`, `entities`, `caption`, `migrate_to_chat_id`, `media_group_id`, `photo`,
-//! `document`, `voice`, `audio`, `video`, `video_note`, `callback_query`).
+//! `document`, `voice`, `audio`, `video`, `video_note`, `callback_query`,
+//! `stopped_message_generation.{chat.id, message_thread_id, draft_id}`).
 //!
 //! A message with neither text nor a file is never dropped silently: its kind is described in
 //! [`InMessage::text`] for the model (`sticker.emoji`, `location.latitude/longitude`,
@@ -119,6 +120,45 @@ pub struct InCallback {
     pub message_text: String,
 }
 
+/// A press of Telegram's Stop button on a draft (`stopped_message_generation`, Bot API 10.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InStop {
+    /// `chat.id` (a private chat: drafts are sent only there).
+    pub chat_id: i64,
+    /// `message_thread_id`, when the draft was in a topic.
+    pub thread: Option<i32>,
+    /// `draft_id` of the draft that was stopped.
+    pub draft_id: i64,
+}
+
+/// How many recent messages' senders [`sender_of`] remembers.
+const SENDERS_KEPT: usize = 1024;
+
+fn senders() -> std::sync::MutexGuard<'static, std::collections::VecDeque<(i64, i64)>> {
+    static SENDERS: std::sync::Mutex<std::collections::VecDeque<(i64, i64)>> =
+        std::sync::Mutex::new(std::collections::VecDeque::new());
+    SENDERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn note_sender(update_id: i64, from_id: i64) {
+    let mut senders = senders();
+    if senders.len() == SENDERS_KEPT {
+        senders.pop_front();
+    }
+    senders.push_back((update_id, from_id));
+}
+
+/// `from.id` of the message in update `update_id`, if it was [`parse`]d by this process among
+/// the last 1024 messages: a group's answer preview offers its Stop button to the person who
+/// asked (docs/telegram.md, "Live answers").
+pub fn sender_of(update_id: i64) -> Option<i64> {
+    senders()
+        .iter()
+        .rev()
+        .find(|(u, _)| *u == update_id)
+        .map(|(_, from)| *from)
+}
+
 /// What an update is, for the router.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
@@ -126,6 +166,8 @@ pub enum Inbound {
     Message(InMessage),
     /// A callback query.
     Callback(InCallback),
+    /// Telegram's Stop button pressed on a draft.
+    Stop(InStop),
     /// Anything else (edits, member updates, ...): ignored.
     Other,
 }
@@ -141,7 +183,11 @@ fn name_of(user: &Value) -> String {
 /// Classifies a raw update.
 pub fn parse(update: &Value) -> Inbound {
     if let Some(m) = update.get("message") {
-        return Inbound::Message(parse_message(m));
+        let m = parse_message(m);
+        if let Some(id) = update["update_id"].as_i64() {
+            note_sender(id, m.from_id);
+        }
+        return Inbound::Message(m);
     }
     if let Some(q) = update.get("callback_query") {
         let msg = &q["message"];
@@ -153,6 +199,13 @@ pub fn parse(update: &Value) -> Inbound {
             thread: topic(msg),
             data: q["data"].as_str().unwrap_or_default().to_owned(),
             message_text: msg["text"].as_str().unwrap_or_default().to_owned(),
+        });
+    }
+    if let Some(s) = update.get("stopped_message_generation") {
+        return Inbound::Stop(InStop {
+            chat_id: s["chat"]["id"].as_i64().unwrap_or_default(),
+            thread: s["message_thread_id"].as_i64().and_then(|t| i32::try_from(t).ok()),
+            draft_id: s["draft_id"].as_i64().unwrap_or_default(),
         });
     }
     Inbound::Other
@@ -367,6 +420,28 @@ mod tests {
         assert_eq!(m.entity_text(0, 13), "@volcanic_bot");
         assert_eq!(m.reply_to, Some((99, "earlier".into())));
         assert_eq!(m.media, None);
+    }
+
+    #[test]
+    fn a_messages_sender_is_remembered_by_its_update() {
+        parse(&json!({"update_id": 9_001, "message": {"message_id": 1, "date": 0,
+            "chat": {"id": -5, "type": "group"}, "from": {"id": 77, "first_name": "A"}, "text": "hi"}}));
+        assert_eq!(sender_of(9_001), Some(77));
+        assert_eq!(sender_of(9_002), None);
+    }
+
+    #[test]
+    fn a_stop_press_names_its_chat_and_draft() {
+        let u = json!({"update_id": 7, "stopped_message_generation": {
+            "chat": {"id": 42, "type": "private", "first_name": "Ann"}, "draft_id": 1_700_000_000_123_i64}});
+        assert_eq!(
+            parse(&u),
+            Inbound::Stop(InStop {
+                chat_id: 42,
+                thread: None,
+                draft_id: 1_700_000_000_123
+            })
+        );
     }
 
     #[test]

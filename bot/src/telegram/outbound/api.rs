@@ -8,8 +8,14 @@
 //! cannot parse is re-sent as plain text (its Markdown source), and an answer Telegram still
 //! refuses is reported to its chat once ([`texts::answer_undelivered`]).
 
+mod draft;
 mod pacing;
+mod preview;
+mod reaction;
 
+pub use draft::{DraftSent, DraftText};
+
+use crate::config::LiveConfig;
 use crate::telegram::inbound::journal::Journal;
 use crate::telegram::outbound::texts;
 use pacing::{BURST, Holds, Pace, RATE_PER_SECOND};
@@ -51,6 +57,12 @@ pub struct Tg {
     holds: Holds,
     /// Chats told that an answer could not be delivered, until a send there succeeds again.
     told_undelivered: Mutex<HashSet<i64>>,
+    /// Chats whose drafts got a 429: only their drafts wait ([`draft`]).
+    draft_holds: Holds,
+    /// How answers show while they are written.
+    live: LiveConfig,
+    /// The reactions on messages being worked on ([`reaction`]).
+    reactions: crate::telegram::outbound::live::reaction::Reactions,
 }
 
 /// Whether a request delivers a message (and so takes a place of the global pace).
@@ -86,7 +98,21 @@ impl Tg {
             pace: Pace::new(RATE_PER_SECOND, BURST),
             holds: Holds::default(),
             told_undelivered: Mutex::new(HashSet::new()),
+            draft_holds: Holds::default(),
+            live: LiveConfig::default(),
+            reactions: Default::default(),
         }
+    }
+
+    /// With live answers configured as `live` (`[telegram] streaming`, `stream_interval_ms`).
+    pub fn with_live(mut self, live: LiveConfig) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// The live-answer settings.
+    pub fn live(&self) -> LiveConfig {
+        self.live
     }
 
     /// Whether a request to `chat` would have to wait for flood control now (a 429 for that

@@ -9,6 +9,8 @@
 //! the run's), is marked `tool` (durably, before
 //! the tool runs) when a tool starts while it is active, and is *answered* by the next final
 //! assistant message (no tool calls), whose delivery marks it `done` ([`Output`](crate::telegram::outbound::output)).
+//! While that message is written, each text delta names the prompts it answers (without taking
+//! them): a live answer journals the chunks it sends early under them.
 //! A run that ends without an answer (an error, `/stop`, nothing to say) finishes its active
 //! groups when it settles. At shutdown a run cut off keeps its marks, so the restart recovers its
 //! messages ([`recovery`](crate::telegram::conversation::recovery)).
@@ -18,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::provider::AssistantMessageEvent;
 
 /// One prompt's updates (or the key of a prompt a feature handed in).
 #[derive(Debug)]
@@ -176,6 +179,12 @@ impl Ledger {
                 }
             }
             AgentSessionEvent::AgentSettled if !self.stopping() => self.take_active(),
+            // What the text being written answers (peeked, not taken): a live answer journals
+            // the chunks it sends early under it.
+            AgentSessionEvent::MessageUpdate {
+                assistant_message_event: AssistantMessageEvent::TextDelta { .. },
+                ..
+            } => self.peek_active(),
             AgentSessionEvent::AgentStart
             | AgentSessionEvent::AgentEnd { .. }
             | AgentSessionEvent::AgentSettled
@@ -197,6 +206,15 @@ impl Ledger {
 
     fn stopping(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    fn peek_active(&self) -> Answering {
+        let st = self.lock();
+        let mut of = Answering::default();
+        for g in &st.active {
+            of.extend(g.of.clone());
+        }
+        of
     }
 
     fn take_active(&self) -> Answering {

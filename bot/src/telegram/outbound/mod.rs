@@ -6,6 +6,7 @@ pub(crate) mod api;
 pub(crate) mod channel;
 pub(crate) mod failures;
 pub(crate) mod ledger;
+pub(crate) mod live;
 pub(crate) mod output;
 pub(crate) mod progress_marks;
 pub mod render;

@@ -1,7 +1,8 @@
 //! What a chat sees while its agent works: the typing action (refreshed), one progress message
-//! with the tool names (edited at most about once a second, deleted when the run ends), and the
-//! final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's events;
-//! delivery runs in its own task so the agent loop never waits for Telegram.
+//! with the tool names (edited at most about once a second, deleted when the run ends), or in a
+//! private chat with live answers a draft of the answer ([`live`]),
+//! and the final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's
+//! events; delivery runs in its own task so the agent loop never waits for Telegram.
 //!
 //! An answer carries what it answers ([`Ledger`](crate::telegram::outbound::ledger::Ledger)): the updates, or a
 //! prompt a feature handed in ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
@@ -9,16 +10,23 @@
 //! chunk, so a crash in between is recovered from the transcript without sending twice what was
 //! delivered.
 
+mod preview;
+
 use crate::features::port::Target;
-use crate::telegram::inbound::journal::{Answering, ChunkState, Journal};
-use crate::telegram::outbound::api::{Attempt, Tg};
+use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
+use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
+use crate::telegram::outbound::live::draft::{DraftStream, Final, Shown};
+use crate::telegram::outbound::live::reaction::Outcome;
+use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
-use crate::telegram::outbound::render::markdown_chunks;
+use crate::telegram::outbound::render::{Chunk, markdown_chunks};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::StopReason;
+use volcanic_abstractions::provider::AssistantMessageEvent;
 
 /// Typing refresh period (Telegram shows the action for about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);
@@ -29,6 +37,16 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 enum Out {
     RunStart,
     Tool(String),
+    /// The answer so far (Markdown) for `of`, while the model writes it.
+    Text {
+        md: String,
+        of: Answering,
+    },
+    /// The answer (Markdown) of a turn for `of`: continues the chunks its draft sent early.
+    Final {
+        md: String,
+        of: Answering,
+    },
     /// An answer (Markdown) for `of`, from chunk `from` on (0 unless recovering).
     Answer {
         md: String,
@@ -56,6 +74,15 @@ pub struct Output {
     /// The `timestamp`s (ms) of the assistant messages this process showed as answers (the
     /// newest few): an answer found in the transcript is not shown twice by one process.
     shown: Arc<std::sync::Mutex<std::collections::VecDeque<i64>>>,
+    /// How answers show while they are written here.
+    mode: Mode,
+    /// The `draft_id` of the draft shown now, 0 for none.
+    draft: Arc<AtomicI64>,
+    /// The message id of the group preview shown now, 0 for none.
+    preview: Arc<AtomicI64>,
+    /// A Stop (the native button or `/stop`) was asked for the run in progress and nothing
+    /// said so yet ([`Output::stopping`]).
+    stopping: Arc<AtomicBool>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -68,19 +95,48 @@ impl Output {
     pub fn spawn(tg: Arc<Tg>, journal: Arc<Journal>, marks: Arc<ProgressMarks>, to: Target) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mode = live::mode(tg.live(), to);
+        let draft = Arc::new(AtomicI64::new(0));
+        let preview = Arc::new(AtomicI64::new(0));
         let delivery = Delivery {
             tg,
             journal,
             marks,
             to,
             failed: failed.clone(),
+            mode,
+            draft: draft.clone(),
+            preview: preview.clone(),
         };
         tokio::spawn(delivery.run(rx));
         Output {
             tx,
             failed,
             shown: Arc::default(),
+            mode,
+            draft,
+            preview,
+            stopping: Arc::default(),
         }
+    }
+
+    /// Whether the group preview shown now is the message `message_id`.
+    pub fn shows_preview(&self, message_id: i32) -> bool {
+        message_id != 0 && self.preview.load(Ordering::SeqCst) == i64::from(message_id)
+    }
+
+    /// Whether the draft shown now has the `draft_id` `id` (a private chat's answer being
+    /// written).
+    pub fn shows_draft(&self, id: i64) -> bool {
+        id != 0 && self.draft.load(Ordering::SeqCst) == id
+    }
+
+    /// Notes that the run in progress is being stopped (call before aborting it), so the chat
+    /// learns it once: the partial answer, if the model had written any, ends in
+    /// [`STOPPED_MARK`](live::STOPPED_MARK); otherwise [`STOPPED`](live::STOPPED) is sent when
+    /// the run settles.
+    pub fn stopping(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
     }
 
     /// How many answer chunks could not be delivered so far (compare before and after a run).
@@ -92,10 +148,26 @@ impl Output {
     /// the event answers or finishes ([`Ledger::on_event`](crate::telegram::outbound::ledger::Ledger::on_event)),
     /// finished once what it shows was delivered.
     pub fn on_event(&self, e: &AgentSessionEvent, of: Answering) {
+        if let AgentSessionEvent::MessageUpdate {
+            message,
+            assistant_message_event: AssistantMessageEvent::TextDelta { .. },
+        } = e
+        {
+            // `of` here is what the text answers (not finished by it).
+            if self.mode != Mode::Off {
+                let _ = self.tx.send(Out::Text { md: message.text(), of });
+            }
+            return;
+        }
+        let answers = !of.is_empty();
         let mut of = Some(of);
         let mut take = || of.take().unwrap_or_default();
         let out = match e {
-            AgentSessionEvent::AgentStart => Some(Out::RunStart),
+            AgentSessionEvent::AgentStart => {
+                // A Stop asked too late for the run before is not this run's.
+                self.stopping.store(false, Ordering::SeqCst);
+                Some(Out::RunStart)
+            }
             AgentSessionEvent::ToolExecutionStart { tool_name, .. } => Some(Out::Tool(tool_name.clone())),
             AgentSessionEvent::TurnEnd { message, .. }
                 if message.tool_calls().next().is_none()
@@ -103,10 +175,21 @@ impl Output {
             {
                 let text = message.text();
                 self.remember_shown(message.timestamp);
-                (!text.trim().is_empty()).then(|| Out::Answer {
-                    md: text,
+                (!text.trim().is_empty()).then(|| Out::Final { md: text, of: take() })
+            }
+            // Stopped (the native Stop or `/stop`, not a shutdown: that leaves `of` empty and the
+            // message to recovery): the text so far is the answer, marked as stopped.
+            AgentSessionEvent::TurnEnd { message, .. }
+                if message.stop_reason == StopReason::Aborted
+                    && message.tool_calls().next().is_none()
+                    && !message.text().trim().is_empty()
+                    && answers =>
+            {
+                // The mark says it: no second notice when the run settles.
+                self.stopping.store(false, Ordering::SeqCst);
+                Some(Out::Final {
+                    md: format!("{}\n\n{}", message.text(), live::STOPPED_MARK),
                     of: take(),
-                    from: 0,
                 })
             }
             // The turn's final message: a context overflow recovered by compaction is not shown.
@@ -117,7 +200,16 @@ impl Output {
                     .unwrap_or_else(|| "the model call failed".into()),
                 of: take(),
             }),
-            AgentSessionEvent::AgentSettled => Some(Out::RunEnd),
+            AgentSessionEvent::AgentSettled => {
+                if self.stopping.swap(false, Ordering::SeqCst) {
+                    let _ = self.tx.send(Out::Answer {
+                        md: live::STOPPED.into(),
+                        of: Answering::default(),
+                        from: 0,
+                    });
+                }
+                Some(Out::RunEnd)
+            }
             AgentSessionEvent::AgentEnd { .. }
             | AgentSessionEvent::TurnStart
             | AgentSessionEvent::TurnEnd { .. }
@@ -207,100 +299,256 @@ struct Delivery {
     marks: Arc<ProgressMarks>,
     to: Target,
     failed: Arc<std::sync::atomic::AtomicU64>,
+    mode: Mode,
+    /// Shared with [`Output::shows_draft`].
+    draft: Arc<AtomicI64>,
+    /// Shared with [`Output::shows_preview`].
+    preview: Arc<AtomicI64>,
 }
 
 impl Delivery {
     async fn run(self, mut rx: mpsc::UnboundedReceiver<Out>) {
-        let (tg, to) = (&self.tg, self.to);
-        let mut running = false;
-        let mut tools: Vec<String> = Vec::new();
-        let mut progress: Option<i32> = None;
-        let mut dirty = false;
+        let mut st = RunState::default();
         let mut typing = tokio::time::interval(TYPING_EVERY);
         let mut edits = tokio::time::interval(PROGRESS_EVERY);
         loop {
+            let due = st.stream.as_ref().map(DraftStream::due);
+            let draft_due = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now));
             tokio::select! {
                 msg = rx.recv() => {
                     let Some(msg) = msg else { break };
-                    match msg {
-                        Out::RunStart => {
-                            running = true;
-                            tg.typing(to).await;
-                            typing.reset();
-                        }
-                        Out::Tool(name) => {
-                            tools.push(name);
-                            if progress.is_none() {
-                                if let Ok(m) = tg.send_plain(to, &progress_text(&tools), None).await {
-                                    progress = Some(m.id.0);
-                                    self.marks.set(to, m.id.0);
-                                }
-                                edits.reset();
-                            } else {
-                                dirty = true;
-                            }
-                        }
-                        Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
-                        Out::Error { msg, of } => {
-                            if let Err(e) = tg.send_plain(to, &crate::telegram::outbound::failures::model(&msg), None).await {
-                                tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
-                            }
-                            self.journal.finish(&of);
-                        }
-                        Out::Done(of) => self.journal.finish(&of),
-                        Out::RunEnd => {
-                            running = false;
-                            dirty = false;
-                            tools.clear();
-                            if let Some(id) = progress.take() {
-                                tg.delete(to, id).await;
-                                self.marks.clear(to);
-                            }
-                        }
-                        Out::Flush(done) => {
-                            let _ = done.send(());
-                        }
+                    if let Out::RunStart = msg {
+                        typing.reset();
                     }
+                    if let Out::Tool(_) = msg && st.progress.is_none() {
+                        edits.reset();
+                    }
+                    self.on_out(msg, &mut st).await;
                 }
-                _ = typing.tick(), if running => tg.typing(to).await,
-                _ = edits.tick(), if dirty => {
-                    if let Some(id) = progress {
-                        tg.edit_progress(to, id, &progress_text(&tools)).await;
+                _ = typing.tick(), if st.running => self.tg.typing(self.to).await,
+                _ = edits.tick(), if st.dirty => {
+                    if let Some(id) = st.progress {
+                        self.tg.edit_progress(self.to, id, &progress_text(&st.tools)).await;
                     }
-                    dirty = false;
+                    st.dirty = false;
+                }
+                () = draft_due, if due.is_some() => {
+                    if let Some(stream) = st.stream.as_mut() {
+                        match self.mode {
+                            Mode::Drafts => self.flush(stream).await,
+                            Mode::Edits => self.flush_preview(stream, &mut st.preview).await,
+                            Mode::Off => {}
+                        }
+                    }
                 }
             }
         }
+    }
+
+    /// Handles one piece of output, in order.
+    async fn on_out(&self, msg: Out, st: &mut RunState) {
+        let (tg, to) = (&self.tg, self.to);
+        match msg {
+            Out::RunStart => {
+                st.running = true;
+                if self.mode != Mode::Off {
+                    st.stream = Some(self.new_stream());
+                }
+                tg.typing(to).await;
+            }
+            Out::Tool(name) if self.mode != Mode::Off => {
+                st.stream.get_or_insert_with(|| self.new_stream()).tool(name);
+            }
+            Out::Tool(name) => {
+                st.tools.push(name);
+                if st.progress.is_none() {
+                    if let Ok(m) = tg.send_plain(to, &progress_text(&st.tools), None).await {
+                        st.progress = Some(m.id.0);
+                        self.marks.set(to, m.id.0);
+                    }
+                } else {
+                    st.dirty = true;
+                }
+            }
+            Out::Text { md, of } => st.stream.get_or_insert_with(|| self.new_stream()).text(md, of),
+            Out::Final { md, of } => {
+                let stream = st.stream.take();
+                self.draft.store(0, Ordering::SeqCst);
+                if let Some(id) = st.preview.take() {
+                    return self.answer_into_preview(&md, &of, id).await;
+                }
+                match stream.map(|s| s.final_from(&md)) {
+                    None => self.answer(&md, &of, 0).await,
+                    Some(Final::From(from)) => self.answer(&md, &of, from).await,
+                    Some(Final::Rest { md: rest, first }) => {
+                        tracing::info!(
+                            chat = to.chat_id,
+                            first,
+                            "the answer continues after its chunks sent early"
+                        );
+                        let failed = self.failed_sends();
+                        self.send_chunks(
+                            markdown_chunks(&rest)
+                                .into_iter()
+                                .enumerate()
+                                .map(|(n, c)| (first + n, c)),
+                            &of,
+                        )
+                        .await;
+                        self.finish(&of, self.outcome_since(failed));
+                    }
+                }
+            }
+            Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
+            Out::Error { msg, of } => {
+                st.stream = None;
+                self.draft.store(0, Ordering::SeqCst);
+                if let Some(id) = st.preview.take() {
+                    self.drop_preview(id).await;
+                }
+                if let Err(e) = tg
+                    .send_plain(to, &crate::telegram::outbound::failures::model(&msg), None)
+                    .await
+                {
+                    tracing::error!(chat = to.chat_id, "cannot deliver an error notice: {e}");
+                }
+                self.finish(&of, Outcome::Failed);
+            }
+            Out::Done(of) => self.finish(&of, Outcome::Answered),
+            Out::RunEnd => {
+                st.running = false;
+                st.dirty = false;
+                st.tools.clear();
+                st.stream = None;
+                self.draft.store(0, Ordering::SeqCst);
+                if let Some(id) = st.preview.take() {
+                    self.drop_preview(id).await;
+                }
+                if let Some(id) = st.progress.take() {
+                    tg.delete(to, id).await;
+                    self.marks.clear(to);
+                }
+            }
+            Out::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    fn new_stream(&self) -> DraftStream {
+        DraftStream::new(self.tg.live().interval)
+    }
+
+    /// Sends what `stream` has finished as messages, then the draft (see
+    /// [`live::draft`]).
+    async fn flush(&self, stream: &mut DraftStream) {
+        let finished = stream.take_finished();
+        if finished.first {
+            // Durable before the chunk leaves: a crash before the answer is in the transcript
+            // offers a Retry instead of answering again under what was shown.
+            self.journal.mark_all(&finished.of.ids, Progress::Tool);
+        }
+        for (n, chunk) in &finished.chunks {
+            self.send_chunk(chunk, *n, &finished.of).await;
+        }
+        let shown = stream.shown(progress_text);
+        let text = match &shown {
+            Shown::Thinking => DraftText::Thinking,
+            Shown::Progress(line) => DraftText::Plain(line),
+            Shown::Text(chunk) => DraftText::Html {
+                html: &chunk.html,
+                plain: &chunk.source,
+            },
+        };
+        let with_text = matches!(shown, Shown::Text(_)) || stream.has_text();
+        self.draft.store(stream.id(), Ordering::SeqCst);
+        self.tg.send_draft(self.to, stream.id(), text).await;
+        stream.sent(with_text);
     }
 
     /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then finishes
     /// `of`.
     async fn answer(&self, md: &str, of: &Answering, from: usize) {
-        for (n, chunk) in markdown_chunks(md).iter().enumerate().skip(from) {
-            let n = u32::try_from(n).unwrap_or(u32::MAX);
-            let report = |a: Attempt| {
-                let s = match a {
-                    Attempt::Sending => ChunkState::Sending,
-                    Attempt::Sent => ChunkState::Sent,
-                    Attempt::Refused => ChunkState::Refused,
-                    // Left in flight: Telegram may show it.
-                    Attempt::Unknown => return,
-                };
-                if !of.is_empty() {
-                    self.journal.chunk(of, n, s);
-                }
+        let failed = self.failed_sends();
+        self.send_chunks(markdown_chunks(md).into_iter().enumerate().skip(from), of)
+            .await;
+        self.finish(of, self.outcome_since(failed));
+    }
+
+    /// Finishes `of` (its updates `done` in the journal) and marks its messages with
+    /// `outcome`'s reaction.
+    fn finish(&self, of: &Answering, outcome: Outcome) {
+        self.journal.finish(of);
+        self.tg.react_finished(&of.ids, outcome);
+    }
+
+    /// How many answer chunks this chat could not deliver so far.
+    fn failed_sends(&self) -> u64 {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// [`Outcome::Failed`] when a chunk could not be delivered since [`failed_sends`](Self::failed_sends)
+    /// was `before`.
+    fn outcome_since(&self, before: u64) -> Outcome {
+        if self.failed_sends() > before {
+            Outcome::Failed
+        } else {
+            Outcome::Answered
+        }
+    }
+
+    /// Sends `(index, chunk)`s in order, each journaled under `of`.
+    async fn send_chunks(&self, chunks: impl Iterator<Item = (usize, Chunk)>, of: &Answering) {
+        for (n, chunk) in chunks {
+            self.send_chunk(&chunk, u32::try_from(n).unwrap_or(u32::MAX), of).await;
+        }
+    }
+
+    /// Sends chunk `n` of an answer for `of`, each attempt journaled (`sending` as it leaves,
+    /// then `sent` or `refused`).
+    async fn send_chunk(&self, chunk: &Chunk, n: u32, of: &Answering) {
+        let report = self.reporter(of, n);
+        if let Err(e) = self
+            .tg
+            .send_html_reporting(self.to, &chunk.html, &chunk.source, None, &report)
+            .await
+        {
+            self.failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
+        }
+    }
+}
+
+impl Delivery {
+    /// Journals each attempt to deliver chunk `n` of an answer for `of` (`sending` as it
+    /// leaves, then `sent` or `refused`; one with no answer stays in flight).
+    fn reporter<'a>(&'a self, of: &'a Answering, n: u32) -> impl Fn(Attempt) + Send + Sync + 'a {
+        move |a: Attempt| {
+            let s = match a {
+                Attempt::Sending => ChunkState::Sending,
+                Attempt::Sent => ChunkState::Sent,
+                Attempt::Refused => ChunkState::Refused,
+                // Left in flight: Telegram may show it.
+                Attempt::Unknown => return,
             };
-            if let Err(e) = self
-                .tg
-                .send_html_reporting(self.to, &chunk.html, &chunk.source, None, &report)
-                .await
-            {
-                self.failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tracing::error!(chat = self.to.chat_id, "cannot deliver the answer: {e}");
+            if !of.is_empty() {
+                self.journal.chunk(of, n, s);
             }
         }
-        self.journal.finish(of);
     }
+}
+
+/// What the delivery task keeps of the run in progress.
+#[derive(Debug, Default)]
+struct RunState {
+    running: bool,
+    /// The progress line's tools, its message and whether it needs an edit.
+    tools: Vec<String>,
+    progress: Option<i32>,
+    dirty: bool,
+    /// The answer being written (with live answers): drafted, or previewed in `preview`.
+    stream: Option<DraftStream>,
+    preview: preview::Preview,
 }
 
 /// The progress line: the tools used so far, short.

@@ -15,12 +15,13 @@ pub fn stranger(user_id: i64) -> String {
 pub const HELP_INTRO: &str = "I am an AI agent with my own workspace for this chat: I can run commands, \
 read and write files, and answer questions. Just write to me.";
 
-/// Told after a restart when a message's run was cut off after tools had run (not retried
-/// automatically, since the tools may have had effects).
+/// Told after a restart when a message's run was cut off after tools had run, or after part of
+/// a live answer was shown (not retried automatically: the tools may have had effects, and a new
+/// answer would repeat what was shown).
 pub fn interrupted(quoted: &str) -> String {
     format!(
-        "⚠️ I was restarted while working on your message:\n> {quoted}\n\nTools had already run, so I did not \
-         start over on my own. Press Retry to run it again."
+        "⚠️ I was restarted while working on your message:\n> {quoted}\n\nTools had already run or part of \
+         my answer was shown, so I did not start over on my own. Press Retry to run it again."
     )
 }
 

@@ -68,6 +68,28 @@ impl Pace {
     }
 }
 
+impl Pace {
+    /// Takes the next place only if it is free now (under the rate, or within the burst);
+    /// returns whether it did. For requests that give way (drafts) rather than wait.
+    pub fn try_reserve(&self) -> bool {
+        let now = self.now_ns();
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        loop {
+            if tat.saturating_sub(self.tolerance_ns) > now {
+                return false;
+            }
+            let next = tat.max(now) + self.interval_ns;
+            match self
+                .tat
+                .compare_exchange_weak(tat, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(seen) => tat = seen,
+            }
+        }
+    }
+}
+
 /// Per-chat holds from 429 answers: no request to that chat before the hold ends. Expired holds
 /// are dropped whenever a new one is noted, so the map holds only chats limited right now.
 #[derive(Debug, Default)]
@@ -142,6 +164,19 @@ mod tests {
             most as u64 >= RATE_PER_SECOND,
             "the pace is not slower than its rate: {most}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_that_gives_way_takes_only_a_free_place() {
+        let pace = Pace::new(RATE_PER_SECOND, BURST);
+        for _ in 0..BURST {
+            assert!(pace.try_reserve(), "within the burst a place is free");
+        }
+        assert!(!pace.try_reserve(), "the burst is spent: the draft gives way");
+        // A message still gets the next place, not one taken by a skipped draft.
+        assert_eq!(pace.reserve(), Duration::from_millis(1000 / RATE_PER_SECOND));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(pace.try_reserve(), "the bucket refilled");
     }
 
     #[tokio::test(start_paused = true)]

@@ -43,9 +43,35 @@ pub fn markdown_chunks_with_limit(md: &str, limit: usize) -> Vec<Chunk> {
         .collect()
 }
 
+/// [`markdown_chunks`], each chunk with the byte offset in `md` where its source slice ends (the
+/// next chunk's starts there; the last one's is `md.len()`): what a live answer sent chunk by
+/// chunk continues from.
+pub fn markdown_chunks_ending(md: &str) -> Vec<(Chunk, usize)> {
+    sliced_chunks(md, CHUNK_LIMIT)
+        .into_iter()
+        .map(|s| (s.chunk, s.end))
+        .collect()
+}
+
 /// The chunks, each flagged `true` when its `source` is the Markdown slice (not the visible
 /// text standing in for it).
 pub(super) fn described_chunks(md: &str, limit: usize) -> Vec<(Chunk, bool)> {
+    sliced_chunks(md, limit)
+        .into_iter()
+        .map(|s| (s.chunk, s.exact))
+        .collect()
+}
+
+/// A chunk with where its slice of the source ends.
+struct Sliced {
+    chunk: Chunk,
+    /// `source` is the Markdown slice (not the visible text standing in for it).
+    exact: bool,
+    /// Byte offset in the source after the chunk's slice.
+    end: usize,
+}
+
+fn sliced_chunks(md: &str, limit: usize) -> Vec<Sliced> {
     let limit = limit.max(2);
     let rendered = render(md);
     let html = &rendered.html;
@@ -84,13 +110,14 @@ pub(super) fn described_chunks(md: &str, limit: usize) -> Vec<(Chunk, bool)> {
         if !exact {
             source.clone_from(&piece.visible);
         }
-        chunks.push((
-            Chunk {
+        chunks.push(Sliced {
+            chunk: Chunk {
                 html: piece.html.clone(),
                 source,
             },
             exact,
-        ));
+            end: to,
+        });
     }
     chunks
 }

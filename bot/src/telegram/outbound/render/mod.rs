@@ -45,10 +45,10 @@ mod split_tests;
 #[cfg(test)]
 mod test_support;
 
-pub use chunks::markdown_chunks;
+pub use chunks::{Chunk, markdown_chunks, markdown_chunks_ending};
 // The pieces the chunker is built from, exercised directly by the tests.
 #[cfg(test)]
-pub use chunks::{Chunk, markdown_chunks_with_limit};
+pub use chunks::markdown_chunks_with_limit;
 #[cfg(test)]
 pub use html::markdown_to_html;
 #[cfg(test)]
