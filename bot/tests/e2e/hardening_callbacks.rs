@@ -69,41 +69,42 @@ async fn barrier(tg: &BotApiServer, bot: &BotProcess) {
     wait_text(tg, OWNER, "Thinking level:", bot).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_press_in_a_group_no_longer_allowed_changes_nothing_and_posts_nothing() {
+/// Starts the bot, pushes `press`, waits for its toast [`REFUSED`] and for every update before
+/// [`barrier`]; checks that no chat's settings changed and no model was asked.
+async fn refused_press(press: Value) -> (Env, BotApiServer, BotProcess) {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let env = Env::new(&model.url(), &config(&tg));
     let bot = BotProcess::start(&env, TOKEN);
     let before = settings(&env);
-    // The owner (an allowed user) presses an old `/thinking` menu left in the unlisted group.
-    tg.push_update(updates::callback_query(OWNER, 77, UNLISTED, "cmd:/thinking high"));
+    tg.push_update(press);
     wait_toast(&tg, REFUSED, &bot).await;
     barrier(&tg, &bot).await;
-    assert_eq!(settings(&env), before, "the group's settings are unchanged");
+    assert_eq!(settings(&env), before, "the chats' settings are unchanged");
+    assert!(model.requests().is_empty());
+    (env, tg, bot)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_press_in_a_group_no_longer_allowed_changes_nothing_and_posts_nothing() {
+    // The owner (an allowed user) presses an old `/thinking` menu left in the unlisted group.
+    let press = updates::callback_query(OWNER, 77, UNLISTED, "cmd:/thinking high");
+    let (env, tg, _bot) = refused_press(press).await;
     assert_eq!(calls_in(&tg, UNLISTED), Vec::<String>::new(), "nothing posted there");
     assert!(!env.dir.path().join("workspaces/g1001000000002").exists());
     assert!(!env.dir.path().join("data/sessions/g1001000000002").exists());
-    assert!(model.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_press_without_a_message_is_answered_and_creates_nothing() {
-    let model = ModelServer::start().await.unwrap();
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg));
-    let bot = BotProcess::start(&env, TOKEN);
-    let before = settings(&env);
     // An inline-mode button: `inline_message_id`, no `message`, so no chat.
-    tg.push_update(json!({"callback_query": {
+    let press = json!({"callback_query": {
         "from": updates::user(OWNER),
         "inline_message_id": "AgAAAAAAAAAAAAAA",
         "chat_instance": "testkit_inline",
         "data": "cmd:/thinking high",
-    }}));
-    wait_toast(&tg, REFUSED, &bot).await;
-    barrier(&tg, &bot).await;
-    assert_eq!(settings(&env), before, "no settings for a chat 0");
+    }});
+    let (env, tg, _bot) = refused_press(press).await;
     assert!(!env.dir.path().join("workspaces/0").exists(), "no ws/0");
     assert!(!env.dir.path().join("data/sessions/0").exists());
     assert_eq!(calls_in(&tg, 0), Vec::<String>::new());
