@@ -18,7 +18,7 @@ use volcanic_core::processes::{MIN_HOST_SECRET_CHARS, ProcessEnvironmentOptions,
 #[derive(Clone, PartialEq, Eq)]
 pub struct KnownSecret {
     /// Where it came from, for messages: a config key (`providers.local.api_key`) or a variable
-    /// and the key that names it (`MY_LLM_KEY (providers.local.api_key_env)`).
+    /// and the key that names it (`MY_LLM_AUTH (providers.local.api_key_env)`).
     pub source: String,
     /// The value (never printed: `Debug` hides it).
     pub value: String,

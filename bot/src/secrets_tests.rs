@@ -20,7 +20,7 @@ fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
 const FULL: &str = "\
 [telegram]\ntoken = \"123456:file-held-bot-token\"\n\
 [providers.anthropic]\napi_key = \"sk-ant-config-held-0123\"\n\
-[providers.local]\napi = \"openai-completions\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"MY_LLM_KEY\"\n\
+[providers.local]\napi = \"openai-completions\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"MY_LLM_AUTH\"\n\
 [providers.tiny]\napi = \"openai-completions\"\nbase_url = \"http://127.0.0.1:2/v1\"\napi_key = \"nokey\"\n\
 [google]\nclient_id = \"id.apps\"\nclient_secret = \"GOCSPX-file-held-secret\"\n";
 
@@ -29,7 +29,7 @@ fn every_configured_secret_and_every_key_variable_is_known() {
     let secrets = Secrets::of(
         &config(FULL),
         env_of(&[
-            ("MY_LLM_KEY", "llm-env-key-0123456789"),
+            ("MY_LLM_AUTH", "llm-env-key-0123456789"),
             ("TELEGRAM_BOT_TOKEN", "999:env-held-bot-token"),
             ("GOOGLE_CLIENT_SECRET", "GOCSPX-env-held"),
             ("OTHER_VAR", "not-a-secret-at-all"),
@@ -44,7 +44,7 @@ fn every_configured_secret_and_every_key_variable_is_known() {
         listed,
         vec![
             ("providers.anthropic.api_key", "sk-ant-config-held-0123"),
-            ("MY_LLM_KEY (providers.local.api_key_env)", "llm-env-key-0123456789"),
+            ("MY_LLM_AUTH (providers.local.api_key_env)", "llm-env-key-0123456789"),
             ("providers.tiny.api_key", "nokey"),
             ("telegram.token", "123456:file-held-bot-token"),
             ("TELEGRAM_BOT_TOKEN (telegram.token)", "999:env-held-bot-token"),
@@ -54,7 +54,7 @@ fn every_configured_secret_and_every_key_variable_is_known() {
     );
     assert_eq!(
         secrets.variables,
-        ["MY_LLM_KEY", "TELEGRAM_BOT_TOKEN", "GOOGLE_CLIENT_SECRET"]
+        ["MY_LLM_AUTH", "TELEGRAM_BOT_TOKEN", "GOOGLE_CLIENT_SECRET"]
     );
 }
 
@@ -75,10 +75,10 @@ fn unset_and_empty_values_are_skipped_and_duplicates_kept_once() {
 
 #[test]
 fn values_shorter_than_the_minimum_are_named_in_a_warning_and_only_those() {
-    let secrets = Secrets::of(&config(FULL), env_of(&[("MY_LLM_KEY", "abc12")]));
+    let secrets = Secrets::of(&config(FULL), env_of(&[("MY_LLM_AUTH", "abc12")]));
     let warnings = secrets.warnings();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
-    assert!(warnings[0].starts_with("MY_LLM_KEY (providers.local.api_key_env): the value is shorter than 8"));
+    assert!(warnings[0].starts_with("MY_LLM_AUTH (providers.local.api_key_env): the value is shorter than 8"));
     assert!(warnings[1].starts_with("providers.tiny.api_key: the value is shorter than 8"));
     for w in &warnings {
         assert!(
@@ -101,8 +101,8 @@ fn debug_output_hides_the_values() {
 fn registered_secrets_leave_child_environments_by_name_and_by_value_and_are_redacted() {
     let env = [
         ("PATH", "/usr/bin:/bin"),
-        ("MY_LLM_KEY", "llm-env-key-0123456789"),
-        ("COPY_OF_KEY", "llm-env-key-0123456789"),
+        ("MY_LLM_AUTH", "llm-env-key-0123456789"),
+        ("COPY_OF_IT", "llm-env-key-0123456789"),
         ("DEPLOY_NOTE", "bot=123456:file-held-bot-token"),
         ("ANTHROPIC_BACKUP", "sk-ant-config-held-0123"),
         ("GCAL", "GOCSPX-file-held-secret"),
@@ -129,7 +129,7 @@ fn registered_secrets_leave_child_environments_by_name_and_by_value_and_are_reda
 
 #[test]
 fn a_short_key_variable_still_goes_by_its_name() {
-    let env = [("MY_LLM_KEY", "abc"), ("PATH", "/bin")];
+    let env = [("MY_LLM_AUTH", "abc"), ("PATH", "/bin")];
     let secrets = Secrets::of(&config(FULL), env_of(&env));
     let mut options = ProcessEnvironmentOptions::default();
     secrets.apply(&mut options);

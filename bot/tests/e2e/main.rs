@@ -12,6 +12,7 @@ mod doctor;
 mod exactly_once;
 mod features;
 mod flood;
+mod hardening_callbacks;
 mod hardening_callers;
 mod hardening_listener;
 mod hardening_push;

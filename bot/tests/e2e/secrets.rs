@@ -14,20 +14,20 @@ use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
 /// `[providers.anthropic] api_key` in the config file.
 const CONFIG_KEY: &str = "sk-ant-config-held-5f3a9c";
-/// The value of `MY_LLM_KEY`, named by `[providers.local] api_key_env`.
+/// The value of `MY_LLM_AUTH`, named by `[providers.local] api_key_env`.
 const ENV_KEY: &str = "llm-env-held-7e21b0";
 /// `[google] client_secret` in the config file.
 const GOOGLE_SECRET: &str = "GOCSPX-file-held-c0ffee";
 
 /// A config for the doubles: `state_dir` and `workspaces_dir` under `dir`, the model
 /// `anthropic/claude-sonnet-4-5` with [`CONFIG_KEY`] in the file, a local provider whose key is
-/// in `MY_LLM_KEY`, the `[telegram]` section `telegram`, and `extra` appended.
+/// in `MY_LLM_AUTH`, the `[telegram]` section `telegram`, and `extra` appended.
 fn write_config(dir: &Path, model: &ModelServer, telegram: &str, state: &str, workspaces: &str, extra: &str) {
     let config = format!(
         "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\n\
          state_dir = \"{state}\"\nworkspaces_dir = \"{workspaces}\"\n{telegram}\n\
          [providers.anthropic]\nbase_url = \"{url}\"\napi_key = \"{CONFIG_KEY}\"\n\
-         [providers.local]\napi = \"openai-completions\"\nbase_url = \"{url}/v1\"\napi_key_env = \"MY_LLM_KEY\"\n\
+         [providers.local]\napi = \"openai-completions\"\nbase_url = \"{url}/v1\"\napi_key_env = \"MY_LLM_AUTH\"\n\
          models = [{{ id = \"m1\" }}]\n{extra}\n",
         state = dir.join(state).display(),
         workspaces = dir.join(workspaces).display(),
@@ -104,9 +104,9 @@ async fn a_config_held_key_and_a_custom_named_key_variable_are_not_in_bash_and_a
     let bot = start(
         &env,
         &[
-            ("MY_LLM_KEY", ENV_KEY),
+            ("MY_LLM_AUTH", ENV_KEY),
             // Copies under names no deny pattern matches: removed by value.
-            ("BACKUP_OF_THE_KEY", CONFIG_KEY),
+            ("BACKUP_OF_THE_CONFIG", CONFIG_KEY),
             ("DEPLOY_NOTES", &format!("bot={TOKEN}; llm={ENV_KEY}")),
             ("KEEP_ME", "visible-to-the-agent"),
         ],
@@ -118,8 +118,8 @@ async fn a_config_held_key_and_a_custom_named_key_variable_are_not_in_bash_and_a
         CONFIG_KEY,
         ENV_KEY,
         TOKEN,
-        "MY_LLM_KEY",
-        "BACKUP_OF_THE_KEY",
+        "MY_LLM_AUTH",
+        "BACKUP_OF_THE_CONFIG",
         "DEPLOY_NOTES",
     ] {
         assert!(
@@ -168,7 +168,7 @@ async fn the_bot_token_from_the_environment_and_the_google_secret_are_not_in_bas
         &env,
         &[
             ("TELEGRAM_BOT_TOKEN", TOKEN),
-            ("MY_LLM_KEY", ENV_KEY),
+            ("MY_LLM_AUTH", ENV_KEY),
             ("TOKEN_COPY", TOKEN),
             ("CALENDAR_SETUP", GOOGLE_SECRET),
             ("KEEP_ME", "visible-to-the-agent"),
@@ -194,6 +194,41 @@ async fn the_bot_token_from_the_environment_and_the_google_secret_are_not_in_bas
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_keys_credentials_pats_dsns_the_ssh_agent_and_a_url_password_are_not_in_bash() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), "");
+    let telegram = telegram_config(&tg, &format!("token = \"{TOKEN}\""));
+    write_config(env.dir.path(), &model, &telegram, "data", "workspaces", "");
+    keys_file(&env, "url=http://u:proxy-pass-77@h\n");
+    let planted = [
+        ("FOO_API_KEY", "foo-api-key-value-1"),
+        ("DB_DSN", "host=db user=app password=dsn-value-2"),
+        ("GH_PAT", "github_pat_value_3"),
+        ("X_CREDENTIALS", "credentials-value-4"),
+        ("SSH_AUTH_SOCK", "/tmp/ssh-agent-value-5/agent.1"),
+        ("PROXY_URL", "http://u:proxy-pass-77@h"),
+    ];
+    let mut vars = planted.to_vec();
+    vars.extend([("TZ", "Europe/Berlin"), ("LANG", "C.UTF-8"), ("TERM", "dumb")]);
+    let bot = start(&env, &vars);
+    let (env_out, cat_out) = env_and_cat(&model, &tg, &bot).await;
+
+    for (name, value) in planted {
+        assert!(
+            !env_out.contains(name) && !env_out.contains(value),
+            "{name} in the bash environment:\n{env_out}"
+        );
+    }
+    // What a shell needs stays (TZ is the chat's zone, set for every child).
+    for kept in ["PATH=", "HOME=", "TZ=", "LANG=C.UTF-8", "TERM=dumb"] {
+        assert!(env_out.contains(kept), "{kept} missing:\n{env_out}");
+    }
+    // The URL's value counts as a secret: a copy in a file is redacted too.
+    assert_eq!(cat_out.trim_end(), "url=[REDACTED]");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_dir_inside_the_workspaces_is_warned_about_at_start() {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
@@ -206,7 +241,7 @@ async fn a_state_dir_inside_the_workspaces_is_warned_about_at_start() {
         "workspaces",
         "",
     );
-    let bot = start(&env, &[("TELEGRAM_BOT_TOKEN", TOKEN), ("MY_LLM_KEY", ENV_KEY)]);
+    let bot = start(&env, &[("TELEGRAM_BOT_TOKEN", TOKEN), ("MY_LLM_AUTH", ENV_KEY)]);
     // The check runs before the Telegram host starts: once it called getMe, the log has it.
     tg.wait_for(|s| !s.calls("getMe").is_empty(), T)
         .await

@@ -174,7 +174,11 @@ impl Chats {
             .await?;
         let output = conversation.output.clone();
         let ledger = conversation.ledger.clone();
-        session.subscribe(move |e| output.on_event(e, ledger.on_event(e)));
+        let pending = self.deps.pending.clone();
+        session.subscribe(move |e| {
+            pending.follow(target, e);
+            output.on_event(e, ledger.on_event(e));
+        });
         *guard = Some(session.clone());
         Ok(session)
     }

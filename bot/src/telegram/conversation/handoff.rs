@@ -24,6 +24,7 @@ use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
 use crate::telegram::outbound::api::FetchError;
 use crate::telegram::outbound::failures;
 use crate::telegram::outbound::texts;
+use crate::telegram::outbound::ui::Asker;
 use base64::Engine;
 use chrono::TimeZone;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,12 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
     };
     // Before the hand-over: its `message_end` may come before `submit` returns.
     conversation.ledger.queue(&ids, &input.text);
+    // Questions its run asks are for its sender (or an owner).
+    let asker = Asker {
+        id: first.message.from_id,
+        name: first.message.from_name.clone(),
+    };
+    host.pending.queue_asker(conversation.target, &input.text, asker);
     // The prompt has its place (a run started, or it is queued) once `submit` returns,
     // however long the session's `input` handlers took; only then may the next prompt go.
     let submitted = session.submit(input).await;

@@ -266,10 +266,10 @@ impl TelegramHost {
                 let v = load(&self.pressed_file(kept, update_id))?;
                 match update::parse(&v) {
                     Inbound::Message(m) => Some((m, v)),
-                    Inbound::Callback(_) | Inbound::Stop(_) | Inbound::Other => None,
+                    Inbound::Callback(_) | Inbound::Stop(_) | Inbound::CallbackWithoutChat(_) | Inbound::Other => None,
                 }
             }
-            Inbound::Message(_) | Inbound::Stop(_) | Inbound::Other => None,
+            Inbound::Message(_) | Inbound::Stop(_) | Inbound::CallbackWithoutChat(_) | Inbound::Other => None,
         }
     }
 
@@ -316,7 +316,14 @@ impl TelegramHost {
                 let text = crate::telegram::inbound::router::strip_mention(&m.text, &self.bot_username);
                 self.prompt(press_id, m, text);
             }
-            Some(Inbound::Message(_) | Inbound::Callback(_) | Inbound::Stop(_) | Inbound::Other) | None => {
+            Some(
+                Inbound::Message(_)
+                | Inbound::Callback(_)
+                | Inbound::Stop(_)
+                | Inbound::CallbackWithoutChat(_)
+                | Inbound::Other,
+            )
+            | None => {
                 let host = self.clone();
                 tokio::spawn(async move {
                     let _ = host.tg.send_plain(target, texts::RETRY_GONE, None).await;

@@ -10,6 +10,7 @@ use crate::telegram::inbound::journal::Progress;
 use crate::telegram::inbound::merge;
 use crate::telegram::inbound::update::{self, InCallback, InMessage, Inbound};
 use crate::telegram::outbound::texts;
+use crate::telegram::outbound::ui::Press;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,6 +36,10 @@ impl TelegramHost {
                 None => self.on_callback(update_id, c).await,
             },
             Inbound::Stop(s) => self.on_draft_stopped(update_id, s).await,
+            Inbound::CallbackWithoutChat(id) => {
+                self.answer_press(&id, Some(texts::PRESS_REFUSED)).await;
+                self.journal.mark(update_id, Progress::Done);
+            }
             Inbound::Other => self.journal.mark(update_id, Progress::Done),
         }
     }
@@ -187,13 +192,18 @@ impl TelegramHost {
         strip_mention(text, &self.bot_username)
     }
 
+    /// A button press, under the rules of a message: an allowed user, in a private chat or an
+    /// allowed group; anything else is answered with a toast and changes nothing. A question's
+    /// button answers only its own question ([`Pending::press`](crate::telegram::outbound::ui::Pending::press)).
     async fn on_callback(self: &Arc<Self>, update_id: i64, c: InCallback) {
-        let _ = self.tg.bot_answer_callback(&c.id).await;
-        let retry = c
-            .data
-            .strip_prefix(crate::telegram::conversation::recovery::RETRY_PREFIX)
-            .and_then(|i| i.parse::<i64>().ok());
-        if !self.access.is_allowed_user(c.from_id) {
+        let chat_ok = if c.is_group() {
+            self.access.is_allowed_chat(c.chat_id)
+        } else {
+            c.chat_type == "private"
+        };
+        if !chat_ok || !self.access.is_allowed_user(c.from_id) {
+            tracing::info!(chat = c.chat_id, user = c.from_id, "button press refused");
+            self.answer_press(&c.id, Some(texts::PRESS_REFUSED)).await;
             self.journal.mark(update_id, Progress::Done);
             return;
         }
@@ -201,20 +211,44 @@ impl TelegramHost {
             chat_id: c.chat_id,
             thread: c.thread,
         };
+        let retry = c
+            .data
+            .strip_prefix(crate::telegram::conversation::recovery::RETRY_PREFIX)
+            .and_then(|i| i.parse::<i64>().ok());
         if let Some(kept) = retry {
+            self.answer_press(&c.id, None).await;
             // Finished when the retried run's answer is delivered (a crash meanwhile is
             // recovered like any message).
             self.retry(update_id, kept, target, c.message_id);
             return;
         }
         if let Some(line) = crate::telegram::conversation::menus::command_line(&c.data) {
+            self.answer_press(&c.id, None).await;
             self.menu_press(update_id, &c, target, line.to_owned()).await;
             return;
         }
         self.journal.mark(update_id, Progress::Done);
-        match self.pending.press(target, &c.data) {
-            Some(choice) => tracing::debug!(chat = c.chat_id, %choice, "question answered"),
-            None => tracing::debug!(chat = c.chat_id, data = %c.data, "button without a waiting question"),
+        let owner = self.access.is_owner(c.from_id);
+        let toast = match self.pending.press(target, c.from_id, owner, &c.data) {
+            Press::Answered(choice) => {
+                tracing::debug!(chat = c.chat_id, %choice, "question answered");
+                None
+            }
+            Press::NotFor(whom) => Some(texts::question_for(whom.as_deref())),
+            Press::Elsewhere => Some(texts::QUESTION_ELSEWHERE.to_owned()),
+            Press::Nothing => {
+                tracing::debug!(chat = c.chat_id, data = %c.data, "button without a waiting question");
+                None
+            }
+        };
+        self.answer_press(&c.id, toast.as_deref()).await;
+    }
+
+    /// Answers a button press (stops its spinner), with `toast` shown to the presser; a failure
+    /// is only logged (the press was handled either way).
+    async fn answer_press(&self, id: &str, toast: Option<&str>) {
+        if let Err(e) = self.tg.bot_answer_callback(id, toast).await {
+            tracing::debug!("cannot answer a button press: {e}");
         }
     }
 
@@ -228,7 +262,7 @@ impl TelegramHost {
         let m = InMessage {
             message_id: c.message_id,
             chat_id: c.chat_id,
-            chat_type: if c.chat_id < 0 { "supergroup" } else { "private" }.to_owned(),
+            chat_type: c.chat_type.clone(),
             from_id: c.from_id,
             thread: c.thread,
             text: line.clone(),

@@ -79,7 +79,7 @@ pub struct InMedia {
 impl InMessage {
     /// Whether the chat is a group or supergroup.
     pub fn is_group(&self) -> bool {
-        self.chat_type == "group" || self.chat_type == "supergroup"
+        is_group(&self.chat_type)
     }
 
     /// What a host feature is told of it (its command, or a text it takes).
@@ -110,6 +110,8 @@ pub struct InCallback {
     pub from_id: i64,
     /// Chat of the message with the button.
     pub chat_id: i64,
+    /// That chat's `type`: private, group, supergroup, channel.
+    pub chat_type: String,
     /// That message.
     pub message_id: i64,
     /// Its topic.
@@ -159,6 +161,18 @@ pub fn sender_of(update_id: i64) -> Option<i64> {
         .map(|(_, from)| *from)
 }
 
+impl InCallback {
+    /// Whether the button's chat is a group or supergroup.
+    pub fn is_group(&self) -> bool {
+        is_group(&self.chat_type)
+    }
+}
+
+/// Whether a `chat.type` is a group or supergroup.
+fn is_group(chat_type: &str) -> bool {
+    chat_type == "group" || chat_type == "supergroup"
+}
+
 /// What an update is, for the router.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
@@ -168,6 +182,9 @@ pub enum Inbound {
     Callback(InCallback),
     /// Telegram's Stop button pressed on a draft.
     Stop(InStop),
+    /// A callback query without a `message` in a chat (a button of an inline-mode message): its
+    /// `id`, to answer; it belongs to no chat.
+    CallbackWithoutChat(String),
     /// Anything else (edits, member updates, ...): ignored.
     Other,
 }
@@ -190,11 +207,17 @@ pub fn parse(update: &Value) -> Inbound {
         return Inbound::Message(m);
     }
     if let Some(q) = update.get("callback_query") {
+        let id = q["id"].as_str().unwrap_or_default().to_owned();
         let msg = &q["message"];
+        // Never chat 0: a press that names no chat is answered and otherwise dropped.
+        let Some(chat_id) = msg["chat"]["id"].as_i64() else {
+            return Inbound::CallbackWithoutChat(id);
+        };
         return Inbound::Callback(InCallback {
-            id: q["id"].as_str().unwrap_or_default().to_owned(),
+            id,
             from_id: q["from"]["id"].as_i64().unwrap_or_default(),
-            chat_id: msg["chat"]["id"].as_i64().unwrap_or_default(),
+            chat_id,
+            chat_type: msg["chat"]["type"].as_str().unwrap_or_default().to_owned(),
             message_id: msg["message_id"].as_i64().unwrap_or_default(),
             thread: topic(msg),
             data: q["data"].as_str().unwrap_or_default().to_owned(),
@@ -506,6 +529,19 @@ mod tests {
             }
             other => panic!("not a message: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_press_without_a_message_names_no_chat() {
+        let inline = json!({"update_id": 3, "callback_query": {"id": "q1", "from": {"id": 7},
+            "inline_message_id": "AAA", "chat_instance": "c", "data": "cmd:/thinking high"}});
+        assert_eq!(parse(&inline), Inbound::CallbackWithoutChat("q1".into()));
+        let in_group = json!({"update_id": 4, "callback_query": {"id": "q2", "from": {"id": 7},
+            "message": {"message_id": 5, "date": 0, "chat": {"id": -100, "type": "supergroup"}}, "data": "x"}});
+        let Inbound::Callback(c) = parse(&in_group) else {
+            panic!("not a callback")
+        };
+        assert_eq!((c.chat_id, c.chat_type.as_str(), c.message_id), (-100, "supergroup", 5));
     }
 
     #[test]

@@ -418,12 +418,16 @@ impl Tg {
         }
     }
 
-    /// Answers a callback query (stops the button's spinner).
-    pub async fn bot_answer_callback(&self, id: &str) -> Result<(), RequestError> {
-        self.bot
-            .answer_callback_query(teloxide::types::CallbackQueryId(id.to_owned()))
-            .await
-            .map(|_| ())
+    /// Answers a callback query (stops the button's spinner), with `toast` shown to the presser
+    /// when given (Bot API `answerCallbackQuery.text`, 0-200 characters).
+    pub async fn bot_answer_callback(&self, id: &str, toast: Option<&str>) -> Result<(), RequestError> {
+        let mut req = self
+            .bot
+            .answer_callback_query(teloxide::types::CallbackQueryId(id.to_owned()));
+        if let Some(text) = toast {
+            req = req.text(text);
+        }
+        req.await.map(|_| ())
     }
 
     /// Uploads a file as a document, or as a photo when `as_photo` (under flood control, for as

@@ -41,6 +41,19 @@ understand), so nothing was done with it. Please send it again, in other words i
 /// The Retry button of a message that was already retried (or whose copy is gone).
 pub const RETRY_GONE: &str = "That message was already retried (or is no longer kept).";
 
+/// The toast of a button press the access rules refuse (a stranger, a chat not allowed, or a
+/// button of a message in no chat); nothing else happens.
+pub const PRESS_REFUSED: &str = "This button does not work here.";
+
+/// The toast of a press on a question asked for someone else: `for_whom` is the name of the
+/// person whose message led to it, `None` when only an owner may answer.
+pub fn question_for(for_whom: Option<&str>) -> String {
+    format!("This question is for {}.", for_whom.unwrap_or("an owner of the bot"))
+}
+
+/// The toast of a press on a question from another chat or topic than the question's.
+pub const QUESTION_ELSEWHERE: &str = "This question was asked in another topic.";
+
 /// Unknown command hint.
 pub fn unknown_command(name: &str) -> String {
     format!("Unknown command /{name}. Send /help for the list.")

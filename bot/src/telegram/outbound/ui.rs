@@ -8,24 +8,69 @@
 //! an answer: the `try_` forms return it, the plain forms tell the chat and return `None`.
 
 use crate::features::port::Target;
+use crate::telegram::inbound::journal::prompt_digest;
 use crate::telegram::outbound::api::{Tg, refusal};
 use crate::telegram::outbound::render::utf16_len;
 use crate::telegram::outbound::texts;
 use async_trait::async_trait;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use volcanic_abstractions::events::AgentSessionEvent;
+use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::ui::{AskError, NotifyLevel, UserInterface};
 
 /// Prefix of the callback data of UI buttons: `ui:<request>:<option index>`.
 pub const UI_PREFIX: &str = "ui:";
 
-/// A question with buttons: where it was asked, its options, who waits for the answer.
-type Question = (Target, Vec<String>, oneshot::Sender<String>);
+/// Prompts handed to one conversation's session and not yet in its transcript, at most this
+/// many remembered (older ones are forgotten: their questions are then an owner's to answer).
+const MAX_QUEUED_ASKERS: usize = 32;
+
+/// The person a question is asked for: the sender of the prompt the run is working on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asker {
+    /// Telegram user id.
+    pub id: i64,
+    /// Display name, for the toast others get.
+    pub name: String,
+}
+
+/// A question with buttons: where it was asked, its options, for whom, who waits for the answer.
+#[derive(Debug)]
+struct Question {
+    at: Target,
+    options: Vec<String>,
+    /// `None`: nobody's prompt (a scheduled job, a resumed run, a command): see [`Pending::press`].
+    asked_for: Option<Asker>,
+    tx: oneshot::Sender<String>,
+}
+
+/// Whose prompt a conversation's run is working on, followed like the ledger follows its
+/// prompts: queued at the hand-over, current from its `message_start` (matched by digest).
+#[derive(Debug, Default)]
+struct Askers {
+    queued: VecDeque<(String, Asker)>,
+    current: Option<Asker>,
+}
+
+/// What a press on a question's button did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Press {
+    /// It answered the question with this option.
+    Answered(String),
+    /// The presser may not answer it: it is for the person named (`None`: for an owner). The
+    /// question stays open.
+    NotFor(Option<String>),
+    /// Pressed on a message of another chat or topic than the question's; it stays open.
+    Elsewhere,
+    /// No question waits for this button (already answered, or not a question's button).
+    Nothing,
+}
 
 /// Questions waiting for a button press or the next message.
 #[derive(Debug, Default)]
@@ -33,25 +78,41 @@ pub struct Pending {
     next: AtomicU64,
     buttons: Mutex<HashMap<u64, Question>>,
     inputs: Mutex<HashMap<Target, oneshot::Sender<String>>>,
+    askers: Mutex<HashMap<Target, Askers>>,
 }
 
 impl Pending {
-    /// Delivers a button press (`ui:<request>:<index>` from `chat`). Returns the chosen option
-    /// when it answered a waiting question.
-    pub fn press(&self, chat: Target, data: &str) -> Option<String> {
-        let rest = data.strip_prefix(UI_PREFIX)?;
-        let (req, idx) = rest.split_once(':')?;
-        let (req, idx): (u64, usize) = (req.parse().ok()?, idx.parse().ok()?);
+    /// Delivers a button press (`ui:<request>:<index>`) by user `presser` on a message in `at`.
+    /// A question is answered only from its own chat and topic, and only by the person it was
+    /// asked for or an `owner`; one asked for nobody in particular, by the user of its private
+    /// chat or an owner (deny by default in a group).
+    pub fn press(&self, at: Target, presser: i64, owner: bool, data: &str) -> Press {
+        let Some((req, idx)) = parse_button(data) else {
+            return Press::Nothing;
+        };
         let mut map = self.buttons.lock().unwrap_or_else(|e| e.into_inner());
-        // Only the chat the question was asked in may answer it.
-        let (asked_in, options, _) = map.get(&req)?;
-        if asked_in.chat_id != chat.chat_id {
-            return None;
+        let Some(q) = map.get(&req) else {
+            return Press::Nothing;
+        };
+        if q.at != at {
+            return Press::Elsewhere;
         }
-        let choice = options.get(idx)?.clone();
-        let (_, _, tx) = map.remove(&req)?;
-        tx.send(choice.clone()).ok()?;
-        Some(choice)
+        let for_presser = match &q.asked_for {
+            Some(asker) => asker.id == presser,
+            None => at.chat_id == presser,
+        };
+        if !owner && !for_presser {
+            return Press::NotFor(q.asked_for.as_ref().map(|a| a.name.clone()));
+        }
+        let Some(choice) = q.options.get(idx).cloned() else {
+            return Press::Nothing;
+        };
+        let answered = map.remove(&req).is_some_and(|q| q.tx.send(choice.clone()).is_ok());
+        if answered {
+            Press::Answered(choice)
+        } else {
+            Press::Nothing
+        }
     }
 
     /// Hands the user's next message to a waiting `input`; `false` when none waits.
@@ -59,6 +120,66 @@ impl Pending {
         let tx = self.inputs.lock().unwrap_or_else(|e| e.into_inner()).remove(&chat);
         tx.is_some_and(|tx| tx.send(text.to_owned()).is_ok())
     }
+
+    /// Notes that `asker`'s prompt `text` is being handed to the session of `at` (call it before
+    /// the hand-over, so its `message_start` cannot come first).
+    pub fn queue_asker(&self, at: Target, text: &str, asker: Asker) {
+        let mut all = self.askers.lock().unwrap_or_else(|e| e.into_inner());
+        let queued = &mut all.entry(at).or_default().queued;
+        if queued.len() >= MAX_QUEUED_ASKERS {
+            queued.pop_front();
+        }
+        queued.push_back((prompt_digest(text), asker));
+    }
+
+    /// Follows one event of the session of `at` (called by its subscriber, in order): a user
+    /// message makes its sender the one questions are asked for (nobody, for a prompt not
+    /// handed in by a person: a job's, a feature's); the run's end forgets them.
+    pub fn follow(&self, at: Target, e: &AgentSessionEvent) {
+        let started = match e {
+            AgentSessionEvent::MessageStart {
+                message: Message::User(u),
+            } => Some(prompt_digest(&u.content.text())),
+            AgentSessionEvent::AgentSettled => None,
+            AgentSessionEvent::AgentStart
+            | AgentSessionEvent::AgentEnd { .. }
+            | AgentSessionEvent::TurnStart
+            | AgentSessionEvent::TurnEnd { .. }
+            | AgentSessionEvent::MessageStart { .. }
+            | AgentSessionEvent::MessageUpdate { .. }
+            | AgentSessionEvent::MessageEnd { .. }
+            | AgentSessionEvent::ToolExecutionStart { .. }
+            | AgentSessionEvent::ToolExecutionUpdate { .. }
+            | AgentSessionEvent::ToolExecutionEnd { .. }
+            | AgentSessionEvent::AutoRetryStart { .. }
+            | AgentSessionEvent::AutoRetryEnd { .. }
+            | AgentSessionEvent::CompactionStart { .. }
+            | AgentSessionEvent::CompactionEnd { .. }
+            | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::SessionChanged { .. } => return,
+        };
+        let mut all = self.askers.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(askers) = all.get_mut(&at) else { return };
+        askers.current = started.and_then(|digest| {
+            let i = askers.queued.iter().position(|(d, _)| *d == digest)?;
+            askers.queued.remove(i).map(|(_, asker)| asker)
+        });
+        if askers.current.is_none() && askers.queued.is_empty() {
+            all.remove(&at);
+        }
+    }
+
+    /// Whom a question asked now in `at` is for.
+    fn asker(&self, at: Target) -> Option<Asker> {
+        let all = self.askers.lock().unwrap_or_else(|e| e.into_inner());
+        all.get(&at).and_then(|a| a.current.clone())
+    }
+}
+
+/// `ui:<request>:<index>` as numbers.
+fn parse_button(data: &str) -> Option<(u64, usize)> {
+    let (req, idx) = data.strip_prefix(UI_PREFIX)?.split_once(':')?;
+    Some((req.parse().ok()?, idx.parse().ok()?))
 }
 
 /// Telegram's limit for the text of one message, in UTF-16 units (Bot API `sendMessage`:
@@ -207,11 +328,17 @@ impl UserInterface for TelegramUi {
         let title = if title.trim().is_empty() { "Choose one:" } else { title };
         let req = self.pending.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
+        let question = Question {
+            at: self.target,
+            options: options.to_vec(),
+            asked_for: self.pending.asker(self.target),
+            tx,
+        };
         self.pending
             .buttons
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(req, (self.target, options.to_vec(), tx));
+            .insert(req, question);
         let rows: Vec<Vec<InlineKeyboardButton>> = options
             .iter()
             .enumerate()
@@ -325,33 +452,110 @@ impl UserInterface for TelegramUi {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volcanic_abstractions::messages::{UserBody, UserMessage};
 
-    #[test]
-    fn a_press_answers_only_its_own_chat() {
-        let p = Pending::default();
-        let (tx, mut rx) = oneshot::channel();
-        let here = Target {
-            chat_id: 1,
-            thread: None,
+    const TOPIC: Target = Target {
+        chat_id: -100,
+        thread: Some(5),
+    };
+
+    fn ask(p: &Pending, req: u64, at: Target) -> oneshot::Receiver<String> {
+        let (tx, rx) = oneshot::channel();
+        let question = Question {
+            at,
+            options: vec!["Allow".into(), "Block".into()],
+            asked_for: p.asker(at),
+            tx,
         };
         p.buttons
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(7, (here, vec!["Allow".into(), "Block".into()], tx));
-        assert_eq!(
-            p.press(
-                Target {
-                    chat_id: 2,
-                    thread: None
-                },
-                "ui:7:0"
-            ),
-            None
-        );
-        assert_eq!(p.press(here, "ui:7:9"), None);
-        assert_eq!(p.press(here, "ui:7:1").as_deref(), Some("Block"));
+            .insert(req, question);
+        rx
+    }
+
+    fn started(text: &str) -> AgentSessionEvent {
+        AgentSessionEvent::MessageStart {
+            message: Message::User(UserMessage {
+                content: UserBody::Text(text.into()),
+                timestamp: 0,
+            }),
+        }
+    }
+
+    fn ann() -> Asker {
+        Asker {
+            id: 7,
+            name: "Ann".into(),
+        }
+    }
+
+    #[test]
+    fn a_press_answers_only_in_its_own_chat_and_topic_and_once() {
+        let p = Pending::default();
+        let here = Target {
+            chat_id: 1,
+            thread: None,
+        };
+        let mut rx = ask(&p, 7, here);
+        let other_chat = Target {
+            chat_id: 2,
+            thread: None,
+        };
+        assert_eq!(p.press(other_chat, 2, true, "ui:7:0"), Press::Elsewhere);
+        let other_topic = Target {
+            chat_id: 1,
+            thread: Some(3),
+        };
+        assert_eq!(p.press(other_topic, 1, true, "ui:7:0"), Press::Elsewhere);
+        assert_eq!(p.press(here, 1, false, "ui:7:9"), Press::Nothing);
+        assert_eq!(p.press(here, 1, false, "ui:7:1"), Press::Answered("Block".into()));
         assert_eq!(rx.try_recv().ok().as_deref(), Some("Block"));
-        assert_eq!(p.press(here, "ui:7:0"), None, "answered once");
+        assert_eq!(p.press(here, 1, false, "ui:7:0"), Press::Nothing, "answered once");
+    }
+
+    #[test]
+    fn a_question_is_for_the_sender_of_the_prompt_at_work_or_an_owner() {
+        let p = Pending::default();
+        p.queue_asker(TOPIC, "[Mon] Ann\nclean up", ann());
+        let bob = Asker {
+            id: 8,
+            name: "Bob".into(),
+        };
+        p.queue_asker(TOPIC, "[Mon] Bob\nand then?", bob);
+        p.follow(TOPIC, &started("[Mon] Ann\nclean up"));
+        let mut rx = ask(&p, 1, TOPIC);
+        assert_eq!(p.press(TOPIC, 8, false, "ui:1:0"), Press::NotFor(Some("Ann".into())));
+        assert!(rx.try_recv().is_err(), "the question stays open");
+        assert_eq!(p.press(TOPIC, 7, false, "ui:1:0"), Press::Answered("Allow".into()));
+        // Bob's follow-up is taken: his run's questions are his, and an owner's to answer.
+        p.follow(TOPIC, &started("[Mon] Bob\nand then?"));
+        let _rx = ask(&p, 2, TOPIC);
+        assert_eq!(p.press(TOPIC, 7, false, "ui:2:1"), Press::NotFor(Some("Bob".into())));
+        assert_eq!(p.press(TOPIC, 1, true, "ui:2:1"), Press::Answered("Block".into()));
+    }
+
+    #[test]
+    fn a_question_for_nobody_is_the_private_chats_user_or_an_owners() {
+        let p = Pending::default();
+        p.queue_asker(TOPIC, "[Mon] Ann\nclean up", ann());
+        p.follow(TOPIC, &started("[Mon] Ann\nclean up"));
+        p.follow(TOPIC, &AgentSessionEvent::AgentSettled);
+        // A scheduled job's prompt, handed in by no one.
+        p.follow(TOPIC, &started("a job"));
+        let _rx = ask(&p, 1, TOPIC);
+        assert_eq!(p.press(TOPIC, 7, false, "ui:1:0"), Press::NotFor(None));
+        assert_eq!(p.press(TOPIC, 1, true, "ui:1:0"), Press::Answered("Allow".into()));
+        let private = Target {
+            chat_id: 42,
+            thread: None,
+        };
+        let _rx = ask(&p, 2, private);
+        assert_eq!(p.press(private, 42, false, "ui:2:1"), Press::Answered("Block".into()));
+        assert!(
+            p.askers.lock().unwrap_or_else(|e| e.into_inner()).is_empty(),
+            "nothing kept"
+        );
     }
 
     #[test]

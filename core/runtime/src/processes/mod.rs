@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! inherit the host environment (unless options.inherit = false)
-//!   → filter: deny-list, allow-list, variables whose value contains a known secret
+//!   → filter: deny-list (names; and any value holding a URL with a password), allow-list,
+//!     variables whose value contains a known secret
 //!   → explicit request.env (never filtered; None removes a variable)
 //!   → TZ from request.time_zone
 //!   → host hooks, in order (an Err fails the spawn with ProcessSpawnError)

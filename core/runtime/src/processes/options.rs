@@ -3,20 +3,26 @@
 use volcanic_abstractions::processes::ProcessSpawnHook;
 
 /// Name patterns removed from every child environment by default (case-insensitive, `*` matches
-/// any run of characters): the usual secret suffixes, their .NET-style `Section__Key` forms, and a
-/// few well-known names.
+/// any run of characters): the usual secret suffixes (`*_KEY` covers `*_API_KEY`, `*_PRIVATE_KEY`,
+/// `AWS_SECRET_ACCESS_KEY`, and also key ids such as `GPG_KEY`: a name that says key is treated as
+/// one), their .NET-style `Section__Key` forms, and a few well-known names (`SSH_AUTH_SOCK` hands
+/// out the user's SSH keys to whoever can reach the agent's socket). Variables whose value is a
+/// URL with a password are removed whatever their name (the policy's value rule).
 pub const DEFAULT_DENY: &[&str] = &[
-    "*_API_KEY",
+    "*_KEY",
     "*_TOKEN",
     "*_SECRET",
     "*_PASSWORD",
+    "*_CREDENTIALS",
+    "*_PAT",
+    "*_DSN",
     "*__ApiKey",
     "*__Token",
     "*__Secret",
     "*__Password",
     "TELEGRAM_BOT_TOKEN",
     "GOOGLE_CLIENT_SECRET",
-    "AWS_SECRET_ACCESS_KEY",
+    "SSH_AUTH_SOCK",
 ];
 
 /// How the environment of agent-requested processes is built.

@@ -21,6 +21,30 @@ fn host_environment() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Whether an inherited variable is a credential by its name (`deny`) or by its value (a URL
+/// with a password, [`holds_url_password`]); its value then also counts as a secret.
+fn denied(deny: &[NamePattern], name: &str, value: &str) -> bool {
+    any_matches(deny, name) || holds_url_password(value)
+}
+
+/// Whether `value` holds a URL with a password anywhere in it (`scheme://user:password@host`,
+/// also `redis://:password@host` or one of several URLs in a list; RFC 3986 `userinfo`): such a
+/// variable (`DATABASE_URL`, `HTTPS_PROXY`, `PIP_INDEX_URL`) is a credential whatever its name.
+/// A user name alone (`ssh://git@host`) or an empty password is not.
+pub(crate) fn holds_url_password(value: &str) -> bool {
+    value.match_indices("://").any(|(at, sep)| {
+        let rest = &value[at + sep.len()..];
+        let authority = rest
+            .split(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .next()
+            .unwrap_or_default();
+        authority
+            .rsplit_once('@')
+            .and_then(|(userinfo, _)| userinfo.split_once(':'))
+            .is_some_and(|(_, password)| !password.is_empty())
+    })
+}
+
 /// The process policy: `inherit → filter (deny, allow, secret values) → request.env → TZ → host
 /// hooks → sandbox`. See the [module docs](super) for the rules.
 pub struct ProcessSpawnPolicy {
@@ -57,7 +81,7 @@ impl ProcessSpawnPolicy {
         let redactor = Arc::new(Redactor::with_secrets(&secret_values));
         let seeded = env_source()
             .into_iter()
-            .filter(|(name, value)| any_matches(&deny, name) && is_host_secret(value))
+            .filter(|(name, value)| denied(&deny, name, value) && is_host_secret(value))
             .map(|(_, value)| value);
         redactor.add_all(seeded);
         ProcessSpawnPolicy {
@@ -84,9 +108,10 @@ impl ProcessSpawnPolicy {
         Arc::clone(&self.redactor)
     }
 
-    /// Whether an inherited variable survives the filter (deny-list, allow-list, secret values).
+    /// Whether an inherited variable survives the filter (deny-list, a URL with a password,
+    /// allow-list, secret values).
     pub fn keeps_inherited(&self, name: &str, value: &str) -> bool {
-        if any_matches(&self.deny, name) {
+        if denied(&self.deny, name, value) {
             return false;
         }
         if let Some(allow) = &self.allow

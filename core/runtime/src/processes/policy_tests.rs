@@ -3,7 +3,7 @@ use pretty_assertions::assert_eq;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use volcanic_abstractions::processes::{
-    ProcessPurpose, ProcessSpawnHook, ProcessSpawnPolicy as _, ProcessSpawnRequest,
+    ProcessPurpose, ProcessSpawnHook, ProcessSpawnPolicy as _, ProcessSpawnRequest, SecretRedactor as _,
 };
 
 fn source(vars: &[(&str, &str)]) -> EnvSource {
@@ -49,6 +49,99 @@ fn deny_list_removes_secret_suffixes_their_section_forms_and_known_names_ignorin
         ],
     );
     assert_eq!(names(&env), vec!["HOME", "PATH", "TOKENIZER"]);
+}
+
+#[test]
+fn keys_credentials_pats_dsns_agent_sockets_and_urls_with_a_password_are_denied() {
+    let env = prepared(
+        ProcessEnvironmentOptions::default(),
+        &[
+            ("FOO_API_KEY", "k1"),
+            ("SSH_PRIVATE_KEY", "-----BEGIN"),
+            ("GPG_KEY", "A035C8C19219BA821ECEA86B64E628F8D684696D"),
+            ("Payments__Key", "k2"),
+            ("X_CREDENTIALS", "c"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/etc/sa.json"),
+            ("GH_PAT", "github_pat_1"),
+            ("DB_DSN", "host=db user=app"),
+            ("SENTRY_DSN", "https://abc@o1.ingest.sentry.io/2"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("PROXY_URL", "http://u:p@h"),
+            ("DATABASE_URL", "postgres://app:hunter2@db:5432/app"),
+            ("CACHE", "redis://:pw@cache:6379/0"),
+            ("MIRRORS", "https://a.example/simple https://me:tok@b.example/simple"),
+            // What legitimately stays: the basics, and URLs and names that only look close.
+            ("PATH", "/usr/local/bin:/usr/bin"),
+            ("HOME", "/home/u"),
+            ("TZ", "Europe/Berlin"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C.UTF-8"),
+            ("TERM", "xterm-256color"),
+            ("SHELL", "/bin/bash"),
+            ("USER", "u"),
+            ("LD_LIBRARY_PATH", "/opt/lib"),
+            ("SSH_CONNECTION", "10.0.0.1 5 10.0.0.2 22"),
+            ("KEYMAP", "us"),
+            ("PAGER", "less"),
+            ("NO_PROXY", "localhost,127.0.0.1"),
+            ("HTTP_PROXY", "http://proxy:3128"),
+            ("REPO", "ssh://git@github.com/o/r.git"),
+            ("DOCS", "https://example.com/a?x=1:2@3"),
+            ("EMPTY_PW", "ftp://anonymous:@ftp.example"),
+        ],
+    );
+    assert_eq!(
+        names(&env),
+        vec![
+            "DOCS",
+            "EMPTY_PW",
+            "HOME",
+            "HTTP_PROXY",
+            "KEYMAP",
+            "LANG",
+            "LC_ALL",
+            "LD_LIBRARY_PATH",
+            "NO_PROXY",
+            "PAGER",
+            "PATH",
+            "REPO",
+            "SHELL",
+            "SSH_CONNECTION",
+            "TERM",
+            "TZ",
+            "USER",
+        ]
+    );
+}
+
+#[test]
+fn the_value_of_a_url_with_a_password_is_redacted_like_a_denied_variables() {
+    let policy = ProcessSpawnPolicy::with_env_source(
+        ProcessEnvironmentOptions::default(),
+        source(&[("UPSTREAM", "postgres://app:hunter2-long@db/app")]),
+    );
+    let out = policy
+        .secret_redactor()
+        .redact("dsn was postgres://app:hunter2-long@db/app");
+    assert!(!out.contains("hunter2-long"), "{out}");
+}
+
+#[test]
+fn urls_with_a_password_are_found_anywhere_in_a_value() {
+    for (value, has) in [
+        ("http://u:p@h", true),
+        ("postgres://:secret@db", true),
+        ("a b https://u:p@h/x c", true),
+        ("https://u:p:q@h", true),
+        ("http://h:8080/x", false),
+        ("ssh://git@host/r", false),
+        ("http://u:@h", false),
+        ("https://h/p?q=u:p@x", false),
+        ("user:pass@host", false),
+        ("", false),
+    ] {
+        assert_eq!(super::policy::holds_url_password(value), has, "{value}");
+    }
 }
 
 #[test]
