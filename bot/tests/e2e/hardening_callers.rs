@@ -74,7 +74,13 @@ fn env_with_markers(model: &ModelServer, config: &str) -> (Env, PathBuf) {
     std::fs::create_dir_all(&markers).unwrap();
     let file = env.dir.path().join("volcanic.toml");
     let mut text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.trim_end().rsplit("\n[").next().is_some_and(|t| t.starts_with("sandbox]")), "{text}");
+    assert!(
+        text.trim_end()
+            .rsplit("\n[")
+            .next()
+            .is_some_and(|t| t.starts_with("sandbox]")),
+        "{text}"
+    );
     text.push_str(&format!("write_paths = [{:?}]\n", markers.display().to_string()));
     std::fs::write(&file, text).unwrap();
     (env, markers)
@@ -274,20 +280,19 @@ async fn a_context_flood_keeps_at_most_the_bound_of_live_sessions_per_caller() {
     let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_CAROL", CAROL)]);
     let base = format!("http://127.0.0.1:{port}");
     wait_card(&base, &bot).await;
-    // 30 messages without a contextId: each opens a context of its own.
-    let floods = (0..30).map(|i| {
-        let base = base.clone();
-        async move {
-            rpc(
-                &base,
-                CAROL,
-                "SendMessage",
-                send(&format!("flood {i}"), json!({}), false),
-            )
-            .await
-        }
-    });
-    let answers = futures::future::join_all(floods).await;
+    // 30 messages without a contextId: each opens a context of its own. Two waves of 15, so the
+    // caller's cap on tasks running at once (16) never answers for the context bound.
+    let mut answers = Vec::new();
+    for wave in 0..2 {
+        let floods = (0..15).map(|i| {
+            let base = base.clone();
+            async move {
+                let text = format!("flood {wave}-{i}");
+                rpc(&base, CAROL, "SendMessage", send(&text, json!({}), false)).await
+            }
+        });
+        answers.extend(futures::future::join_all(floods).await);
+    }
     let completed = answers
         .iter()
         .filter(|r| r["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED")
