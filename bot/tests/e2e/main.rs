@@ -22,6 +22,7 @@ mod poison;
 mod questions;
 mod responses;
 mod sandbox;
+mod sandbox_callers;
 mod sandbox_modes;
 mod sandbox_support;
 mod sandbox_work;
