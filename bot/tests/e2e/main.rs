@@ -24,6 +24,7 @@ mod responses;
 mod sandbox;
 mod sandbox_callers;
 mod sandbox_modes;
+mod sandbox_network;
 mod sandbox_support;
 mod sandbox_work;
 mod scheduler;
