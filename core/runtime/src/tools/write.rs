@@ -1,6 +1,7 @@
 //! The built-in `write` tool.
 
-use super::paths::{check_reach, resolve_path};
+use super::open::{Access, open_within, replace_content};
+use super::paths::resolve_path;
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -55,14 +56,13 @@ impl TypedTool for WriteTool {
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
         let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
-        check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, true)?;
-        let write = async {
-            if let Some(parent) = absolute.parent() {
-                tokio::fs::create_dir_all(parent).await?;
-            }
-            tokio::fs::write(&absolute, args.content.as_bytes()).await
-        };
-        until_cancelled(&cancel, write)
+        let file = open_within(
+            invocation.ctx.file_boundary().as_ref(),
+            &absolute,
+            Access::Write,
+            &args.path,
+        )?;
+        until_cancelled(&cancel, replace_content(file, args.content.as_bytes()))
             .await?
             .map_err(|e| io_error("write", &args.path, &e))?;
         Ok(ToolResult::text(format!(
