@@ -5,8 +5,7 @@
 //! BOM are kept: matching happens on LF-normalised text.
 
 use super::diff::line_diff;
-use super::open::{Access, open_within, read_to_end, replace_content};
-use super::paths::resolve_path;
+use super::open::{Access, open_argument, read_to_end, replace_content};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -82,13 +81,7 @@ impl TypedTool for EditTool {
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
-        let file = open_within(
-            invocation.ctx.file_boundary().as_ref(),
-            &absolute,
-            Access::ReadWrite,
-            &args.path,
-        )?;
+        let file = open_argument(&*invocation.ctx, &args.path, Access::ReadWrite)?;
         let rewrite = file.try_clone().map_err(|e| io_error("write", &args.path, &e))?;
         let bytes = until_cancelled(&cancel, read_to_end(file))
             .await?

@@ -7,12 +7,14 @@
 
 use super::io_error;
 use super::paths::check_reach;
+use crate::skill_hooks::normalize;
 use nix::libc;
 use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+use volcanic_abstractions::extensions::ExtensionContext;
 use volcanic_abstractions::processes::FileBoundary;
 use volcanic_abstractions::tools::ToolError;
 
@@ -71,6 +73,14 @@ pub fn open_within(
     open_pinned(boundary, path, access, shown)
 }
 
+/// The tool argument `path` (as the model wrote it) resolved against the session's working
+/// directory ([`resolve_path`](super::resolve_path)) and opened for `access` within the
+/// session's file boundary ([`open_within`]).
+pub(crate) fn open_argument(ctx: &dyn ExtensionContext, path: &str, access: Access) -> Result<File, ToolError> {
+    let absolute = super::resolve_path(&ctx.cwd(), path);
+    open_within(ctx.file_boundary().as_ref(), &absolute, access, path)
+}
+
 /// Everything in `file`, from its start.
 pub async fn read_to_end(file: File) -> std::io::Result<Vec<u8>> {
     use tokio::io::AsyncReadExt;
@@ -124,7 +134,7 @@ pub(crate) fn open_pinned(
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 let link =
                     std::fs::read_link(fd_path(&folder).join(name)).map_err(|e| io_error(verb(access), shown, &e))?;
-                target = lexical(&real_folder.join(link));
+                target = normalize(&real_folder.join(link));
             }
             Err(e) => return Err(io_error(verb(access), shown, &e)),
         }
@@ -186,21 +196,6 @@ fn pin_folder(dir: &Path, create: bool) -> std::io::Result<File> {
 /// `/proc/self/fd/<n>` of `file`: opening a name beneath it looks the name up in that very folder.
 fn fd_path(file: &File) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
-}
-
-/// `path` with `.` and `..` folded by name (a link's target, relative to its real folder).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 fn verb(access: Access) -> &'static str {

@@ -1,7 +1,6 @@
 //! The built-in `write` tool.
 
-use super::open::{Access, open_within, replace_content};
-use super::paths::resolve_path;
+use super::open::{Access, open_argument, replace_content};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -55,13 +54,7 @@ impl TypedTool for WriteTool {
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
-        let file = open_within(
-            invocation.ctx.file_boundary().as_ref(),
-            &absolute,
-            Access::Write,
-            &args.path,
-        )?;
+        let file = open_argument(&*invocation.ctx, &args.path, Access::Write)?;
         until_cancelled(&cancel, replace_content(file, args.content.as_bytes()))
             .await?
             .map_err(|e| io_error("write", &args.path, &e))?;
