@@ -120,7 +120,9 @@ pub(crate) fn open_pinned(
         let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
             return Err(refused("it is not a file".into()));
         };
-        let folder = pin_folder(parent, access == Access::Write).map_err(|e| io_error(verb(access), shown, &e))?;
+        let may_create = |real: &Path| boundary.allows(real, true);
+        let create = (access == Access::Write).then_some(&may_create as &dyn Fn(&Path) -> bool);
+        let folder = pin_folder(parent, create).map_err(|e| io_error(verb(access), shown, &e))?;
         let real_folder = std::fs::read_link(fd_path(&folder)).map_err(|e| io_error(verb(access), shown, &e))?;
         let real = real_folder.join(name);
         if !boundary.allows(&real, access.writes()) {
@@ -155,17 +157,18 @@ fn checked(file: File, real: &Path, refused: impl Fn(String) -> ToolError) -> Re
 
 /// An `O_PATH` descriptor of the folder `dir` (symbolic links in it followed: the caller checks
 /// where it ended up). With `create`, missing folders are made one by one inside the pinned
-/// existing one, never through a link.
-fn pin_folder(dir: &Path, create: bool) -> std::io::Result<File> {
+/// existing one, never through a link, and only where `create` allows the pinned folder's real
+/// path (nothing is made outside the boundary, even empty).
+fn pin_folder(dir: &Path, create: Option<&dyn Fn(&Path) -> bool>) -> std::io::Result<File> {
     let open = |p: &Path, flags: libc::c_int| {
         OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | flags)
             .open(p)
     };
-    if !create {
+    let Some(may_create) = create else {
         return open(dir, 0);
-    }
+    };
     let mut existing = dir;
     let mut missing: Vec<&OsStr> = Vec::new();
     let mut folder = loop {
@@ -182,6 +185,13 @@ fn pin_folder(dir: &Path, create: bool) -> std::io::Result<File> {
         }
     };
     for name in missing.into_iter().rev() {
+        let real = std::fs::read_link(fd_path(&folder))?;
+        if !may_create(&real.join(name)) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{} is outside the sandbox's boundary", real.display()),
+            ));
+        }
         let inside = fd_path(&folder).join(name);
         match std::fs::create_dir(&inside) {
             Ok(()) => {}

@@ -81,6 +81,11 @@ fn a_link_swapped_in_between_the_check_and_the_open_is_refused() {
     let e = open_pinned(&p.boundary, &p.ws.join("sub/f"), Access::ReadWrite, "sub/f").unwrap_err();
     assert!(e.to_string().contains("resolves to"), "{e}");
     assert_eq!(std::fs::read_to_string(p.outside.join("f")).unwrap(), SECRET);
+    // Missing folders of a new file are not made through the swapped link, not even empty ones.
+    check_reach(b, &p.ws.join("sub/new/g"), true).unwrap_err();
+    let e = open_pinned(&p.boundary, &p.ws.join("sub/new/g"), Access::Write, "sub/new/g").unwrap_err();
+    assert!(e.to_string().contains("denied"), "{e}");
+    assert!(!p.outside.join("new").exists());
 }
 
 #[test]
