@@ -25,9 +25,11 @@ pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
     models.register_provider(volcanic_openai::registration()?);
     // No catalogue of its own: the `openai` catalogue's reasoning models use the Responses API.
     models.register_provider(volcanic_openai_responses::registration()?);
-    // `claude -p` on the owner's Claude login (opt-in); outside the process policy on purpose.
+    // `claude -p` on the owner's Claude login (opt-in): its own environment, but confined by
+    // the same sandbox as every agent process (said at start by `process_policy`).
     if let Some(claude_code) = &config.claude_code {
-        models.register_provider(volcanic_claude_code::registration(claude_code.clone()));
+        let sandbox = seam(landlock_sandbox(config, KernelSupport::probe()));
+        models.register_provider(volcanic_claude_code::registration(claude_code.clone(), sandbox));
     }
     for p in &config.providers {
         models
@@ -120,13 +122,23 @@ pub fn process_policy(config: &Config) -> Arc<ProcessSpawnPolicy> {
     let mut options = ProcessEnvironmentOptions::default();
     secrets.apply(&mut options);
     let policy = ProcessSpawnPolicy::new(options);
-    match sandbox(config, KernelSupport::probe()) {
-        Ok(Some(sandbox)) => Arc::new(policy.with_sandbox(Arc::new(sandbox))),
-        Ok(None) => Arc::new(policy),
-        Err(e) => {
-            tracing::error!("{e:#}");
-            Arc::new(policy.with_sandbox(Arc::new(RefuseAll(format!("{e:#}")))))
-        }
+    let sandbox = sandbox(config, KernelSupport::probe());
+    if let Err(e) = &sandbox {
+        tracing::error!("{e:#}");
+    }
+    match seam(sandbox) {
+        Some(sandbox) => Arc::new(policy.with_sandbox(sandbox)),
+        None => Arc::new(policy),
+    }
+}
+
+/// The sandbox as the process seam takes it: `None` when off; one that refuses every spawn
+/// when it could not be built (closed, never silently open).
+fn seam(sandbox: anyhow::Result<Option<LandlockSandbox>>) -> Option<Arc<dyn ProcessSandbox>> {
+    match sandbox {
+        Ok(Some(sandbox)) => Some(Arc::new(sandbox)),
+        Ok(None) => None,
+        Err(e) => Some(Arc::new(RefuseAll(format!("{e:#}")))),
     }
 }
 
@@ -162,6 +174,27 @@ impl ProcessSandbox for RefuseAll {
 /// folders live in `<state_dir>/sandbox` when `state_dir` exists (the Telegram host), else in
 /// `~/.volcanic/sandbox` (the console, which keeps its state there).
 pub fn sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<Option<LandlockSandbox>> {
+    let sandbox = landlock_sandbox(config, support)?;
+    match (&sandbox, support.missing()) {
+        (None, _) => tracing::warn!(
+            "[sandbox] mode = \"off\": agent processes run unconfined, with every file and process of the \
+             bot's OS user in reach (docs/sandbox.md)"
+        ),
+        (Some(_), Some(missing)) => tracing::warn!(
+            "sandbox: {missing}; agent processes run with what the kernel offers (set [sandbox] mode = \
+             \"required\" to refuse this; docs/sandbox.md)"
+        ),
+        (Some(s), None) => tracing::info!(
+            landlock_abi = support.landlock_abi.unwrap_or(0),
+            network = ?s.network(),
+            "sandbox: every agent process confined (Landlock, seccomp, no capabilities)"
+        ),
+    }
+    Ok(sandbox)
+}
+
+/// [`sandbox`] without saying anything (for a second user of the same sandbox: `claude`).
+fn landlock_sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<Option<LandlockSandbox>> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut protected = vec![config.state_dir.clone()];
     protected.extend(home.clone());
@@ -186,23 +219,7 @@ pub fn sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<Option
         protected,
         temp_root,
     };
-    let sandbox = LandlockSandbox::new(settings, support).context("config key `sandbox.mode`")?;
-    match (&sandbox, support.missing()) {
-        (None, _) => tracing::warn!(
-            "[sandbox] mode = \"off\": agent processes run unconfined, with every file and process of the \
-             bot's OS user in reach (docs/sandbox.md)"
-        ),
-        (Some(_), Some(missing)) => tracing::warn!(
-            "sandbox: {missing}; agent processes run with what the kernel offers (set [sandbox] mode = \
-             \"required\" to refuse this; docs/sandbox.md)"
-        ),
-        (Some(s), None) => tracing::info!(
-            landlock_abi = support.landlock_abi.unwrap_or(0),
-            network = ?s.network(),
-            "sandbox: every agent process confined (Landlock, seccomp, no capabilities)"
-        ),
-    }
-    Ok(sandbox)
+    LandlockSandbox::new(settings, support).context("config key `sandbox.mode`")
 }
 
 /// The session factory for a host.

@@ -19,7 +19,12 @@
 //! - anything else: a streamed thinking and text answer.
 //!
 //! The answer reads `fake claude (<new|resumed> session <id>, model <m>, TZ <tz>, cwd <dir>): <the
-//! prompt's last line>`, so a test can see the flags' effect; `--resume <id>` keeps `<id>`.
+//! prompt's last line>`, so a test can see the flags' effect; `--resume <id>` keeps `<id>`. Two
+//! markers add to it (for the sandbox's tests), as Claude's own tools would act:
+//!
+//! - `[read <path>]`: ` | read <path>: <its content, or error: <why>>`;
+//! - `[state]`: writes and reads back `fake-state` in its own config folder (`CLAUDE_CONFIG_DIR`,
+//!   else `$HOME/.claude`): ` | state: ok`, or ` | state: error: <why>`.
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -33,6 +38,7 @@ pub const ALLOWED_ENV: &[&str] = &[
     "HOME",
     "LANG",
     "TZ",
+    "TMPDIR",
     "CLAUDE_CODE_OAUTH_TOKEN",
     "CLAUDE_CONFIG_DIR",
 ];
@@ -99,10 +105,11 @@ pub fn run(
     );
     let last_line = stdin.trim().lines().last().unwrap_or_default().to_owned();
     let answer = format!(
-        "fake claude ({} session {session}, model {model}, TZ {}, cwd {}): {last_line}",
+        "fake claude ({} session {session}, model {model}, TZ {}, cwd {}): {last_line}{}",
         if resume.is_some() { "resumed" } else { "new" },
         env.get("TZ").map_or("unset", String::as_str),
         cwd(),
+        file_work(stdin, env),
     );
     if stdin.contains("[crash]") {
         let _ = writeln!(err, "fake claude: crashed on purpose");
@@ -177,6 +184,30 @@ pub fn run(
     emit(partial(json!({"type": "message_stop"})));
     emit(result(&session, false, "success", &answer));
     0
+}
+
+/// What the `[read <path>]` and `[state]` markers of `stdin` did, as the answer's suffix.
+fn file_work(stdin: &str, env: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    if let Some(path) = stdin.split("[read ").nth(1).and_then(|rest| rest.split(']').next()) {
+        let got = std::fs::read_to_string(path).map_or_else(|e| format!("error: {e}"), |t| t.trim().to_owned());
+        out.push_str(&format!(" | read {path}: {got}"));
+    }
+    if stdin.contains("[state]") {
+        let dir = env
+            .get("CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".claude")));
+        let file = dir.map(|d| d.join("fake-state"));
+        let done = match &file {
+            Some(file) => std::fs::write(file, "kept")
+                .and_then(|()| std::fs::read_to_string(file))
+                .map_or_else(|e| format!("error: {e}"), |t| format!("ok ({t})")),
+            None => "error: neither CLAUDE_CONFIG_DIR nor HOME is set".to_owned(),
+        };
+        out.push_str(&format!(" | state: {done}"));
+    }
+    out
 }
 
 fn cwd() -> String {

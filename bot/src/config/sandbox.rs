@@ -27,7 +27,8 @@ pub struct SandboxConfig {
     pub network: NetworkPolicy,
     /// `read_paths`: extra read/execute paths (toolchains, `~/.cargo`).
     pub read_paths: Vec<PathBuf>,
-    /// `write_paths`: extra read-write paths (package caches, `~/.claude`).
+    /// `write_paths`: extra read-write paths for every agent process (package caches; `claude`
+    /// gets its own login folder without them, docs/sandbox.md).
     pub write_paths: Vec<PathBuf>,
     /// The config file, when one was read: its folder is closed to agent processes.
     pub config_file: Option<PathBuf>,

@@ -82,3 +82,54 @@ async fn a_chat_on_claude_code_gets_its_answer_and_resumes_the_session() {
     assert!(model.requests().is_empty(), "the model server was called");
     drop(bot);
 }
+
+/// `claude` runs confined like every agent process (`[sandbox] mode = "required"`): Claude's own
+/// tools (the fake's `[read <path>]`) read the chat's workspace but nothing of the bot's state,
+/// another chat, the config folder, the bot user's home or the bot's environment; its own login
+/// folder `~/.claude` stays readable and writable; no planted secret appears anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_reaches_its_workspace_and_login_folder_and_nothing_else() {
+    use crate::sandbox_support::{IN_BOT_ENV, IN_CONFIG_DIR, IN_HOME, IN_OTHER_CHAT, IN_STATE, Rig};
+    let fake = volcanic_testkit::fake_claude::path().unwrap_or_else(|e| panic!("the fake claude is needed: {e}"));
+    let sections = format!("[providers.claude-code]\ncommand = \"{}\"\n", fake.display());
+    let rig = Rig::start_on("claude-code/sonnet", &sections, "mode = \"required\"", &[]).await;
+    let home = rig.env.home();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(rig.workspace().join("notes.txt"), "own notes").unwrap();
+    let dir = rig.env.dir.path().display().to_string();
+    let bot = rig.bot.child.id();
+    let refused = [
+        (format!("{dir}/data/secret.txt"), IN_STATE),
+        (format!("../{FRIEND}/notes.txt"), IN_OTHER_CHAT),
+        (format!("{dir}/config/notes"), IN_CONFIG_DIR),
+        (format!("{}/.ssh/id_ed25519", home.display()), IN_HOME),
+        (format!("/proc/{bot}/environ"), IN_BOT_ENV),
+    ];
+    let mut n = 0;
+    let mut ask = |text: String| {
+        n += 1;
+        rig.tg.push_update(updates::text_message(OWNER, OWNER, &text));
+        n
+    };
+    for (path, secret) in &refused {
+        let n = ask(format!("[read {path}]"));
+        let answer = nth_text(&rig.tg, OWNER, "fake claude (", n, &rig.bot).await;
+        assert!(
+            answer.contains(&format!("read {path}: error: Permission denied")),
+            "claude read {path}: {answer}"
+        );
+        assert!(!answer.contains(secret), "{answer}");
+    }
+    let n = ask("[read notes.txt] [state]".to_owned());
+    let answer = nth_text(&rig.tg, OWNER, "fake claude (", n, &rig.bot).await;
+    assert!(
+        answer.ends_with("| read notes.txt: own notes | state: ok (kept)"),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".claude/fake-state")).unwrap(),
+        "kept"
+    );
+    assert!(rig.model.requests().is_empty(), "the model server was called");
+    rig.assert_no_secret_anywhere();
+}

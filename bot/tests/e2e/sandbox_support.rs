@@ -51,9 +51,15 @@ pub struct Rig {
 impl Rig {
     /// Starts the bot with `[sandbox]` lines `sandbox` and `vars` in its environment.
     pub async fn start(sandbox: &str, vars: &[(&str, &str)]) -> Rig {
+        Rig::start_on(DEFAULT_MODEL, "", sandbox, vars).await
+    }
+
+    /// [`start`](Self::start) with the chats on `model_key` and `sections` (TOML sections such
+    /// as `[providers.claude-code]`) added to the config.
+    pub async fn start_on(model_key: &str, sections: &str, sandbox: &str, vars: &[(&str, &str)]) -> Rig {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
-        let (env, config_file) = plant(&model, &tg, sandbox);
+        let (env, config_file) = plant(&model, &tg, &format!("{sandbox}\n{sections}"), model_key);
         let bot = start_bot(&env, &config_file, vars);
         Rig { model, tg, env, bot }
     }
@@ -113,13 +119,16 @@ impl Rig {
     }
 }
 
-/// A config with `[sandbox]` lines `sandbox` for the doubles, and the secrets planted; returns
-/// the place and the config file.
-fn plant(model: &ModelServer, tg: &BotApiServer, sandbox: &str) -> (Env, PathBuf) {
+/// The chats' model unless a test says otherwise.
+const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-5";
+
+/// A config on `model_key` with `[sandbox]` lines `sandbox` (further sections may follow them)
+/// for the doubles, and the secrets planted; returns the place and the config file.
+fn plant(model: &ModelServer, tg: &BotApiServer, sandbox: &str, model_key: &str) -> (Env, PathBuf) {
     let env = Env::new(&model.url(), "");
     let dir = env.dir.path();
     let config = format!(
-        "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\n\
+        "model = \"{model_key}\"\nharden_process = false\n\
          state_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n# {IN_CONFIG_DIR}\n{telegram}\n\
          [providers.anthropic]\nbase_url = \"{url}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
          [sandbox]\n{sandbox}\n",
@@ -151,7 +160,7 @@ pub async fn doctor(sandbox: &str, vars: &[(&str, &str)]) -> String {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::reply("ok"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let (env, config_file) = plant(&model, &tg, sandbox);
+    let (env, config_file) = plant(&model, &tg, sandbox, DEFAULT_MODEL);
     let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
     c.arg("--config")
         .arg(&config_file)

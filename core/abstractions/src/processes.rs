@@ -35,6 +35,9 @@ pub enum ProcessPurpose {
     McpServer,
     /// A scheduler watcher script.
     Watcher,
+    /// A provider's own program that runs the model (`claude` for the Claude Code provider):
+    /// it gets the environment its provider builds, not the filtered host environment.
+    ModelProcess,
     /// Anything else.
     Other,
 }
@@ -64,6 +67,12 @@ pub struct ProcessSpawnRequest {
     /// caller knows it and it differs from `cwd` (a skill hook runs in its skill's folder);
     /// `None`: the sandbox derives it from `cwd`.
     pub workspace: Option<PathBuf>,
+    /// Extra paths this process may read and execute beyond the system and its workspace (its
+    /// own program when installed elsewhere), set by host code, never from agent input.
+    pub read_paths: Vec<PathBuf>,
+    /// Extra paths this process may read and write (its program's own state, e.g. `~/.claude`
+    /// for `claude`), set by host code, never from agent input; missing paths are skipped.
+    pub write_paths: Vec<PathBuf>,
 }
 
 impl ProcessSpawnRequest {
@@ -80,6 +89,8 @@ impl ProcessSpawnRequest {
             scope: None,
             session_id: None,
             workspace: None,
+            read_paths: Vec::new(),
+            write_paths: Vec::new(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! read from the call's context.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use volcanic_abstractions::{AssistantContent, AssistantMessage, Message, ProviderContext, StreamOptions, UserContent};
 use volcanic_provider_support::{branch_summary_text, compaction_summary_text};
@@ -66,6 +66,11 @@ pub(crate) struct Invocation {
     pub(crate) stdin: String,
     /// The `--resume` id, if any.
     pub(crate) resume: Option<String>,
+    /// What the sandbox opens for `claude` besides its workspace: its executable (read) and
+    /// its own state (read-write), see [`claude_paths`].
+    pub(crate) read_paths: Vec<PathBuf>,
+    /// See [`read_paths`](Self::read_paths).
+    pub(crate) write_paths: Vec<PathBuf>,
 }
 
 /// The run for `model_id` and `context`, in the session's working directory and time zone
@@ -108,13 +113,40 @@ pub(crate) fn invocation(
     }
     let cwd = options.cwd.clone();
     let stdin = prompt(&context.messages, resume.is_some());
+    let (read_paths, write_paths) = claude_paths(&config.command, &vars);
     Invocation {
         args,
         env: vars,
         cwd,
         stdin,
         resume,
+        read_paths,
+        write_paths,
     }
+}
+
+/// What `claude` needs beyond its workspace when it runs confined (docs/sandbox.md, "Claude
+/// Code"): `(read, read-write)`. Read: the executable `command` (a path, or the first match on
+/// `PATH`), for an install outside the system folders (`~/.local/bin/claude`; a Node install
+/// under the home needs its folder in `[sandbox] read_paths`). Read-write: its login and
+/// settings, `CLAUDE_CONFIG_DIR` when set, else `~/.claude` and `~/.claude.json`, from the
+/// environment `claude` gets.
+pub(crate) fn claude_paths(command: &str, env: &BTreeMap<String, String>) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let executable = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        env.get("PATH").and_then(|path| {
+            std::env::split_paths(path)
+                .map(|dir| dir.join(command))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    let state = match (env.get("CLAUDE_CONFIG_DIR"), env.get("HOME")) {
+        (Some(dir), _) => vec![PathBuf::from(dir)],
+        (None, Some(home)) => vec![Path::new(home).join(".claude"), Path::new(home).join(".claude.json")],
+        (None, None) => Vec::new(),
+    };
+    (executable.into_iter().collect(), state)
 }
 
 /// The session to resume: the `response_id` of the latest `claude-code` answer, unless a

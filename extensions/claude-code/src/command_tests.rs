@@ -213,3 +213,30 @@ fn config_errors_say_what_to_write() {
     assert!(ClaudeCodeConfig::new(Some(" ".into()), None, None).is_err());
     assert!(ClaudeCodeConfig::new(None, None, Some(vec!["Read,Write".into()])).is_err());
 }
+
+#[test]
+#[allow(clippy::unwrap_used)]
+fn the_sandbox_opens_claudes_executable_and_its_own_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("claude"), "").unwrap();
+    let bin = dir.path().display().to_string();
+    let env = BTreeMap::from([
+        ("PATH".to_owned(), format!("/nonexistent:{bin}")),
+        ("HOME".to_owned(), "/home/bot".to_owned()),
+    ]);
+    let (read, write) = claude_paths("claude", &env);
+    assert_eq!(read, vec![dir.path().join("claude")]);
+    assert_eq!(
+        write,
+        vec![
+            PathBuf::from("/home/bot/.claude"),
+            PathBuf::from("/home/bot/.claude.json")
+        ]
+    );
+    let mut env = env;
+    env.insert("CLAUDE_CONFIG_DIR".into(), "/srv/claude".into());
+    let (read, write) = claude_paths("/opt/claude/bin/claude", &env);
+    assert_eq!(read, vec![PathBuf::from("/opt/claude/bin/claude")]);
+    assert_eq!(write, vec![PathBuf::from("/srv/claude")]);
+    assert_eq!(claude_paths("not-installed", &env).0, Vec::<PathBuf>::new());
+}

@@ -5,8 +5,11 @@
 //! - **Process.** `claude` runs in the session's working directory and time zone (the provider
 //!   contract's `StreamOptions::cwd` and `time_zone`), in its own process group (an abort kills the group), with
 //!   an allow-listed environment: `PATH`, `HOME`, Claude's own login variables
-//!   ([`PASSED_ENV`]) when set, and `TZ`; nothing of the bot's. It is outside the process policy
-//!   on purpose (`spec/architecture.md`): it runs the model, not the agent's commands.
+//!   ([`PASSED_ENV`]) when set, and `TZ`; nothing of the bot's (it does not take the process
+//!   policy's filtered environment). With the host's sandbox ([`registration`]) it runs confined
+//!   like every agent process: its workspace is the session's working directory, plus its
+//!   executable and its own login and settings (`CLAUDE_CONFIG_DIR`, else `~/.claude` and
+//!   `~/.claude.json`); it keeps the real `HOME` and gets the sandbox's private `TMPDIR`.
 //! - **Prompt.** The new user text goes on stdin (`claude -p` reads its prompt there when none is
 //!   given as an argument).
 //! - **Conversation.** `claude` keeps the conversation itself. Its session id (the `system`/`init`
@@ -32,6 +35,7 @@ pub use command::{PASSED_ENV, PermissionMode};
 pub use provider::ClaudeCodeProvider;
 
 use std::sync::Arc;
+use volcanic_abstractions::processes::ProcessSandbox;
 use volcanic_abstractions::provider::ProviderRegistration;
 use volcanic_abstractions::{Api, InputKind, Model, ModelCost};
 
@@ -132,12 +136,18 @@ pub fn models() -> Vec<Model> {
     .collect()
 }
 
-/// The `claude-code` provider with its models, for the model registry. No API key: `claude`
-/// uses its own login.
-pub fn registration(config: ClaudeCodeConfig) -> ProviderRegistration {
+/// The `claude-code` provider with its models, for the model registry, each `claude` confined
+/// by `sandbox` when given (the host's, as for every agent process). No API key: `claude` uses
+/// its own login.
+pub fn registration(config: ClaudeCodeConfig, sandbox: Option<Arc<dyn ProcessSandbox>>) -> ProviderRegistration {
+    let provider = ClaudeCodeProvider::new(config);
+    let provider = match sandbox {
+        Some(sandbox) => provider.with_sandbox(sandbox),
+        None => provider,
+    };
     ProviderRegistration {
         name: PROVIDER.into(),
-        provider: Arc::new(ClaudeCodeProvider::new(config)),
+        provider: Arc::new(provider),
         models: models(),
         api_key: None,
         api_key_env: None,

@@ -6,8 +6,12 @@ use futures::channel::mpsc::{UnboundedSender, unbounded};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::process::Stdio;
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
+use volcanic_abstractions::processes::{
+    ProcessPurpose, ProcessSandbox, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnRequest,
+};
 use volcanic_abstractions::{
     Api, AssistantMessage, AssistantMessageEvent as Ev, Model, Provider, ProviderContext, ProviderStream, StopReason,
     StreamOptions,
@@ -35,12 +39,21 @@ const LOGIN_HINT: &str = "log in: run `claude` once as the bot's user and use /l
 #[derive(Debug, Clone)]
 pub struct ClaudeCodeProvider {
     config: ClaudeCodeConfig,
+    sandbox: Option<Arc<dyn ProcessSandbox>>,
 }
 
 impl ClaudeCodeProvider {
-    /// A provider starting `claude` as `config` says.
+    /// A provider starting `claude` as `config` says, unconfined.
     pub fn new(config: ClaudeCodeConfig) -> Self {
-        ClaudeCodeProvider { config }
+        ClaudeCodeProvider { config, sandbox: None }
+    }
+
+    /// The same, with every `claude` confined by `sandbox` (the host's, as for the agent's own
+    /// processes): its workspace is the session's working directory; it also gets its
+    /// executable (read) and its login and settings (read-write; docs/sandbox.md).
+    pub fn with_sandbox(mut self, sandbox: Arc<dyn ProcessSandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// The settings in use.
@@ -60,8 +73,9 @@ impl Provider for ClaudeCodeProvider {
         let mapper = Mapper::new(model, now_ms());
         let _ = tx.unbounded_send(mapper.start());
         let command = self.config.command.clone();
+        let sandbox = self.sandbox.clone();
         tokio::spawn(async move {
-            let last = call(&command, run, mapper, &options, &tx).await;
+            let last = call(&command, sandbox.as_deref(), run, mapper, &options, &tx).await;
             let _ = tx.unbounded_send(last);
         });
         rx.boxed()
@@ -71,26 +85,45 @@ impl Provider for ClaudeCodeProvider {
 /// Runs one call, sending its events to `tx`; returns the terminal event.
 async fn call(
     command: &str,
+    sandbox: Option<&dyn ProcessSandbox>,
     run: Invocation,
     mut mapper: Mapper,
     options: &StreamOptions,
     tx: &UnboundedSender<Ev>,
 ) -> Ev {
-    let mut cmd = Command::new(command);
-    cmd.args(&run.args)
-        .env_clear()
-        .envs(&run.env)
-        .stdin(Stdio::piped())
+    let mut cmd = match prepared(command, sandbox, &run) {
+        Ok(context) => Command::from(context.to_group_command()),
+        Err(e) => {
+            return failed(
+                mapper,
+                tx,
+                StopReason::Error,
+                format!("Claude Code: the sandbox refused to start `{command}`: {e}"),
+            );
+        }
+    };
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    if let Some(dir) = &run.cwd {
-        cmd.current_dir(dir);
-    }
-    tracing::debug!(resume = run.resume.is_some(), "claude-code: starting claude");
+    tracing::debug!(
+        resume = run.resume.is_some(),
+        confined = sandbox.is_some(),
+        "claude-code: starting claude"
+    );
     let mut child = match cmd.spawn() {
         Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && sandbox.is_some() => {
+            return failed(
+                mapper,
+                tx,
+                StopReason::Error,
+                format!(
+                    "Claude Code: `{command}` cannot run inside the sandbox ({e}): add the folder it is \
+                     installed in to [sandbox] read_paths (docs/sandbox.md, \"Claude Code\")"
+                ),
+            );
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let what = match &run.cwd {
                 Some(dir) if !dir.is_dir() => format!("the working directory {} does not exist", dir.display()),
@@ -226,6 +259,43 @@ async fn call(
             )
         }
     }
+}
+
+/// The process for `run`: `command` with exactly the invocation's environment, in the
+/// session's working directory (the bot's own when the session has none), confined by `sandbox`
+/// when there is one. `claude` keeps the bot user's `HOME` (its login lives there) and gets the
+/// sandbox's private `TMPDIR`.
+fn prepared(
+    command: &str,
+    sandbox: Option<&dyn ProcessSandbox>,
+    run: &Invocation,
+) -> Result<ProcessSpawnContext, ProcessSpawnError> {
+    let cwd = run
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| ".".into());
+    let mut context = ProcessSpawnContext {
+        command: command.to_owned(),
+        args: run.args.clone(),
+        cwd: cwd.clone(),
+        env: run.env.clone(),
+        confinement: None,
+    };
+    let Some(sandbox) = sandbox else {
+        return Ok(context);
+    };
+    let mut request = ProcessSpawnRequest::new(ProcessPurpose::ModelProcess, command, cwd);
+    request.args = run.args.clone();
+    request.origin = crate::PROVIDER.to_owned();
+    request.read_paths = run.read_paths.clone();
+    request.write_paths = run.write_paths.clone();
+    sandbox.confine(&request, &mut context)?;
+    match run.env.get("HOME") {
+        Some(home) => context.env.insert("HOME".to_owned(), home.clone()),
+        None => context.env.remove("HOME"),
+    };
+    Ok(context)
 }
 
 /// The exit status, or `None` when the call was aborted meanwhile (the caller then kills the

@@ -153,10 +153,10 @@ impl LandlockSandbox {
         Ok(workspace)
     }
 
-    /// The Landlock ruleset for one process: read/execute of [`Self::read`], read-write of
-    /// `writable`, the devices; signals and abstract sockets scoped; TCP closed with
-    /// `network = off`.
-    fn ruleset(&self, writable: &[PathBuf]) -> Result<RulesetCreated, RulesetError> {
+    /// The Landlock ruleset for one process: read/execute of [`Self::read`] and `readable`,
+    /// read-write of `writable`, the devices; signals and abstract sockets scoped; TCP closed
+    /// with `network = off`.
+    fn ruleset(&self, readable: &[PathBuf], writable: &[PathBuf]) -> Result<RulesetCreated, RulesetError> {
         let mut ruleset = landlock::Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET_ABI))?
@@ -169,6 +169,7 @@ impl LandlockSandbox {
         ruleset
             .create()?
             .add_rules(path_beneath_rules(&self.read, read))?
+            .add_rules(path_beneath_rules(readable, read))?
             .add_rules(path_beneath_rules(DEVICES, all))?
             .add_rules(path_beneath_rules(&self.write, all))?
             .add_rules(path_beneath_rules(writable, all))
@@ -190,9 +191,14 @@ impl ProcessSandbox for LandlockSandbox {
                 self.temp_root.display()
             ))
         })?;
+        // The request's own grants (host code's, e.g. `claude`'s config folder), resolved as
+        // the rules bind inodes.
+        let readable: Vec<PathBuf> = request.read_paths.iter().map(|p| resolved(p)).collect();
+        let mut writable: Vec<PathBuf> = request.write_paths.iter().map(|p| resolved(p)).collect();
+        writable.extend([workspace, tmp.clone(), home.clone()]);
         let ruleset = match self.support.landlock_abi {
             Some(_) => Some(
-                self.ruleset(&[workspace, tmp.clone(), home.clone()])
+                self.ruleset(&readable, &writable)
                     .map_err(|e| ProcessSpawnError(format!("sandbox: Landlock ruleset: {e}")))?,
             ),
             None => None,

@@ -35,7 +35,8 @@ pub struct SandboxSettings {
     pub network: NetworkPolicy,
     /// Extra read/execute paths (`[sandbox] read_paths`: toolchains, `~/.cargo`, ...).
     pub read_paths: Vec<PathBuf>,
-    /// Extra read-write paths (`[sandbox] write_paths`: package caches, `~/.claude`, ...).
+    /// Extra read-write paths for every process (`[sandbox] write_paths`: package caches, ...); a
+    /// request adds its own ([`ProcessSpawnRequest::write_paths`](volcanic_abstractions::processes::ProcessSpawnRequest::write_paths)).
     pub write_paths: Vec<PathBuf>,
     /// The folder holding the chats' workspaces: a process whose cwd lies inside gets the
     /// workspace folder directly under it (`<root>/<chat>`); elsewhere its cwd is its workspace.

@@ -39,9 +39,15 @@ impl Place {
 
     /// Runs `script` confined in chat1's workspace: (exit code, stdout + stderr).
     fn run(&self, sandbox: &LandlockSandbox, script: &str) -> (i32, String) {
+        self.run_with(sandbox, script, Vec::new())
+    }
+
+    /// [`run`](Self::run) with the request granting `write_paths`.
+    fn run_with(&self, sandbox: &LandlockSandbox, script: &str, write_paths: Vec<PathBuf>) -> (i32, String) {
         let cwd = self.root.join("workspaces/chat1");
         let mut request = ProcessSpawnRequest::new(ProcessPurpose::Bash, "sh", &cwd);
         request.args = vec!["-c".into(), script.into()];
+        request.write_paths = write_paths;
         let path = std::env::var("PATH").unwrap_or_default();
         let mut context = ProcessSpawnContext {
             command: "sh".into(),
@@ -104,4 +110,20 @@ fn a_confined_child_works_in_its_workspace_and_reaches_nothing_else() {
         "grep -q '^NoNewPrivs:\\s*1$' /proc/self/status && exit 1 || exit 0",
     );
     refused(&place, &sandbox, "unshare -Ur true");
+}
+
+#[test]
+fn a_path_the_request_grants_is_writable_and_nothing_else_opens() {
+    let place = Place::new();
+    let sandbox = place.sandbox(NetworkPolicy::On);
+    let grant = place.root.join("state/claude");
+    std::fs::create_dir_all(&grant).unwrap();
+    let script = format!("echo kept > {0}/login && cat {0}/login", path(&grant));
+    let (code, out) = place.run_with(&sandbox, &script, vec![grant.clone()]);
+    assert_eq!((code, out.trim_end()), (0, "kept"), "{out}");
+    // Without the grant, and beside it, the protected folder stays closed.
+    refused(&place, &sandbox, &format!("cat {}/login", path(&grant)));
+    let state = path(&place.root.join("state/secret"));
+    let (code, out) = place.run_with(&sandbox, &format!("cat {state}"), vec![grant]);
+    assert!(code != 0 && !out.contains("SECRET"), "{out}");
 }

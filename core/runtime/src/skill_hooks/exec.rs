@@ -1,6 +1,8 @@
 //! Running one hook: prepared through the session (`ProcessPurpose::SkillHook`), started with
 //! exactly the prepared command, cwd and environment, stdin `/dev/null`, stdout and stderr on one
-//! pipe, in its own process group, killed (the whole group) at its deadline.
+//! pipe, in its own process group, killed (the whole group) at its deadline. It runs in its
+//! skill's folder; its sandbox workspace is the session's working directory, and it may read
+//! (not write) its skill's folder.
 
 use std::os::unix::process::ExitStatusExt;
 
@@ -89,6 +91,10 @@ pub(crate) async fn run_hook(
     };
     let mut request = ProcessSpawnRequest::new(ProcessPurpose::SkillHook, "sh", &skill.dir);
     request.args = vec!["-c".to_owned(), hook.command.clone()];
+    // The sandbox gives the session's workspace, not the skill's folder (which may lie in the
+    // bot's home or `state_dir`): the hook may only read its own skill.
+    request.workspace = Some(ctx.cwd());
+    request.read_paths = vec![skill.dir.clone()];
     let workspace = ctx.cwd().to_string_lossy().into_owned();
     request.env.insert(ENV_WORKSPACE.to_owned(), Some(workspace));
     let skill_dir = skill.dir.to_string_lossy().into_owned();

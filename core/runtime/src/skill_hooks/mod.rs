@@ -28,4 +28,5 @@ mod runner;
 
 pub use exec::{ENV_SKILL_DIR, ENV_WORKSPACE, MAX_HOOK_OUTPUT_BYTES};
 pub use protect::ProtectedHit;
+pub(crate) use protect::normalize;
 pub use runner::{REPORT_GRACE_MS, SkillHookConfig, SkillHookRunner};

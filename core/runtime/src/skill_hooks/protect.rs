@@ -91,7 +91,7 @@ impl ProtectedPaths {
 }
 
 /// `.` dropped and `..` folded, without touching the filesystem.
-fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -5,7 +5,7 @@
 //! BOM are kept: matching happens on LF-normalised text.
 
 use super::diff::line_diff;
-use super::paths::{check_reach, resolve_path};
+use super::open::{Access, open_argument, read_to_end, replace_content};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -81,9 +81,9 @@ impl TypedTool for EditTool {
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
-        check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, true)?;
-        let bytes = until_cancelled(&cancel, tokio::fs::read(&absolute))
+        let file = open_argument(&*invocation.ctx, &args.path, Access::ReadWrite)?;
+        let rewrite = file.try_clone().map_err(|e| io_error("write", &args.path, &e))?;
+        let bytes = until_cancelled(&cancel, read_to_end(file))
             .await?
             .map_err(|e| io_error("read", &args.path, &e))?;
         let raw = String::from_utf8(bytes).map_err(|_| {
@@ -95,7 +95,7 @@ impl TypedTool for EditTool {
         let file = SourceText::parse(&raw);
         let (new_body, count) = apply_edits(&file.body, &args.edits, &args.path)?;
         let output = file.render(&new_body);
-        until_cancelled(&cancel, tokio::fs::write(&absolute, output.as_bytes()))
+        until_cancelled(&cancel, replace_content(rewrite, output.as_bytes()))
             .await?
             .map_err(|e| io_error("write", &args.path, &e))?;
         let diff = line_diff(&file.body, &new_body);

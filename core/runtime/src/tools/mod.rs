@@ -20,7 +20,9 @@
 //!
 //! Relative paths resolve against `ctx.cwd()`, `~` against `$HOME`. `read`, `write`, `edit` and
 //! `send` reach only what `ctx.file_boundary()` allows (the sandbox's boundary, checked on the
-//! resolved target: [`check_reach`]). Tools never redact: the agent
+//! resolved target: [`check_reach`]); `read`, `write` and `edit` also do their I/O through a
+//! descriptor opened inside a pinned, re-checked folder ([`open_within`]), so a link swapped in
+//! after the check leads nowhere. Tools never redact: the agent
 //! loop redacts every result, update and error. Cancelling the `cancel` token aborts a call
 //! (`bash` kills its whole process group); truncation limits are [`DEFAULT_MAX_LINES`] lines and
 //! [`DEFAULT_MAX_BYTES`] bytes, never splitting a UTF-8 character.
@@ -29,6 +31,7 @@ mod bash;
 mod bash_output;
 mod diff;
 mod edit;
+mod open;
 mod paths;
 mod read;
 mod registry;
@@ -40,6 +43,7 @@ mod write;
 pub use bash::{BashTool, DEFAULT_TIMEOUT_SECS, DRAIN_GRACE_MS, PROGRESS_INTERVAL_MS};
 pub use diff::{CONTEXT_LINES, LineDiff, line_diff};
 pub use edit::EditTool;
+pub use open::{Access, open_within};
 pub use paths::{check_reach, has_image_extension, image_mime_type, resolve_path};
 pub use read::{MAX_IMAGE_BYTES, ReadTool};
 pub use registry::{ToolRegistry, ToolRegistryError, ToolSource};

@@ -1,7 +1,8 @@
 //! The built-in `read` tool: text files with head truncation and continuation notices, images as
 //! image content.
 
-use super::paths::{check_reach, image_mime_type, resolve_path};
+use super::open::{Access, open_argument, read_to_end};
+use super::paths::image_mime_type;
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncatedBy, format_size, truncate_head};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
@@ -66,9 +67,8 @@ impl TypedTool for ReadTool {
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
-        check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, false)?;
-        let bytes = until_cancelled(&cancel, tokio::fs::read(&absolute))
+        let file = open_argument(&*invocation.ctx, &args.path, Access::Read)?;
+        let bytes = until_cancelled(&cancel, read_to_end(file))
             .await?
             .map_err(|e| io_error("read", &args.path, &e))?;
         if let Some(mime_type) = image_mime_type(&bytes) {

@@ -1,6 +1,6 @@
 //! The built-in `write` tool.
 
-use super::paths::{check_reach, resolve_path};
+use super::open::{Access, open_argument, replace_content};
 use super::{io_error, until_cancelled};
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -54,15 +54,8 @@ impl TypedTool for WriteTool {
         invocation: ToolInvocation,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let absolute = resolve_path(&invocation.ctx.cwd(), &args.path);
-        check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, true)?;
-        let write = async {
-            if let Some(parent) = absolute.parent() {
-                tokio::fs::create_dir_all(parent).await?;
-            }
-            tokio::fs::write(&absolute, args.content.as_bytes()).await
-        };
-        until_cancelled(&cancel, write)
+        let file = open_argument(&*invocation.ctx, &args.path, Access::Write)?;
+        until_cancelled(&cancel, replace_content(file, args.content.as_bytes()))
             .await?
             .map_err(|e| io_error("write", &args.path, &e))?;
         Ok(ToolResult::text(format!(
