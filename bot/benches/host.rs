@@ -265,11 +265,7 @@ fn main() {
             timeout: Duration::from_secs(60),
         }
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
         let only_overhead = std::env::var("HOST_BENCH_ONLY").is_ok_and(|v| v == "overhead");
         let only_rss = std::env::var("HOST_BENCH_ONLY").is_ok_and(|v| v == "rss");

@@ -307,11 +307,7 @@ fn row(figure: &str, measured: f64, unit: &str, goal: &str, met: bool) {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (samples, stops, chats) = if full { (30, 30, 100) } else { (2, 2, 3) };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
         let (firsts, calls, extra) = first_text(samples).await;
         eprintln!("first visible text samples (ms): {firsts:.2?}");

@@ -112,11 +112,7 @@ fn main() {
     let chats_n = env_usize("SOAK_CHATS", if full { 100 } else { 5 });
     let waves = env_usize("SOAK_WAVES", if full { 50 } else { 4 });
     let every = if full { 5 } else { 2 };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
         let model = ModelServer::start().await.unwrap();
         model.set_responder(|api, body| respond(&Transcript::of(api, body)));

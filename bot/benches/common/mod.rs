@@ -24,6 +24,16 @@ pub fn bin() -> String {
     std::env::var("HOST_BENCH_BIN").unwrap_or_else(|_| BIN.to_owned())
 }
 
+/// The benches' own runtime (the doubles and the driver): two worker threads, as many as the
+/// reference machine has cores.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// The first chat (and user) id of a bench.
 pub const FIRST_ID: i64 = 100_000;
 
