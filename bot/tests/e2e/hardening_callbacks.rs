@@ -111,8 +111,18 @@ async fn a_press_without_a_message_is_answered_and_creates_nothing() {
 }
 
 /// The open guard question in the listed group's topic 5: its message and its Allow button's data.
+/// Found by its first button (a live answer's preview carries a Stop button meanwhile).
 async fn question(tg: &BotApiServer, bot: &BotProcess) -> (i64, String) {
-    let asked = |tg: &BotApiServer| tg.messages(LISTED).into_iter().find(|m| m.reply_markup.is_some());
+    let first_button = |m: &volcanic_testkit::bot_api::ChatMessage| {
+        m.reply_markup
+            .as_ref()
+            .map(|k| k["inline_keyboard"][0][0]["text"].clone())
+    };
+    let asked = |tg: &BotApiServer| {
+        tg.messages(LISTED)
+            .into_iter()
+            .find(|m| first_button(m).is_some_and(|t| t == "Allow"))
+    };
     tg.wait_for(|s| asked(s).is_some(), T)
         .await
         .unwrap_or_else(|e| panic!("waiting for the question: {e}\n{}", bot.log()));
