@@ -5,12 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::sandbox_support::tool_output;
 use crate::support::*;
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
-use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
+use volcanic_testkit::model_server::{ModelServer, Turn};
 
 /// `[providers.anthropic] api_key` in the config file.
 const CONFIG_KEY: &str = "sk-ant-config-held-5f3a9c";
@@ -58,16 +59,6 @@ fn start(env: &Env, vars: &[(&str, &str)]) -> BotProcess {
         child: command.spawn().unwrap(),
         log,
     }
-}
-
-/// The output of the tool call `id` as the model got it back.
-fn tool_output(requests: &[RecordedRequest], id: &str) -> String {
-    requests
-        .iter()
-        .flat_map(RecordedRequest::tool_outputs)
-        .find(|(call, _)| call == id)
-        .map(|(_, text)| text)
-        .unwrap_or_else(|| panic!("no output of {id} in the recorded requests"))
 }
 
 /// Runs `bash` with `env`, then `cat keys.txt`, in `OWNER`'s chat; returns both outputs as the
