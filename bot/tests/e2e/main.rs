@@ -16,6 +16,7 @@ mod hardening_callbacks;
 mod hardening_callers;
 mod hardening_listener;
 mod hardening_push;
+mod hardening_shortage;
 mod hardening_state;
 mod kinds;
 mod live_drafts;

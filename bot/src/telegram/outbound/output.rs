@@ -14,12 +14,14 @@ mod preview;
 
 use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
+use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
 use crate::telegram::outbound::live::draft::{DraftStream, Final, Shown};
 use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::{Chunk, markdown_chunks};
+use crate::telegram::outbound::texts;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
@@ -83,6 +85,8 @@ pub struct Output {
     /// A Stop (the native button or `/stop`) was asked for the run in progress and nothing
     /// said so yet ([`Output::stopping`]).
     stopping: Arc<AtomicBool>,
+    /// A full disk was told ([`Output::short_of`]) and has not been found over since.
+    disk_told: Arc<AtomicBool>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -117,6 +121,7 @@ impl Output {
             draft,
             preview,
             stopping: Arc::default(),
+            disk_told: Arc::default(),
         }
     }
 
@@ -129,6 +134,22 @@ impl Output {
     /// written).
     pub fn shows_draft(&self, id: i64) -> bool {
         id != 0 && self.draft.load(Ordering::SeqCst) == id
+    }
+
+    /// A message of this chat waits out a shortage
+    /// ([`shortage`](crate::telegram::inbound::shortage)): a full disk is told once
+    /// ([`texts::DISK_FULL_WAITING`]) until [`Output::resources_back`]; other shortages only
+    /// wait, untold.
+    pub fn short_of(&self, lack: Lack) {
+        match lack {
+            Lack::Disk if !self.disk_told.swap(true, Ordering::SeqCst) => self.notice(texts::DISK_FULL_WAITING),
+            Lack::Disk | Lack::Descriptors | Lack::Memory => {}
+        }
+    }
+
+    /// A message of this chat reached its session: a later full disk is told again.
+    pub fn resources_back(&self) {
+        self.disk_told.store(false, Ordering::SeqCst);
     }
 
     /// Notes that the run in progress is being stopped (call before aborting it), so the chat
