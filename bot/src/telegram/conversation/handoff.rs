@@ -109,14 +109,13 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
             QueueMode::Steer => SessionQueue::Steer,
         }),
     };
-    // Before the hand-over: its `message_end` may come before `submit` returns.
-    conversation.ledger.queue(&ids, &input.text);
-    // Questions its run asks are for its sender (or an owner).
+    // Before the hand-over: its `message_end` may come before `submit` returns. Questions
+    // its run asks are for its sender (or an owner).
     let asker = Asker {
         id: first.message.from_id,
         name: first.message.from_name.clone(),
     };
-    host.pending.queue_asker(conversation.target, &input.text, asker);
+    conversation.ledger.queue(&ids, &input.text, asker);
     // The prompt has its place (a run started, or it is queued) once `submit` returns,
     // however long the session's `input` handlers took; only then may the next prompt go.
     let submitted = shortage::retry(

@@ -16,6 +16,7 @@ use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
 use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
+use crate::telegram::outbound::ledger::Ledger;
 use crate::telegram::outbound::live::draft::{DraftStream, Final, Shown};
 use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::live::{self, Mode};
@@ -96,7 +97,14 @@ impl Output {
     /// Starts the delivery task for `to`.
     /// `marks` remembers the progress message on disk while it is shown.
     /// `journal` records which answer chunk is being sent and when updates are done.
-    pub fn spawn(tg: Arc<Tg>, journal: Arc<Journal>, marks: Arc<ProgressMarks>, to: Target) -> Output {
+    /// `ledger` says who sent the prompt an answer is for (a group preview's Stop is theirs).
+    pub fn spawn(
+        tg: Arc<Tg>,
+        journal: Arc<Journal>,
+        marks: Arc<ProgressMarks>,
+        ledger: Arc<Ledger>,
+        to: Target,
+    ) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mode = live::mode(tg.live(), to);
@@ -106,6 +114,7 @@ impl Output {
             tg,
             journal,
             marks,
+            ledger,
             to,
             failed: failed.clone(),
             mode,
@@ -318,6 +327,8 @@ struct Delivery {
     tg: Arc<Tg>,
     journal: Arc<Journal>,
     marks: Arc<ProgressMarks>,
+    /// Who sent the prompts in flight.
+    ledger: Arc<Ledger>,
     to: Target,
     failed: Arc<std::sync::atomic::AtomicU64>,
     mode: Mode,
