@@ -112,8 +112,10 @@ impl TelegramHost {
             m
         };
         let text = self.strip_mention(&m.text);
-        // A tool or extension asked for input: this message is the answer, not a prompt.
-        if !text.starts_with('/') && self.pending.answer_input(Self::target(&m), &text) {
+        // A tool or extension asked its sender (or an owner) for input: this message is the
+        // answer, not a prompt.
+        let owner = self.access.is_owner(m.from_id);
+        if !text.starts_with('/') && self.pending.answer_input(Self::target(&m), m.from_id, owner, &text) {
             self.journal.mark(update_id, Progress::Done);
             return;
         }

@@ -63,14 +63,31 @@ pub enum Press {
 pub struct Pending {
     next: AtomicU64,
     buttons: Mutex<HashMap<u64, Question>>,
-    inputs: Mutex<HashMap<Target, oneshot::Sender<String>>>,
+    inputs: Mutex<HashMap<Target, Input>>,
+}
+
+/// A question waiting for a typed answer: for whom, who waits for it.
+#[derive(Debug)]
+struct Input {
+    /// As [`Question::asked_for`].
+    asked_for: Option<Asker>,
+    tx: oneshot::Sender<String>,
+}
+
+/// Whether `who` may answer a question asked in `at` for `asked_for`: that person or an
+/// `owner`; one asked for nobody in particular, the user of its private chat or an owner
+/// (deny by default in a group).
+fn may_answer(asked_for: Option<&Asker>, at: Target, who: i64, owner: bool) -> bool {
+    owner
+        || match asked_for {
+            Some(asker) => asker.id == who,
+            None => at.chat_id == who,
+        }
 }
 
 impl Pending {
     /// Delivers a button press (`ui:<request>:<index>`) by user `presser` on a message in `at`.
-    /// A question is answered only from its own chat and topic, and only by the person it was
-    /// asked for or an `owner`; one asked for nobody in particular, by the user of its private
-    /// chat or an owner (deny by default in a group).
+    /// A question is answered only from its own chat and topic, and only as [`may_answer`] says.
     pub fn press(&self, at: Target, presser: i64, owner: bool, data: &str) -> Press {
         let Some((req, idx)) = parse_button(data) else {
             return Press::Nothing;
@@ -82,11 +99,7 @@ impl Pending {
         if q.at != at {
             return Press::Elsewhere;
         }
-        let for_presser = match &q.asked_for {
-            Some(asker) => asker.id == presser,
-            None => at.chat_id == presser,
-        };
-        if !owner && !for_presser {
+        if !may_answer(q.asked_for.as_ref(), at, presser, owner) {
             return Press::NotFor(q.asked_for.as_ref().map(|a| a.name.clone()));
         }
         let Some(choice) = q.options.get(idx).cloned() else {
@@ -100,10 +113,15 @@ impl Pending {
         }
     }
 
-    /// Hands the user's next message to a waiting `input`; `false` when none waits.
-    pub fn answer_input(&self, chat: Target, text: &str) -> bool {
-        let tx = self.inputs.lock().unwrap_or_else(|e| e.into_inner()).remove(&chat);
-        tx.is_some_and(|tx| tx.send(text.to_owned()).is_ok())
+    /// Hands a message of user `from` in `chat` to the `input` waiting there, if it is theirs
+    /// to answer ([`may_answer`]); `false` when none waits for them (the message is then a
+    /// prompt like any other).
+    pub fn answer_input(&self, chat: Target, from: i64, owner: bool, text: &str) -> bool {
+        let mut inputs = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
+        let theirs = inputs
+            .get(&chat)
+            .is_some_and(|i| may_answer(i.asked_for.as_ref(), chat, from, owner));
+        theirs && inputs.remove(&chat).is_some_and(|i| i.tx.send(text.to_owned()).is_ok())
     }
 }
 
@@ -334,11 +352,13 @@ impl UserInterface for TelegramUi {
         cancel: CancellationToken,
     ) -> Result<Option<String>, AskError> {
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .inputs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(self.target, tx);
+        self.pending.inputs.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            self.target,
+            Input {
+                asked_for: self.ledger.asker(),
+                tx,
+            },
+        );
         let text = match placeholder {
             Some(p) => format!("{title}\n(reply with a message, e.g. {p})"),
             None => format!("{title}\n(reply with a message)"),
@@ -446,6 +466,33 @@ mod tests {
         assert_eq!(p.press(TOPIC, 7, false, "ui:1:0"), Press::Answered("Allow".into()));
         let _rx = ask(&p, 2, TOPIC, Some(ann()));
         assert_eq!(p.press(TOPIC, 1, true, "ui:2:1"), Press::Answered("Block".into()));
+    }
+
+    #[test]
+    fn a_typed_answer_is_taken_only_from_its_asker_or_an_owner_in_its_topic() {
+        let p = Pending::default();
+        let wait = |asked_for: Option<Asker>| {
+            let (tx, rx) = oneshot::channel();
+            p.inputs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(TOPIC, Input { asked_for, tx });
+            rx
+        };
+        let mut rx = wait(Some(ann()));
+        let other_topic = Target {
+            chat_id: TOPIC.chat_id,
+            thread: None,
+        };
+        assert!(!p.answer_input(other_topic, 7, false, "elsewhere"));
+        assert!(!p.answer_input(TOPIC, 8, false, "not Bob's"));
+        assert!(rx.try_recv().is_err(), "still waiting");
+        assert!(p.answer_input(TOPIC, 7, false, "build/"));
+        assert_eq!(rx.try_recv().ok().as_deref(), Some("build/"));
+        let mut rx = wait(None);
+        assert!(!p.answer_input(TOPIC, 7, false, "a member, for nobody"));
+        assert!(p.answer_input(TOPIC, 1, true, "an owner"));
+        assert_eq!(rx.try_recv().ok().as_deref(), Some("an owner"));
     }
 
     #[test]
