@@ -1,7 +1,7 @@
 //! Exactly once, message by message, through the real binary killed with `kill -9`: a follow-up
 //! queued behind a running run keeps its own journal progress, an answer held back by a crash is
-//! delivered from the transcript without asking the model again, and a pressed Retry survives a
-//! crash of its own run.
+//! delivered from the transcript without asking the model again, a pressed Retry survives a
+//! crash of its own run, and an answer recovered after a crash still replaces its message's 👀.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -255,4 +255,27 @@ async fn a_resumed_run_starts_before_a_message_waiting_at_restart() {
     assert_eq!(count(&tg, OWNER, "answer to the first"), 1);
     assert_eq!(count(&tg, OWNER, "answer to the second"), 1);
     drop(bot);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_recovered_after_a_crash_replaces_the_accepted_reaction() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::new().text("Words before the crash").stall_after(6));
+    model.push(Turn::reply("Answered after the restart."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    let pushed = tg.push_update(updates::text_message(OWNER, OWNER, "start and crash"));
+    let id = pushed["message"]["message_id"].as_i64().unwrap();
+    tg.wait_for(|s| s.reaction(OWNER, id).as_deref() == Some("👀"), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    wait_requests(&model, 1, &bot).await;
+    bot.kill9();
+    // The restart continues the run from the transcript; its answer is the message's outcome.
+    let bot = BotProcess::start(&env, TOKEN);
+    nth_text(&tg, OWNER, "Answered after the restart.", 1, &bot).await;
+    tg.wait_for(|s| s.reaction(OWNER, id).as_deref() == Some("👍"), T)
+        .await
+        .unwrap_or_else(|e| panic!("the 👀 stayed: {e}\n{}", bot.log()));
 }

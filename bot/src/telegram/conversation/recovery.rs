@@ -23,6 +23,7 @@ use crate::telegram::conversation::conversations::Conversation;
 use crate::telegram::inbound::journal::{Progress, Unfinished, prompt_digest};
 use crate::telegram::inbound::merge::Ticket;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
+use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::texts;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -98,6 +99,10 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
     let mut answered: HashSet<usize> = HashSet::new();
     for (digest, group) in prompt_groups(started) {
         let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
+        // Marked 👀 before the crash: the outcome of what follows replaces it.
+        for i in &group {
+            host.tg.react_recovered(i.u.id, target, i.m.message_id);
+        }
         let at = digest.as_deref().and_then(|d| locate(&messages, d));
         if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
             if answered.insert(index) {
@@ -172,6 +177,7 @@ async fn offer_retry_instead(host: &TelegramHost, group: &[Item], ids: &[i64]) -
     };
     host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
     host.journal.mark_all(ids, Progress::Done);
+    host.tg.react_finished(ids, Outcome::Failed);
     true
 }
 
