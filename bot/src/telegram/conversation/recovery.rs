@@ -25,6 +25,7 @@ use crate::telegram::inbound::merge::Ticket;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
 use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::texts;
+use crate::telegram::outbound::ui::Asker;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -199,7 +200,13 @@ async fn continue_cut_off(
         ?ids,
         "continuing a run a crash cut off"
     );
-    conversation.ledger.resume(&ids, digest);
+    let Some(lead) = group.first() else { return };
+    // Its questions are for the sender of the message it answers, as before the crash.
+    let asker = Asker {
+        id: lead.m.from_id,
+        name: lead.m.from_name.clone(),
+    };
+    conversation.ledger.resume(&ids, digest, asker);
     let session = session.clone();
     let (host, conversation) = (host.clone(), conversation.clone());
     let mut run = Box::pin(async move {

@@ -126,22 +126,22 @@ impl Ledger {
         st.queued.len() + st.active.len() != before
     }
 
-    /// Notes that the prompt of `ids` (digest `digest`) is already in the transcript and its run
-    /// is being continued (recovery after a crash).
-    pub fn resume(&self, ids: &[i64], digest: &str) {
-        self.resume_for(ids.to_vec().into(), digest);
+    /// Notes that the prompt of `ids` (digest `digest`), sent by `asker`, is already in the
+    /// transcript and its run is being continued (recovery after a crash).
+    pub fn resume(&self, ids: &[i64], digest: &str, asker: Asker) {
+        self.resume_for(ids.to_vec().into(), digest, Some(asker));
     }
 
     /// Notes that a prompt a feature handed in (digest `digest`) is in the transcript and its run is
     /// being continued; see [`queue_delivery`](Self::queue_delivery).
     pub fn resume_delivery(&self, key: String, digest: &str) {
-        self.resume_for(Answering::delivery(key), digest);
+        self.resume_for(Answering::delivery(key), digest, None);
     }
 
-    fn resume_for(&self, of: Answering, digest: &str) {
+    fn resume_for(&self, of: Answering, digest: &str, asker: Option<Asker>) {
         self.lock().active.push(Group {
             of,
-            asker: None,
+            asker,
             digest: digest.to_owned(),
             tool: false,
         });
@@ -346,6 +346,9 @@ mod tests {
         stopping.store(true, Ordering::SeqCst);
         assert!(ledger.on_event(&answer(StopReason::Aborted)).is_empty());
         assert!(ledger.on_event(&AgentSessionEvent::AgentSettled).is_empty());
+        // A run resumed after a crash: its questions are still its sender's.
+        ledger.resume(&[9], &prompt_digest("resumed"), who(5, "Eve"));
+        assert_eq!(ledger.asker(), Some(who(5, "Eve")));
         // A prompt an extension consumed never arrives: it is taken back.
         ledger.queue(&[8], "consumed", who(5, "Eve"));
         assert!(ledger.forget(&[8]));
