@@ -14,6 +14,7 @@ mod features;
 mod flood;
 mod hardening_callbacks;
 mod hardening_callers;
+mod hardening_disk;
 mod hardening_listener;
 mod hardening_push;
 mod hardening_shortage;
