@@ -4,7 +4,7 @@
 //! and the final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's
 //! events; delivery runs in its own task so the agent loop never waits for Telegram.
 //!
-//! An answer carries what it answers ([`Ledger`](crate::telegram::outbound::ledger::Ledger)): the updates, or a
+//! An answer carries what it answers ([`Ledger`]): the updates, or a
 //! prompt a feature handed in ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
 //! then `sent` or `refused`), and they are finished (`done`) only once Telegram took the last
 //! chunk, so a crash in between is recovered from the transcript without sending twice what was
