@@ -208,16 +208,22 @@ fn paced_answer() -> Turn {
         .pace(GAP)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_answer_streams_as_the_model_writes_it() {
+/// A console asked for [`paced_answer`], once its second line shows (raw: being written).
+async fn writing() -> (ModelServer, Env, Tty) {
     let server = ModelServer::start().await.unwrap();
     server.push(paced_answer());
     let env = Env::new(&server.url(), "");
     let mut tty = Tty::start(&env);
     tty.wait_for("> ", 1).await;
     tty.send("write slowly\r");
-    // The line being written shows raw while the model is still writing.
     tty.wait_for("Second **line**", 1).await;
+    (server, env, tty)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_streams_as_the_model_writes_it() {
+    // The line being written shows raw while the model is still writing.
+    let (server, _env, mut tty) = writing().await;
     assert!(tty.screen().contains("First line of the answer."), "{}", tty.screen());
     assert!(!tty.screen().contains("ends here"), "shown before the model finished");
     // Complete, it is drawn again styled; the run ends at the prompt.
@@ -248,13 +254,7 @@ async fn ctrl_c_stops_the_run_like_telegrams_stop() {
 /// text so far stays marked as stopped (on screen and in the session), and the session answers
 /// the next prompt. Then the key again before any text: "Stopped." alone.
 async fn stop_mid_answer(key: &str) {
-    let server = ModelServer::start().await.unwrap();
-    server.push(paced_answer());
-    let env = Env::new(&server.url(), "");
-    let mut tty = Tty::start(&env);
-    tty.wait_for("> ", 1).await;
-    tty.send("write slowly\r");
-    tty.wait_for("Second **line**", 1).await;
+    let (server, env, mut tty) = writing().await;
     tty.send(key);
     tty.wait_for("⏹ Stopped.", 1).await;
     let deadline = Instant::now() + T;
