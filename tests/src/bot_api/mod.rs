@@ -93,6 +93,7 @@
 mod faults;
 mod hold;
 mod html;
+mod limits;
 mod messages;
 mod methods;
 mod params;
