@@ -212,7 +212,7 @@ fn landlock_sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<O
     };
     let settings = SandboxSettings {
         mode: config.sandbox.mode,
-        network: config.sandbox.network,
+        network: config.sandbox.network.clone(),
         read_paths: config.sandbox.read_paths.clone(),
         write_paths: config.sandbox.write_paths.clone(),
         workspaces_root: Some(config.workspaces_dir.clone()),

@@ -11,6 +11,8 @@
 //!   → Landlock (the highest ABI the kernel offers, best effort): read/execute of the system,
 //!     read-write of the workspace and its private temp dir, nothing else; signals and abstract
 //!     UNIX sockets scoped to the sandbox (ABI ≥ 6); TCP refused with `network = off` (ABI ≥ 4)
+//!   (with an allow-list, first of all: a network namespace of its own holding only loopback,
+//!   and a bridge to the bot's proxy, [`PROXY_PORT`])
 //!   → seccomp: ptrace, process_vm_*, mount family, namespaces, keyctl, bpf, perf_event_open,
 //!     modules, kexec, reboot, io_uring, ... refused with EPERM (inet sockets too with
 //!     `network = off`)
@@ -23,14 +25,20 @@
 //!
 //! [`ChildConfinement`]: volcanic_abstractions::processes::ChildConfinement
 
+mod allow;
 mod child;
+mod netns;
 mod paths;
+mod proxy;
 mod sandbox;
 mod seccomp;
 mod settings;
 mod support;
 
+pub use allow::AllowList;
+pub use netns::PROXY_PORT;
 pub use paths::resolved;
+pub use proxy::TEST_RESOLVE_ENV;
 pub use sandbox::LandlockSandbox;
 pub use settings::{NetworkPolicy, SandboxError, SandboxMode, SandboxSettings};
 pub use support::{KernelSupport, SIMULATE_ENV};

@@ -1,7 +1,9 @@
 //! [`LandlockSandbox`]: the backend behind the process contract's sandbox seam.
 
 use crate::child::{ConfinedChild, last_capability};
+use crate::netns::{ChildNet, PROXY_PORT};
 use crate::paths::{open_around, private_dirs, resolved, workspace_of};
+use crate::proxy::{NetworkProxy, Rules};
 use crate::settings::{NetworkPolicy, SandboxError, SandboxMode, SandboxSettings};
 use crate::support::KernelSupport;
 use landlock::{
@@ -9,8 +11,9 @@ use landlock::{
     RulesetError, Scope, path_beneath_rules,
 };
 use seccompiler::BpfProgram;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use volcanic_abstractions::processes::{
     Confinement, FileBoundary, ProcessSandbox, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnRequest,
 };
@@ -73,8 +76,13 @@ pub struct LandlockSandbox {
     closed: Vec<PathBuf>,
     workspaces_root: Option<PathBuf>,
     temp_root: PathBuf,
+    /// The seccomp filters with the network on (also under an allow-list: the namespace
+    /// confines it) and off.
     filters: Arc<Vec<BpfProgram>>,
+    filters_off: Arc<Vec<BpfProgram>>,
     last_cap: u32,
+    /// The allow-list's proxy, made by the first spawn under an allow-list (on its runtime).
+    proxy: OnceLock<Result<NetworkProxy, String>>,
 }
 
 impl LandlockSandbox {
@@ -95,10 +103,9 @@ impl LandlockSandbox {
         roots.extend(settings.read_paths.iter().map(|p| resolved(p)));
         let read = open_around(&roots, &closed);
         let write = settings.write_paths.iter().map(|p| resolved(p)).collect();
-        let filters = if support.seccomp {
-            crate::seccomp::filters(settings.network, std::process::id())?
-        } else {
-            Vec::new()
+        let filters = |off| match support.seccomp {
+            true => crate::seccomp::filters(off, std::process::id()).map(Arc::new),
+            false => Ok(Arc::new(Vec::new())),
         };
         Ok(Some(LandlockSandbox {
             mode: settings.mode,
@@ -109,8 +116,10 @@ impl LandlockSandbox {
             closed,
             workspaces_root,
             temp_root: resolved(&settings.temp_root),
-            filters: Arc::new(filters),
+            filters: filters(false)?,
+            filters_off: filters(true)?,
             last_cap: last_capability(),
+            proxy: OnceLock::new(),
         }))
     }
 
@@ -120,8 +129,8 @@ impl LandlockSandbox {
     }
 
     /// The network policy.
-    pub fn network(&self) -> NetworkPolicy {
-        self.network
+    pub fn network(&self) -> &NetworkPolicy {
+        &self.network
     }
 
     /// What the kernel offered at start.
@@ -155,13 +164,18 @@ impl LandlockSandbox {
 
     /// The Landlock ruleset for one process: read/execute of [`Self::read`] and `readable`,
     /// read-write of `writable`, the devices; signals and abstract sockets scoped; TCP closed
-    /// with `network = off`.
-    fn ruleset(&self, readable: &[PathBuf], writable: &[PathBuf]) -> Result<RulesetCreated, RulesetError> {
+    /// with `network_off`.
+    fn ruleset(
+        &self,
+        network_off: bool,
+        readable: &[PathBuf],
+        writable: &[PathBuf],
+    ) -> Result<RulesetCreated, RulesetError> {
         let mut ruleset = landlock::Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET_ABI))?
             .scope(Scope::from_all(TARGET_ABI))?;
-        if self.network == NetworkPolicy::Off {
+        if network_off {
             ruleset = ruleset.handle_access(AccessNet::from_all(TARGET_ABI))?;
         }
         let read = AccessFs::from_read(TARGET_ABI);
@@ -174,6 +188,61 @@ impl LandlockSandbox {
             .add_rules(path_beneath_rules(&self.write, all))?
             .add_rules(path_beneath_rules(writable, all))
     }
+}
+
+impl LandlockSandbox {
+    /// One spawn's part of the allow-list: a socket pair whose one end the proxy serves under
+    /// `allow` for `chat`, the other the child's ([`ChildNet`]); the proxy variables in `env`.
+    /// Errors: no user namespaces, or no socket pair.
+    fn join_proxy(
+        &self,
+        allow: &crate::AllowList,
+        chat: String,
+        env: &mut std::collections::BTreeMap<String, String>,
+    ) -> Result<ChildNet, ProcessSpawnError> {
+        if !self.support.user_namespaces {
+            return Err(ProcessSpawnError(
+                "sandbox: the allow-list needs unprivileged user namespaces, which this kernel refuses \
+                 (`volcanic-bot doctor`); use network = \"on\" or \"off\" (docs/sandbox.md)"
+                    .to_owned(),
+            ));
+        }
+        let proxy = self
+            .proxy
+            .get_or_init(NetworkProxy::new)
+            .as_ref()
+            .map_err(|e| ProcessSpawnError(e.clone()))?;
+        let (ours, theirs) =
+            socket_pair().map_err(|e| ProcessSpawnError(format!("sandbox: no socket pair for the proxy: {e}")))?;
+        proxy.attach(
+            ours,
+            Rules {
+                allow: allow.clone(),
+                chat,
+            },
+        );
+        let url = format!("http://127.0.0.1:{PROXY_PORT}");
+        for name in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            env.insert(name.to_owned(), url.clone());
+        }
+        for name in ["NO_PROXY", "no_proxy"] {
+            env.insert(name.to_owned(), String::new());
+        }
+        Ok(ChildNet::new(theirs))
+    }
+}
+
+/// A `SOCK_SEQPACKET` Unix socket pair, both ends close-on-exec (one message per descriptor).
+fn socket_pair() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType};
+    nix::sys::socket::socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
 }
 
 impl ProcessSandbox for LandlockSandbox {
@@ -196,9 +265,11 @@ impl ProcessSandbox for LandlockSandbox {
         let readable: Vec<PathBuf> = request.read_paths.iter().map(|p| resolved(p)).collect();
         let mut writable: Vec<PathBuf> = request.write_paths.iter().map(|p| resolved(p)).collect();
         writable.extend([workspace, tmp.clone(), home.clone()]);
+        let network = &self.network;
+        let network_off = *network == NetworkPolicy::Off;
         let ruleset = match self.support.landlock_abi {
             Some(_) => Some(
-                self.ruleset(&readable, &writable)
+                self.ruleset(network_off, &readable, &writable)
                     .map_err(|e| ProcessSpawnError(format!("sandbox: Landlock ruleset: {e}")))?,
             ),
             None => None,
@@ -209,10 +280,19 @@ impl ProcessSandbox for LandlockSandbox {
         context
             .env
             .insert("HOME".to_owned(), home.to_string_lossy().into_owned());
+        let net = match network {
+            NetworkPolicy::AllowList(allow) => {
+                let chat = request.scope.clone().unwrap_or_else(|| request.origin.clone());
+                Some(self.join_proxy(allow, chat, &mut context.env)?)
+            }
+            NetworkPolicy::On | NetworkPolicy::Off => None,
+        };
+        let filters = if network_off { &self.filters_off } else { &self.filters };
         context.confinement = Some(Confinement(Arc::new(ConfinedChild {
             ruleset,
-            filters: Arc::clone(&self.filters),
+            filters: Arc::clone(filters),
             last_cap: self.last_cap,
+            net,
         })));
         Ok(())
     }
