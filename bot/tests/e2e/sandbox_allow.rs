@@ -1,0 +1,186 @@
+//! `[sandbox] allow_hosts` through the real binary: a chat's `bash` reaches a listed name through
+//! the bot's proxy (plain HTTP and a `CONNECT` tunnel, curl and Python) and nothing else: not an
+//! unlisted name, not a listed name or literal that is loopback, not the bot's own listener, not
+//! the metadata address, no direct connection, no DNS. The listed name `allowed.test` is mapped to
+//! the test's loopback listener by the test-only `VOLCANIC_SANDBOX_TEST_RESOLVE` (debug builds);
+//! every connection goes to a loopback address.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::sandbox_support::*;
+use crate::support::{OWNER, free_port, http_section};
+
+/// The attempts: (attempt, text its output must hold, text it must not hold).
+fn attempts(port: u16, bot_port: u16) -> Vec<(Attempt, String, &'static str)> {
+    let curl = "curl -sS --max-time 5";
+    let direct = "curl -sS --noproxy '*' --max-time 5";
+    let python_get = |url: &str| {
+        format!(
+            "/usr/bin/python3 -c 'import urllib.request; \
+             print(urllib.request.urlopen(\"{url}\", timeout=5).read().decode())' 2>&1 | tail -1"
+        )
+    };
+    vec![
+        // Allowed: the listed name, through the proxy.
+        (
+            shell("curl_allowed_name", format!("{curl} http://allowed.test/")),
+            ANSWER.into(),
+            "refused",
+        ),
+        (
+            shell(
+                "curl_allowed_name_connect_tunnel",
+                format!("{curl} --proxytunnel http://allowed.test/"),
+            ),
+            ANSWER.into(),
+            "refused",
+        ),
+        (
+            shell("python_allowed_name", python_get("http://allowed.test/")),
+            ANSWER.into(),
+            "refused",
+        ),
+        // Refused by the proxy, with its one-line answer.
+        (
+            shell("curl_unlisted_name", format!("{curl} http://unlisted.test/")),
+            "the network policy refused unlisted.test: it is not on this chat's allow-list".into(),
+            ANSWER,
+        ),
+        (
+            shell(
+                "curl_unlisted_name_connect_tunnel",
+                format!("{curl} -p https://unlisted.test/"),
+            ),
+            "403".into(),
+            ANSWER,
+        ),
+        (
+            shell("python_unlisted_name", python_get("http://unlisted.test/")),
+            "403".into(),
+            ANSWER,
+        ),
+        (
+            shell(
+                "curl_listed_name_resolving_to_loopback",
+                format!("{curl} http://localhost/"),
+            ),
+            "refused localhost: it resolves only to loopback".into(),
+            ANSWER,
+        ),
+        (
+            shell("curl_listed_loopback_literal", format!("{curl} http://127.0.0.1/")),
+            "refused 127.0.0.1: it resolves only to loopback".into(),
+            ANSWER,
+        ),
+        (
+            shell(
+                "curl_bot_listener_through_proxy",
+                format!("{curl} http://127.0.0.1:{bot_port}/"),
+            ),
+            format!("refused 127.0.0.1:{bot_port}"),
+            "status",
+        ),
+        (
+            shell(
+                "curl_metadata_through_proxy",
+                format!("{curl} http://169.254.169.254/latest/meta-data/"),
+            ),
+            "refused 169.254.169.254".into(),
+            ANSWER,
+        ),
+        // Direct connections: no route but loopback, where nothing of the host listens.
+        (
+            shell(
+                "curl_direct_loopback_listener",
+                format!("{direct} http://127.0.0.1:{port}/"),
+            ),
+            "Couldn't connect".into(),
+            ANSWER,
+        ),
+        (
+            shell(
+                "curl_direct_bot_listener",
+                format!("{direct} http://127.0.0.1:{bot_port}/"),
+            ),
+            "Couldn't connect".into(),
+            ANSWER,
+        ),
+        (
+            shell(
+                "curl_direct_other_loopback_address",
+                format!("{direct} http://127.0.0.2:{port}/"),
+            ),
+            "Couldn't connect".into(),
+            ANSWER,
+        ),
+        (
+            python_connect("python_socket_direct_loopback_listener", "AF_INET", "127.0.0.1", port),
+            "Connection refused".into(),
+            "CONNECTED",
+        ),
+        (
+            python_connect("python_socket_direct_bot_listener", "AF_INET6", "::1", bot_port),
+            "Error".into(),
+            "CONNECTED",
+        ),
+        // DNS: no server to ask.
+        (
+            shell(
+                "dns_getent_unlisted_name",
+                "getent hosts unlisted.test || echo dns-failed",
+            ),
+            "dns-failed".into(),
+            "unlisted.test",
+        ),
+        (
+            shell(
+                "dns_python_getaddrinfo",
+                "/usr/bin/python3 -c 'import socket; print(socket.getaddrinfo(\"allowed.test\", 80))' 2>&1 | tail -1",
+            ),
+            "gaierror".into(),
+            "127.0.0.1",
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_allow_list_a_chat_reaches_listed_names_through_the_proxy_and_nothing_else() {
+    let port = listener().await;
+    let bot_port = free_port();
+    let sections = format!(
+        "{}[a2a.server]\nname = \"Test assistant\"\n[[a2a.server.callers]]\nname = \"alice\"\ntoken_env = \"E2E_ALICE\"\n",
+        http_section(bot_port)
+    );
+    let sandbox = "mode = \"required\"\nallow_hosts = [\"allowed.test\", \"localhost\", \"127.0.0.1\"]";
+    let resolve = format!("allowed.test=127.0.0.1:{port}");
+    let rig = Rig::start_on(
+        "anthropic/claude-sonnet-4-5",
+        &sections,
+        sandbox,
+        &[
+            ("E2E_ALICE", "alice-token-0123456789abcdef"),
+            ("VOLCANIC_SANDBOX_TEST_RESOLVE", &resolve),
+        ],
+    )
+    .await;
+    wait_listening(bot_port, &rig.bot).await;
+    let (attempts, checks): (Vec<Attempt>, Vec<(String, &str)>) = attempts(port, bot_port)
+        .into_iter()
+        .map(|(a, has, lacks)| (a, (has, lacks)))
+        .unzip();
+    let outputs = rig.run(&attempts, 6).await;
+    for ((attempt, (has, lacks)), out) in attempts.iter().zip(checks).zip(outputs) {
+        assert!(
+            out.contains(&has) && !out.contains(lacks),
+            "{}: expected {has:?} and not {lacks:?}:\n{out}",
+            attempt.name
+        );
+    }
+    let log = rig.bot.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("refused unlisted.test") && l.contains(&OWNER.to_string())),
+        "the refusal was not logged with the chat and host:\n{log}"
+    );
+    rig.assert_no_secret_anywhere();
+}
