@@ -218,6 +218,7 @@ fn landlock_sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<O
         workspaces_root: Some(config.workspaces_dir.clone()),
         protected,
         temp_root,
+        chat_networks: Some(volcanic_sandbox::ChatNetworks::under(&config.state_dir)),
     };
     LandlockSandbox::new(settings, support).context("config key `sandbox.mode`")
 }

@@ -8,7 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::sandbox_support::*;
-use crate::support::{OWNER, free_port, http_section};
+use crate::support::{FRIEND, OWNER, free_port, http_section, wait_text};
+use volcanic_testkit::bot_api::updates;
 
 /// The attempts: (attempt, text its output must hold, text it must not hold).
 fn attempts(port: u16, bot_port: u16) -> Vec<(Attempt, String, &'static str)> {
@@ -182,5 +183,77 @@ async fn with_an_allow_list_a_chat_reaches_listed_names_through_the_proxy_and_no
             .any(|l| l.contains("refused unlisted.test") && l.contains(&OWNER.to_string())),
         "the refusal was not logged with the chat and host:\n{log}"
     );
+    rig.assert_no_secret_anywhere();
+}
+
+/// Sends `/network <args>` as `from` in its private chat and waits for an answer holding `needle`.
+async fn network(rig: &Rig, from: i64, args: &str, needle: &str) {
+    rig.tg
+        .push_update(updates::text_message(from, from, &format!("/network {args}")));
+    wait_text(&rig.tg, from, needle, &rig.bot).await;
+}
+
+/// One `curl` to `name` through the proxy and one Python socket to the test listener: what
+/// came back.
+async fn reach(rig: &Rig, name: &'static str, port: u16) -> (String, String) {
+    let attempts = [
+        shell(
+            name,
+            "curl -sS --max-time 5 http://allowed.test/; curl -sS --max-time 5 http://other.test/",
+        ),
+        python_connect("python_socket_direct", "AF_INET", "127.0.0.1", port),
+    ];
+    let mut out = rig.run(&attempts, 2).await.into_iter();
+    (out.next().unwrap(), out.next().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_set_a_chats_network_policy_with_the_network_command_for_its_next_command() {
+    let port = listener().await;
+    let sandbox = "mode = \"required\"\nallow_hosts = [\"allowed.test\"]";
+    let resolve = format!("allowed.test=127.0.0.1:{port},other.test=127.0.0.1:{port}");
+    let rig = Rig::start(sandbox, &[("VOLCANIC_SANDBOX_TEST_RESOLVE", &resolve)]).await;
+    let refused_other = "refused other.test: it is not on this chat's allow-list";
+    // The bot's default: allowed.test only.
+    let (curl, _) = reach(&rig, "default_allow_list", port).await;
+    assert!(
+        curl.contains(ANSWER) && curl.contains(refused_other),
+        "default allow-list:\n{curl}"
+    );
+    // A non-owner sees the policy and cannot change it.
+    network(&rig, FRIEND, "on", "Only an owner can change").await;
+    let file = rig.env.dir.path().join("data/network");
+    assert!(!file.join(FRIEND.to_string()).exists(), "a non-owner's change was kept");
+    // The owner's own list replaces the default from the next command.
+    network(&rig, OWNER, "allow other.test", "allow-list: other.test").await;
+    let (curl, _) = reach(&rig, "chat_allow_list", port).await;
+    assert!(
+        curl.contains(ANSWER) && curl.contains("refused allowed.test: it is not on this chat's allow-list"),
+        "the chat's own list:\n{curl}"
+    );
+    // Off: no network at all.
+    network(&rig, OWNER, "off", "off: no network at all").await;
+    let (curl, python) = reach(&rig, "chat_off", port).await;
+    assert!(
+        !curl.contains(ANSWER) && !curl.contains("refused"),
+        "off, curl:\n{curl}"
+    );
+    assert!(
+        python.contains("PermissionError") && !python.contains("CONNECTED"),
+        "off, socket:\n{python}"
+    );
+    // On: direct connections go through.
+    network(&rig, OWNER, "on", "on: any host").await;
+    let (_, python) = reach(&rig, "chat_on", port).await;
+    assert!(python.contains("CONNECTED"), "on, socket:\n{python}");
+    // Back to the bot's default.
+    network(&rig, OWNER, "default", "the bot's default").await;
+    assert!(!file.join(OWNER.to_string()).exists(), "the chat's file stayed");
+    let (curl, python) = reach(&rig, "back_to_default", port).await;
+    assert!(
+        curl.contains(ANSWER) && curl.contains(refused_other),
+        "default again:\n{curl}"
+    );
+    assert!(!python.contains("CONNECTED"), "default again, socket:\n{python}");
     rig.assert_no_secret_anywhere();
 }

@@ -26,6 +26,7 @@
 //! [`ChildConfinement`]: volcanic_abstractions::processes::ChildConfinement
 
 mod allow;
+mod chats;
 mod child;
 mod netns;
 mod paths;
@@ -36,6 +37,7 @@ mod settings;
 mod support;
 
 pub use allow::AllowList;
+pub use chats::{CHAT_NETWORKS_DIR, ChatNetworkError, ChatNetworks};
 pub use netns::PROXY_PORT;
 pub use paths::resolved;
 pub use proxy::TEST_RESOLVE_ENV;

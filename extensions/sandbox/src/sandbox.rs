@@ -81,6 +81,8 @@ pub struct LandlockSandbox {
     filters: Arc<Vec<BpfProgram>>,
     filters_off: Arc<Vec<BpfProgram>>,
     last_cap: u32,
+    /// The chats' own policies (replacing `network` for their processes).
+    chat_networks: Option<crate::ChatNetworks>,
     /// The allow-list's proxy, made by the first spawn under an allow-list (on its runtime).
     proxy: OnceLock<Result<NetworkProxy, String>>,
 }
@@ -116,6 +118,7 @@ impl LandlockSandbox {
             closed,
             workspaces_root,
             temp_root: resolved(&settings.temp_root),
+            chat_networks: settings.chat_networks,
             filters: filters(false)?,
             filters_off: filters(true)?,
             last_cap: last_capability(),
@@ -191,6 +194,22 @@ impl LandlockSandbox {
 }
 
 impl LandlockSandbox {
+    /// The network policy of `request`'s process: its chat's own (the chat key is the first
+    /// part of the request's scope), else the bot's. A scope that names no chat (an A2A caller,
+    /// the console) gets the bot's. Errors: the chat's file cannot be read or understood
+    /// (refused rather than guessed).
+    fn network_for(&self, request: &ProcessSpawnRequest) -> Result<NetworkPolicy, ProcessSpawnError> {
+        let chat = request.scope.as_deref().and_then(|s| s.split('/').next());
+        let (Some(chats), Some(chat)) = (&self.chat_networks, chat) else {
+            return Ok(self.network.clone());
+        };
+        match chats.get(chat) {
+            Ok(Some(policy)) => Ok(policy),
+            Ok(None) | Err(crate::ChatNetworkError::Key(_)) => Ok(self.network.clone()),
+            Err(e) => Err(ProcessSpawnError(format!("sandbox: the chat's network policy: {e}"))),
+        }
+    }
+
     /// One spawn's part of the allow-list: a socket pair whose one end the proxy serves under
     /// `allow` for `chat`, the other the child's ([`ChildNet`]); the proxy variables in `env`.
     /// Errors: no user namespaces, or no socket pair.
@@ -265,7 +284,7 @@ impl ProcessSandbox for LandlockSandbox {
         let readable: Vec<PathBuf> = request.read_paths.iter().map(|p| resolved(p)).collect();
         let mut writable: Vec<PathBuf> = request.write_paths.iter().map(|p| resolved(p)).collect();
         writable.extend([workspace, tmp.clone(), home.clone()]);
-        let network = &self.network;
+        let network = &self.network_for(request)?;
         let network_off = *network == NetworkPolicy::Off;
         let ruleset = match self.support.landlock_abi {
             Some(_) => Some(

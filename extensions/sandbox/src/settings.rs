@@ -49,6 +49,9 @@ pub struct SandboxSettings {
     /// Never reachable, even beneath a system path (`state_dir`, the config file's folder, the
     /// bot user's home): the system paths are opened around them.
     pub protected: Vec<PathBuf>,
+    /// The per-chat policies, which replace `network` for the processes of a chat that has one
+    /// (a request whose scope starts with the chat's key: `<chat key>/<topic>`); `None`: none.
+    pub chat_networks: Option<crate::ChatNetworks>,
     /// Where the private temp folders live (`<temp_root>/<workspace key>/{tmp,home}`), created
     /// 0700 on first use; usually `<state_dir>/sandbox`.
     pub temp_root: PathBuf,

@@ -18,7 +18,8 @@ use volcanic_abstractions::net::allowed_ip;
 const PORTS: &[u16] = &[80, 443];
 
 /// Where an owner changes a chat's network policy (said in every refusal).
-const WHERE: &str = "an owner changes it with `[sandbox] allow_hosts` in the bot's config (docs/sandbox.md)";
+const WHERE: &str =
+    "an owner changes it with /network in the chat, or `[sandbox] allow_hosts` in the bot's config (docs/sandbox.md)";
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
