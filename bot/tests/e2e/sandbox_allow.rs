@@ -257,3 +257,20 @@ async fn owners_set_a_chats_network_policy_with_the_network_command_for_its_next
     assert!(!python.contains("CONNECTED"), "default again, socket:\n{python}");
     rig.assert_no_secret_anywhere();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_user_namespaces_the_allow_list_fails_closed_saying_why() {
+    let rig = Rig::start(
+        "mode = \"required\"\nallow_hosts = [\"allowed.test\"]",
+        &[("VOLCANIC_SANDBOX_SIMULATE", "no-userns")],
+    )
+    .await;
+    let out = rig
+        .run(&[bash("bash_without_user_namespaces", "echo started")], 1)
+        .await;
+    assert!(
+        out[0].contains("the allow-list needs unprivileged user namespaces") && !out[0].contains("started"),
+        "{}",
+        out[0]
+    );
+}
