@@ -11,8 +11,9 @@ use volcanic_abstractions::processes::ChildConfinement;
 /// the shared seccomp filters.
 #[derive(Debug)]
 pub(crate) struct ConfinedChild {
-    /// `None` without Landlock.
-    pub ruleset: Option<RulesetCreated>,
+    /// `None` without Landlock; shared by the spawns of one workspace (each applies a duplicate
+    /// of its descriptor).
+    pub ruleset: Option<Arc<RulesetCreated>>,
     /// Installed in order; empty without seccomp.
     pub filters: Arc<Vec<BpfProgram>>,
     /// The highest capability number (`/proc/sys/kernel/cap_last_cap`, read at start).

@@ -31,6 +31,7 @@ mod child;
 mod netns;
 mod paths;
 mod proxy;
+mod rulesets;
 mod sandbox;
 mod seccomp;
 mod settings;

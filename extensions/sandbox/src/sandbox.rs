@@ -4,6 +4,7 @@ use crate::child::{ConfinedChild, last_capability};
 use crate::netns::{ChildNet, PROXY_PORT};
 use crate::paths::{open_around, private_dirs, resolved, workspace_of};
 use crate::proxy::{NetworkProxy, Rules};
+use crate::rulesets::RulesetKey;
 use crate::settings::{NetworkPolicy, SandboxError, SandboxMode, SandboxSettings};
 use crate::support::KernelSupport;
 use landlock::{
@@ -62,7 +63,8 @@ const SYSTEM_SECRETS: &[&str] = &[
 ];
 
 /// Confines every agent process with Landlock, seccomp, `no_new_privs` and no capabilities
-/// (crate docs). Built once at start; each spawn makes its own Landlock ruleset.
+/// (crate docs). Built once at start; a Landlock ruleset is made once per workspace and grant set
+/// and reused by its spawns.
 #[derive(Debug)]
 pub struct LandlockSandbox {
     mode: SandboxMode,
@@ -83,6 +85,8 @@ pub struct LandlockSandbox {
     last_cap: u32,
     /// The chats' own policies (replacing `network` for their processes).
     chat_networks: Option<crate::ChatNetworks>,
+    /// The Landlock rulesets made so far, per workspace and grants.
+    rulesets: crate::rulesets::Rulesets,
     /// The allow-list's proxy, made by the first spawn under an allow-list (on its runtime).
     proxy: OnceLock<Result<NetworkProxy, String>>,
 }
@@ -122,6 +126,7 @@ impl LandlockSandbox {
             filters: filters(false)?,
             filters_off: filters(true)?,
             last_cap: last_capability(),
+            rulesets: crate::rulesets::Rulesets::default(),
             proxy: OnceLock::new(),
         }))
     }
@@ -287,10 +292,18 @@ impl ProcessSandbox for LandlockSandbox {
         let network = &self.network_for(request)?;
         let network_off = *network == NetworkPolicy::Off;
         let ruleset = match self.support.landlock_abi {
-            Some(_) => Some(
-                self.ruleset(network_off, &readable, &writable)
-                    .map_err(|e| ProcessSpawnError(format!("sandbox: Landlock ruleset: {e}")))?,
-            ),
+            Some(_) => {
+                let key = RulesetKey {
+                    network_off,
+                    readable,
+                    writable,
+                };
+                let made = self
+                    .rulesets
+                    .get(key, |k| self.ruleset(k.network_off, &k.readable, &k.writable))
+                    .map_err(|e| ProcessSpawnError(format!("sandbox: Landlock ruleset: {e}")))?;
+                Some(made)
+            }
             None => None,
         };
         context
