@@ -5,18 +5,22 @@
 //! child between `fork` and `exec`, in this order:
 //!
 //! ```text
-//! drop every capability (bounding set, ambient, effective/permitted/inheritable; securebits
+//! (allow-list only: a user and network namespace of its own holding only loopback, listening
+//!   for the bot's proxy on 127.0.0.1:PROXY_PORT)
+//!   → drop every capability (bounding set, ambient, effective/permitted/inheritable; securebits
 //!   NOROOT locked when the host could set them)
 //!   → no_new_privs
 //!   → Landlock (the highest ABI the kernel offers, best effort): read/execute of the system,
 //!     read-write of the workspace and its private temp dir, nothing else; signals and abstract
 //!     UNIX sockets scoped to the sandbox (ABI ≥ 6); TCP refused with `network = off` (ABI ≥ 4)
-//!   (with an allow-list, first of all: a network namespace of its own holding only loopback,
-//!   and a bridge to the bot's proxy, [`PROXY_PORT`])
 //!   → seccomp: ptrace, process_vm_*, mount family, namespaces, keyctl, bpf, perf_event_open,
 //!     modules, kexec, reboot, io_uring, ... refused with EPERM (inet sockets too with
 //!     `network = off`)
+//!   → (allow-list only: the bridge process that hands connections to the proxy)
 //! ```
+//!
+//! The network policy is the bot's ([`SandboxSettings::network`]) or, for a chat's processes,
+//! the chat's own ([`ChatNetworks`]); the allow-list's proxy runs in the host ([`PROXY_PORT`]).
 //!
 //! Entry type: [`LandlockSandbox`], built from [`SandboxSettings`] and the probed
 //! [`KernelSupport`]. What the kernel lacks is left out (and said once at start, by the host), or
