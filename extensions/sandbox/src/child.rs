@@ -69,7 +69,8 @@ struct CapData {
     inheritable: u32,
 }
 
-fn check(rc: libc::c_long) -> std::io::Result<()> {
+/// A system call's result: `Err` with `errno` when negative.
+pub(crate) fn check(rc: libc::c_long) -> std::io::Result<()> {
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {

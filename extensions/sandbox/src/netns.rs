@@ -10,6 +10,7 @@
 //!   → clone the bridge (dies with the child, PR_SET_PDEATHSIG) → exec the command
 //! ```
 
+use crate::child::check;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 /// The port of the proxy inside a confined process's own network namespace (`HTTP_PROXY=
@@ -43,7 +44,7 @@ impl ChildNet {
     /// Enters the new namespaces and opens the bridge's listener; its descriptor (close-on-exec).
     /// Before the rest of the confinement: making namespaces is what seccomp then forbids.
     pub(crate) fn enter(&self) -> std::io::Result<libc::c_int> {
-        check(sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET))?;
+        check(sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).into())?;
         sys::write_file(c"/proc/self/setgroups", b"deny")?;
         sys::write_file(c"/proc/self/uid_map", &self.uid_map)?;
         sys::write_file(c"/proc/self/gid_map", &self.gid_map)?;
@@ -57,14 +58,6 @@ impl ChildNet {
         let started = sys::fork_bridge(listener, self.control.as_raw_fd());
         sys::close(listener);
         started
-    }
-}
-
-fn check(rc: libc::c_int) -> std::io::Result<()> {
-    if rc < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
     }
 }
 
@@ -89,7 +82,7 @@ mod sys {
     pub(super) fn write_file(path: &CStr, bytes: &[u8]) -> std::io::Result<()> {
         // SAFETY: a NUL-terminated path; flags only.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-        check(fd)?;
+        check(fd.into())?;
         // SAFETY: `bytes` is valid for its length.
         let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
         let result = if written < 0 {
@@ -105,7 +98,7 @@ mod sys {
     pub(super) fn loopback_up() -> std::io::Result<()> {
         // SAFETY: integer arguments only.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        check(fd)?;
+        check(fd.into())?;
         // SAFETY: an all-zero ifreq is valid; the name is copied within its 16 bytes.
         let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
         for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
@@ -114,9 +107,9 @@ mod sys {
         // SAFETY: the union member for SIOC[GS]IFFLAGS is ifru_flags; the kernel reads and
         // writes only the ifreq passed.
         let result = unsafe {
-            check(libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request)).and_then(|()| {
+            check(libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request).into()).and_then(|()| {
                 request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-                check(libc::ioctl(fd, libc::SIOCSIFFLAGS, &request))
+                check(libc::ioctl(fd, libc::SIOCSIFFLAGS, &request).into())
             })
         };
         close(fd);
@@ -127,7 +120,7 @@ mod sys {
     pub(super) fn listen_loopback(port: u16) -> std::io::Result<libc::c_int> {
         // SAFETY: integer arguments only.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-        check(fd)?;
+        check(fd.into())?;
         let address = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: port.to_be(),
@@ -140,7 +133,7 @@ mod sys {
         // SAFETY: a sockaddr_in of the size given.
         let bound = unsafe { libc::bind(fd, (&raw const address).cast(), size) };
         // SAFETY: integer arguments only.
-        match check(bound).and_then(|()| check(unsafe { libc::listen(fd, 64) })) {
+        match check(bound.into()).and_then(|()| check(unsafe { libc::listen(fd, 64) }.into())) {
             Ok(()) => Ok(fd),
             Err(e) => {
                 close(fd);
