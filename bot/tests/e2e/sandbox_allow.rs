@@ -177,6 +177,7 @@ async fn with_an_allow_list_a_chat_reaches_listed_names_through_the_proxy_and_no
             attempt.name
         );
     }
+    assert_no_orphaned_bridge();
     let log = rig.bot.log();
     assert!(
         log.lines()
@@ -273,4 +274,29 @@ async fn without_user_namespaces_the_allow_list_fails_closed_saying_why() {
         "{}",
         out[0]
     );
+}
+
+/// Every `sandbox-bridge` process still running belongs to a running command: none was left
+/// running by a command that ended (it would be re-parented to pid 1 or to this test). A dead
+/// one waiting to be reaped by pid 1 (a zombie) is not running.
+fn assert_no_orphaned_bridge() {
+    let field = |status: &str, name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_default()
+    };
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        if field(&status, "Name:") == "sandbox-bridge" && !field(&status, "State:").starts_with('Z') {
+            let parent: u32 = field(&status, "PPid:").parse().unwrap_or(0);
+            assert!(
+                parent != 1 && parent != std::process::id(),
+                "an orphaned bridge: {status}"
+            );
+        }
+    }
 }
