@@ -25,6 +25,7 @@ pub mod calendar;
 #[cfg(any(test, feature = "example-feature"))]
 pub mod example;
 pub mod mcp;
+pub mod network;
 pub mod port;
 pub mod scheduler;
 
@@ -54,6 +55,7 @@ pub const FEATURES: &[Build] = &[
     a2a_client::build,
     a2a_server::build,
     mcp::build,
+    network::build,
     #[cfg(any(test, feature = "example-feature"))]
     example::build,
 ];

@@ -32,6 +32,7 @@ mod poison;
 mod questions;
 mod responses;
 mod sandbox;
+mod sandbox_allow;
 mod sandbox_callers;
 mod sandbox_modes;
 mod sandbox_network;

@@ -430,19 +430,20 @@ impl Tg {
         req.await.map(|_| ())
     }
 
-    /// Uploads a file as a document, or as a photo when `as_photo` (under flood control, for as
-    /// long as it lasts).
+    /// Uploads the file at `path` as a document named `name`, or as a photo when `as_photo`
+    /// (under flood control, for as long as it lasts).
     pub async fn send_file(
         &self,
         to: Target,
         path: &std::path::Path,
+        name: &str,
         caption: Option<&str>,
         as_photo: bool,
     ) -> Result<(), RequestError> {
         use teloxide::types::InputFile;
         self.journal.barrier().await;
         self.with_flood_control(to.chat_id, Kind::Message, || {
-            let file = InputFile::file(path.to_path_buf());
+            let file = InputFile::file(path.to_path_buf()).file_name(name.to_owned());
             let thread = to.thread.map(|t| ThreadId(MessageId(t)));
             let caption = caption.map(str::to_owned);
             let bot = self.bot.clone();
