@@ -128,34 +128,39 @@ pub fn apply(memories: &Memories, key: &str, session: &str, proposal: &Proposal)
     Some(line)
 }
 
-/// Runs one curation of `messages` for the memory `key` with `model`; returns the line to show.
-/// A failed call, an answer without a proposal or an empty proposal change nothing.
+/// The model call curation makes: the session's catalog, model and id.
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    /// The session's model catalog.
+    pub catalog: &'a dyn ModelCatalog,
+    /// The session's model.
+    pub model: &'a Model,
+    /// The session's id (entries learned now record it).
+    pub session: &'a str,
+}
+
+/// Runs one curation of `messages` for the memory `key` whose session sees `view`; returns the
+/// line to show. A failed call, an answer without a proposal or an empty proposal change nothing.
 pub async fn run(
     memories: &Memories,
     key: &str,
-    session: &str,
-    catalog: &dyn ModelCatalog,
-    model: &Model,
+    view: View,
+    call: Call<'_>,
     messages: &[Message],
     cancel: CancellationToken,
 ) -> Option<String> {
     if messages.is_empty() {
         return None;
     }
-    let view = memories
-        .view(key)
-        .map_err(|e| tracing::warn!(key, "curation: {e}"))
-        .ok()?;
     let options = StreamOptions {
         thinking_level: ThinkingLevel::Off,
         max_tokens: Some(MAX_TOKENS),
         cancel,
-        session_id: Some(session.to_owned()),
+        session_id: Some(call.session.to_owned()),
         ..Default::default()
     };
-    let reply = catalog
-        .complete(model, request(&view, memories.max_chars(), messages), options)
-        .await;
+    let request = request(&view, memories.max_chars(), messages);
+    let reply = call.catalog.complete(call.model, request, options).await;
     match reply.stop_reason {
         StopReason::Stop | StopReason::Length | StopReason::ToolUse => {}
         StopReason::Error | StopReason::Aborted => {
@@ -163,7 +168,7 @@ pub async fn run(
             return None;
         }
     }
-    apply(memories, key, session, &parse(&reply.text())?)
+    apply(memories, key, call.session, &parse(&reply.text())?)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! kept, so a session's system prompt stays the same from request to request (the provider's
 //! prompt cache holds) and what the model adds shows from the next session on.
 
-use crate::store::Memories;
+use crate::store::{Memories, View};
 use crate::tool::{Consent, MemoryTool};
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
@@ -28,26 +28,37 @@ pub struct MemoryExtension {
     inner: Arc<Inner>,
 }
 
+/// Whose memory a session has and what it may do with it.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Its memory key: a chat's key, or an A2A caller's ([`caller_key`](crate::caller_key)).
+    pub key: String,
+    /// Whether the global facts are shown (a chat's sessions: yes; an A2A caller's: no, they
+    /// are the owners' chats' facts).
+    pub global: bool,
+    /// Who decides on global facts (`None`: the tool cannot propose them).
+    pub consent: Option<Arc<dyn Consent>>,
+    /// Automatic curation on compaction and `/new` (`[memory] auto`).
+    pub auto: bool,
+}
+
 #[derive(Debug)]
 struct Inner {
     memories: Arc<Memories>,
+    setup: Setup,
     key: String,
-    consent: Option<Arc<dyn Consent>>,
-    auto: bool,
     /// The block shown this session; `None` until its first run (or after `/new`).
     block: Mutex<Option<String>>,
 }
 
 impl MemoryExtension {
-    /// The memory `key` of `memories` for one session; `consent` decides on global facts (`None`:
-    /// the tool cannot propose them); `auto` turns curation on.
-    pub fn new(memories: Arc<Memories>, key: String, consent: Option<Arc<dyn Consent>>, auto: bool) -> Self {
+    /// The memory of one session: `setup`'s key in `memories`.
+    pub fn new(memories: Arc<Memories>, setup: Setup) -> Self {
         MemoryExtension {
             inner: Arc::new(Inner {
                 memories,
-                key,
-                consent,
-                auto,
+                key: setup.key.clone(),
+                setup,
                 block: Mutex::new(None),
             }),
         }
@@ -59,18 +70,24 @@ impl Inner {
         self.block.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The session's view of its memory (without the global facts where they are not shown).
+    fn view(&self) -> Option<View> {
+        match self.memories.view(&self.key) {
+            Ok(v) if self.setup.global => Some(v),
+            Ok(v) => Some(View { global: Vec::new(), ..v }),
+            Err(e) => {
+                tracing::warn!(key = %self.key, "memory not read: {e}");
+                None
+            }
+        }
+    }
+
     /// The block for this session, read the first time; a file set aside on the way is told.
     async fn prompt_block(&self, ctx: &dyn ExtensionContext) -> Option<String> {
         if let Some(b) = self.block().clone() {
             return Some(b);
         }
-        let view = match self.memories.view(&self.key) {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!(key = %self.key, "memory not shown: {e}");
-                return None;
-            }
-        };
+        let view = self.view()?;
         if let Some(ui) = ctx.ui() {
             for path in &view.set_aside {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -85,10 +102,15 @@ impl Inner {
 
     /// Curates `messages` and tells the chat what was kept.
     async fn curate(&self, messages: &[Message], ctx: &dyn ExtensionContext, cancel: CancellationToken) {
-        let Some(model) = ctx.model() else { return };
+        let (Some(model), Some(view)) = (ctx.model(), self.view()) else { return };
         let catalog = ctx.models();
         let session = ctx.session_id();
-        let line = crate::curate::run(&self.memories, &self.key, &session, &*catalog, &model, messages, cancel).await;
+        let call = crate::curate::Call {
+            catalog: &*catalog,
+            model: &model,
+            session: &session,
+        };
+        let line = crate::curate::run(&self.memories, &self.key, view, call, messages, cancel).await;
         if let (Some(line), Some(ui)) = (line, ctx.ui()) {
             ui.notify(&line, NotifyLevel::Info).await;
         }
@@ -115,7 +137,7 @@ impl Extension for MemoryExtension {
         api.register_tool(typed(MemoryTool {
             memories: inner.memories.clone(),
             key: inner.key.clone(),
-            consent: inner.consent.clone(),
+            consent: inner.setup.consent.clone(),
         }));
         let me = inner.clone();
         api.on::<SessionStartEvent, _>(move |_e, _ctx, _cancel| {
@@ -134,7 +156,7 @@ impl Extension for MemoryExtension {
                 Ok(())
             })
         });
-        if !inner.auto {
+        if !inner.setup.auto {
             return Ok(());
         }
         let me = inner.clone();

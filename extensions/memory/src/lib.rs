@@ -23,6 +23,6 @@ pub mod store;
 pub mod tool;
 
 pub use entry::{ChangeError, DEFAULT_MAX_CHARS, Entry, MAX_ENTRY_CHARS, Memory, Scope};
-pub use extension::MemoryExtension;
+pub use extension::{MemoryExtension, Setup};
 pub use store::{GLOBAL, Loaded, Memories, MemoryError, MemoryFiles, View, caller_key};
 pub use tool::{Answer, Consent};

@@ -1,0 +1,148 @@
+//! Memory scopes and curation through the real binary (issue 28): a chat's memory never reaches
+//! another chat's prompt (private, group, forum topic of another group); a fact becomes global
+//! only by an owner's press (a non-owner's press is refused), on `/memory` or on the question the
+//! tool's `scope: "global"` sends the owners; automatic curation after `/new` shows
+//! "Remembered: …" and the next session has it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::memory_support::*;
+use crate::support::*;
+use serde_json::json;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::model_server::{ModelServer, Turn};
+
+const OTHER_GROUP: i64 = -1_001_555_000_222;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chats_memory_stays_in_that_chat() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let extra = format!("allowed_chats = [{GROUP}, {OTHER_GROUP}]");
+    let env = Env::new(&model.url(), &format!("{}\n[memory]\nauto = false\n", telegram_config(&tg, &extra)));
+    seed(&env, "1001", &["The secret word is quokkalantern"]);
+    seed(&env, GROUP_KEY, &["The group's word is marzipanorbit"]);
+    let bot = BotProcess::start(&env, TOKEN);
+
+    let own = ask(&tg, &model, &bot, (OWNER, OWNER), "hello", "Hi owner.").await;
+    assert!(system(&own).contains("quokkalantern"), "{}", system(&own));
+    assert!(!system(&own).contains("marzipanorbit"), "{}", system(&own));
+    let friend = ask(&tg, &model, &bot, (FRIEND, FRIEND), "hello", "Hi friend.").await;
+    assert!(!system(&friend).contains("quokkalantern"), "{}", system(&friend));
+    let group = ask(&tg, &model, &bot, (GROUP, OWNER), "hello", "Hi group.").await;
+    assert!(system(&group).contains("marzipanorbit"), "{}", system(&group));
+    assert!(!system(&group).contains("quokkalantern"), "{}", system(&group));
+
+    // A forum topic shares its group's memory; another group's topic has none of it.
+    let before = model.requests().len();
+    model.push(Turn::reply("Hi topic."));
+    tg.push_update(updates::topic_message(OTHER_GROUP, 9, OWNER, &format!("{} hello", mention(&tg))));
+    wait_text(&tg, OTHER_GROUP, "Hi topic.", &bot).await;
+    let topic = wait_requests(&model, before + 1, &bot).await.last().unwrap().clone();
+    assert!(!system(&topic).contains("quokkalantern"), "{}", system(&topic));
+    assert!(!system(&topic).contains("marzipanorbit"), "{}", system(&topic));
+    let before = model.requests().len();
+    model.push(Turn::reply("Hi own topic."));
+    tg.push_update(updates::topic_message(GROUP, 4, OWNER, &format!("{} hello", mention(&tg))));
+    wait_text(&tg, GROUP, "Hi own topic.", &bot).await;
+    let own_topic = wait_requests(&model, before + 1, &bot).await.last().unwrap().clone();
+    assert!(system(&own_topic).contains("marzipanorbit"), "{}", system(&own_topic));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_owners_press_shares_a_fact_with_every_chat() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg, "auto = false"));
+    seed(&env, GROUP_KEY, &["Standup is at 9:30"]);
+    let bot = BotProcess::start(&env, TOKEN);
+
+    // The owner's /memory in the group offers "share everywhere"; a friend's press is refused.
+    let me = tg.bot_username();
+    tg.push_update(updates::text_message(GROUP, OWNER, &format!("/memory@{me}")));
+    wait_text(&tg, GROUP, "Standup is at 9:30", &bot).await;
+    press_as(&tg, GROUP, FRIEND, "Share everywhere 1").await;
+    wait_toast(&tg, "Only an owner can do this.", &bot).await;
+    assert_eq!(stored(&env, GROUP_KEY), ["Standup is at 9:30"]);
+    assert!(stored(&env, "global").is_empty());
+
+    press_as(&tg, GROUP, OWNER, "Share everywhere 1").await;
+    wait_toast(&tg, "Shared with every chat: Standup is at 9:30", &bot).await;
+    wait_stored(&env, "global", &["Standup is at 9:30"], &bot).await;
+    assert!(stored(&env, GROUP_KEY).is_empty());
+    let friend = ask(&tg, &model, &bot, (FRIEND, FRIEND), "hello", "Hi friend.").await;
+    assert!(
+        system(&friend).contains("- [g1] 2026-11-30 (global, every chat): Standup is at 9:30"),
+        "{}",
+        system(&friend)
+    );
+
+    // The tool's `scope: "global"` asks the owners (in their private chats, which they opened)
+    // and waits: declined, then agreed.
+    ask(&tg, &model, &bot, (OWNER, OWNER), "hello", "Hi owner.").await;
+    model.push(Turn::new().tool_call(
+        "g1",
+        "memory",
+        json!({"action": "add", "text": "Invoices go out on Fridays", "scope": "global"}),
+    ));
+    model.push(Turn::reply("Asked."));
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "share the invoice day with everyone"));
+    wait_text(&tg, OWNER, "asks to remember this in every chat", &bot).await;
+    press_as(&tg, OWNER, FRIEND, "Don't share").await;
+    wait_toast(&tg, "Only an owner decides", &bot).await;
+    press_as(&tg, OWNER, OWNER, "Don't share").await;
+    wait_text(&tg, FRIEND, "Asked.", &bot).await;
+    let outputs = model.requests().last().unwrap().tool_outputs();
+    assert!(outputs.iter().any(|(_, o)| o.contains("An owner declined")), "{outputs:?}");
+    wait_text(&tg, OWNER, "Not shared: \u{201c}Invoices go out on Fridays\u{201d}", &bot).await;
+
+    model.push(Turn::new().tool_call(
+        "g2",
+        "memory",
+        json!({"action": "add", "text": "Invoices go out on Fridays", "scope": "global"}),
+    ));
+    model.push(Turn::reply("Shared now."));
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "please try again"));
+    eventually("a second question", &bot, || count(&tg, OWNER, "asks to remember this in every chat") == 1).await;
+    press_as(&tg, OWNER, OWNER, "Share everywhere").await;
+    wait_text(&tg, FRIEND, "Shared now.", &bot).await;
+    wait_stored(&env, "global", &["Standup is at 9:30", "Invoices go out on Fridays"], &bot).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automatic_curation_after_new_remembers_and_the_next_session_has_it() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+
+    ask(&tg, &model, &bot, (OWNER, OWNER), "I moved to Lisbon last month", "Welcome to Lisbon!").await;
+    let before = model.requests().len();
+    model.push(Turn::reply("{\"add\": [\"Lives in Lisbon (moved recently)\"]}"));
+    tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
+    wait_text(&tg, OWNER, "Remembered: Lives in Lisbon (moved recently)", &bot).await;
+    wait_text(&tg, OWNER, "New session started.", &bot).await;
+    let curation = wait_requests(&model, before + 1, &bot).await[before].clone();
+    assert!(system(&curation).starts_with("You curate the long-term memory"), "{}", system(&curation));
+    assert!(conversation(&curation).contains("I moved to Lisbon last month"), "{}", conversation(&curation));
+    assert!(tool_names(&curation).is_empty(), "{:?}", tool_names(&curation));
+    assert_eq!(stored(&env, "1001"), ["Lives in Lisbon (moved recently)"]);
+
+    let next = ask(&tg, &model, &bot, (OWNER, OWNER), "where do I live?", "In Lisbon.").await;
+    assert!(system(&next).contains("Lives in Lisbon (moved recently)"), "{}", system(&next));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_auto_new_makes_no_curation_call() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg, "auto = false"));
+    let bot = BotProcess::start(&env, TOKEN);
+
+    ask(&tg, &model, &bot, (OWNER, OWNER), "I moved to Lisbon", "Welcome!").await;
+    let before = model.requests().len();
+    tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
+    wait_text(&tg, OWNER, "New session started.", &bot).await;
+    assert_eq!(model.requests().len(), before, "no model call on /new");
+    assert!(stored(&env, "1001").is_empty());
+}
