@@ -48,11 +48,9 @@ fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
 #[test]
 fn without_telegram_only_the_features_that_need_no_chat_are_built() {
     let features = Features::build(&services("[example]\nreply = \"hi\"\n")).unwrap();
-    assert_eq!(format!("{features:?}"), "[\"memory\", \"example\"]");
-    let none = Features::build(&services("")).unwrap();
-    assert_eq!(format!("{none:?}"), "[\"memory\"]");
-    let off = Features::build(&services("[memory]\nenabled = false\n")).unwrap();
-    assert_eq!(format!("{off:?}"), "[]");
+    assert_eq!(format!("{features:?}"), "[\"example\"]");
+    let none = Features::build(&services("[memory]\nmax_chars = 100\n")).unwrap();
+    assert_eq!(format!("{none:?}"), "[]");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! another chat's prompt (private, group, forum topic of another group); a fact becomes global
 //! only by an owner's press (a non-owner's press is refused), on `/memory` or on the question the
 //! tool's `scope: "global"` sends the owners; automatic curation after `/new` shows
-//! "Remembered: …" and the next session has it.
+//! "Remembered: …" and the next session has it; a session of one prompt is not curated; an A2A
+//! caller's memory is its own.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -117,6 +118,7 @@ async fn automatic_curation_after_new_remembers_and_the_next_session_has_it() {
     let bot = BotProcess::start(&env, TOKEN);
 
     ask(&tg, &model, &bot, (OWNER, OWNER), "I moved to Lisbon last month", "Welcome to Lisbon!").await;
+    ask(&tg, &model, &bot, (OWNER, OWNER), "any café tips?", "Try the one by the river.").await;
     let before = model.requests().len();
     model.push(Turn::reply("{\"add\": [\"Lives in Lisbon (moved recently)\"]}"));
     tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
@@ -140,9 +142,63 @@ async fn without_auto_new_makes_no_curation_call() {
     let bot = BotProcess::start(&env, TOKEN);
 
     ask(&tg, &model, &bot, (OWNER, OWNER), "I moved to Lisbon", "Welcome!").await;
+    ask(&tg, &model, &bot, (OWNER, OWNER), "any café tips?", "By the river.").await;
     let before = model.requests().len();
     tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
     wait_text(&tg, OWNER, "New session started.", &bot).await;
     assert_eq!(model.requests().len(), before, "no model call on /new");
     assert!(stored(&env, "1001").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_of_one_prompt_is_not_curated() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg, "auto = true"));
+    let bot = BotProcess::start(&env, TOKEN);
+
+    ask(&tg, &model, &bot, (OWNER, OWNER), "hello", "Hello!").await;
+    let before = model.requests().len();
+    tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
+    wait_text(&tg, OWNER, "New session started.", &bot).await;
+    assert_eq!(model.requests().len(), before, "no curation call for one prompt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_callers_memory_is_its_own_even_when_it_acts_for_a_chat() {
+    use crate::a2a_server::{rpc, send, wait_card};
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let extra = format!(
+        "{}[a2a.server]\nname = \"Test assistant\"\n\
+         [[a2a.server.callers]]\nname = \"carol\"\ntoken_env = \"E2E_CAROL\"\nchat = {OWNER}\n\
+         [memory]\nauto = false\n",
+        http_section(port)
+    );
+    let env = Env::new(&model.url(), &format!("{}{extra}", telegram_config(&tg, "")));
+    seed(&env, "1001", &["The secret word is quokkalantern"]);
+    seed(&env, "global", &["The shared word is heliotropewhale"]);
+    let token = "carol-token-0123456789abcdef";
+    let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_CAROL", token)]);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_card(&base, &bot).await;
+
+    model.push(Turn::new().tool_call("c1", "memory", json!({"action": "add", "text": "Carol reviews releases"})));
+    model.push(Turn::reply("Kept."));
+    let r = rpc(&base, token, "SendMessage", send("remember that I review releases", json!({}), false)).await;
+    assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}\n{}", bot.log());
+    let requests = model.requests();
+    for req in &requests {
+        let prompt = system(req);
+        assert!(prompt.contains("(nothing remembered yet)"), "{prompt}");
+        assert!(!prompt.contains("quokkalantern") && !prompt.contains("heliotropewhale"), "{prompt}");
+    }
+    assert_eq!(stored(&env, "a2a-carol"), ["Carol reviews releases"]);
+    assert_eq!(stored(&env, "1001"), ["The secret word is quokkalantern"]);
+
+    // The chat it acts for does not see the caller's fact either.
+    let own = ask(&tg, &model, &bot, (OWNER, OWNER), "hello", "Hi owner.").await;
+    assert!(!system(&own).contains("Carol reviews releases"), "{}", system(&own));
+    assert!(system(&own).contains("quokkalantern"), "{}", system(&own));
 }

@@ -18,6 +18,10 @@ use volcanic_abstractions::provider::{ProviderContext, StreamOptions};
 /// At most this many characters of the transcript go into the call (the most recent ones).
 const TRANSCRIPT_CHARS: usize = 24_000;
 
+/// Fewer user prompts than this left behind are not curated: a greeting or a single question
+/// holds nothing the model did not keep with its tool already, and is not worth a model call.
+pub const MIN_PROMPTS: usize = 2;
+
 /// The answer's length cap, in tokens: a handful of short facts.
 const MAX_TOKENS: u64 = 800;
 
@@ -149,7 +153,8 @@ pub async fn run(
     messages: &[Message],
     cancel: CancellationToken,
 ) -> Option<String> {
-    if messages.is_empty() {
+    let prompts = messages.iter().filter(|m| matches!(m, Message::User(_))).count();
+    if prompts < MIN_PROMPTS {
         return None;
     }
     let options = StreamOptions {

@@ -93,10 +93,11 @@ pub struct MemoryFeature {
     consent: Option<Arc<OwnerConsent>>,
 }
 
-/// Builds it unless `[memory] enabled = false`.
+/// Builds it in the Telegram host unless `[memory] enabled = false`. Memory is a chat's (and an
+/// A2A caller's): the console, which has no chat, has none (its section is still checked).
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
     let s = settings(services)?;
-    if !s.enabled {
+    if !s.enabled || services.chats.is_none() {
         return Ok(None);
     }
     let files = Arc::new(StateFiles::new(&services.state_dir));
@@ -209,8 +210,9 @@ impl HostFeature for MemoryFeature {
                 consent: None,
                 auto: self.auto,
             },
-            (None, chat) => Setup {
-                key: chat.map_or_else(|| "console".to_owned(), |t| chat_key(t.chat_id)),
+            (None, None) => return Vec::new(),
+            (None, Some(chat)) => Setup {
+                key: chat_key(chat.chat_id),
                 global: true,
                 consent: self.consent.clone().map(|c| c as Arc<dyn volcanic_memory::Consent>),
                 auto: self.auto,
