@@ -66,10 +66,20 @@ fn a_section_no_feature_reads_is_an_error_naming_its_key_and_the_known_ones() {
 
 #[test]
 fn memory_refuses_unknown_keys_and_a_cap_out_of_range() {
-    let err = Features::build(&services("[memory]\nmax_char = 10\n")).unwrap_err().to_string();
-    assert!(err.starts_with("config key `memory`: ") && err.contains("max_char"), "{err}");
-    let err = Features::build(&services("[memory]\nmax_chars = 0\n")).unwrap_err().to_string();
-    assert!(err.starts_with("config key `memory.max_chars`: 0 is out of range"), "{err}");
+    let err = Features::build(&services("[memory]\nmax_char = 10\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("config key `memory`: ") && err.contains("max_char"),
+        "{err}"
+    );
+    let err = Features::build(&services("[memory]\nmax_chars = 0\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("config key `memory.max_chars`: 0 is out of range"),
+        "{err}"
+    );
 }
 
 #[test]

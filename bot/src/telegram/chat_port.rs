@@ -237,7 +237,11 @@ fn press_markup(rows: &[Vec<PressButton>]) -> Result<Option<InlineKeyboardMarkup
     let rows: Vec<Vec<InlineKeyboardButton>> = rows
         .iter()
         .filter(|r| !r.is_empty())
-        .map(|r| r.iter().map(|b| InlineKeyboardButton::callback(b.text.clone(), b.data.clone())).collect())
+        .map(|r| {
+            r.iter()
+                .map(|b| InlineKeyboardButton::callback(b.text.clone(), b.data.clone()))
+                .collect()
+        })
         .collect();
     Ok((!rows.is_empty()).then(|| InlineKeyboardMarkup::new(rows)))
 }

@@ -20,7 +20,10 @@ async fn a_chats_memory_stays_in_that_chat() {
     let model = ModelServer::start().await.unwrap();
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let extra = format!("allowed_chats = [{GROUP}, {OTHER_GROUP}]");
-    let env = Env::new(&model.url(), &format!("{}\n[memory]\nauto = false\n", telegram_config(&tg, &extra)));
+    let env = Env::new(
+        &model.url(),
+        &format!("{}\n[memory]\nauto = false\n", telegram_config(&tg, &extra)),
+    );
     seed(&env, "1001", &["The secret word is quokkalantern"]);
     seed(&env, GROUP_KEY, &["The group's word is marzipanorbit"]);
     let bot = BotProcess::start(&env, TOKEN);
@@ -37,14 +40,24 @@ async fn a_chats_memory_stays_in_that_chat() {
     // A forum topic shares its group's memory; another group's topic has none of it.
     let before = model.requests().len();
     model.push(Turn::reply("Hi topic."));
-    tg.push_update(updates::topic_message(OTHER_GROUP, 9, OWNER, &format!("{} hello", mention(&tg))));
+    tg.push_update(updates::topic_message(
+        OTHER_GROUP,
+        9,
+        OWNER,
+        &format!("{} hello", mention(&tg)),
+    ));
     wait_text(&tg, OTHER_GROUP, "Hi topic.", &bot).await;
     let topic = wait_requests(&model, before + 1, &bot).await.last().unwrap().clone();
     assert!(!system(&topic).contains("quokkalantern"), "{}", system(&topic));
     assert!(!system(&topic).contains("marzipanorbit"), "{}", system(&topic));
     let before = model.requests().len();
     model.push(Turn::reply("Hi own topic."));
-    tg.push_update(updates::topic_message(GROUP, 4, OWNER, &format!("{} hello", mention(&tg))));
+    tg.push_update(updates::topic_message(
+        GROUP,
+        4,
+        OWNER,
+        &format!("{} hello", mention(&tg)),
+    ));
     wait_text(&tg, GROUP, "Hi own topic.", &bot).await;
     let own_topic = wait_requests(&model, before + 1, &bot).await.last().unwrap().clone();
     assert!(system(&own_topic).contains("marzipanorbit"), "{}", system(&own_topic));
@@ -87,15 +100,28 @@ async fn only_an_owners_press_shares_a_fact_with_every_chat() {
         json!({"action": "add", "text": "Invoices go out on Fridays", "scope": "global"}),
     ));
     model.push(Turn::reply("Asked."));
-    tg.push_update(updates::text_message(FRIEND, FRIEND, "share the invoice day with everyone"));
+    tg.push_update(updates::text_message(
+        FRIEND,
+        FRIEND,
+        "share the invoice day with everyone",
+    ));
     wait_text(&tg, OWNER, "asks to remember this in every chat", &bot).await;
     press_as(&tg, OWNER, FRIEND, "Don't share").await;
     wait_toast(&tg, "Only an owner decides", &bot).await;
     press_as(&tg, OWNER, OWNER, "Don't share").await;
     wait_text(&tg, FRIEND, "Asked.", &bot).await;
     let outputs = model.requests().last().unwrap().tool_outputs();
-    assert!(outputs.iter().any(|(_, o)| o.contains("An owner declined")), "{outputs:?}");
-    wait_text(&tg, OWNER, "Not shared: \u{201c}Invoices go out on Fridays\u{201d}", &bot).await;
+    assert!(
+        outputs.iter().any(|(_, o)| o.contains("An owner declined")),
+        "{outputs:?}"
+    );
+    wait_text(
+        &tg,
+        OWNER,
+        "Not shared: \u{201c}Invoices go out on Fridays\u{201d}",
+        &bot,
+    )
+    .await;
 
     model.push(Turn::new().tool_call(
         "g2",
@@ -104,10 +130,19 @@ async fn only_an_owners_press_shares_a_fact_with_every_chat() {
     ));
     model.push(Turn::reply("Shared now."));
     tg.push_update(updates::text_message(FRIEND, FRIEND, "please try again"));
-    eventually("a second question", &bot, || count(&tg, OWNER, "asks to remember this in every chat") == 1).await;
+    eventually("a second question", &bot, || {
+        count(&tg, OWNER, "asks to remember this in every chat") == 1
+    })
+    .await;
     press_as(&tg, OWNER, OWNER, "Share everywhere").await;
     wait_text(&tg, FRIEND, "Shared now.", &bot).await;
-    wait_stored(&env, "global", &["Standup is at 9:30", "Invoices go out on Fridays"], &bot).await;
+    wait_stored(
+        &env,
+        "global",
+        &["Standup is at 9:30", "Invoices go out on Fridays"],
+        &bot,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,21 +152,96 @@ async fn automatic_curation_after_new_remembers_and_the_next_session_has_it() {
     let env = Env::new(&model.url(), &config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
 
-    ask(&tg, &model, &bot, (OWNER, OWNER), "I moved to Lisbon last month", "Welcome to Lisbon!").await;
-    ask(&tg, &model, &bot, (OWNER, OWNER), "any café tips?", "Try the one by the river.").await;
+    ask(
+        &tg,
+        &model,
+        &bot,
+        (OWNER, OWNER),
+        "I moved to Lisbon last month",
+        "Welcome to Lisbon!",
+    )
+    .await;
+    ask(
+        &tg,
+        &model,
+        &bot,
+        (OWNER, OWNER),
+        "any café tips?",
+        "Try the one by the river.",
+    )
+    .await;
     let before = model.requests().len();
     model.push(Turn::reply("{\"add\": [\"Lives in Lisbon (moved recently)\"]}"));
     tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
     wait_text(&tg, OWNER, "Remembered: Lives in Lisbon (moved recently)", &bot).await;
     wait_text(&tg, OWNER, "New session started.", &bot).await;
     let curation = wait_requests(&model, before + 1, &bot).await[before].clone();
-    assert!(system(&curation).starts_with("You curate the long-term memory"), "{}", system(&curation));
-    assert!(conversation(&curation).contains("I moved to Lisbon last month"), "{}", conversation(&curation));
+    assert!(
+        system(&curation).starts_with("You curate the long-term memory"),
+        "{}",
+        system(&curation)
+    );
+    assert!(
+        conversation(&curation).contains("I moved to Lisbon last month"),
+        "{}",
+        conversation(&curation)
+    );
     assert!(tool_names(&curation).is_empty(), "{:?}", tool_names(&curation));
     assert_eq!(stored(&env, "1001"), ["Lives in Lisbon (moved recently)"]);
 
     let next = ask(&tg, &model, &bot, (OWNER, OWNER), "where do I live?", "In Lisbon.").await;
-    assert!(system(&next).contains("Lives in Lisbon (moved recently)"), "{}", system(&next));
+    assert!(
+        system(&next).contains("Lives in Lisbon (moved recently)"),
+        "{}",
+        system(&next)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_curates_what_it_summarises() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+
+    ask(
+        &tg,
+        &model,
+        &bot,
+        (OWNER, OWNER),
+        "my daughter is called Ines",
+        "Lovely name.",
+    )
+    .await;
+    ask(&tg, &model, &bot, (OWNER, OWNER), "she starts school in May", "Noted.").await;
+    ask(&tg, &model, &bot, (OWNER, OWNER), "what should I pack?", "A lunch box.").await;
+    let before = model.requests().len();
+    model.push(Turn::reply(
+        "{\"add\": [\"Has a daughter, Ines, starting school in May\"]}",
+    ));
+    model.push(Turn::reply(
+        "## Goal\nHelp with school.\n\n## Progress\n### Done\n- talked",
+    ));
+    tg.push_update(updates::text_message(OWNER, OWNER, "/compact"));
+    wait_text(
+        &tg,
+        OWNER,
+        "Remembered: Has a daughter, Ines, starting school in May",
+        &bot,
+    )
+    .await;
+    let curation = wait_requests(&model, before + 1, &bot).await[before].clone();
+    assert!(
+        system(&curation).starts_with("You curate the long-term memory"),
+        "{}",
+        system(&curation)
+    );
+    assert!(
+        conversation(&curation).contains("my daughter is called Ines"),
+        "{}",
+        conversation(&curation)
+    );
+    assert_eq!(stored(&env, "1001"), ["Has a daughter, Ines, starting school in May"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,15 +294,33 @@ async fn an_a2a_callers_memory_is_its_own_even_when_it_acts_for_a_chat() {
     let base = format!("http://127.0.0.1:{port}");
     wait_card(&base, &bot).await;
 
-    model.push(Turn::new().tool_call("c1", "memory", json!({"action": "add", "text": "Carol reviews releases"})));
+    model.push(Turn::new().tool_call(
+        "c1",
+        "memory",
+        json!({"action": "add", "text": "Carol reviews releases"}),
+    ));
     model.push(Turn::reply("Kept."));
-    let r = rpc(&base, token, "SendMessage", send("remember that I review releases", json!({}), false)).await;
-    assert_eq!(r["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{r}\n{}", bot.log());
+    let r = rpc(
+        &base,
+        token,
+        "SendMessage",
+        send("remember that I review releases", json!({}), false),
+    )
+    .await;
+    assert_eq!(
+        r["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{r}\n{}",
+        bot.log()
+    );
     let requests = model.requests();
     for req in &requests {
         let prompt = system(req);
         assert!(prompt.contains("(nothing remembered yet)"), "{prompt}");
-        assert!(!prompt.contains("quokkalantern") && !prompt.contains("heliotropewhale"), "{prompt}");
+        assert!(
+            !prompt.contains("quokkalantern") && !prompt.contains("heliotropewhale"),
+            "{prompt}"
+        );
     }
     assert_eq!(stored(&env, "a2a-carol"), ["Carol reviews releases"]);
     assert_eq!(stored(&env, "1001"), ["The secret word is quokkalantern"]);

@@ -102,7 +102,12 @@ pub fn apply(memories: &Memories, key: &str, session: &str, proposal: &Proposal)
     let mut kept = Vec::new();
     let mut forgot = 0;
     for r in &proposal.replace {
-        match r.id.trim().parse().map(|id| memories.replace(key, id, &r.text, session)) {
+        match r
+            .id
+            .trim()
+            .parse()
+            .map(|id| memories.replace(key, id, &r.text, session))
+        {
             Ok(Ok(e)) => kept.push(e.text),
             Ok(Err(e)) => tracing::info!(key, id = %r.id, "curation: replace refused: {e}"),
             Err(_) => tracing::info!(key, id = %r.id, "curation: not an entry id"),

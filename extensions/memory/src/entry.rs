@@ -207,7 +207,10 @@ mod tests {
         assert_eq!(b.id, 2);
         assert_eq!(m.remove(2).unwrap().text, "Lives in Lisbon");
         assert_eq!(m.add("Works at night", Scope::Chat, &stamp(100)).unwrap().id, 3);
-        assert_eq!(m.replace(1, "Prefers imperial units", &stamp(100)).unwrap().text, "Prefers imperial units");
+        assert_eq!(
+            m.replace(1, "Prefers imperial units", &stamp(100)).unwrap().text,
+            "Prefers imperial units"
+        );
         assert_eq!(m.remove(9), Err(ChangeError::NoEntry("9".into())));
         assert_eq!(m.used(), "Prefers imperial units".len() + "Works at night".len());
     }

@@ -74,7 +74,10 @@ impl Inner {
     fn view(&self) -> Option<View> {
         match self.memories.view(&self.key) {
             Ok(v) if self.setup.global => Some(v),
-            Ok(v) => Some(View { global: Vec::new(), ..v }),
+            Ok(v) => Some(View {
+                global: Vec::new(),
+                ..v
+            }),
             Err(e) => {
                 tracing::warn!(key = %self.key, "memory not read: {e}");
                 None
@@ -90,8 +93,12 @@ impl Inner {
         let view = self.view()?;
         if let Some(ui) = ctx.ui() {
             for path in &view.set_aside {
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let text = format!("The memory file could not be read; it was set aside as {name} and memory starts empty.");
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let text =
+                    format!("The memory file could not be read; it was set aside as {name} and memory starts empty.");
                 ui.notify(&text, NotifyLevel::Warning).await;
             }
         }
@@ -102,7 +109,9 @@ impl Inner {
 
     /// Curates `messages` and tells the chat what was kept.
     async fn curate(&self, messages: &[Message], ctx: &dyn ExtensionContext, cancel: CancellationToken) {
-        let (Some(model), Some(view)) = (ctx.model(), self.view()) else { return };
+        let (Some(model), Some(view)) = (ctx.model(), self.view()) else {
+            return;
+        };
         let catalog = ctx.models();
         let session = ctx.session_id();
         let call = crate::curate::Call {
@@ -122,7 +131,13 @@ fn branch_messages(ctx: &dyn ExtensionContext) -> Vec<Message> {
     let Ok(view) = ctx.session() else { return Vec::new() };
     view.branch()
         .into_iter()
-        .filter_map(|e| if let EntryKind::Message(m) = e.kind { Some(m) } else { None })
+        .filter_map(|e| {
+            if let EntryKind::Message(m) = e.kind {
+                Some(m)
+            } else {
+                None
+            }
+        })
         .collect()
 }
 

@@ -25,7 +25,12 @@ pub fn block(view: &View, max_chars: usize) -> String {
         ));
     }
     for e in &view.chat {
-        out.push_str(&format!("- [{}] {}: {}\n", e.label(), e.learned_at.format("%Y-%m-%d"), e.text));
+        out.push_str(&format!(
+            "- [{}] {}: {}\n",
+            e.label(),
+            e.learned_at.format("%Y-%m-%d"),
+            e.text
+        ));
     }
     out.push_str(&format!("Memory used: {} of {max_chars} characters.", view.used));
     out

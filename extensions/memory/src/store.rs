@@ -122,7 +122,10 @@ impl Memories {
         let _held = self.hold();
         let mut chat = self.load(key, &mut Vec::new())?;
         let mut global = self.load(GLOBAL, &mut Vec::new())?;
-        let entry = chat.get(id).cloned().ok_or_else(|| ChangeError::NoEntry(id.to_string()))?;
+        let entry = chat
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ChangeError::NoEntry(id.to_string()))?;
         let stamp = Stamp {
             at: entry.learned_at,
             session: entry.session.clone(),
@@ -203,7 +206,13 @@ fn file_error(name: &str, source: std::io::Error) -> MemoryError {
 pub fn caller_key(name: &str) -> String {
     let safe: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("a2a-{safe}")
 }

@@ -42,7 +42,10 @@ fn chats_keep_their_own_entries_and_share_only_promoted_ones() {
     m.add("123", "Prefers tea", Scope::Chat, "s1").unwrap();
     m.add("g456", "Meets on Mondays", Scope::Chat, "s2").unwrap();
     assert_eq!(texts(&m.view("123").unwrap().chat), vec![("1".into(), "Prefers tea")]);
-    assert_eq!(texts(&m.view("g456").unwrap().chat), vec![("1".into(), "Meets on Mondays")]);
+    assert_eq!(
+        texts(&m.view("g456").unwrap().chat),
+        vec![("1".into(), "Meets on Mondays")]
+    );
 
     let promoted = m.promote("123", 1).unwrap();
     assert_eq!((promoted.label(), promoted.session.as_str()), ("g1".into(), "s1"));
@@ -52,7 +55,11 @@ fn chats_keep_their_own_entries_and_share_only_promoted_ones() {
 
     assert_eq!(m.clear("g456").unwrap(), 1);
     assert!(m.view("g456").unwrap().chat.is_empty());
-    assert_eq!(m.view("g456").unwrap().global.len(), 1, "/forget keeps the global entries");
+    assert_eq!(
+        m.view("g456").unwrap().global.len(),
+        1,
+        "/forget keeps the global entries"
+    );
     m.remove("123", Scope::Global, 1).unwrap();
     assert!(m.view("123").unwrap().global.is_empty());
 }

@@ -33,7 +33,9 @@ pub struct OwnerConsent {
 
 impl std::fmt::Debug for OwnerConsent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OwnerConsent").field("owners", &self.owners).finish_non_exhaustive()
+        f.debug_struct("OwnerConsent")
+            .field("owners", &self.owners)
+            .finish_non_exhaustive()
     }
 }
 
@@ -83,9 +85,8 @@ impl volcanic_memory::Consent for OwnerConsent {
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let question = format!(
-            "The assistant in chat {key} asks to remember this in every chat:\n\u{201c}{text}\u{201d}"
-        );
+        let question =
+            format!("The assistant in chat {key} asks to remember this in every chat:\n\u{201c}{text}\u{201d}");
         let buttons = [vec![
             PressButton {
                 text: "Share everywhere".into(),

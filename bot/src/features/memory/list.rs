@@ -89,9 +89,7 @@ pub fn forget_question(view: &View) -> Option<(String, Vec<Vec<PressButton>>)> {
     let n = view.chat.len();
     (n > 0).then(|| {
         (
-            format!(
-                "Forget all {n} entries of this chat's memory? Facts shared with every chat stay."
-            ),
+            format!("Forget all {n} entries of this chat's memory? Facts shared with every chat stay."),
             vec![vec![
                 button("Forget all".into(), "f:y".into()),
                 button("Keep".into(), "f:n".into()),
@@ -140,7 +138,10 @@ mod tests {
             "Memory of this chat (9 of 4000 characters):\n2. 2026-11-30 — Likes tea\n\
              Shared with every chat:\ng1. 2026-11-30 — Likes tea"
         );
-        let labels: Vec<Vec<&str>> = rows.iter().map(|r| r.iter().map(|b| b.text.as_str()).collect()).collect();
+        let labels: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|r| r.iter().map(|b| b.text.as_str()).collect())
+            .collect();
         assert_eq!(labels, vec![vec!["Delete 2", "Share everywhere 2"], vec!["Delete g1"]]);
         let (_, rows) = listing(&view, 4000, false);
         assert_eq!(rows.len(), 1);

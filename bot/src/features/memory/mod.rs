@@ -162,7 +162,10 @@ impl MemoryFeature {
             Action::DeleteGlobal(_) | Action::Share(_) if !owner => {
                 return Outcome::Refused("Only an owner can do this.".into());
             }
-            Action::Delete(id) => self.memories.remove(key, Scope::Chat, id).map(|e| format!("Deleted: {}", e.text)),
+            Action::Delete(id) => self
+                .memories
+                .remove(key, Scope::Chat, id)
+                .map(|e| format!("Deleted: {}", e.text)),
             Action::DeleteGlobal(id) => self
                 .memories
                 .remove(key, Scope::Global, id)
@@ -219,7 +222,9 @@ impl HostFeature for MemoryFeature {
             },
         };
         let memories = self.memories.clone();
-        vec![Arc::new(move || Box::new(MemoryExtension::new(memories.clone(), setup.clone())) as Box<dyn Extension>)]
+        vec![Arc::new(move || {
+            Box::new(MemoryExtension::new(memories.clone(), setup.clone())) as Box<dyn Extension>
+        })]
     }
 
     fn commands(&self) -> &[FeatureCommand] {
@@ -255,7 +260,12 @@ impl HostFeature for MemoryFeature {
 
     async fn press(&self, press: Press<'_>) -> Option<String> {
         let action = Action::parse(press.data)?;
-        tracing::info!(chat = press.target.chat_id, user = press.from_id, ?action, "memory button pressed");
+        tracing::info!(
+            chat = press.target.chat_id,
+            user = press.from_id,
+            ?action,
+            "memory button pressed"
+        );
         if let Action::Consent(id, yes) = action {
             let consent = self.consent.as_ref()?;
             return Some(consent.answer(id, yes, press.owner).await);

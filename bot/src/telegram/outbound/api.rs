@@ -361,8 +361,12 @@ impl Tg {
         self.journal.barrier().await;
         let sent = self
             .with_flood_control(to.chat_id, Kind::Message, || {
-                let req = self.bot.edit_message_text(ChatId(to.chat_id), MessageId(message_id), text);
-                let markup = markup.clone().unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new()));
+                let req = self
+                    .bot
+                    .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text);
+                let markup = markup
+                    .clone()
+                    .unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new()));
                 req.reply_markup(markup).into_future()
             })
             .await;
