@@ -16,14 +16,14 @@ use volcanic_abstractions::model::{Model, ThinkingLevel};
 use volcanic_abstractions::provider::{ProviderContext, StreamOptions};
 
 /// At most this many characters of the transcript go into the call (the most recent ones).
-const TRANSCRIPT_CHARS: usize = 24_000;
+pub const TRANSCRIPT_CHARS: usize = 24_000;
 
 /// Fewer user prompts than this left behind are not curated: a greeting or a single question
 /// holds nothing the model did not keep with its tool already, and is not worth a model call.
 pub const MIN_PROMPTS: usize = 2;
 
 /// The answer's length cap, in tokens: a handful of short facts.
-const MAX_TOKENS: u64 = 800;
+pub const MAX_TOKENS: u64 = 800;
 
 /// The curation call's instructions.
 pub const SYSTEM_PROMPT: &str = "You curate the long-term memory of a chat assistant. You get the \
@@ -182,6 +182,7 @@ pub async fn run(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::store::tests::MapFiles;

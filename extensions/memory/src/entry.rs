@@ -186,6 +186,7 @@ fn checked(text: &str) -> Result<String, ChangeError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;

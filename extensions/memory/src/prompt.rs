@@ -37,6 +37,7 @@ pub fn block(view: &View, max_chars: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::entry::{Entry, Scope};

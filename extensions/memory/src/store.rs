@@ -218,5 +218,6 @@ pub fn caller_key(name: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "store_tests.rs"]
 pub(crate) mod tests;

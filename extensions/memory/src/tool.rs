@@ -174,6 +174,7 @@ fn refusal(e: MemoryError) -> ToolError {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
