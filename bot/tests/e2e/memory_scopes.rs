@@ -38,28 +38,13 @@ async fn a_chats_memory_stays_in_that_chat() {
     assert!(!system(&group).contains("quokkalantern"), "{}", system(&group));
 
     // A forum topic shares its group's memory; another group's topic has none of it.
-    let before = model.requests().len();
-    model.push(Turn::reply("Hi topic."));
-    tg.push_update(updates::topic_message(
-        OTHER_GROUP,
-        9,
-        OWNER,
-        &format!("{} hello", mention(&tg)),
-    ));
-    wait_text(&tg, OTHER_GROUP, "Hi topic.", &bot).await;
-    let topic = wait_requests(&model, before + 1, &bot).await.last().unwrap().clone();
+    let hello = format!("{} hello", mention(&tg));
+    let other = updates::topic_message(OTHER_GROUP, 9, OWNER, &hello);
+    let topic = ask_with(&tg, &model, &bot, OTHER_GROUP, other, "Hi topic.").await;
     assert!(!system(&topic).contains("quokkalantern"), "{}", system(&topic));
     assert!(!system(&topic).contains("marzipanorbit"), "{}", system(&topic));
-    let before = model.requests().len();
-    model.push(Turn::reply("Hi own topic."));
-    tg.push_update(updates::topic_message(
-        GROUP,
-        4,
-        OWNER,
-        &format!("{} hello", mention(&tg)),
-    ));
-    wait_text(&tg, GROUP, "Hi own topic.", &bot).await;
-    let own_topic = wait_requests(&model, before + 1, &bot).await.last().unwrap().clone();
+    let own = updates::topic_message(GROUP, 4, OWNER, &hello);
+    let own_topic = ask_with(&tg, &model, &bot, GROUP, own, "Hi own topic.").await;
     assert!(system(&own_topic).contains("marzipanorbit"), "{}", system(&own_topic));
 }
 

@@ -58,8 +58,8 @@ pub fn config(tg: &BotApiServer, memory: &str) -> String {
     )
 }
 
-/// `from` writes `text` in `chat` (private chats: `chat` is `from`), the model answers `reply`;
-/// returns the model request of that answer.
+/// `from` writes `text` in `chat` (private chats: `chat` is `from`; in a group the bot is
+/// mentioned), the model answers `reply`; returns the model request of that answer.
 pub async fn ask(
     tg: &BotApiServer,
     model: &ModelServer,
@@ -68,14 +68,27 @@ pub async fn ask(
     text: &str,
     reply: &str,
 ) -> RecordedRequest {
-    let before = model.requests().len();
-    model.push(Turn::reply(reply));
     let text = if chat < 0 {
         format!("{} {text}", mention(tg))
     } else {
         text.to_owned()
     };
-    tg.push_update(updates::text_message(chat, from, &text));
+    ask_with(tg, model, bot, chat, updates::text_message(chat, from, &text), reply).await
+}
+
+/// `update` (a message in `chat`) arrives, the model answers `reply`; returns the model request
+/// of that answer.
+pub async fn ask_with(
+    tg: &BotApiServer,
+    model: &ModelServer,
+    bot: &BotProcess,
+    chat: i64,
+    update: volcanic_testkit::bot_api::MessageUpdate,
+    reply: &str,
+) -> RecordedRequest {
+    let before = model.requests().len();
+    model.push(Turn::reply(reply));
+    tg.push_update(update);
     wait_text(tg, chat, reply, bot).await;
     let requests = wait_requests(model, before + 1, bot).await;
     let r = requests.last().unwrap().clone();
@@ -94,30 +107,6 @@ pub fn tool_names(r: &RecordedRequest) -> Vec<String> {
         .as_array()
         .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
         .unwrap_or_default()
-}
-
-/// `from` presses the button labelled `label` on the newest message of `chat` that has one.
-pub async fn press_as(tg: &BotApiServer, chat: i64, from: i64, label: &str) {
-    let has = |m: &volcanic_testkit::bot_api::ChatMessage| {
-        m.reply_markup
-            .as_ref()
-            .is_some_and(|k| k.to_string().contains(&format!("\"text\":\"{label}\"")))
-    };
-    tg.wait_for(|s| s.messages(chat).iter().rev().any(has), T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\nmessages: {:?}", tg.messages(chat)));
-    let m = tg.messages(chat).into_iter().rev().find(|m| has(m)).unwrap();
-    let data = m.reply_markup.as_ref().unwrap()["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r.as_array().unwrap().iter())
-        .find(|b| b["text"] == label)
-        .unwrap()["callback_data"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    tg.push_update(updates::callback_query(from, m.message_id, chat, &data));
 }
 
 /// Waits until a press was answered with a toast containing `needle`.

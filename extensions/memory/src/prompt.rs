@@ -1,6 +1,7 @@
 //! The memory block of the system prompt: what the chat remembers, each entry with its id and
 //! date, global ones marked, and how full the memory is.
 
+use crate::entry::Scope;
 use crate::store::View;
 
 /// The system prompt section's title.
@@ -16,21 +17,13 @@ pub fn block(view: &View, max_chars: usize) -> String {
     if view.chat.is_empty() && view.global.is_empty() {
         out.push_str("(nothing remembered yet)\n");
     }
-    for e in &view.global {
-        out.push_str(&format!(
-            "- [{}] {} (global, every chat): {}\n",
-            e.label(),
-            e.learned_at.format("%Y-%m-%d"),
-            e.text
-        ));
-    }
-    for e in &view.chat {
-        out.push_str(&format!(
-            "- [{}] {}: {}\n",
-            e.label(),
-            e.learned_at.format("%Y-%m-%d"),
-            e.text
-        ));
+    for e in view.global.iter().chain(&view.chat) {
+        let mark = match e.scope {
+            Scope::Global => " (global, every chat)",
+            Scope::Chat => "",
+        };
+        let day = e.learned_at.format("%Y-%m-%d");
+        out.push_str(&format!("- [{}] {day}{mark}: {}\n", e.label(), e.text));
     }
     out.push_str(&format!("Memory used: {} of {max_chars} characters.", view.used));
     out
@@ -40,7 +33,7 @@ pub fn block(view: &View, max_chars: usize) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::entry::{Entry, Scope};
+    use crate::entry::Entry;
     use chrono::DateTime;
     use pretty_assertions::assert_eq;
 
