@@ -137,41 +137,18 @@ async fn automatic_curation_after_new_remembers_and_the_next_session_has_it() {
     let env = Env::new(&model.url(), &config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
 
-    ask(
-        &tg,
-        &model,
-        &bot,
-        (OWNER, OWNER),
-        "I moved to Lisbon last month",
-        "Welcome to Lisbon!",
-    )
-    .await;
-    ask(
-        &tg,
-        &model,
-        &bot,
-        (OWNER, OWNER),
-        "any café tips?",
-        "Try the one by the river.",
-    )
-    .await;
+    let turns = [
+        ("I moved to Lisbon last month", "Welcome to Lisbon!"),
+        ("any café tips?", "Try the one by the river."),
+    ];
+    converse(&tg, &model, &bot, &turns).await;
     let before = model.requests().len();
     model.push(Turn::reply("{\"add\": [\"Lives in Lisbon (moved recently)\"]}"));
     tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
     wait_text(&tg, OWNER, "Remembered: Lives in Lisbon (moved recently)", &bot).await;
     wait_text(&tg, OWNER, "New session started.", &bot).await;
     let curation = wait_requests(&model, before + 1, &bot).await[before].clone();
-    assert!(
-        system(&curation).starts_with("You curate the long-term memory"),
-        "{}",
-        system(&curation)
-    );
-    assert!(
-        conversation(&curation).contains("I moved to Lisbon last month"),
-        "{}",
-        conversation(&curation)
-    );
-    assert!(tool_names(&curation).is_empty(), "{:?}", tool_names(&curation));
+    assert_curation(&curation, "I moved to Lisbon last month");
     assert_eq!(stored(&env, "1001"), ["Lives in Lisbon (moved recently)"]);
 
     let next = ask(&tg, &model, &bot, (OWNER, OWNER), "where do I live?", "In Lisbon.").await;
@@ -189,17 +166,12 @@ async fn a_compaction_curates_what_it_summarises() {
     let env = Env::new(&model.url(), &config(&tg, ""));
     let bot = BotProcess::start(&env, TOKEN);
 
-    ask(
-        &tg,
-        &model,
-        &bot,
-        (OWNER, OWNER),
-        "my daughter is called Ines",
-        "Lovely name.",
-    )
-    .await;
-    ask(&tg, &model, &bot, (OWNER, OWNER), "she starts school in May", "Noted.").await;
-    ask(&tg, &model, &bot, (OWNER, OWNER), "what should I pack?", "A lunch box.").await;
+    let turns = [
+        ("my daughter is called Ines", "Lovely name."),
+        ("she starts school in May", "Noted."),
+        ("what should I pack?", "A lunch box."),
+    ];
+    converse(&tg, &model, &bot, &turns).await;
     let before = model.requests().len();
     model.push(Turn::reply(
         "{\"add\": [\"Has a daughter, Ines, starting school in May\"]}",
@@ -216,16 +188,7 @@ async fn a_compaction_curates_what_it_summarises() {
     )
     .await;
     let curation = wait_requests(&model, before + 1, &bot).await[before].clone();
-    assert!(
-        system(&curation).starts_with("You curate the long-term memory"),
-        "{}",
-        system(&curation)
-    );
-    assert!(
-        conversation(&curation).contains("my daughter is called Ines"),
-        "{}",
-        conversation(&curation)
-    );
+    assert_curation(&curation, "my daughter is called Ines");
     assert_eq!(stored(&env, "1001"), ["Has a daughter, Ines, starting school in May"]);
 }
 
@@ -236,8 +199,8 @@ async fn without_auto_new_makes_no_curation_call() {
     let env = Env::new(&model.url(), &config(&tg, "auto = false"));
     let bot = BotProcess::start(&env, TOKEN);
 
-    ask(&tg, &model, &bot, (OWNER, OWNER), "I moved to Lisbon", "Welcome!").await;
-    ask(&tg, &model, &bot, (OWNER, OWNER), "any café tips?", "By the river.").await;
+    let turns = [("I moved to Lisbon", "Welcome!"), ("any café tips?", "By the river.")];
+    converse(&tg, &model, &bot, &turns).await;
     let before = model.requests().len();
     tg.push_update(updates::text_message(OWNER, OWNER, "/new"));
     wait_text(&tg, OWNER, "New session started.", &bot).await;

@@ -96,6 +96,25 @@ pub async fn ask_with(
     r
 }
 
+/// The owner writes each prompt of `turns` in their private chat and the model answers it.
+pub async fn converse(tg: &BotApiServer, model: &ModelServer, bot: &BotProcess, turns: &[(&str, &str)]) {
+    for (text, reply) in turns {
+        ask(tg, model, bot, (OWNER, OWNER), text, reply).await;
+    }
+}
+
+/// Checks that `r` is a curation call (its instructions, no tools) over a conversation holding
+/// `said`.
+pub fn assert_curation(r: &RecordedRequest, said: &str) {
+    assert!(
+        system(r).starts_with("You curate the long-term memory"),
+        "{}",
+        system(r)
+    );
+    assert!(conversation(r).contains(said), "{}", conversation(r));
+    assert!(tool_names(r).is_empty(), "{:?}", tool_names(r));
+}
+
 /// The system prompt of `r`.
 pub fn system(r: &RecordedRequest) -> String {
     r.system_prompt().unwrap_or_default()
