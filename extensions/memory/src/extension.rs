@@ -46,7 +46,6 @@ pub struct Setup {
 struct Inner {
     memories: Arc<Memories>,
     setup: Setup,
-    key: String,
     /// The block shown this session; `None` until its first run (or after `/new`).
     block: Mutex<Option<String>>,
 }
@@ -57,7 +56,6 @@ impl MemoryExtension {
         MemoryExtension {
             inner: Arc::new(Inner {
                 memories,
-                key: setup.key.clone(),
                 setup,
                 block: Mutex::new(None),
             }),
@@ -72,14 +70,14 @@ impl Inner {
 
     /// The session's view of its memory (without the global facts where they are not shown).
     fn view(&self) -> Option<View> {
-        match self.memories.view(&self.key) {
+        match self.memories.view(&self.setup.key) {
             Ok(v) if self.setup.global => Some(v),
             Ok(v) => Some(View {
                 global: Vec::new(),
                 ..v
             }),
             Err(e) => {
-                tracing::warn!(key = %self.key, "memory not read: {e}");
+                tracing::warn!(key = %self.setup.key, "memory not read: {e}");
                 None
             }
         }
@@ -119,7 +117,7 @@ impl Inner {
             model: &model,
             session: &session,
         };
-        let line = crate::curate::run(&self.memories, &self.key, view, call, messages, cancel).await;
+        let line = crate::curate::run(&self.memories, &self.setup.key, view, call, messages, cancel).await;
         if let (Some(line), Some(ui)) = (line, ctx.ui()) {
             ui.notify(&line, NotifyLevel::Info).await;
         }
@@ -151,7 +149,7 @@ impl Extension for MemoryExtension {
         let inner = &self.inner;
         api.register_tool(typed(MemoryTool {
             memories: inner.memories.clone(),
-            key: inner.key.clone(),
+            key: inner.setup.key.clone(),
             consent: inner.setup.consent.clone(),
         }));
         let me = inner.clone();

@@ -36,27 +36,16 @@ pub const PREFIX: &str = "mem:";
 /// The largest `max_chars` accepted: the block goes into every request's system prompt.
 const MAX_CAP: usize = 100_000;
 
-/// `[memory]`: see the module docs.
+/// `[memory]`: see the module docs; a key left out takes its default.
 #[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Settings {
-    /// Memory at all (`false`: no tool, no block in the system prompt).
-    #[serde(default = "yes")]
+    /// Memory at all (`false`: no tool, no block in the system prompt). Default `true`.
     pub enabled: bool,
-    /// The cap in characters.
-    #[serde(default = "default_max_chars")]
+    /// The cap in characters. Default [`DEFAULT_MAX_CHARS`].
     pub max_chars: usize,
-    /// Automatic curation.
-    #[serde(default = "yes")]
+    /// Automatic curation. Default `true`.
     pub auto: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn default_max_chars() -> usize {
-    DEFAULT_MAX_CHARS
 }
 
 impl Default for Settings {
