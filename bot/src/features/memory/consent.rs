@@ -135,3 +135,63 @@ impl volcanic_memory::Consent for OwnerConsent {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::features::port::{Delivered, LinePrompt, OwnSession, PortError, UrlButton};
+    use volcanic_core::agent::AgentSession;
+    use volcanic_memory::Consent;
+
+    /// A port that takes every offer (ids from 1) and keeps the edits.
+    #[derive(Debug, Default)]
+    struct Port {
+        edits: Mutex<Vec<String>>,
+        offers: AtomicU64,
+    }
+
+    #[async_trait]
+    impl ChatPort for Port {
+        async fn send(&self, _: Target, _: &str, _: &[UrlButton]) -> Result<(), PortError> {
+            Ok(())
+        }
+        async fn offer(&self, _: Target, _: &str, _: &[Vec<PressButton>]) -> Result<i64, PortError> {
+            Ok(self.offers.fetch_add(1, Ordering::Relaxed) as i64 + 1)
+        }
+        async fn edit(&self, _: Target, _: i64, text: &str, _: &[Vec<PressButton>]) -> Result<(), PortError> {
+            self.edits.lock().unwrap().push(text.to_owned());
+            Ok(())
+        }
+        async fn delete(&self, _: Target, _: i64) -> Result<(), PortError> {
+            Ok(())
+        }
+        async fn notice(&self, _: Target, _: String) -> Result<(), PortError> {
+            Ok(())
+        }
+        async fn deliver(&self, _: LinePrompt) -> Result<Delivered, PortError> {
+            Err(PortError::ShuttingDown)
+        }
+        async fn own_session(&self, _: OwnSession) -> anyhow::Result<AgentSession> {
+            anyhow::bail!("no sessions here")
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_an_answer_the_question_expires_and_a_late_press_is_told_so() {
+        let port = Arc::new(Port::default());
+        let consent = OwnerConsent::new(port.clone(), vec![1, 2]);
+        let answer = consent.ask_global("g5", "Likes tea", CancellationToken::new()).await;
+        assert_eq!(answer, Answer::NoAnswer);
+        assert_eq!(port.offers.load(Ordering::Relaxed), 2, "every owner was asked");
+        assert!(consent.answer(1, true, true).await.contains("expired"));
+        assert!(port.edits.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_owners_cannot_be_asked() {
+        let consent = OwnerConsent::new(Arc::new(Port::default()), Vec::new());
+        let answer = consent.ask_global("g5", "Likes tea", CancellationToken::new()).await;
+        assert!(matches!(answer, Answer::CannotAsk(why) if why.contains("no owners")));
+    }
+}
