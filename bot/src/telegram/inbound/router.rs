@@ -234,6 +234,23 @@ impl TelegramHost {
         }
         self.journal.mark(update_id, Progress::Done);
         let owner = self.access.is_owner(c.from_id);
+        if let Some((feature, data)) = self.features.presser(&c.data) {
+            // In a task of its own: a feature's press may write files or edit messages, and
+            // the updates behind it must not wait for that.
+            let (host, data) = (self.clone(), data.to_owned());
+            tokio::spawn(async move {
+                let press = crate::features::Press {
+                    target,
+                    message_id: c.message_id,
+                    from_id: c.from_id,
+                    owner,
+                    data: &data,
+                };
+                let toast = feature.press(press).await;
+                host.answer_press(&c.id, toast.as_deref()).await;
+            });
+            return;
+        }
         let toast = match self.pending.press(target, c.from_id, owner, &c.data) {
             Press::Answered(choice) => {
                 tracing::debug!(chat = c.chat_id, %choice, "question answered");

@@ -349,6 +349,33 @@ impl Tg {
         }
     }
 
+    /// Replaces a message's text and buttons (`None`: none), waiting out flood control.
+    /// "message is not modified" is success.
+    pub async fn edit_with_buttons(
+        &self,
+        to: Target,
+        message_id: i32,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<(), RequestError> {
+        self.journal.barrier().await;
+        let sent = self
+            .with_flood_control(to.chat_id, Kind::Message, || {
+                let req = self
+                    .bot
+                    .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text);
+                let markup = markup
+                    .clone()
+                    .unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new()));
+                req.reply_markup(markup).into_future()
+            })
+            .await;
+        match sent {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Deletes a message (best effort).
     pub async fn delete(&self, to: Target, message_id: i32) {
         if let Err(e) = self.try_delete(to, message_id).await {
