@@ -17,7 +17,7 @@ pub use http_limits::HttpLimits;
 pub use live::{LiveConfig, Streaming};
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
-pub use voice::VoiceConfig;
+pub use voice::{VoiceConfig, is_language};
 
 /// A configuration error; the message names the key and says what to do.
 #[derive(Debug, thiserror::Error)]
