@@ -14,8 +14,8 @@
 //! - [`testdeps`]: where the pinned npm and Python test peers are (`.testdeps/`).
 
 pub mod a2a_peer;
-pub mod audio;
 pub mod a2a_server;
+pub mod audio;
 pub mod bot_api;
 pub mod fake_claude;
 pub mod google;

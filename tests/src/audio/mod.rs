@@ -152,10 +152,7 @@ impl AudioServer {
             state: Mutex::new(State::default()),
         });
         let app = Router::new()
-            .route(
-                "/v1/audio/transcriptions",
-                axum::routing::post(transcriptions::handle),
-            )
+            .route("/v1/audio/transcriptions", axum::routing::post(transcriptions::handle))
             .route("/v1/audio/speech", axum::routing::post(speech))
             .with_state(shared.clone())
             .layer(axum::extract::DefaultBodyLimit::max(MAX_UPLOAD * 2));
@@ -246,7 +243,11 @@ async fn speech(
         model: text("model"),
         input: text("input"),
         voice: text("voice"),
-        response_format: req.get("response_format").and_then(|v| v.as_str()).unwrap_or("mp3").to_owned(),
+        response_format: req
+            .get("response_format")
+            .and_then(|v| v.as_str())
+            .unwrap_or("mp3")
+            .to_owned(),
     };
     if request.model.is_empty() || request.voice.is_empty() {
         return shared.refuse("speech: `model` and `voice` are required".into());

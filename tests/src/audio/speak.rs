@@ -17,7 +17,10 @@ pub fn spoken_note(text: &str, dir: &Path, stem: &str) -> Result<(PathBuf, u32),
         "espeak-ng",
     )?;
     run(
-        Command::new("opusenc").args(["--quiet", "--bitrate", "24"]).arg(&wav).arg(&ogg),
+        Command::new("opusenc")
+            .args(["--quiet", "--bitrate", "24"])
+            .arg(&wav)
+            .arg(&ogg),
         "opusenc",
         "opus-tools",
     )?;
@@ -49,7 +52,9 @@ mod tests {
     #[test]
     fn a_spoken_sentence_becomes_a_valid_voice_note_of_its_length() {
         let dir = std::env::temp_dir().join(format!("testkit-speak-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| e.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
         let (path, secs) =
             spoken_note("remind me at nine tomorrow to call Anna", &dir, "anna").unwrap_or_else(|e| panic!("{e}"));
         let info = super::super::parse_opus(&std::fs::read(path).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));

@@ -6,7 +6,9 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 /// File extensions OpenAI transcribes.
-const EXTENSIONS: &[&str] = &["flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "opus", "wav", "webm"];
+const EXTENSIONS: &[&str] = &[
+    "flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "opus", "wav", "webm",
+];
 /// Fields OpenAI takes besides `file`.
 const FIELDS: &[&str] = &["model", "language", "prompt", "response_format", "temperature"];
 
@@ -73,7 +75,9 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
                 Err(e) => return shared.refuse(format!("transcriptions: field {name}: {e}")),
             }
         } else {
-            return shared.refuse(format!("transcriptions: unrecognized request argument supplied: {name}"));
+            return shared.refuse(format!(
+                "transcriptions: unrecognized request argument supplied: {name}"
+            ));
         }
     }
     let Some((file_name, content_type, bytes)) = file else {
@@ -93,7 +97,10 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         );
     }
     let language = fields.remove("language");
-    if let Some(l) = language.as_deref().filter(|l| l.len() != 2 || !l.bytes().all(|b| b.is_ascii_lowercase())) {
+    if let Some(l) = language
+        .as_deref()
+        .filter(|l| l.len() != 2 || !l.bytes().all(|b| b.is_ascii_lowercase()))
+    {
         return shared.refuse(format!("transcriptions: language `{l}` is not ISO-639-1"));
     }
     let response_format = fields.remove("response_format").unwrap_or_else(|| "json".into());

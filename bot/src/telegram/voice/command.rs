@@ -38,7 +38,9 @@ fn set_language(host: &TelegramHost, key: &str, code: &str) -> String {
     }
     match shown {
         Some(l) => format!("Voice notes in this chat are transcribed as `{l}`."),
-        None => "Voice notes in this chat are transcribed in the language the service detects (or the config's).".to_owned(),
+        None => {
+            "Voice notes in this chat are transcribed in the language the service detects (or the config's).".to_owned()
+        }
     }
 }
 

@@ -55,7 +55,12 @@ pub async fn hear(host: &TelegramHost, chat_id: i64, media: &InMedia, path: &str
         .or_else(|| voice.config.language.clone());
     match voice.stt.transcribe(audio, language.as_deref()).await {
         Ok(text) => {
-            tracing::info!(chat = chat_id, file = path, chars = text.chars().count(), "transcribed a note");
+            tracing::info!(
+                chat = chat_id,
+                file = path,
+                chars = text.chars().count(),
+                "transcribed a note"
+            );
             Some(Heard {
                 line: texts::transcript(what, media.duration, &text),
                 notice: texts::heard(&text),

@@ -7,7 +7,6 @@ use crate::telegram::conversation::handoff::duration;
 /// Longest quote of a transcript shown to the user (characters).
 const QUOTE_CHARS: usize = 120;
 
-
 /// For the model: what a note (`what`: "voice note", …, `secs` long) said.
 pub fn transcript(what: &str, secs: Option<u64>, text: &str) -> String {
     let long = secs.map(|s| format!(", {}", duration(s))).unwrap_or_default();
@@ -37,7 +36,11 @@ pub fn heard(text: &str) -> String {
 
 /// The reason the model gets for a note over `max_seconds`.
 pub fn too_long_reason(secs: u64, max: u64) -> String {
-    format!("{} long, over the {} this bot transcribes", duration(secs), duration(max))
+    format!(
+        "{} long, over the {} this bot transcribes",
+        duration(secs),
+        duration(max)
+    )
 }
 
 /// For the user: a note over `max_seconds` was kept, not sent.
@@ -88,6 +91,9 @@ mod tests {
         assert_eq!(heard("call Anna"), "🎤 “call Anna”");
         let long = "a".repeat(200);
         assert_eq!(heard(&long).chars().count(), "🎤 “”…".chars().count() + QUOTE_CHARS);
-        assert_eq!(too_long_reason(725, 600), "12:05 long, over the 10:00 this bot transcribes");
+        assert_eq!(
+            too_long_reason(725, 600),
+            "12:05 long, over the 10:00 this bot transcribes"
+        );
     }
 }
