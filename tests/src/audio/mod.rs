@@ -272,3 +272,64 @@ async fn speech(
         .body(Body::from(audio))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn client() -> reqwest::Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::new()
+    }
+
+    async fn speak(server: &AudioServer, key: &str, body: serde_json::Value) -> (u16, Vec<u8>) {
+        let resp = client()
+            .post(format!("{}/audio/speech", server.base_url()))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.bytes().await.unwrap().to_vec())
+    }
+
+    #[tokio::test]
+    async fn speech_answers_the_given_audio_to_well_formed_requests_only() {
+        let server = AudioServer::start(Some("k")).await.unwrap();
+        server.set_speech(b"OggS audio".to_vec());
+        let good = json!({"model": "gpt-4o-mini-tts", "input": "Hello", "voice": "alloy", "response_format": "opus"});
+        assert_eq!(speak(&server, "k", good.clone()).await, (200, b"OggS audio".to_vec()));
+        assert_eq!(speak(&server, "wrong", good.clone()).await.0, 401);
+        assert!(server.violations().is_empty());
+        let mp3 = json!({"model": "m", "input": "Hello", "voice": "alloy"});
+        assert_eq!(speak(&server, "k", mp3).await.0, 400);
+        let extra = json!({"model": "m", "input": "Hello", "voice": "alloy", "response_format": "opus", "pitch": 2});
+        assert_eq!(speak(&server, "k", extra).await.0, 400);
+        assert_eq!(server.violations().len(), 2, "{:?}", server.violations());
+        server.fail_next(429, Some(7));
+        let resp = client()
+            .post(format!("{}/audio/speech", server.base_url()))
+            .bearer_auth("k")
+            .json(&good)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            (resp.status().as_u16(), resp.headers()["retry-after"].to_str().unwrap()),
+            (429, "7")
+        );
+        assert_eq!(
+            server.speeches(),
+            vec![SpeechRequest {
+                model: "gpt-4o-mini-tts".into(),
+                input: "Hello".into(),
+                voice: "alloy".into(),
+                response_format: "opus".into()
+            }]
+        );
+        assert_eq!(server.requests(), 5);
+    }
+}
