@@ -33,9 +33,14 @@ pub struct Transcription {
     pub opus: Option<OpusInfo>,
     /// What the double answered.
     pub transcript: String,
+    /// When the request reached the handler (its head read, before the body and any delay).
+    pub received: tokio::time::Instant,
+    /// When the answer left the handler.
+    pub answered: tokio::time::Instant,
 }
 
 pub(super) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let received = tokio::time::Instant::now();
     if let Some(resp) = shared.gate(req.headers()).await {
         return resp;
     }
@@ -133,6 +138,8 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         size: bytes.len(),
         opus,
         transcript,
+        received,
+        answered: tokio::time::Instant::now(),
     });
     answer
 }
