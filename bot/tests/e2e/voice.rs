@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::kinds::last_user_text;
 use crate::support::*;
 use chrono::{Datelike, TimeZone};
 use serde_json::{Value, json};
@@ -59,13 +60,13 @@ impl Voice {
         (self.tg.add_file(bytes.clone(), ""), bytes, secs)
     }
 
+    /// `path` in the chat's workspace.
+    fn in_workspace(&self, path: &str) -> PathBuf {
+        self.env.dir.path().join(format!("workspaces/{OWNER}/{path}"))
+    }
+
     fn inbox(&self) -> PathBuf {
-        self.env
-            .dir
-            .path()
-            .join("workspaces")
-            .join(OWNER.to_string())
-            .join("inbox")
+        self.in_workspace("inbox")
     }
 
     /// The one file in the inbox.
@@ -82,26 +83,6 @@ impl Voice {
 
     async fn requests(&self, n: usize) -> Vec<RecordedRequest> {
         wait_requests(&self.model, n, &self.bot).await
-    }
-}
-
-/// The last user message's text in a model request.
-fn user_text(r: &RecordedRequest) -> String {
-    let last = r
-        .messages()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .cloned()
-        .unwrap_or_default();
-    match &last["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 
@@ -134,7 +115,7 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
 
     // The model heard it, marked as a voice note with its duration; the user saw the quote first.
     let requests = v.requests(1).await;
-    let text = user_text(&requests[0]);
+    let text = last_user_text(&requests[0]);
     assert!(
         text.contains(&format!("[voice note, 0:0{secs}, transcribed]: {said}")),
         "{text}"
@@ -184,14 +165,12 @@ async fn a_reminder_spoken_as_a_note_becomes_a_job_in_the_chats_zone() {
     v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
     v.wait_text("I'll remind you at nine tomorrow.").await;
     let requests = v.requests(1).await;
-    assert!(user_text(&requests[0]).contains(said), "{}", user_text(&requests[0]));
-    let jobs_path = v
-        .env
-        .dir
-        .path()
-        .join("workspaces")
-        .join(OWNER.to_string())
-        .join(".volcanic/scheduler/jobs.json");
+    assert!(
+        last_user_text(&requests[0]).contains(said),
+        "{}",
+        last_user_text(&requests[0])
+    );
+    let jobs_path = v.in_workspace(".volcanic/scheduler/jobs.json");
     let jobs: Value = serde_json::from_str(&std::fs::read_to_string(jobs_path).unwrap()).unwrap();
     let job = &jobs["jobs"][0];
     assert_eq!(job["schedule"]["time_zone"], "Asia/Tokyo", "{jobs:#}");
@@ -217,7 +196,7 @@ async fn an_over_long_note_is_kept_not_sent_and_the_chat_told_why() {
         shown[0].starts_with("🎤 The voice note (1:01) is longer than the 1:00 I transcribe"),
         "{shown:?}"
     );
-    let text = user_text(&v.requests(1).await[0]);
+    let text = last_user_text(&v.requests(1).await[0]);
     assert!(
         text.contains("[a voice note that could not be transcribed (1:01 long, over the 1:00 this bot transcribes)]"),
         "{text}"
@@ -260,7 +239,7 @@ async fn a_refused_key_is_reported_naming_the_service_and_the_variable() {
              E2E_VOICE_KEY ([voice] stt_api_key_env) and that it may use gpt-4o-mini-transcribe. The model got the note without its words."
         )
     );
-    let text = user_text(&v.requests(1).await[0]);
+    let text = last_user_text(&v.requests(1).await[0]);
     assert!(
         text.contains(&format!(
             "[a voice note that could not be transcribed ({service} refused the key (HTTP 401))]"
@@ -286,7 +265,7 @@ async fn a_rate_limit_is_waited_out_and_server_errors_tried_again_then_reported(
     );
     assert_eq!(v.audio.requests(), 3);
     assert_eq!(v.audio.transcriptions().len(), 1);
-    assert!(user_text(&v.requests(1).await[0]).contains("transcribed]: first note"));
+    assert!(last_user_text(&v.requests(1).await[0]).contains("transcribed]: first note"));
 
     // Failing every time: three attempts, then one sentence.
     for _ in 0..3 {
@@ -306,7 +285,25 @@ async fn a_rate_limit_is_waited_out_and_server_errors_tried_again_then_reported(
         told[0].contains("answered HTTP 502") && told[0].contains("try again later"),
         "{told:?}"
     );
-    let text = user_text(&v.requests(2).await[1]);
+    let text = last_user_text(&v.requests(2).await[1]);
     assert!(text.contains("[a voice note that could not be transcribed ("), "{text}");
     assert_eq!(v.audio.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_that_does_not_answer_in_time_is_reported_once() {
+    let v = Voice::start(KEY, "", "timeout_secs = 1").await;
+    v.audio.set_delay(std::time::Duration::from_secs(3));
+    v.model.push(Turn::reply("Noted the silent note."));
+    let (file, _, secs) = v.note("anyone there", "slow");
+    v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
+    v.wait_text("Noted the silent note.").await;
+    assert_eq!(v.audio.requests(), 1, "a timeout is not tried again");
+    let shown = texts(&v.tg, OWNER);
+    assert!(
+        shown[0].contains("did not answer within 1 s; check the service, or raise [voice] timeout_secs"),
+        "{shown:?}"
+    );
+    let text = last_user_text(&v.requests(1).await[0]);
+    assert!(text.contains("did not answer within 1 s)]"), "{text}");
 }

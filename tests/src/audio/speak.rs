@@ -16,14 +16,7 @@ pub fn spoken_note(text: &str, dir: &Path, stem: &str) -> Result<(PathBuf, u32),
         "espeak-ng",
         "espeak-ng",
     )?;
-    run(
-        Command::new("opusenc")
-            .args(["--quiet", "--bitrate", "24"])
-            .arg(&wav)
-            .arg(&ogg),
-        "opusenc",
-        "opus-tools",
-    )?;
+    encode(&wav, &ogg)?;
     let bytes = std::fs::read(&ogg).map_err(|e| format!("cannot read {}: {e}", ogg.display()))?;
     let info = super::parse_opus(&bytes).map_err(|e| format!("opusenc made {}: {e}", ogg.display()))?;
     Ok((ogg, info.seconds.ceil() as u32))
@@ -56,15 +49,20 @@ pub fn tone_note(secs: u32, dir: &Path, stem: &str) -> Result<PathBuf, String> {
         bytes.extend_from_slice(&(v as i16).to_le_bytes());
     }
     std::fs::write(&wav, bytes).map_err(|e| format!("cannot write {}: {e}", wav.display()))?;
+    encode(&wav, &ogg)?;
+    Ok(ogg)
+}
+
+/// `opusenc` at 24 kb/s, as a voice note is.
+fn encode(wav: &Path, ogg: &Path) -> Result<(), String> {
     run(
         Command::new("opusenc")
             .args(["--quiet", "--bitrate", "24"])
-            .arg(&wav)
-            .arg(&ogg),
+            .arg(wav)
+            .arg(ogg),
         "opusenc",
         "opus-tools",
-    )?;
-    Ok(ogg)
+    )
 }
 
 fn run(cmd: &mut Command, program: &str, package: &str) -> Result<(), String> {
