@@ -5,7 +5,7 @@
 //!   saved file, retried where it helps);
 //! - [`inbound`]: what a received note becomes in the prompt and what the chat is told (the
 //!   "🎤 …" quote, or why it was not transcribed);
-//! - [`command`]: `/voice`.
+//! - [`command`]: the `/voice` command.
 //!
 //! [`Voice`] is built once at start from the config and the key's variable; the host holds it
 //! (`None` without a `[voice]` section: notes are saved and named as before).
