@@ -58,3 +58,4 @@ mod telegram_order;
 mod telegram_slots;
 mod telegram_ui;
 mod telegram_webhook;
+mod voice;

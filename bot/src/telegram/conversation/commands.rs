@@ -113,6 +113,14 @@ const BUILTINS: &[Builtin] = &[
         run: time_zone,
     },
     Builtin {
+        name: "voice",
+        description: "Voice: the language notes are heard in",
+        help: Some("/voice [lang CODE] - show voice settings, or set the language voice notes are in"),
+        turn: Turn::Holds,
+        owners: false,
+        run: voice,
+    },
+    Builtin {
         name: "session",
         description: "Model, tokens, cost, session file",
         help: Some("/session - model, tokens, cost, session file"),
@@ -533,6 +541,10 @@ fn time_zone<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Opti
         }
         Some(format!("Time zone: {}", tz.name()))
     })
+}
+
+fn voice<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move { Some(crate::telegram::voice::command::run(host, &c.key, c.args)) })
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use crate::telegram::outbound::failures;
 use crate::telegram::outbound::output::Output;
 use crate::telegram::outbound::texts;
 use crate::telegram::outbound::ui::Asker;
+use crate::telegram::voice;
 use base64::Engine;
 use chrono::TimeZone;
 use std::path::{Path, PathBuf};
@@ -243,6 +244,11 @@ impl Ctx<'_> {
                         MediaKind::Document => None,
                     };
                     notes.push(texts::saved_note(noun(media.kind), &path, size, detail.as_deref()));
+                    // Voice: the note's transcript follows its file's line.
+                    if let Some(heard) = voice::inbound::hear(self.host, part.message.chat_id, media, &path).await {
+                        notes.push(heard.line);
+                        out.notices.push(heard.notice);
+                    }
                 }
             }
         }
@@ -359,7 +365,7 @@ fn noun(kind: MediaKind) -> &'static str {
 }
 
 /// `m:ss`.
-fn duration(secs: u64) -> String {
+pub(crate) fn duration(secs: u64) -> String {
     format!("{}:{:02}", secs / 60, secs % 60)
 }
 
