@@ -180,6 +180,37 @@ async fn only_the_asker_may_press_stop_on_a_preview() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_member_who_did_not_ask_may_not_stop_the_preview() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::new().text("The owner's answer").text(" goes on").stall_after(6));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let (_env, bot) = start(&model, &tg).await;
+    // The owner asks; FRIEND is allowed in the group but neither the asker nor an owner.
+    ask(&tg, OWNER, "write a lot");
+    let preview = wait_preview(&tg, "The owner's answer", &bot).await;
+    let data = stop_data(&preview);
+    tg.push_update(updates::callback_query(FRIEND, preview.message_id, GROUP, &data));
+    let toasts = |s: &BotApiServer| {
+        s.calls("answerCallbackQuery")
+            .iter()
+            .filter_map(|c| c.param("text").and_then(Value::as_str).map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    tg.wait_for(|s| toasts(s).iter().any(|t| t.contains("Only the person who asked")), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    assert_eq!(count(&tg, GROUP, "Stopped"), 0, "{:?}", texts(&tg, GROUP));
+    assert_eq!(
+        model.streams_left(),
+        0,
+        "the model stream was closed by a refused press"
+    );
+    // The asker (an owner) still can.
+    tg.push_update(updates::callback_query(OWNER, preview.message_id, GROUP, &data));
+    nth_text(&tg, GROUP, "Stopped", 1, &bot).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill9_mid_preview_leaves_no_stale_preview() {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::new().text("Words before the crash").stall_after(6));
