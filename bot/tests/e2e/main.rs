@@ -39,6 +39,7 @@ mod sandbox_allow;
 mod sandbox_callers;
 mod sandbox_modes;
 mod sandbox_network;
+mod sandbox_resolvers;
 mod sandbox_support;
 mod sandbox_work;
 mod scheduler;
