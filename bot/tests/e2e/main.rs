@@ -36,6 +36,7 @@ mod questions;
 mod responses;
 mod sandbox;
 mod sandbox_allow;
+mod sandbox_buttons;
 mod sandbox_callers;
 mod sandbox_modes;
 mod sandbox_network;
