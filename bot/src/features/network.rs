@@ -1,6 +1,8 @@
 //! `/network` (Telegram only): a chat's network policy for its agent processes. Everyone in the
 //! chat sees it; owners (`[telegram] owners`) change it: `/network on | off | default` or
-//! `/network allow host1 host2 ...`. Kept per chat across restarts
+//! `/network allow host1 host2 ...`, or with the buttons under `/network`'s answer (on, off,
+//! the bot's default allow-list when it has one, the bot's default; others' presses are refused
+//! with a toast). Kept per chat across restarts
 //! (`<state_dir>/network/<chat key>`, [`ChatNetworks`]) and read by the sandbox at every spawn
 //! of the chat's processes, so it applies from the next command. A2A callers and the console get
 //! the bot's `[sandbox]` default (docs/sandbox.md).
@@ -11,8 +13,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use volcanic_sandbox::{AllowList, ChatNetworks, KernelSupport, NetworkPolicy, SandboxMode};
 
-use super::port::chat_key;
-use super::{CommandCall, FeatureCommand, HostFeature, Services, Turn};
+use super::port::{ChatPort, PressButton, Target, chat_key};
+use super::{CommandCall, FeatureCommand, HostFeature, Press, Services, Turn};
 
 /// The feature.
 #[derive(Debug)]
@@ -25,7 +27,20 @@ pub struct Network {
     sandbox_off: bool,
     /// The kernel lets the allow-list work.
     user_namespaces: bool,
+    /// The host's chats, for the buttons; `None` answers in plain text.
+    port: Option<Arc<dyn ChatPort>>,
 }
+
+/// The prefix of `/network`'s buttons' data.
+const PREFIX: &str = "net:";
+
+/// What a button sets: its data after [`PREFIX`], its label.
+const CHOICES: &[(&str, &str)] = &[
+    ("on", "On"),
+    ("off", "Off"),
+    ("allow", "Allow-list (bot's hosts)"),
+    ("default", "Bot default"),
+];
 
 /// Builds it in the Telegram host.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
@@ -39,6 +54,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
         default: config.sandbox.network.clone(),
         sandbox_off: config.sandbox.mode == SandboxMode::Off,
         user_namespaces: KernelSupport::probe().user_namespaces,
+        port: services.chats.clone(),
     })))
 }
 
@@ -87,21 +103,74 @@ impl Network {
                 self.show(chat)
             );
         }
+        match self.change(chat, wanted) {
+            Ok(()) => format!("From the next command: {}", self.show(chat)),
+            Err(why) => why,
+        }
+    }
+
+    /// Sets the chat's policy to `wanted` (`None`: the bot's default), for an owner. Errors:
+    /// the sentence saying why it was not changed.
+    fn change(&self, chat: &str, wanted: Option<NetworkPolicy>) -> Result<(), String> {
         if self.sandbox_off {
-            return "Not changed: the sandbox is off ([sandbox] mode = \"off\"), so no policy applies; turn it on \
+            return Err(
+                "Not changed: the sandbox is off ([sandbox] mode = \"off\"), so no policy applies; turn it on \
                     in the bot's config first."
-                .to_owned();
+                    .to_owned(),
+            );
         }
         if matches!(wanted, Some(NetworkPolicy::AllowList(_))) && !self.user_namespaces {
-            return "Not changed: the allow-list needs user namespaces, which this kernel refuses \
+            return Err(
+                "Not changed: the allow-list needs user namespaces, which this kernel refuses \
                     (`volcanic-bot doctor`)."
-                .to_owned();
+                    .to_owned(),
+            );
         }
-        match self.chats.set(chat, wanted.as_ref()) {
-            Ok(()) => format!("From the next command: {}", self.show(chat)),
+        self.chats.set(chat, wanted.as_ref()).map_err(|e| {
+            tracing::error!(chat, "cannot keep the chat's network policy: {e}");
+            format!("Not changed: cannot keep it ({e}).")
+        })
+    }
+
+    /// The buttons under the policy: on, off, the bot's allow-list (when its default is one),
+    /// the bot's default.
+    fn buttons(&self) -> Vec<Vec<PressButton>> {
+        let default_list = matches!(self.default, NetworkPolicy::AllowList(_));
+        let button = |(data, text): &(&str, &str)| PressButton {
+            text: (*text).to_owned(),
+            data: format!("{PREFIX}{data}"),
+        };
+        let row = CHOICES
+            .iter()
+            .filter(|(data, _)| *data != "allow" || default_list)
+            .map(button)
+            .collect();
+        vec![row]
+    }
+
+    /// What a button's `data` sets: `Some(None)` for the bot's default; `None` for data no
+    /// button carries (any client can send any data).
+    fn choice(&self, data: &str) -> Option<Option<NetworkPolicy>> {
+        match data {
+            "on" => Some(Some(NetworkPolicy::On)),
+            "off" => Some(Some(NetworkPolicy::Off)),
+            "allow" => match &self.default {
+                NetworkPolicy::AllowList(list) => Some(Some(NetworkPolicy::AllowList(list.clone()))),
+                NetworkPolicy::On | NetworkPolicy::Off => None,
+            },
+            "default" => Some(None),
+            _ => None,
+        }
+    }
+
+    /// Sends `text` with the buttons to `to`; the text itself when that fails or without a port.
+    async fn offer(&self, to: Target, text: String) -> Option<String> {
+        let port = self.port.as_ref()?;
+        match port.offer(to, &text, &self.buttons()).await {
+            Ok(_) => None,
             Err(e) => {
-                tracing::error!(chat, "cannot keep the chat's network policy: {e}");
-                format!("Not changed: cannot keep it ({e}).")
+                tracing::warn!(chat = to.chat_id, "cannot offer /network's buttons: {e}");
+                Some(text)
             }
         }
     }
@@ -136,7 +205,38 @@ impl HostFeature for Network {
     }
 
     async fn command(&self, _name: &str, call: CommandCall<'_>) -> Option<String> {
-        Some(self.run(call.message.from_id, &chat_key(call.message.chat_id), call.args))
+        let text = self.run(call.message.from_id, &chat_key(call.message.chat_id), call.args);
+        match (call.args.is_empty(), &self.port) {
+            (true, Some(_)) => self.offer(call.target, text).await,
+            _ => Some(text),
+        }
+    }
+
+    fn press_prefix(&self) -> Option<&'static str> {
+        Some(PREFIX)
+    }
+
+    async fn press(&self, press: Press<'_>) -> Option<String> {
+        let wanted = self.choice(press.data)?;
+        if !press.owner {
+            return Some("Only an owner can change this chat's network policy.".to_owned());
+        }
+        let chat = chat_key(press.target.chat_id);
+        tracing::info!(
+            chat,
+            user = press.from_id,
+            choice = press.data,
+            "network button pressed"
+        );
+        let (toast, text) = match self.change(&chat, wanted) {
+            Ok(()) => ("Changed, from the next command.".to_owned(), self.show(&chat)),
+            Err(why) => (why.clone(), format!("{why}\n{}", self.show(&chat))),
+        };
+        let port = self.port.as_ref()?;
+        if let Err(e) = port.edit(press.target, press.message_id, &text, &self.buttons()).await {
+            tracing::debug!(chat, "cannot update /network's message: {e}");
+        }
+        Some(toast)
     }
 
     fn help(&self) -> &[&'static str] {
@@ -160,6 +260,7 @@ mod tests {
             default: NetworkPolicy::On,
             sandbox_off: false,
             user_namespaces: true,
+            port: None,
         }
     }
 
@@ -179,5 +280,18 @@ mod tests {
         assert!(f.run(1, "5", "off now").starts_with("Use /network"));
         assert!(f.run(1, "5", "default").contains("the bot's default"));
         assert!(f.chats.get("5").unwrap().is_none());
+    }
+
+    #[test]
+    fn buttons_offer_the_bots_allow_list_only_when_it_has_one_and_refuse_unknown_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = feature(dir.path());
+        let data = |f: &Network| f.buttons()[0].iter().map(|b| b.data.clone()).collect::<Vec<_>>();
+        assert_eq!(data(&f), ["net:on", "net:off", "net:default"]);
+        assert!(f.choice("allow").is_none() && f.choice("bogus").is_none());
+        f.default = NetworkPolicy::AllowList(AllowList::parse(&["api.github.com"]).unwrap());
+        assert_eq!(data(&f), ["net:on", "net:off", "net:allow", "net:default"]);
+        assert!(matches!(f.choice("allow"), Some(Some(NetworkPolicy::AllowList(_)))));
+        assert!(matches!(f.choice("default"), Some(None)));
     }
 }

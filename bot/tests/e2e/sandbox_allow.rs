@@ -8,8 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::sandbox_support::*;
-use crate::support::{FRIEND, OWNER, free_port, http_section, wait_text};
-use volcanic_testkit::bot_api::updates;
+use crate::support::{FRIEND, OWNER, free_port, http_section};
 
 /// The attempts: (attempt, text its output must hold, text it must not hold).
 fn attempts(port: u16, bot_port: u16) -> Vec<(Attempt, String, &'static str)> {
@@ -185,13 +184,6 @@ async fn with_an_allow_list_a_chat_reaches_listed_names_through_the_proxy_and_no
         "the refusal was not logged with the chat and host:\n{log}"
     );
     rig.assert_no_secret_anywhere();
-}
-
-/// Sends `/network <args>` as `from` in its private chat and waits for an answer holding `needle`.
-async fn network(rig: &Rig, from: i64, args: &str, needle: &str) {
-    rig.tg
-        .push_update(updates::text_message(from, from, &format!("/network {args}")));
-    wait_text(&rig.tg, from, needle, &rig.bot).await;
 }
 
 /// One `curl` to `name` through the proxy and one Python socket to the test listener: what

@@ -277,3 +277,10 @@ pub fn tool_output(requests: &[RecordedRequest], id: &str) -> String {
         .map(|(_, text)| text)
         .unwrap_or_else(|| panic!("no output of {id} in the recorded requests"))
 }
+
+/// Sends `/network <args>` as `from` in its private chat and waits for an answer holding `needle`.
+pub async fn network(rig: &Rig, from: i64, args: &str, needle: &str) {
+    rig.tg
+        .push_update(updates::text_message(from, from, &format!("/network {args}")));
+    wait_text(&rig.tg, from, needle, &rig.bot).await;
+}

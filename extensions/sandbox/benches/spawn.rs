@@ -6,6 +6,9 @@
 //! filters. The Landlock ruleset is made once per workspace and reused (the first spawn pays
 //! it). A third kind runs under an allow-list (`allow_hosts`): the child also makes its own user
 //! and network namespace, brings `lo` up, listens for the proxy and starts its bridge process.
+//! A fourth runs under `network = "off"`: on a host with name services to hide
+//! ([`RESOLVER_FOLDERS`] that exist, listed in the output) the child makes its own user and mount
+//! namespace and mounts an empty tmpfs over each (the allow-list pays the same mounts).
 //! The kinds alternate, so drift in the machine's load hits them alike. The host's share
 //! (`confine` alone) is reported apart.
 //!
@@ -19,7 +22,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use volcanic_abstractions::processes::{ProcessPurpose, ProcessSandbox, ProcessSpawnContext, ProcessSpawnRequest};
-use volcanic_sandbox::{AllowList, KernelSupport, LandlockSandbox, NetworkPolicy, SandboxMode, SandboxSettings};
+use volcanic_sandbox::{
+    AllowList, KernelSupport, LandlockSandbox, NetworkPolicy, RESOLVER_FOLDERS, SandboxMode, SandboxSettings,
+};
 
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
@@ -55,6 +60,12 @@ fn main() {
     };
     let sandbox = sandbox_for(NetworkPolicy::On);
     let allow_list = sandbox_for(NetworkPolicy::AllowList(AllowList::parse(&["example.com"]).unwrap()));
+    let off = sandbox_for(NetworkPolicy::Off);
+    let masked: Vec<&str> = RESOLVER_FOLDERS
+        .iter()
+        .copied()
+        .filter(|f| std::path::Path::new(f).is_dir())
+        .collect();
     // The allow-list's proxy lives on the host's runtime.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _entered = runtime.enter();
@@ -74,12 +85,14 @@ fn main() {
     request.args = context.args.clone();
 
     let (mut plain, mut confined, mut host, mut listed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut offs = Vec::new();
     for _ in 0..spawns {
         plain.push(run(&context));
         let (total, in_host) = run_confined(&sandbox, &request, &context);
         confined.push(total);
         host.push(in_host);
         listed.push(run_confined(&allow_list, &request, &context).0);
+        offs.push(run_confined(&off, &request, &context).0);
     }
     let (p, c, h, a) = (
         percentiles(&mut plain),
@@ -87,6 +100,7 @@ fn main() {
         percentiles(&mut host),
         percentiles(&mut listed),
     );
+    let o = percentiles(&mut offs);
     println!(
         "spawn overhead, bash -c true, {spawns} of each (Landlock ABI {:?})",
         support.landlock_abi
@@ -104,6 +118,13 @@ fn main() {
         "  overhead          p50 {:>7.3} ms  p99 {:>7.3} ms  (allow-list, over unconfined)",
         a.0 - p.0,
         a.1 - p.1
+    );
+    println!("  off, masking {masked:?}");
+    println!("  off               p50 {:>7.3} ms  p99 {:>7.3} ms", o.0, o.1);
+    println!(
+        "  overhead          p50 {:>7.3} ms  p99 {:>7.3} ms  (off, over unconfined)",
+        o.0 - p.0,
+        o.1 - p.1
     );
 }
 

@@ -1,7 +1,7 @@
 //! What runs in the child between `fork` and `exec`: system calls only (the child of a
 //! multi-threaded host may not allocate or lock).
 
-use crate::netns::ChildNet;
+use crate::namespaces::ChildNamespaces;
 use landlock::RulesetCreated;
 use seccompiler::BpfProgram;
 use std::sync::Arc;
@@ -18,14 +18,20 @@ pub(crate) struct ConfinedChild {
     pub filters: Arc<Vec<BpfProgram>>,
     /// The highest capability number (`/proc/sys/kernel/cap_last_cap`, read at start).
     pub last_cap: u32,
-    /// The allow-list's network namespace and bridge; `None` under `network = on | off`.
-    pub net: Option<ChildNet>,
+    /// The child's own namespaces: the allow-list's network and bridge, the masked name
+    /// services; `None` under `network = on`, and under `off` on a host without such services.
+    pub namespaces: Option<ChildNamespaces>,
 }
 
 impl ChildConfinement for ConfinedChild {
     fn confine_child(&self) -> std::io::Result<()> {
         // Namespaces first: the capabilities that make them go next, and seccomp forbids them.
-        let listener = self.net.as_ref().map(ChildNet::enter).transpose()?;
+        let listener = self
+            .namespaces
+            .as_ref()
+            .map(ChildNamespaces::enter)
+            .transpose()?
+            .flatten();
         drop_capabilities(self.last_cap)?;
         set_no_new_privs()?;
         if let Some(ruleset) = &self.ruleset {
@@ -40,9 +46,9 @@ impl ChildConfinement for ConfinedChild {
                 .map_err(|_| std::io::Error::other("installing the seccomp filter failed"))?;
         }
         // The bridge is confined as the command is.
-        match (&self.net, listener) {
-            (Some(net), Some(listener)) => net.start_bridge(listener),
-            _ => Ok(()),
+        match &self.namespaces {
+            Some(namespaces) => namespaces.start_bridge(listener),
+            None => Ok(()),
         }
     }
 }

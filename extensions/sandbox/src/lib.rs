@@ -32,6 +32,7 @@
 mod allow;
 mod chats;
 mod child;
+mod namespaces;
 mod netns;
 mod paths;
 mod proxy;
@@ -43,6 +44,7 @@ mod support;
 
 pub use allow::AllowList;
 pub use chats::{CHAT_NETWORKS_DIR, ChatNetworkError, ChatNetworks};
+pub use namespaces::{RESOLVER_FOLDERS, TEST_MASK_ENV};
 pub use netns::PROXY_PORT;
 pub use paths::resolved;
 pub use proxy::TEST_RESOLVE_ENV;

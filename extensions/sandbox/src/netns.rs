@@ -5,7 +5,7 @@
 //! to the bot's listeners; what it reaches, it reaches through the proxy.
 //!
 //! ```text
-//! unshare(user + net) → uid/gid map of its own ids → lo up → listen on 127.0.0.1:PROXY_PORT
+//! (crate::namespaces: unshare(user + net) → uid/gid map) → lo up → listen on 127.0.0.1:PROXY_PORT
 //!   → (the usual confinement: capabilities, no_new_privs, Landlock, seccomp)
 //!   → clone the bridge (dies with the child, PR_SET_PDEATHSIG) → exec the command
 //! ```
@@ -18,36 +18,22 @@ use std::os::fd::{AsRawFd, OwnedFd};
 pub const PROXY_PORT: u16 = 3128;
 
 /// What one spawn needs in the child to join the allow-list: the child's end of the socket pair
-/// whose other end the proxy reads, and the id maps, formatted in the host (the child may not
-/// allocate).
+/// whose other end the proxy reads.
 #[derive(Debug)]
 pub(crate) struct ChildNet {
     control: OwnedFd,
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
 }
 
 impl ChildNet {
-    /// The child's part for `control` (one end of a `SOCK_SEQPACKET` pair, close-on-exec): the
-    /// process keeps its own uid and gid inside the new user namespace.
+    /// The child's part for `control` (one end of a `SOCK_SEQPACKET` pair, close-on-exec).
     pub(crate) fn new(control: OwnedFd) -> ChildNet {
-        // SAFETY: getuid/getgid cannot fail and touch no memory.
-        #[allow(unsafe_code)]
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        ChildNet {
-            control,
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        }
+        ChildNet { control }
     }
 
-    /// Enters the new namespaces and opens the bridge's listener; its descriptor (close-on-exec).
-    /// Before the rest of the confinement: making namespaces is what seccomp then forbids.
+    /// In the new network namespace (entered by [`ChildNamespaces`](crate::namespaces::
+    /// ChildNamespaces)): brings `lo` up and opens the bridge's listener; its descriptor
+    /// (close-on-exec).
     pub(crate) fn enter(&self) -> std::io::Result<libc::c_int> {
-        check(sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).into())?;
-        sys::write_file(c"/proc/self/setgroups", b"deny")?;
-        sys::write_file(c"/proc/self/uid_map", &self.uid_map)?;
-        sys::write_file(c"/proc/self/gid_map", &self.gid_map)?;
         sys::loopback_up()?;
         sys::listen_loopback(PROXY_PORT)
     }
@@ -66,33 +52,7 @@ impl ChildNet {
 #[allow(unsafe_code)]
 mod sys {
     use super::check;
-    use std::ffi::CStr;
-
-    pub(super) fn unshare(flags: libc::c_int) -> libc::c_int {
-        // SAFETY: integer argument only.
-        unsafe { libc::unshare(flags) }
-    }
-
-    pub(super) fn close(fd: libc::c_int) {
-        // SAFETY: closing a descriptor this code opened; an error changes nothing.
-        unsafe { libc::close(fd) };
-    }
-
-    /// Writes `bytes` to the file `path` in one `write` (the id-map files take one write).
-    pub(super) fn write_file(path: &CStr, bytes: &[u8]) -> std::io::Result<()> {
-        // SAFETY: a NUL-terminated path; flags only.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-        check(fd.into())?;
-        // SAFETY: `bytes` is valid for its length.
-        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-        let result = if written < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(())
-        };
-        close(fd);
-        result
-    }
+    pub(super) use crate::namespaces::sys::close;
 
     /// `ip link set lo up` through `SIOCSIFFLAGS` (the namespace's own `CAP_NET_ADMIN`).
     pub(super) fn loopback_up() -> std::io::Result<()> {

@@ -1,6 +1,7 @@
 //! [`LandlockSandbox`]: the backend behind the process contract's sandbox seam.
 
 use crate::child::{ConfinedChild, last_capability};
+use crate::namespaces::{ChildNamespaces, Masks};
 use crate::netns::{ChildNet, PROXY_PORT};
 use crate::paths::{open_around, private_dirs, resolved, workspace_of};
 use crate::proxy::{NetworkProxy, Rules};
@@ -89,6 +90,8 @@ pub struct LandlockSandbox {
     rulesets: crate::rulesets::Rulesets,
     /// The allow-list's proxy, made by the first spawn under an allow-list (on its runtime).
     proxy: OnceLock<Result<NetworkProxy, String>>,
+    /// The host's name-service folders hidden from every policy but `on`.
+    masks: Masks,
 }
 
 impl LandlockSandbox {
@@ -128,6 +131,7 @@ impl LandlockSandbox {
             last_cap: last_capability(),
             rulesets: crate::rulesets::Rulesets::default(),
             proxy: OnceLock::new(),
+            masks: Masks::from_env(),
         }))
     }
 
@@ -224,13 +228,7 @@ impl LandlockSandbox {
         chat: String,
         env: &mut std::collections::BTreeMap<String, String>,
     ) -> Result<ChildNet, ProcessSpawnError> {
-        if !self.support.user_namespaces {
-            return Err(ProcessSpawnError(
-                "sandbox: the allow-list needs unprivileged user namespaces, which this kernel refuses \
-                 (`volcanic-bot doctor`); use network = \"on\" or \"off\" (docs/sandbox.md)"
-                    .to_owned(),
-            ));
-        }
+        self.need_user_namespaces("the allow-list needs", "use network = \"on\" or \"off\"")?;
         let proxy = self
             .proxy
             .get_or_init(NetworkProxy::new)
@@ -260,6 +258,50 @@ impl LandlockSandbox {
             env.insert(name.to_owned(), String::new());
         }
         Ok(ChildNet::new(theirs))
+    }
+}
+
+impl LandlockSandbox {
+    /// The child's own namespaces under `network`: none under `on`; under `off` a mount
+    /// namespace masking the host's name services where it runs any; under the allow-list its
+    /// network namespace (joined to the proxy, the variables in `env`) and the same masks.
+    /// Errors: a namespace is needed and the kernel refuses unprivileged user namespaces
+    /// (refused rather than run open); no socket pair for the proxy.
+    fn namespaces(
+        &self,
+        network: &NetworkPolicy,
+        request: &ProcessSpawnRequest,
+        env: &mut std::collections::BTreeMap<String, String>,
+    ) -> Result<Option<ChildNamespaces>, ProcessSpawnError> {
+        let net = match network {
+            NetworkPolicy::On => return Ok(None),
+            NetworkPolicy::Off => None,
+            NetworkPolicy::AllowList(allow) => {
+                let chat = request.scope.clone().unwrap_or_else(|| request.origin.clone());
+                Some(self.join_proxy(allow, chat, env)?)
+            }
+        };
+        let masks = self.masks.present();
+        if net.is_none() && masks.is_empty() {
+            return Ok(None);
+        }
+        self.need_user_namespaces(
+            "hiding this host's name services (systemd-resolved, nscd, D-Bus) needs",
+            "use network = \"on\", or stop those services",
+        )?;
+        Ok(Some(ChildNamespaces::new(masks, net)))
+    }
+
+    /// `Ok` when the kernel allows unprivileged user namespaces; else the spawn's error saying
+    /// `what` needs them and `instead` what to do.
+    fn need_user_namespaces(&self, what: &str, instead: &str) -> Result<(), ProcessSpawnError> {
+        match self.support.user_namespaces {
+            true => Ok(()),
+            false => Err(ProcessSpawnError(format!(
+                "sandbox: {what} unprivileged user namespaces, which this kernel refuses \
+                 (`volcanic-bot doctor`); {instead} (docs/sandbox.md)"
+            ))),
+        }
     }
 }
 
@@ -312,19 +354,13 @@ impl ProcessSandbox for LandlockSandbox {
         context
             .env
             .insert("HOME".to_owned(), home.to_string_lossy().into_owned());
-        let net = match network {
-            NetworkPolicy::AllowList(allow) => {
-                let chat = request.scope.clone().unwrap_or_else(|| request.origin.clone());
-                Some(self.join_proxy(allow, chat, &mut context.env)?)
-            }
-            NetworkPolicy::On | NetworkPolicy::Off => None,
-        };
+        let namespaces = self.namespaces(network, request, &mut context.env)?;
         let filters = if network_off { &self.filters_off } else { &self.filters };
         context.confinement = Some(Confinement(Arc::new(ConfinedChild {
             ruleset,
             filters: Arc::clone(filters),
             last_cap: self.last_cap,
-            net,
+            namespaces,
         })));
         Ok(())
     }
