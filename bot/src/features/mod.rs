@@ -26,6 +26,7 @@ pub mod calendar;
 pub mod example;
 pub mod mcp;
 pub mod port;
+pub mod recall;
 pub mod scheduler;
 
 use crate::config::Config;
@@ -54,6 +55,7 @@ pub const FEATURES: &[Build] = &[
     a2a_client::build,
     a2a_server::build,
     mcp::build,
+    recall::build,
     #[cfg(any(test, feature = "example-feature"))]
     example::build,
 ];

@@ -45,9 +45,10 @@ fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
 #[test]
 fn without_telegram_only_the_features_that_need_no_chat_are_built() {
     let features = Features::build(&services("[example]\nreply = \"hi\"\n")).unwrap();
-    assert_eq!(format!("{features:?}"), "[\"example\"]");
+    // Recall needs no chat: the console's session searches its own past sessions.
+    assert_eq!(format!("{features:?}"), "[\"recall\", \"example\"]");
     let none = Features::build(&services("")).unwrap();
-    assert_eq!(format!("{none:?}"), "[]");
+    assert_eq!(format!("{none:?}"), "[\"recall\"]");
 }
 
 #[test]

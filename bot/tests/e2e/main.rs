@@ -28,6 +28,8 @@ mod mcp_oauth;
 mod mcp_shared;
 mod poison;
 mod questions;
+mod recall;
+mod recall_kill;
 mod responses;
 mod sandbox;
 mod sandbox_callers;

@@ -18,8 +18,12 @@ pub struct Said {
     pub text: String,
 }
 
+/// The tool's name, whose results are not indexed.
+pub const RECALL: &str = "recall";
+
 /// The searchable part of `entry`; `None` for an entry without words for a reader (settings
-/// changes, labels, extension state, compaction summaries, which only repeat what they replace).
+/// changes, labels, extension state, compaction summaries, which only repeat what they replace,
+/// and the `recall` tool's results, which repeat what was found).
 pub fn said(entry: &SessionEntry) -> Option<Said> {
     let (who, text) = match &entry.kind {
         EntryKind::Message(m) => message(m)?,
@@ -76,6 +80,8 @@ fn message(m: &Message) -> Option<(String, String)> {
             }
             ("assistant".to_owned(), text)
         }
+        // Recall's own answers only repeat what is indexed already.
+        Message::ToolResult(t) if t.tool_name == RECALL => return None,
         Message::ToolResult(t) => (format!("tool {}", t.tool_name), join_text(&t.content)),
         Message::Custom(c) => (format!("extension {}", c.custom_type), c.content.text()),
         Message::BashExecution(b) => ("bash".to_owned(), format!("{}\n{}", b.command, b.output)),

@@ -44,9 +44,9 @@ impl Terms {
     }
 
     /// The FTS5 query: every word quoted (no operator of the caller's reaches FTS5), joined with
-    /// `AND` (every word must occur) or `OR` (any).
-    pub fn fts(&self, all: bool) -> String {
-        let join = if all { " AND " } else { " OR " };
+    /// `OR`; BM25 ranks an entry with more of the words (and rarer ones) higher.
+    pub fn fts(&self) -> String {
+        let join = " OR ";
         self.0
             .iter()
             .map(|(w, prefix)| format!("\"{w}\"{}", if *prefix { "*" } else { "" }))
@@ -77,6 +77,9 @@ pub struct Query {
     pub until_ms: Option<i64>,
     /// At most this many hits (1 to 50).
     pub limit: usize,
+    /// Entries left out: the run being answered (its prompt holds the very words searched
+    /// for), as `(session id, entry ids)`.
+    pub skip: Option<(String, Vec<String>)>,
 }
 
 #[cfg(test)]
@@ -86,13 +89,10 @@ mod tests {
 
     #[test]
     fn operators_and_quotes_never_reach_fts5() {
-        let t = Terms::parse(r#"Zebra" OR NEAR(x) deploy* zebra"#)
-            .map(|t| t.fts(true))
+        let t = Terms::parse(r#"Zebra" AND NEAR(x) deploy* zebra"#)
+            .map(|t| t.fts())
             .ok();
-        assert_eq!(
-            t.as_deref(),
-            Some(r#""zebra" AND "or" AND "near" AND "x" AND "deploy"*"#)
-        );
+        assert_eq!(t.as_deref(), Some(r#""zebra" OR "and" OR "near" OR "x" OR "deploy"*"#));
     }
 
     #[test]

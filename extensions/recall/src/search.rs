@@ -31,19 +31,25 @@ pub struct Hit {
 }
 
 impl Recall {
-    /// The best hits for `query` in `chat`'s sessions, best first (BM25), after catching the
-    /// index up. Every word must occur; when no entry has them all, any word will do. Errors: the
-    /// index cannot be made or read even after a rebuild, or the session folder cannot be read.
+    /// The best hits for `query` in `chat`'s sessions, best first (BM25 over entries with any of
+    /// the words), after catching the index up; `query.skip` left out. Errors: the index cannot
+    /// be made or read even after a rebuild, or the session folder cannot be read.
     pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
         let dir = self.chat_sessions(chat);
         self.with_index(chat, |c| {
             self.catch_up_in(c, chat)?;
-            let mut hits = ranked(c, query, true)?;
-            if hits.is_empty() {
-                hits = ranked(c, query, false)?;
-            }
+            let skipped = |r: &Row| {
+                query
+                    .skip
+                    .as_ref()
+                    .is_some_and(|(session, entries)| r.session == *session && entries.contains(&r.entry))
+            };
+            let extra = query.skip.as_ref().map_or(0, |(_, e)| e.len());
+            let hits = ranked(c, query, query.limit + extra)?;
             Ok(hits
                 .into_iter()
+                .filter(|r| !skipped(r))
+                .take(query.limit)
                 .map(|r| Hit {
                     snippet: read_snippet(&dir.join(&r.path), r.off, r.len, &query.terms),
                     at_ms: r.at_ms,
@@ -67,7 +73,7 @@ struct Row {
     len: usize,
 }
 
-fn ranked(c: &Connection, query: &Query, all: bool) -> Result<Vec<Row>> {
+fn ranked(c: &Connection, query: &Query, limit: usize) -> Result<Vec<Row>> {
     let index = c.path().map(std::path::PathBuf::from).unwrap_or_default();
     let sql = |source| RecallError::Sqlite {
         path: index.clone(),
@@ -84,10 +90,10 @@ fn ranked(c: &Connection, query: &Query, all: bool) -> Result<Vec<Row>> {
     let rows = stmt
         .query_map(
             params![
-                query.terms.fts(all),
+                query.terms.fts(),
                 query.since_ms.unwrap_or(i64::MIN),
                 query.until_ms.unwrap_or(i64::MAX),
-                query.limit as i64
+                limit as i64
             ],
             |r| {
                 Ok(Row {

@@ -8,6 +8,8 @@ use chrono::{NaiveDate, TimeZone};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi};
+use volcanic_abstractions::messages::Message;
+use volcanic_abstractions::sessions::EntryKind;
 use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool, typed};
 
 /// The per-session extension `recall`: registers [`RecallTool`] for the session's chat.
@@ -46,8 +48,8 @@ impl Extension for RecallExtension {
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
-    /// Words to look for. Entries with every word rank first; when none has them all, entries
-    /// with any of them. A trailing `*` matches words starting so (`deploy*`).
+    /// Words to look for; entries with any of them match, those with more (and rarer) words
+    /// rank first. A trailing `*` matches words starting so (`deploy*`).
     pub query: String,
     /// Only what was said on or after this day, `YYYY-MM-DD` in the chat's time zone.
     #[serde(default)]
@@ -73,7 +75,7 @@ impl TypedTool for RecallTool {
     type Args = RecallArgs;
 
     fn name(&self) -> &str {
-        "recall"
+        crate::extract::RECALL
     }
 
     fn description(&self) -> &str {
@@ -98,7 +100,8 @@ impl TypedTool for RecallTool {
             .time_zone()
             .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
             .unwrap_or(self.zone);
-        let query = query(&args, zone).map_err(ToolError::msg)?;
+        let mut query = query(&args, zone).map_err(ToolError::msg)?;
+        query.skip = current_run(&inv);
         let (recall, chat, q) = (self.recall.clone(), self.chat.clone(), query.clone());
         let hits = tokio::task::spawn_blocking(move || recall.search(&chat, &q))
             .await
@@ -133,7 +136,29 @@ fn query(args: &RecallArgs, zone: chrono_tz::Tz) -> Result<Query, String> {
         since_ms,
         until_ms,
         limit,
+        skip: None,
     })
+}
+
+/// The run being answered: its session and the entries from its prompt (the last user message
+/// on the branch) to the leaf. Its prompt holds the words searched for and is in the model's
+/// context anyway. `None` when the session cannot be read.
+fn current_run(inv: &ToolInvocation) -> Option<(String, Vec<String>)> {
+    let view = inv.ctx.session().ok()?;
+    let mut ids = Vec::new();
+    let mut at = view.leaf_id();
+    // Bounded: a run is a prompt, its tool rounds and their results.
+    while let Some(id) = at.take()
+        && ids.len() < 1_000
+    {
+        let Some(entry) = view.entry(&id) else { break };
+        ids.push(id);
+        if matches!(entry.kind, EntryKind::Message(Message::User(_))) {
+            break;
+        }
+        at = entry.parent_id;
+    }
+    Some((inv.ctx.session_id(), ids))
 }
 
 /// Epoch ms of the start of day `date` + `days_after` in `zone`.

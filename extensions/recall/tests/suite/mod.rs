@@ -55,6 +55,7 @@ impl State {
             since_ms,
             until_ms,
             limit: 10,
+            skip: None,
         };
         self.recall
             .search(&key(chat), &query)

@@ -55,21 +55,43 @@ fn a_word_said_sessions_ago_is_found_with_its_date_session_and_sender() {
 }
 
 #[test]
-fn every_word_ranks_before_any_word_and_any_word_answers_when_none_has_all() {
+fn an_entry_with_more_of_the_words_ranks_first_and_any_word_matches() {
     let s = State::new();
     let texts = [
         "garden party on friday",
         "the garden needs water",
-        "garden garden garden",
+        "the cat sleeps",
+        "friday",
     ];
     s.write(
         "1/main/a.jsonl",
-        &transcript::session("s", T0, 3, |i| texts[i].to_owned()),
+        &transcript::session("s", T0, 4, |i| texts[i].to_owned()),
     );
-    let both: Vec<String> = s.search("1", "garden friday").into_iter().map(|h| h.entry).collect();
-    assert_eq!(both, vec!["00000000"]);
-    let any: Vec<String> = s.search("1", "water friday").into_iter().map(|h| h.entry).collect();
-    assert_eq!(any.len(), 2, "no entry has both words, so either answers: {any:?}");
+    let ranked: Vec<String> = s.search("1", "garden friday").into_iter().map(|h| h.entry).collect();
+    assert_eq!(ranked.first().map(String::as_str), Some("00000000"), "{ranked:?}");
+    let mut rest = ranked[1..].to_vec();
+    rest.sort();
+    assert_eq!(rest, vec!["00000001", "00000003"]);
+}
+
+#[test]
+fn the_run_being_answered_is_left_out() {
+    let s = State::new();
+    s.write("1/main/a.jsonl", &transcript::session("s", T0, 3, |_| "okapi".into()));
+    let query = volcanic_recall::Query {
+        terms: volcanic_recall::Terms::parse("okapi").unwrap_or_else(|e| panic!("{e}")),
+        since_ms: None,
+        until_ms: None,
+        limit: 2,
+        skip: Some(("s".into(), vec!["00000002".into()])),
+    };
+    let hits = s
+        .recall
+        .search(&super::key("1"), &query)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut ids: Vec<String> = hits.into_iter().map(|h| h.entry).collect();
+    ids.sort();
+    assert_eq!(ids, vec!["00000000", "00000001"]);
 }
 
 #[test]
