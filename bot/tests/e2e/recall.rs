@@ -116,11 +116,14 @@ async fn recall_finds_a_word_said_two_new_sessions_ago_and_survives_a_lost_or_co
     let rebuilt = last_tool_output(&model);
     assert_eq!(hit_line(&rebuilt), said_then, "{rebuilt}");
 
-    // Garbage in its place: set aside, rebuilt, the same hit.
+    // Damaged while the bot was down (a crash, a disk error): set aside at the next start's
+    // first use, rebuilt, the same hit.
+    bot.kill9();
     for suffix in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", index_of(&env, "1001").display()));
     }
     std::fs::write(index_of(&env, "1001"), vec![0x5a_u8; 8192]).unwrap();
+    let bot = BotProcess::start(&env, TOKEN);
     ask(&tg, &bot, "recall quetzal", "recall says", 3).await;
     let rebuilt = last_tool_output(&model);
     assert_eq!(hit_line(&rebuilt), said_then, "{rebuilt}");

@@ -16,7 +16,7 @@ const CHUNK: u64 = 8 << 20;
 /// What one catch-up did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Caught {
-    /// Session files looked at.
+    /// Session files that had new bytes.
     pub files: usize,
     /// Rows added.
     pub rows: u64,
@@ -32,23 +32,39 @@ impl Recall {
     }
 
     /// [`Recall::catch_up`] for every chat with sessions whose files grew (or whose index is
-    /// missing); a chat that fails is logged and the others go on. Returns the sum.
+    /// missing), on up to two threads (a full rebuild is mostly parsing and tokenizing); a chat
+    /// that fails is logged and the others go on. Returns the sum.
     pub fn catch_up_all(&self) -> Caught {
-        let mut sum = Caught::default();
-        for chat in self.chats() {
-            if !self.needs_catch_up(&chat) {
-                continue;
-            }
-            match self.catch_up(&chat) {
-                Ok(c) => {
-                    sum.files += c.files;
-                    sum.rows += c.rows;
-                    sum.bytes += c.bytes;
+        let due: Vec<ChatKey> = self.chats().into_iter().filter(|c| self.needs_catch_up(c)).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
+        let one = |chats: &[ChatKey]| {
+            let mut sum = Caught::default();
+            for chat in chats {
+                match self.catch_up(chat) {
+                    Ok(c) => {
+                        sum.files += c.files;
+                        sum.rows += c.rows;
+                        sum.bytes += c.bytes;
+                    }
+                    Err(e) => tracing::warn!(chat = %chat, error = %e, "recall: indexing failed"),
                 }
-                Err(e) => tracing::warn!(chat = %chat, error = %e, "recall: indexing failed"),
             }
+            sum
+        };
+        if threads == 1 || due.len() < 2 {
+            return one(&due);
         }
-        sum
+        let (a, b) = due.split_at(due.len() / 2);
+        let (x, y) = std::thread::scope(|s| {
+            let other = s.spawn(|| one(b));
+            let mine = one(a);
+            (mine, other.join().unwrap_or_default())
+        });
+        Caught {
+            files: x.files + y.files,
+            rows: x.rows + y.rows,
+            bytes: x.bytes + y.bytes,
+        }
     }
 
     /// Every chat key with a sessions folder, sorted.
@@ -79,7 +95,10 @@ impl Recall {
     pub(crate) fn catch_up_in(&self, c: &mut Connection, chat: &ChatKey) -> Result<Caught> {
         let root = self.chat_sessions(chat);
         let mut caught = Caught::default();
-        for (path, _) in session_files(&root) {
+        for (path, len) in session_files(&root) {
+            if self.seen.lock().unwrap_or_else(|e| e.into_inner()).get(&path) == Some(&len) {
+                continue;
+            }
             caught.files += 1;
             let rel = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
             loop {

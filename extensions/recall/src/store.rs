@@ -13,7 +13,8 @@ const SCHEMA: &str = "1";
 
 /// The tables. `said` holds one row per indexed entry (where its line is, when, who); `words` is
 /// the contentless FTS5 index of its text under the same rowid (`contentless_delete` lets a file
-/// that shrank be indexed again); `files` remembers per session file the byte offset indexed.
+/// that shrank be indexed again; `detail=column`: no word positions, as no search asks for a
+/// phrase, which halves the index); `files` remembers per session file the byte offset indexed.
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
@@ -21,9 +22,8 @@ CREATE TABLE IF NOT EXISTS files(
 CREATE TABLE IF NOT EXISTS said(
     id INTEGER PRIMARY KEY, file INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL,
     at INTEGER NOT NULL, entry TEXT NOT NULL, who TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS said_file ON said(file);
 CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
-    text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+    text, content='', contentless_delete=1, detail=column, tokenize='unicode61 remove_diacritics 2');
 ";
 
 /// A chat's key: the folder of its sessions under the sessions root (`123`, `g456` for a group
@@ -63,6 +63,9 @@ pub struct Recall {
     pub(crate) indexes: PathBuf,
     /// One lock per chat: one writer of a chat's index at a time in this process.
     locks: Mutex<HashMap<ChatKey, Arc<Mutex<()>>>>,
+    /// Connections kept open between uses (opening and closing an index costs a checkpoint and
+    /// the creation of its log), at most [`KEEP_OPEN`].
+    open: Mutex<HashMap<ChatKey, Open>>,
     /// Per session file, the offset indexed so far, as last seen (lets the periodic pass skip a
     /// chat without opening its index when none of its files grew).
     pub(crate) seen: Mutex<HashMap<PathBuf, u64>>,
@@ -76,6 +79,7 @@ impl Recall {
             sessions: sessions.into(),
             indexes: indexes.into(),
             locks: Mutex::default(),
+            open: Mutex::default(),
             seen: Mutex::default(),
         }
     }
@@ -102,15 +106,48 @@ impl Recall {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.index_file(chat);
-        let first = open(&path).and_then(|mut c| f(&mut c));
+        let first = self.connection(chat, &path).and_then(|mut c| {
+            let out = f(&mut c.conn);
+            if out.is_ok() {
+                self.keep(chat, c);
+            }
+            out
+        });
         match first {
             Err(e) if e.is_corrupt() => {
                 self.set_aside(&path, &e)?;
-                let mut c = open(&path)?;
-                f(&mut c)
+                let mut c = Open::new(&path)?;
+                let out = f(&mut c.conn)?;
+                self.keep(chat, c);
+                Ok(out)
             }
             other => other,
         }
+    }
+
+    /// `chat`'s kept connection if its file is still the one it opened (a file deleted or
+    /// replaced is opened anew), else a new one.
+    fn connection(&self, chat: &ChatKey, path: &Path) -> Result<Open> {
+        let kept = self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
+        match kept {
+            Some(c) if file_id(path) == Some(c.id) => Ok(c),
+            // A new file, or one not opened yet: what was seen indexed may not be in it.
+            Some(_) | None => {
+                self.forget_seen(chat);
+                Open::new(path)
+            }
+        }
+    }
+
+    /// Keeps `c` for the next use of `chat`, closing another one past [`KEEP_OPEN`].
+    fn keep(&self, chat: &ChatKey, c: Open) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= KEEP_OPEN
+            && let Some(other) = open.keys().next().cloned()
+        {
+            open.remove(&other);
+        }
+        open.insert(chat.clone(), c);
     }
 
     /// Deletes `chat`'s index so the next use builds it again from the session files.
@@ -118,6 +155,7 @@ impl Recall {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.index_file(chat);
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
         for p in index_files(&path) {
             match std::fs::remove_file(&p) {
                 Ok(()) => {}
@@ -179,6 +217,39 @@ impl Recall {
     }
 }
 
+/// How many indexes stay open between uses.
+const KEEP_OPEN: usize = 64;
+
+/// An open index and the identity (device, inode) of the file it opened.
+struct Open {
+    conn: Connection,
+    id: (u64, u64),
+}
+
+impl std::fmt::Debug for Open {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Open").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl Open {
+    fn new(path: &Path) -> Result<Open> {
+        let conn = open(path)?;
+        let id = file_id(path).ok_or_else(|| RecallError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
+        Ok(Open { conn, id })
+    }
+}
+
+/// The (device, inode) of `path`, `None` when it is gone.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// The index file and SQLite's companions of it.
 fn index_files(path: &Path) -> [PathBuf; 3] {
     let with = |suffix: &str| {
@@ -209,6 +280,8 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     c.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
     c.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
     c.pragma_update(None, "synchronous", "NORMAL").map_err(sql)?;
+    // A kept connection's log is cut back to 1 MiB after each checkpoint.
+    c.pragma_update(None, "journal_size_limit", 1 << 20).map_err(sql)?;
     c.execute_batch(TABLES).map_err(sql)?;
     let version: Option<String> = c
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))

@@ -20,6 +20,11 @@ impl State {
         State { dir, recall }
     }
 
+    /// A new `Recall` on the same folders, as after a restart of the process.
+    pub fn restart(&mut self) {
+        self.recall = Recall::new(self.dir.path().join("sessions"), self.dir.path().join("recall"));
+    }
+
     /// Writes (or replaces) `sessions/<rel>`.
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let path = self.dir.path().join("sessions").join(rel);
