@@ -47,6 +47,15 @@ fn index_of(env: &Env, chat: &str) -> std::path::PathBuf {
     env.dir.path().join("data/recall").join(format!("{chat}.sqlite"))
 }
 
+/// The names in `env`'s recall index folder.
+fn index_folder(env: &Env) -> Vec<String> {
+    std::fs::read_dir(env.dir.path().join("data/recall"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .collect()
+}
+
 /// The session ids of `chat`'s main line, oldest first (file names start with the time).
 fn session_ids(env: &Env, chat: &str) -> Vec<String> {
     jsonl_files(&env.dir.path().join("data/sessions").join(chat).join("main"))
@@ -127,12 +136,8 @@ async fn recall_finds_a_word_said_two_new_sessions_ago_and_survives_a_lost_or_co
     ask(&tg, &bot, "recall quetzal", "recall says", 3).await;
     let rebuilt = last_tool_output(&model);
     assert_eq!(hit_line(&rebuilt), said_then, "{rebuilt}");
-    let aside: Vec<String> = std::fs::read_dir(env.dir.path().join("data/recall"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| n.starts_with("1001.sqlite.corrupt-"))
-        .collect();
+    let mut aside = index_folder(&env);
+    aside.retain(|n| n.starts_with("1001.sqlite.corrupt-"));
     assert_eq!(aside.len(), 1, "{aside:?}\n{}", bot.log());
     assert!(bot.log().contains("recall index unreadable"), "{}", bot.log());
 
@@ -205,12 +210,7 @@ async fn a_word_planted_in_one_chat_is_found_from_no_other_chat_topic_or_caller(
         .unwrap_or_default();
     assert_eq!(answer, format!("recall says: {NO_HITS}"), "{r}\n{}", bot.log());
     assert_eq!(last_tool_output(&model), NO_HITS);
-    let indexes: Vec<String> = std::fs::read_dir(env.dir.path().join("data/recall"))
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| n.ends_with(".sqlite"))
-        .collect();
+    let indexes = index_folder(&env);
     for key in ["1001.sqlite", "1002.sqlite", "g100777.sqlite", "a2a-carol.sqlite"] {
         assert!(indexes.iter().any(|n| n == key), "{key} missing from {indexes:?}");
     }
