@@ -265,7 +265,8 @@ fn session_id(path: &Path) -> String {
 
 impl Recall {
     /// Catches every chat up at once and then every `every`, on a blocking thread, until `stop`
-    /// is cancelled (a pass under way finishes; a kill mid-pass loses nothing, see the crate docs).
+    /// is cancelled (returns at once; a pass under way goes on until the process exits, and
+    /// losing it midway loses nothing, see the crate docs).
     pub async fn run(
         self: std::sync::Arc<Self>,
         every: std::time::Duration,
@@ -273,7 +274,14 @@ impl Recall {
     ) {
         loop {
             let me = self.clone();
-            match tokio::task::spawn_blocking(move || me.catch_up_all()).await {
+            let pass = tokio::task::spawn_blocking(move || me.catch_up_all());
+            // Shutdown does not wait for a long pass (a rebuild): what it committed stays, the
+            // rest is indexed at the next start.
+            let done = tokio::select! {
+                () = stop.cancelled() => return,
+                done = pass => done,
+            };
+            match done {
                 Ok(c) if c.rows > 0 => tracing::debug!(rows = c.rows, bytes = c.bytes, "recall: indexed"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "recall: the indexing pass stopped"),
