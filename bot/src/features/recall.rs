@@ -89,7 +89,7 @@ impl HostFeature for RecallFeature {
     }
 
     async fn stop(&self) {
-        // `run` returns at shutdown at once (a pass under way is left to the process exit).
+        // `run` returns at shutdown at once; a pass under way stops after its current chat.
         let task = self.pass.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(task) = task
             && let Err(e) = task.await

@@ -104,7 +104,7 @@ fn main() {
     // Full rebuild: no index at all.
     let recall = Recall::new(root.join("sessions"), root.join("recall"));
     let t = Instant::now();
-    let built = recall.catch_up_all();
+    let built = recall.catch_up_all(&tokio_util::sync::CancellationToken::new());
     let rebuild = t.elapsed();
     assert_eq!(built.rows as f64, total, "every message indexed once");
     // Closed, as with the bot stopped: each log checkpointed into its index and removed.

@@ -32,14 +32,15 @@ impl Recall {
     }
 
     /// [`Recall::catch_up`] for every chat with sessions whose files grew (or whose index is
-    /// missing), on up to two threads (a full rebuild is mostly parsing and tokenizing); a chat
-    /// that fails is logged and the others go on. Returns the sum.
-    pub fn catch_up_all(&self) -> Caught {
+    /// missing), on up to two threads (a full rebuild is mostly parsing and tokenizing), until
+    /// `stop` is cancelled (checked between chats); a chat that fails is logged and the others go
+    /// on. Returns the sum.
+    pub fn catch_up_all(&self, stop: &tokio_util::sync::CancellationToken) -> Caught {
         let due: Vec<ChatKey> = self.chats().into_iter().filter(|c| self.needs_catch_up(c)).collect();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
         let one = |chats: &[ChatKey]| {
             let mut sum = Caught::default();
-            for chat in chats {
+            for chat in chats.iter().take_while(|_| !stop.is_cancelled()) {
                 match self.catch_up(chat) {
                     Ok(c) => {
                         sum.files += c.files;
@@ -265,18 +266,18 @@ fn session_id(path: &Path) -> String {
 
 impl Recall {
     /// Catches every chat up at once and then every `every`, on a blocking thread, until `stop`
-    /// is cancelled (returns at once; a pass under way goes on until the process exits, and
-    /// losing it midway loses nothing, see the crate docs).
+    /// is cancelled (returns at once; a pass under way stops after its current chat, and losing
+    /// it midway loses nothing, see the crate docs).
     pub async fn run(
         self: std::sync::Arc<Self>,
         every: std::time::Duration,
         stop: tokio_util::sync::CancellationToken,
     ) {
         loop {
-            let me = self.clone();
-            let pass = tokio::task::spawn_blocking(move || me.catch_up_all());
-            // Shutdown does not wait for a long pass (a rebuild): what it committed stays, the
-            // rest is indexed at the next start.
+            let (me, until) = (self.clone(), stop.clone());
+            let pass = tokio::task::spawn_blocking(move || me.catch_up_all(&until));
+            // Shutdown does not wait for a long pass (a rebuild): it stops after the chat under
+            // way; what it committed stays, the rest is indexed at the next start.
             let done = tokio::select! {
                 () = stop.cancelled() => return,
                 done = pass => done,

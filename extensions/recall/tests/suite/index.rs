@@ -83,11 +83,15 @@ fn the_background_pass_indexes_every_chat_with_new_lines() {
         "g2/5/a.jsonl",
         &(header("t", T0) + &user("x", None, T0, "beta", Some("Bo"))),
     );
-    let first = s.recall.catch_up_all();
+    let stopped = tokio_util::sync::CancellationToken::new();
+    stopped.cancel();
+    let none = s.recall.catch_up_all(&stopped);
+    assert_eq!((none.files, none.rows), (0, 0), "a stopped pass starts no chat");
+    let first = s.recall.catch_up_all(&tokio_util::sync::CancellationToken::new());
     assert_eq!((first.files, first.rows), (2, 3));
-    let again = s.recall.catch_up_all();
+    let again = s.recall.catch_up_all(&tokio_util::sync::CancellationToken::new());
     assert_eq!((again.files, again.rows), (0, 0), "nothing grew: no chat is opened");
     s.append("g2/5/a.jsonl", &user("y", None, T0, "gamma", None));
-    let third = s.recall.catch_up_all();
+    let third = s.recall.catch_up_all(&tokio_util::sync::CancellationToken::new());
     assert_eq!((third.files, third.rows), (1, 1));
 }
