@@ -8,8 +8,23 @@
 #     .testdeps/package-lock.json;
 #   - Python (.testdeps/venv): a2a-sdk, uvicorn and mcp, every package pinned in
 #     .testdeps/requirements.txt;
+#   - Debian: espeak-ng and opus-tools (opusenc), which the voice tests speak real notes with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The voice tests' Debian packages, when missing: `apt-get update` once, then install. Without
+# root or apt the voice tests fail, naming what to install.
+missing=""
+command -v espeak-ng > /dev/null || missing="$missing espeak-ng"
+command -v opusenc > /dev/null || missing="$missing opus-tools"
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+    apt-get update -qq
+    # shellcheck disable=SC2086 # one word per package
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+  else
+    echo "voice tests need:$missing (apt-get install$missing, as root)" >&2
+  fi
+fi
 # Reinstall only when the lock file changed since the last install.
 if ! cmp -s .testdeps/package-lock.json .testdeps/node_modules/.volcanic-installed-lock; then
   npm ci --prefix .testdeps --no-audit --no-fund --loglevel=error

@@ -2,13 +2,17 @@
 //! binary against the Bot API double and the scripted model server (issue 12).
 //!
 //! Run with `cargo bench -p volcanic-bot --bench kill` (about 3 minutes once built). Users of 12 private
-//! chats send 220 messages, each carrying a marker (`M0057`): questions (answered `ANSWER
-//! M0057`), commands (the model calls `bash`, which appends the marker and the time to a
-//! tool-run log outside the workspaces and sleeps 1.5 s, then answers), reminders (the model
-//! calls `schedule` with `in: "3s"`; the job's prompt names `J0057` and is answered `ANSWER
-//! J0057` when it fires), and follow-ups sent to a chat while its run is going. The messages go
+//! chats and 3 groups (where a message mentions the bot) send 220 messages, each carrying a
+//! marker (`M0057`): questions (answered `ANSWER M0057. …`), commands (the model calls `bash`,
+//! which appends the marker and the time to a tool-run log outside the workspaces and sleeps
+//! 1.5 s, then answers), reminders (the model calls `schedule` with `in: "3s"`; the job's prompt
+//! names `J0057` and is answered `ANSWER J0057` when it fires), and follow-ups sent to a chat
+//! while its run is going. Live answers are on (`[telegram] streaming = "auto"`: drafts in
+//! private chats, a preview edited in place in groups, every 100 ms; reactions on), and every
+//! model turn streams its events 80 ms apart after a 300 ms wait. The messages go
 //! out in 24 batches; during each the bot is killed with `kill -9` at a point of one kind, six
-//! of each: during the model's stream (a request admitted, its 300 ms answer not finished),
+//! of each: during the model's stream (a request admitted, its answer not finished: from the
+//! second half of the wait to the fourth event, mostly with a draft or preview showing),
 //! during a `bash` tool (its marker written, the sleep running), right after `getUpdates`
 //! returned a non-empty batch, and during sending (a `sendMessage` with an answer held by the
 //! double: received whole but not yet answered; applied after the kill, as Telegram applies a
@@ -29,7 +33,11 @@
 //!   between two presses;
 //! - **notices about a message whose tool never ran** (since the last press);
 //! - **corrupt files**: `*.corrupt-*` in the state or workspaces dirs, or a `.jsonl` line under
-//!   the state dir that is not JSON.
+//!   the state dir that is not JSON;
+//! - **stale previews left**: a group message still showing a preview's Stop button at the end.
+//!
+//! Answers are read from what the chats show at the end (`tally::shown`): a group's answer is
+//! its preview edited into it.
 //!
 //! A notice is judged by the tool's effect (the tool-run log, the job in `jobs.json`) or, failing
 //! that, by the tool call kept in the session transcript before it: a kill between the bot's
@@ -38,15 +46,16 @@
 //!
 //! Knobs (environment): `KILL_BENCH_SEED=<u64>` repeats a run's plan, kill points and presses
 //! (printed at the start; timing still varies from run to run); `KILL_BENCH_MESSAGES`,
-//! `KILL_BENCH_CHATS`, `KILL_BENCH_KILLS` (defaults 220, 12, 24); `KILL_BENCH_PRESS` (chance of
+//! `KILL_BENCH_CHATS`, `KILL_BENCH_GROUPS`, `KILL_BENCH_KILLS` (defaults 220, 12, 3, 24); `KILL_BENCH_PRESS` (chance of
 //! pressing Retry, default 0.5); `KILL_BENCH_BIN=<path>` runs another build of the binary;
 //! `KILL_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG` (default `info`);
 //! `KILL_BENCH_KEEP=1` keeps the temporary folder (state, workspaces, `bot.log` of every start,
-//! `tool-runs.log`, and the doubles' records: `telegram-calls.jsonl`, `model-requests.jsonl`,
+//! `tools/tool-runs.log`, and the doubles' records: `telegram-calls.jsonl`, `model-requests.jsonl`,
 //! `events.jsonl`) and prints its path.
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it does a small smoke run with no
-//! kills (10 messages over 3 chats, every kind, a follow-up and a job) and asserts that every
+//! kills (10 messages over 3 private chats and a group, every kind, a follow-up and a job, drafts
+//! and previews shown) and asserts that every
 //! message was answered exactly once, every command ran once, every job fired and was answered,
 //! and nothing is corrupt. Both versions first check the counting rules on made-up histories
 //! (`kill/judge.rs`).
@@ -70,19 +79,21 @@ use std::time::Duration;
 use drive::{Run, Sizes};
 use tally::Figures;
 
-/// The first seed from 1 whose plan of `sizes.messages` has every kind and a follow-up: the
-/// smoke run's default.
+/// The first seed from 1 whose plan of `sizes.messages` has every kind, a follow-up and a
+/// message to a group: the smoke run's default.
 fn smoke_seed(sizes: &Sizes) -> u64 {
     use rand::SeedableRng;
     let chats = drive::chat_ids(sizes.chats);
+    let groups = drive::group_ids(sizes.groups);
     (1..)
         .find(|seed| {
             let mut rng = rand::rngs::StdRng::seed_from_u64(*seed);
-            let msgs = drive::plan(&mut rng, sizes.messages, &chats);
+            let msgs = drive::plan(&mut rng, sizes.messages, &chats, &groups);
             [script::Kind::Ask, script::Kind::Run, script::Kind::Plan]
                 .iter()
                 .all(|k| msgs.iter().any(|m| m.kind == *k))
                 && msgs.iter().any(|m| m.follow_up)
+                && msgs.iter().any(|m| m.chat < 0)
         })
         .unwrap_or(1)
 }
@@ -102,8 +113,10 @@ fn sizes(full: bool) -> Sizes {
         Sizes {
             messages: knob("KILL_BENCH_MESSAGES", 220),
             chats: knob("KILL_BENCH_CHATS", 12),
+            groups: knob("KILL_BENCH_GROUPS", 3),
             kills: knob("KILL_BENCH_KILLS", 24),
             delay: Duration::from_millis(300),
+            pace: Duration::from_millis(80),
             bash_sleep: Duration::from_millis(1500),
             job_in_secs: 3,
             press: knob("KILL_BENCH_PRESS", 0.5),
@@ -115,8 +128,10 @@ fn sizes(full: bool) -> Sizes {
         Sizes {
             messages: knob("KILL_BENCH_MESSAGES", 10),
             chats: knob("KILL_BENCH_CHATS", 3),
+            groups: knob("KILL_BENCH_GROUPS", 1),
             kills: 0,
             delay: Duration::from_millis(50),
+            pace: Duration::from_millis(30),
             bash_sleep: Duration::from_millis(300),
             job_in_secs: 2,
             press: 0.5,
@@ -139,12 +154,16 @@ fn print_table(f: &Figures, mode: &str, seed: u64) {
     println!("| {:<58} | {:>14} |", "figure", "count");
     println!("|:{:-<58}-|-{:->14}:|", "", "");
     row("messages sent", f.messages);
-    row("chats", f.chats);
+    row("private chats / groups", format!("{} / {}", f.chats, f.groups));
     row(
         "questions / bash commands / reminders",
         format!("{} / {} / {}", f.by_kind[0], f.by_kind[1], f.by_kind[2]),
     );
     row("follow-ups sent while the chat's run was going", f.follow_ups);
+    row(
+        "drafts / previews sent / text edits / reactions",
+        format!("{} / {} / {} / {}", f.drafts, f.previews, f.edits, f.reactions),
+    );
     row("kill -9 in all", f.kills.iter().map(|(_, n)| n).sum::<usize>());
     for (at, n) in &f.kills {
         row(&format!("  kill -9 {}", at.name()), n);
@@ -187,6 +206,7 @@ fn print_table(f: &Figures, mode: &str, seed: u64) {
         f.wrong_notices.len(),
     );
     row("**corrupt files**", f.corrupt.len());
+    row("**stale previews left** (Stop button still shown)", f.stale.len());
     for (what, list) in [
         ("lost", &f.lost),
         ("Retry pressed, then nothing", &f.retries_lost),
@@ -194,6 +214,7 @@ fn print_table(f: &Figures, mode: &str, seed: u64) {
         ("tools re-run without a press", &f.reruns),
         ("notices about a message whose tool never ran", &f.wrong_notices),
         ("corrupt files", &f.corrupt),
+        ("stale previews left", &f.stale),
     ] {
         if !list.is_empty() {
             eprintln!("{what}: {}", list.join(", "));
@@ -218,6 +239,10 @@ fn check_smoke(f: &Figures) {
     assert_eq!(f.jobs, f.by_kind[2], "one job per reminder: {f:#?}");
     assert_eq!(f.jobs_fired, f.jobs, "every job fired: {f:#?}");
     assert_eq!(f.model_rejected, 0, "{f:#?}");
+    assert!(
+        f.drafts > 0 && f.previews > 0,
+        "live answers in both kinds of chat: {f:#?}"
+    );
     assert_eq!(f.died, 0, "the bot died on its own: {f:#?}");
     assert!(f.settled, "the run did not settle: {f:#?}");
     assert_eq!(f.exit, Some(0), "SIGTERM did not end the bot cleanly: {f:#?}");

@@ -10,7 +10,8 @@
 //! reset). Goals: RSS at the end ≤ 100 MB (issue 12), and flat over the last half (≤ 10 % growth
 //! from the middle sample to the end, issue 25).
 //!
-//! Knobs: `SOAK_CHATS`, `SOAK_WAVES` (sizes); the shared ones of `common` (`HOST_BENCH_BIN`, ...).
+//! Knobs: `SOAK_CHATS`, `SOAK_WAVES` (sizes); `SOAK_HOLD_SECS` (keeps the bot running that long
+//! after the last sample, to look inside it); the shared ones of `common` (`HOST_BENCH_BIN`, ...).
 
 // A measurement binary, not library code: it panics on setup failure and prints its results.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
@@ -143,6 +144,12 @@ fn main() {
             }
         }
         let took = t0.elapsed();
+        // Time to look inside the bot before it stops (`gdb -p`, `/proc/<pid>/smaps`).
+        let hold = env_usize("SOAK_HOLD_SECS", 0);
+        if hold > 0 {
+            println!("holding the bot (pid {}) for {hold} s", bot.child.id());
+            tokio::time::sleep(Duration::from_secs(hold as u64)).await;
+        }
         let evictions = bot.log().matches("evicted from memory").count();
         let jobs = tg_jobs_answered(&tg, &chats);
         let end = samples.last().map_or(start, |s| s.1);

@@ -212,12 +212,13 @@ fn landlock_sandbox(config: &Config, support: KernelSupport) -> anyhow::Result<O
     };
     let settings = SandboxSettings {
         mode: config.sandbox.mode,
-        network: config.sandbox.network,
+        network: config.sandbox.network.clone(),
         read_paths: config.sandbox.read_paths.clone(),
         write_paths: config.sandbox.write_paths.clone(),
         workspaces_root: Some(config.workspaces_dir.clone()),
         protected,
         temp_root,
+        chat_networks: Some(volcanic_sandbox::ChatNetworks::under(&config.state_dir)),
     };
     LandlockSandbox::new(settings, support).context("config key `sandbox.mode`")
 }

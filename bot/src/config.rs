@@ -12,10 +12,12 @@ mod http_limits;
 mod live;
 mod providers;
 mod sandbox;
+mod voice;
 pub use http_limits::HttpLimits;
 pub use live::{LiveConfig, Streaming};
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
+pub use voice::{VoiceConfig, is_language};
 
 /// A configuration error; the message names the key and says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +69,7 @@ struct RawConfig {
     http: Option<RawHttp>,
     google: Option<RawGoogle>,
     sandbox: Option<sandbox::RawSandbox>,
+    voice: Option<voice::RawVoice>,
     /// Everything else: the features' sections (`features::Services::section`).
     #[serde(flatten)]
     rest: BTreeMap<String, toml::Value>,
@@ -195,6 +198,8 @@ pub struct Config {
     pub features: BTreeMap<String, toml::Table>,
     /// `[sandbox]`: how agent processes are confined.
     pub sandbox: SandboxConfig,
+    /// `[voice]`: transcription and speech; `None` without the section (voice is off).
+    pub voice: Option<VoiceConfig>,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -331,6 +336,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     let public_url = http.public_url.unwrap_or_default();
     let google = resolve_google(raw.google.unwrap_or_default(), &public_url)?;
     let sandbox = sandbox::resolve(raw.sandbox)?;
+    let voice = voice::resolve(raw.voice)?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -352,6 +358,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         google,
         features,
         sandbox,
+        voice,
     })
 }
 

@@ -1,9 +1,11 @@
 //! `volcanic-bot console`: one session in the terminal.
 //!
-//! - interactive: streamed answer text (its Markdown styled when stdout is a terminal, raw
-//!   otherwise: [`terminal`]), tool calls shown, slash commands (`/new`, `/model`, `/thinking`,
-//!   `/compact [instructions]`, `/session`, `/quit`, which exits at once); Ctrl-C aborts a run,
-//!   and at the prompt drops the line typed so far; a second Ctrl-C within a second exits (130);
+//! - interactive: the answer streams as the model writes it (its Markdown styled when stdout is
+//!   a terminal, raw otherwise: [`terminal`]), tool calls shown, slash commands (`/new`, `/model`,
+//!   `/thinking`, `/compact [instructions]`, `/session`, `/quit`, which exits at once); `Esc`
+//!   ([`keys`]) or Ctrl-C during a run stops it as Telegram's Stop does (the text written so far
+//!   stays, marked "⏹ Stopped.", or "Stopped." when there was none; the session goes on); Ctrl-C
+//!   at the prompt drops the line typed so far, and a second one within a second exits (130);
 //! - `-p PROMPT`: runs one prompt, prints the final answer, exits 0 (1 with the error);
 //! - `--mode json`: the session's event stream as JSON lines with pi's event names;
 //! - `--session FILE`: continues that session file.
@@ -17,6 +19,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod keys;
 mod terminal;
 
 use crate::agent_setup;
@@ -28,12 +31,11 @@ use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_abstractions::model::ThinkingLevel;
-use volcanic_abstractions::provider::AssistantMessageEvent;
 use volcanic_abstractions::ui::{NotifyLevel, UserInterface};
 use volcanic_core::agent::{AgentSession, AgentSessionOptions, PromptInput, SessionSelect};
 use volcanic_core::sessions::FileSessionStore;
@@ -86,6 +88,9 @@ macro_rules! say {
     };
 }
 
+mod printer;
+use printer::Printer;
+
 fn volcanic_home() -> anyhow::Result<PathBuf> {
     let home = std::env::var_os("HOME").context("HOME is not set: the console keeps sessions in ~/.volcanic/agent")?;
     Ok(PathBuf::from(home).join(".volcanic").join("agent"))
@@ -118,16 +123,17 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     ))?;
     let factory = agent_setup::factory(&config, store, processes, Some(home), None)?;
     let interactive = args.prompt.is_none();
-    let (line_tx, line_rx) = mpsc::unbounded_channel::<String>();
-    let lines = Arc::new(tokio::sync::Mutex::new(line_rx));
-    let ui: Option<Arc<dyn UserInterface>> = if interactive {
-        Some(Arc::new(TerminalUi {
-            lines: lines.clone(),
-            json: args.mode == Mode::Json,
-        }))
-    } else {
-        None
+    let keyboard = match interactive {
+        true => Some(Keyboard::start()?),
+        false => None,
     };
+    let ui: Option<Arc<dyn UserInterface>> = keyboard.as_ref().map(|k| {
+        Arc::new(TerminalUi {
+            lines: k.lines.clone(),
+            keys: k.keys.clone(),
+            json: args.mode == Mode::Json,
+        }) as Arc<dyn UserInterface>
+    });
     let mut extra_extensions = agent_setup::workspace_extensions(&cwd);
     extra_extensions.extend(features.session_extensions(&SessionPlace {
         chat: None,
@@ -169,9 +175,10 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
         session.subscribe(move |e| p.on_event(e));
     }
     features.start();
-    let code = match args.prompt {
-        Some(prompt) => run_once(&session, prompt, args.mode).await,
-        None => interactive_loop(&session, &cwd, args.mode, line_tx, lines).await,
+    let code = match (args.prompt, keyboard) {
+        (Some(prompt), _) => run_once(&session, prompt, args.mode).await,
+        (None, Some(keyboard)) => interactive_loop(&session, &cwd, &printer, keyboard).await,
+        (None, None) => bail!("the interactive console has no keyboard"),
     };
     shutdown.cancel();
     features.stop().await;
@@ -187,33 +194,38 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     code
 }
 
+/// The interactive console's input: stdin lines (shared by the prompt loop and the agent's
+/// questions) and `Esc` presses during a run.
+struct Keyboard {
+    keys: Arc<keys::Keys>,
+    lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+    stops: mpsc::UnboundedReceiver<()>,
+}
+
+impl Keyboard {
+    fn start() -> anyhow::Result<Keyboard> {
+        let (keys, channels) = keys::Keys::start()?;
+        Ok(Keyboard {
+            keys,
+            lines: Arc::new(tokio::sync::Mutex::new(channels.lines)),
+            stops: channels.stops,
+        })
+    }
+}
+
 /// Reads lines until `/quit` or the end of stdin; each is a console command or a prompt.
 async fn interactive_loop(
     session: &AgentSession,
     cwd: &std::path::Path,
-    mode: Mode,
-    line_tx: mpsc::UnboundedSender<String>,
-    lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+    printer: &Printer,
+    mut keyboard: Keyboard,
 ) -> anyhow::Result<i32> {
-    // Interactive: stdin lines feed both the prompt loop and UI questions. Read on a thread of its
-    // own, not tokio's blocking pool, which the runtime would wait for at exit: `/quit` leaves
-    // at once, not at the next Enter.
-    std::thread::Builder::new()
-        .name("console-stdin".into())
-        .spawn(move || {
-            for line in std::io::stdin().lines() {
-                let Ok(line) = line else { break };
-                if line_tx.send(line).is_err() {
-                    break;
-                }
-            }
-        })
-        .context("cannot start the console's input thread")?;
     // Ctrl-C is ours from the start, so it acts the same every time (see the module docs).
     let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("cannot listen for Ctrl-C")?;
     let mut last_interrupt: Option<std::time::Instant> = None;
-    let json = mode == Mode::Json;
+    let json = printer.mode == Mode::Json;
+    let lines = keyboard.lines.clone();
     say!(
         json,
         "Volcanic console: {} · model {} · /help for commands, /quit to exit",
@@ -258,27 +270,50 @@ async fn interactive_loop(
             Builtin::Handled => continue,
             Builtin::Prompt => {}
         }
-        let s = session.clone();
-        let cancel = CancellationToken::new();
-        let run = tokio::spawn(async move { s.prompt(PromptInput::text(line)).await });
-        tokio::select! {
-            r = run => match r {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("error: {e}"),
-                Err(e) => eprintln!("error: {e}"),
-            },
-            _ = interrupts.recv() => {
-                session.abort();
-                cancel.cancel();
-                session.wait_for_idle().await;
-                eprintln!("\n(aborted)");
-            }
-        }
+        run_prompt(session, printer, &mut keyboard, &mut interrupts, line).await;
         if !json {
             println!();
         }
     }
     Ok(0)
+}
+
+/// Runs one prompt; `Esc` or Ctrl-C meanwhile stops it (see the module docs).
+async fn run_prompt(
+    session: &AgentSession,
+    printer: &Printer,
+    keyboard: &mut Keyboard,
+    interrupts: &mut tokio::signal::unix::Signal,
+    line: String,
+) {
+    // An Esc pressed before this run (just as the last one ended) stops nothing.
+    while keyboard.stops.try_recv().is_ok() {}
+    printer.wrote.store(false, Ordering::Relaxed);
+    keyboard.keys.running(true);
+    let s = session.clone();
+    let mut run = tokio::spawn(async move { s.prompt(PromptInput::text(line)).await });
+    let stop = tokio::select! {
+        r = &mut run => {
+            report_run(r);
+            false
+        }
+        _ = interrupts.recv() => true,
+        Some(()) = keyboard.stops.recv() => true,
+    };
+    if stop {
+        session.abort();
+        report_run(run.await);
+        printer.stopped();
+    }
+    keyboard.keys.running(false);
+}
+
+fn report_run(r: Result<Result<(), impl std::fmt::Display>, tokio::task::JoinError>) {
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("error: {e}"),
+        Err(e) => eprintln!("error: {e}"),
+    }
 }
 
 async fn run_once(session: &AgentSession, prompt: String, mode: Mode) -> anyhow::Result<i32> {
@@ -317,7 +352,7 @@ const CONSOLE_HELP: &str = "Commands:
   /thinking [level]         show or set: off, minimal, low, medium, high, xhigh
   /compact [instructions]   summarise the conversation so far (what to keep, optionally)
   /session                  model, context and total tokens, cost, session file
-  /quit                     leave (Ctrl-D too, or Ctrl-C twice); Ctrl-C stops a run
+  /quit                     leave (Ctrl-D too, or Ctrl-C twice); Esc or Ctrl-C stops a run
 Extension commands work too; anything else is a message to the agent.";
 
 /// What a console line turned out to be.
@@ -414,134 +449,11 @@ async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyho
     Ok(Builtin::Handled)
 }
 
-/// Renders session events to the terminal (text) or as JSON lines.
-struct Printer {
-    mode: Mode,
-    interactive: bool,
-    /// Styles the answer's Markdown (interactive text mode on a terminal only).
-    markdown: Option<std::sync::Mutex<terminal::MarkdownLines>>,
-}
-
-impl Printer {
-    fn new(mode: Mode, interactive: bool) -> Self {
-        use std::io::IsTerminal;
-        let styled = interactive && mode == Mode::Text && std::io::stdout().is_terminal();
-        Printer {
-            mode,
-            interactive,
-            markdown: styled.then(|| std::sync::Mutex::new(terminal::MarkdownLines::default())),
-        }
-    }
-
-    /// Writes what the Markdown styler still holds (the answer's last line).
-    fn finish_markdown(&self, stdout: &mut impl Write) {
-        if let Some(md) = &self.markdown {
-            let rest = md.lock().unwrap_or_else(|e| e.into_inner()).finish();
-            if !rest.is_empty() {
-                let _ = write!(stdout, "{rest}");
-                let _ = stdout.flush();
-            }
-        }
-    }
-
-    fn on_event(&self, e: &AgentSessionEvent) {
-        // The stdout lock keeps one event's output together.
-        let mut stdout = std::io::stdout().lock();
-        match self.mode {
-            Mode::Json => {
-                if let Ok(line) = serde_json::to_string(e) {
-                    let _ = writeln!(stdout, "{line}");
-                }
-            }
-            Mode::Text if self.interactive => match e {
-                AgentSessionEvent::MessageUpdate {
-                    assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
-                    ..
-                } => {
-                    let shown = match &self.markdown {
-                        Some(md) => md.lock().unwrap_or_else(|e| e.into_inner()).push(delta),
-                        None => delta.clone(),
-                    };
-                    let _ = write!(stdout, "{shown}");
-                    let _ = stdout.flush();
-                }
-                AgentSessionEvent::MessageEnd {
-                    message: Message::Assistant(_),
-                } => self.finish_markdown(&mut stdout),
-                AgentSessionEvent::ToolExecutionStart { tool_name, args, .. } => {
-                    self.finish_markdown(&mut stdout);
-                    let _ = writeln!(stdout, "\n→ {tool_name} {}", short(&args.to_string(), 200));
-                }
-                AgentSessionEvent::ToolExecutionEnd {
-                    is_error: true, result, ..
-                } => {
-                    let text: String = result
-                        .content
-                        .iter()
-                        .filter_map(|c| match c {
-                            volcanic_abstractions::messages::UserContent::Text(t) => Some(t.text.as_str()),
-                            volcanic_abstractions::messages::UserContent::Image(_) => None,
-                        })
-                        .collect();
-                    let _ = writeln!(stdout, "  ✗ {}", short(&text, 300));
-                }
-                // The turn's final message: an overflow recovered by compaction is not shown.
-                AgentSessionEvent::TurnEnd { message: a, .. } if a.stop_reason == StopReason::Error => {
-                    let _ = writeln!(stdout, "\nerror: {}", a.error_message.clone().unwrap_or_default());
-                }
-                AgentSessionEvent::CompactionStart { reason } if reason != "manual" => {
-                    let _ = writeln!(stdout, "\n(compacting the conversation: {reason})");
-                }
-                AgentSessionEvent::CompactionEnd {
-                    reason,
-                    success: false,
-                    error_message,
-                } if reason != "manual" => {
-                    let _ = writeln!(
-                        stdout,
-                        "(compaction failed: {})",
-                        error_message.as_deref().unwrap_or("?")
-                    );
-                }
-                AgentSessionEvent::ExtensionError {
-                    extension,
-                    event,
-                    error,
-                } => {
-                    let _ = writeln!(stdout, "\nextension {extension} failed on {event}: {error}");
-                }
-                AgentSessionEvent::AgentStart
-                | AgentSessionEvent::AgentEnd { .. }
-                | AgentSessionEvent::AgentSettled
-                | AgentSessionEvent::TurnStart
-                | AgentSessionEvent::TurnEnd { .. }
-                | AgentSessionEvent::MessageStart { .. }
-                | AgentSessionEvent::MessageUpdate { .. }
-                | AgentSessionEvent::MessageEnd { .. }
-                | AgentSessionEvent::ToolExecutionUpdate { .. }
-                | AgentSessionEvent::ToolExecutionEnd { .. }
-                | AgentSessionEvent::AutoRetryStart { .. }
-                | AgentSessionEvent::AutoRetryEnd { .. }
-                | AgentSessionEvent::CompactionStart { .. }
-                | AgentSessionEvent::CompactionEnd { .. }
-                | AgentSessionEvent::SessionChanged { .. } => {}
-            },
-            Mode::Text => {}
-        }
-    }
-}
-
-fn short(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        s.chars().take(max).collect::<String>() + "…"
-    }
-}
-
 /// `select`/`confirm`/`input` read the next stdin line; `notify` and `status` print.
 struct TerminalUi {
     lines: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+    /// The terminal reads lines, echoed, while a question waits.
+    keys: Arc<keys::Keys>,
     /// JSON mode: questions and notices go to stderr.
     json: bool,
 }
@@ -550,11 +462,14 @@ impl TerminalUi {
     async fn ask(&self, question: &str, cancel: CancellationToken) -> Option<String> {
         say!(self.json, "\n{question}");
         let _ = std::io::stdout().flush();
+        self.keys.asking(true);
         let mut rx = self.lines.lock().await;
-        tokio::select! {
+        let answer = tokio::select! {
             l = rx.recv() => l.map(|l| l.trim().to_owned()),
             () = cancel.cancelled() => None,
-        }
+        };
+        self.keys.asking(false);
+        answer
     }
 }
 

@@ -12,6 +12,7 @@ mod http;
 mod lock;
 mod placement;
 mod secrets;
+mod store_file;
 mod telegram;
 
 use clap::{Parser, Subcommand};

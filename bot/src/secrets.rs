@@ -47,7 +47,8 @@ impl Secrets {
     /// - `telegram.token` and `TELEGRAM_BOT_TOKEN`;
     /// - `google.client_secret` (resolved: the file's, else `GOOGLE_CLIENT_SECRET`);
     /// - the variables `[a2a.credentials.*]` name (`token_env`, `key_env`), and those of the A2A
-    ///   server's callers (`[[a2a.server.callers]] token_env`).
+    ///   server's callers (`[[a2a.server.callers]] token_env`);
+    /// - the variables `[voice]` reads its keys from (`stt_api_key_env`, `tts_api_key_env`).
     pub fn of(config: &Config, env: impl Fn(&str) -> Option<String>) -> Secrets {
         let mut s = Secrets::default();
         for p in &config.providers {
@@ -70,6 +71,10 @@ impl Secrets {
             for (key, name) in crate::features::a2a_server::token_variables(a2a) {
                 s.variable(&key, &name, &env);
             }
+        }
+        if let Some(voice) = &config.voice {
+            s.variable("voice.stt_api_key_env", &voice.stt_api_key_env, &env);
+            s.variable("voice.tts_api_key_env", &voice.tts_api_key_env, &env);
         }
         // A2A agents' and MCP servers' credentials go here, one line each, when they arrive.
         s

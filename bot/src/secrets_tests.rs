@@ -139,3 +139,32 @@ fn a_short_key_variable_still_goes_by_its_name() {
     let child = policy.prepare(&request).unwrap().env;
     assert_eq!(child.keys().map(String::as_str).collect::<Vec<_>>(), vec!["PATH"]);
 }
+
+#[test]
+fn the_voice_keys_variables_are_secrets() {
+    let text = "[voice]\nstt_api_key_env = \"GROQ_API_KEY\"\ntts_api_key_env = \"SPEECH_KEY\"\n";
+    let secrets = Secrets::of(
+        &config(text),
+        env_of(&[
+            ("GROQ_API_KEY", "gsk_env_held_0123456789"),
+            ("SPEECH_KEY", "sk-speech-0123456789"),
+        ]),
+    );
+    let listed: Vec<&str> = secrets.values.iter().map(|s| s.source.as_str()).collect();
+    assert_eq!(
+        listed,
+        [
+            "GROQ_API_KEY (voice.stt_api_key_env)",
+            "SPEECH_KEY (voice.tts_api_key_env)"
+        ]
+    );
+    assert_eq!(
+        secrets.variables,
+        [
+            "TELEGRAM_BOT_TOKEN",
+            "GOOGLE_CLIENT_SECRET",
+            "GROQ_API_KEY",
+            "SPEECH_KEY"
+        ]
+    );
+}

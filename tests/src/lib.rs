@@ -9,10 +9,13 @@
 //! - [`fake_claude`]: a fake `claude -p` printing recorded `stream-json` lines (the
 //!   `fake-claude` bin), checking its flags and environment.
 //! - [`mcp_oauth`]: a remote MCP server requiring OAuth, with its authorization server.
+//! - [`audio`]: OpenAI's audio API (transcriptions, speech), strict, checking uploads are the
+//!   OGG/Opus notes they claim to be; real spoken notes made with espeak-ng and opusenc.
 //! - [`testdeps`]: where the pinned npm and Python test peers are (`.testdeps/`).
 
 pub mod a2a_peer;
 pub mod a2a_server;
+pub mod audio;
 pub mod bot_api;
 pub mod fake_claude;
 pub mod google;

@@ -22,10 +22,15 @@ use crate::script::{Kind, Msg, Script};
 #[derive(Debug, Clone)]
 pub struct Sizes {
     pub messages: usize,
+    /// Private chats (one user each).
     pub chats: usize,
+    /// Group chats (every user a member; a message there mentions the bot).
+    pub groups: usize,
     pub kills: usize,
     /// Each model turn waits this long before answering.
     pub delay: Duration,
+    /// Then its events come this far apart.
+    pub pace: Duration,
     pub bash_sleep: Duration,
     pub job_in_secs: u64,
     /// Chance that a Retry button is pressed.
@@ -41,7 +46,7 @@ pub struct Sizes {
 /// Where a kill lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KillAt {
-    /// A model request admitted, its answer not finished.
+    /// A model request admitted, its answer not finished (mostly mid-draft: text shown).
     Stream,
     /// A `bash` run wrote its marker and sleeps.
     Tool,
@@ -117,11 +122,17 @@ pub fn chat_ids(n: usize) -> Vec<i64> {
     (0..n as i64).map(|i| 700_001 + i).collect()
 }
 
+/// The groups.
+pub fn group_ids(n: usize) -> Vec<i64> {
+    (0..n as i64).map(|i| -100_700_001 - i).collect()
+}
+
 /// The messages, deterministic for a seed: random chats and kinds (45 % questions, 40 %
 /// commands, 15 % reminders); after a question or a command, 40 % of the time one or two
 /// follow-ups go to the same chat 50-250 ms later (queued behind that run: its model turn alone
-/// takes 300 ms).
-pub fn plan(rng: &mut StdRng, count: usize, chats: &[i64]) -> Vec<Msg> {
+/// takes 300 ms). A message to a group comes from a random user.
+pub fn plan(rng: &mut StdRng, count: usize, users: &[i64], groups: &[i64]) -> Vec<Msg> {
+    let chats: Vec<i64> = users.iter().chain(groups).copied().collect();
     let mut msgs: Vec<Msg> = Vec::with_capacity(count);
     let mut follow = 0;
     for n in 0..count {
@@ -132,12 +143,17 @@ pub fn plan(rng: &mut StdRng, count: usize, chats: &[i64]) -> Vec<Msg> {
         };
         let prev = msgs.last();
         let follow_up = follow > 0 && prev.is_some();
-        let (chat, gap) = match prev {
-            Some(p) if follow_up => (p.chat, Duration::from_millis(rng.random_range(50..250))),
-            _ => (
-                chats[rng.random_range(0..chats.len())],
-                Duration::from_millis(rng.random_range(100..600)),
-            ),
+        let (chat, from, gap) = match prev {
+            Some(p) if follow_up => (p.chat, p.from, Duration::from_millis(rng.random_range(50..250))),
+            _ => {
+                let chat = chats[rng.random_range(0..chats.len())];
+                let from = if chat < 0 {
+                    users[rng.random_range(0..users.len())]
+                } else {
+                    chat
+                };
+                (chat, from, Duration::from_millis(rng.random_range(100..600)))
+            }
         };
         follow = if follow_up {
             follow - 1
@@ -149,6 +165,7 @@ pub fn plan(rng: &mut StdRng, count: usize, chats: &[i64]) -> Vec<Msg> {
         msgs.push(Msg {
             n,
             chat,
+            from,
             kind,
             follow_up,
             gap,
@@ -161,17 +178,18 @@ impl Run {
     pub async fn start(sizes: Sizes, seed: u64) -> Run {
         let mut rng = StdRng::seed_from_u64(seed);
         let chats = chat_ids(sizes.chats);
+        let groups = group_ids(sizes.groups);
         // A reserve beyond `messages` for the batches of kill points tried again.
-        let msgs = plan(&mut rng, sizes.messages + 4 * sizes.kills, &chats);
+        let msgs = plan(&mut rng, sizes.messages + 4 * sizes.kills, &chats, &groups);
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
-        let env = Env::new(&model.url(), &tg.url(), &chats);
+        let env = Env::new(&model.url(), &tg.url(), &chats, &groups);
         let kinds = msgs.iter().map(|m| m.kind).collect();
         let script = Arc::new(Script::new(
             kinds,
             env.tool_log(),
             sizes.bash_sleep,
-            sizes.delay,
+            (sizes.delay, sizes.pace),
             sizes.job_in_secs,
         ));
         script.install(&model);
@@ -249,17 +267,25 @@ impl Run {
     /// point, kills the bot there and restarts it. Returns the point if it was not reached.
     async fn batch(&mut self, batch: Vec<Msg>, point: Option<KillAt>) -> Option<KillAt> {
         if point == Some(KillAt::Send) {
+            // An answer, not a group's preview (which the bot learns the id of from the reply only).
             self.tg.hold_next("sendMessage", |p| {
                 p["text"].as_str().is_some_and(|t| t.contains("ANSWER"))
+                    && !crate::tally::has_stop_button(&p["reply_markup"])
             });
         }
         let pusher = {
             let tg = self.tg.clone();
             tokio::spawn(async move {
                 let mut pushed = Vec::new();
+                let mention = format!("@{}", tg.bot_username());
                 for m in batch {
                     tokio::time::sleep(m.gap).await;
-                    let update = tg.push_update(updates::text_message(m.chat, m.chat, &m.text()));
+                    let update = if m.chat < 0 {
+                        let text = format!("{mention} {}", m.text());
+                        tg.push_update(updates::group_message(m.chat, m.from, &text, None))
+                    } else {
+                        tg.push_update(updates::text_message(m.chat, m.from, &m.text()))
+                    };
                     pushed.push((m, update["update_id"].as_i64().unwrap()));
                 }
                 pushed
@@ -355,8 +381,9 @@ impl Run {
         }
     }
 
-    /// A model request admitted after now, killed at a random moment of the first half of its
-    /// delay (checked: a late wake-up waits for another request).
+    /// A model request admitted after now, killed at a random moment from the second half of
+    /// its delay to the middle of its paced stream, mostly after its first text (checked: a
+    /// late wake-up waits for another request).
     async fn reach_stream(&mut self, deadline: Instant) -> bool {
         let mut from = self.model_count();
         loop {
@@ -370,9 +397,10 @@ impl Run {
             let Some(admitted) = new.iter().find(|r| r.turn_index.is_some()) else {
                 continue;
             };
-            let kill_at = admitted.at + self.sizes.delay.mul_f64(self.rng.random_range(0.0..0.5));
-            tokio::time::sleep_until(kill_at).await;
-            if Instant::now() < admitted.at + self.sizes.delay {
+            let start = admitted.at + self.sizes.delay.mul_f64(0.5);
+            let window = self.sizes.delay.mul_f64(0.5) + self.sizes.pace * 4;
+            tokio::time::sleep_until(start + window.mul_f64(self.rng.random_range(0.0..1.0))).await;
+            if Instant::now() < start + window {
                 return true;
             }
         }
@@ -397,9 +425,11 @@ impl Run {
                 .and_then(|id| self.rec.msg_of_update.get(&id).copied());
             let Some(n) = n else { continue };
             if self.rng.random_bool(self.sizes.press) {
+                // The asker presses (in a private chat, the chat itself).
+                let from = self.rec.sent.iter().find(|m| m.n == n).map_or(chat, |m| m.from);
                 let press = self
                     .tg
-                    .push_update(updates::callback_query(chat, message_id, chat, &data));
+                    .push_update(updates::callback_query(from, message_id, chat, &data));
                 // The press is an update of its own: a notice about its retried run names it.
                 if let Some(id) = press["update_id"].as_i64() {
                     self.rec.msg_of_update.insert(id, n);
@@ -455,7 +485,7 @@ impl Run {
     /// Whether every message sent has an answer or a notice so far.
     fn all_told(&self) -> bool {
         let mut told = HashSet::new();
-        for call in self.tg.calls("sendMessage").iter().filter(|c| c.is_ok()) {
+        for call in &crate::tally::shown(&self.tg) {
             let text = call.text().unwrap_or_default();
             if text.starts_with("ANSWER") {
                 told.extend(crate::script::markers_in(text).into_iter().filter(|m| m.0).map(|m| m.1));

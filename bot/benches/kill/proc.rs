@@ -23,20 +23,26 @@ pub struct Env {
 
 impl Env {
     /// A config like the end-to-end tests' (`telegram_config`): the model server as the
-    /// `anthropic` provider, every chat's user allowed, the first one owner.
-    pub fn new(model_url: &str, tg_url: &str, users: &[i64]) -> Env {
+    /// `anthropic` provider, every chat's user allowed, the first one owner, the groups
+    /// allowed; live answers on (drafts in private chats, previews in groups, paced at 100 ms)
+    /// with reactions.
+    pub fn new(model_url: &str, tg_url: &str, users: &[i64], groups: &[i64]) -> Env {
         let dir = tempfile::Builder::new().prefix("volcanic-kill-").tempdir().unwrap();
-        for sub in ["home", "workspaces", "data"] {
+        for sub in ["home", "workspaces", "data", "tools"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
-        let ids: Vec<String> = users.iter().map(i64::to_string).collect();
+        let list = |ids: &[i64]| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
         let config = format!(
             "model = \"anthropic/claude-sonnet-4-5\"\nharden_process = false\nstate_dir = \"{state}\"\nworkspaces_dir = \"{ws}\"\n\
-             [telegram]\napi_url = \"{tg_url}\"\nallowed_users = [{ids}]\nowners = [{owner}]\n\
-             [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"KILL_BENCH_ANTHROPIC_KEY\"\n",
+             [telegram]\napi_url = \"{tg_url}\"\nallowed_users = [{ids}]\nowners = [{owner}]\nallowed_chats = [{groups}]\n\
+             streaming = \"auto\"\nstream_interval_ms = 100\nreactions = true\n\
+             [providers.anthropic]\nbase_url = \"{model_url}\"\napi_key_env = \"KILL_BENCH_ANTHROPIC_KEY\"\n\
+             [sandbox]\nwrite_paths = [\"{tools}\"]\n",
             state = dir.path().join("data").display(),
             ws = dir.path().join("workspaces").display(),
-            ids = ids.join(", "),
+            tools = dir.path().join("tools").display(),
+            ids = list(users),
+            groups = list(groups),
             owner = users[0],
         );
         std::fs::write(dir.path().join("volcanic.toml"), config).unwrap();
@@ -56,9 +62,10 @@ impl Env {
     }
 
     /// Where each `bash` run of the scripted model appends `<marker> <unix ms>`: outside the
-    /// workspaces and the state dir, so the bot never touches it.
+    /// workspaces and the state dir, so the bot never touches it; its folder is the one the
+    /// sandbox lets the agents write besides their workspace (`[sandbox] write_paths`).
     pub fn tool_log(&self) -> PathBuf {
-        self.dir.path().join("tool-runs.log")
+        self.dir.path().join("tools").join("tool-runs.log")
     }
 
     pub fn bot_log(&self) -> PathBuf {

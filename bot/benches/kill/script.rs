@@ -30,6 +30,8 @@ pub enum Kind {
 pub struct Msg {
     pub n: usize,
     pub chat: i64,
+    /// The user who sends it (the chat itself in a private chat, a member in a group).
+    pub from: i64,
     pub kind: Kind,
     /// Sent to a chat right after a `Run` message there: queued behind that running run.
     pub follow_up: bool,
@@ -80,20 +82,30 @@ pub struct Script {
     pub tool_log: PathBuf,
     /// How long each `bash` run sleeps after writing its marker.
     pub bash_sleep: Duration,
-    /// How long each turn waits before its answer (the window of a kill "during the stream").
+    /// How long each turn waits before its answer.
     pub delay: Duration,
+    /// Gap between the answer's stream events (the text comes in pieces: drafts and previews
+    /// show it growing, and a kill "during the stream" lands mid-draft).
+    pub pace: Duration,
     /// Seconds ahead the jobs are scheduled (`in`).
     pub job_in_secs: u64,
     calls: AtomicUsize,
 }
 
 impl Script {
-    pub fn new(kinds: Vec<Kind>, tool_log: PathBuf, bash_sleep: Duration, delay: Duration, job_in_secs: u64) -> Script {
+    pub fn new(
+        kinds: Vec<Kind>,
+        tool_log: PathBuf,
+        bash_sleep: Duration,
+        (delay, pace): (Duration, Duration),
+        job_in_secs: u64,
+    ) -> Script {
         Script {
             kinds,
             tool_log,
             bash_sleep,
             delay,
+            pace,
             job_in_secs,
             calls: AtomicUsize::new(0),
         }
@@ -160,8 +172,12 @@ impl Script {
             } else {
                 names.join(" ")
             };
-            turn = Turn::reply(format!("ANSWER {names}."));
+            // Long enough to come in several pieces; the markers first, so a draft or preview
+            // cut short by a kill already names them.
+            turn = Turn::reply(format!(
+                "ANSWER {names}. Written slowly, a few words at a time, as a model writes."
+            ));
         }
-        turn.delay(self.delay)
+        turn.delay(self.delay).pace(self.pace)
     }
 }

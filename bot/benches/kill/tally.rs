@@ -1,15 +1,17 @@
 //! Counting what the chats saw, what ran, and what is left on disk, and printing it as a table.
 //!
-//! Every count is per message marker (`M0057`) or job marker (`J0057`), from the double's
-//! record of `sendMessage` calls answered `ok` (an answer is a message starting `ANSWER`; a
-//! notice is a message with a `retry:<update_id>` button), the tool-run log and the jobs files.
+//! Every count is per message marker (`M0057`) or job marker (`J0057`), from the messages the
+//! chats show at the end ([`shown`]: each by the `sendMessage` or `editMessageText` answered
+//! `ok` that last set its text; an answer is a message starting `ANSWER`; a notice is a message
+//! with a `retry:<update_id>` button), the tool-run log and the jobs files. A group's preview
+//! still carrying its Stop button at the end is stale.
 //! A pressed Retry starts a new "segment" of its message: one answer and one tool run are
 //! allowed per segment.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use volcanic_testkit::bot_api::ApiCall;
+use volcanic_testkit::bot_api::{ApiCall, BotApiServer};
 
 use crate::drive::{KillAt, Records, Run, retry_data, tool_runs};
 use crate::judge::{Ms, Seen, judge};
@@ -26,6 +28,48 @@ pub struct JobSeen {
     pub next_run_ms: Option<Ms>,
     /// It has a run record.
     pub ran: bool,
+}
+
+/// The callback data of a preview's Stop button starts so (`live::preview::STOP_PREFIX`).
+const STOP_PREFIX: &str = "live-stop:";
+
+/// Whether a keyboard (`reply_markup`) carries a preview's Stop button.
+pub fn has_stop_button(markup: &serde_json::Value) -> bool {
+    markup["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().into_iter().flatten())
+        .any(|b| b["callback_data"].as_str().is_some_and(|d| d.starts_with(STOP_PREFIX)))
+}
+
+/// The bot's messages as the chats show them at the end, in time order: for each message the
+/// `ok` call that last set its text (`sendMessage`, or `editMessageText`: a group's preview
+/// edited into the answer); deleted messages left out.
+pub fn shown(tg: &BotApiServer) -> Vec<ApiCall> {
+    let key = |c: &ApiCall, id: Option<&serde_json::Value>| Some((c.chat_id()?, id?.as_i64()?));
+    let deleted: std::collections::HashSet<(i64, i64)> = tg
+        .calls("deleteMessage")
+        .iter()
+        .filter(|c| c.is_ok())
+        .filter_map(|c| key(c, c.param("message_id")))
+        .collect();
+    let mut last: HashMap<(i64, i64), ApiCall> = HashMap::new();
+    let sends = tg.calls("sendMessage").into_iter().filter(ApiCall::is_ok);
+    let edits = tg.calls("editMessageText").into_iter().filter(ApiCall::is_ok);
+    for call in sends.chain(edits) {
+        let id = match call.method.as_str() {
+            "sendmessage" => call.result().and_then(|r| r.get("message_id")).cloned(),
+            _ => call.param("message_id").cloned(),
+        };
+        let Some(k) = key(&call, id.as_ref()) else { continue };
+        if !deleted.contains(&k) && last.get(&k).is_none_or(|c| c.at <= call.at) {
+            last.insert(k, call);
+        }
+    }
+    let mut out: Vec<ApiCall> = last.into_values().collect();
+    out.sort_by_key(|c| c.at);
+    out
 }
 
 /// Every `bash` or `schedule` tool call persisted in a session file under `state` (the bot's
@@ -177,7 +221,15 @@ pub struct Figures {
     pub messages: usize,
     pub chats: usize,
     pub by_kind: [usize; 3],
+    pub groups: usize,
     pub follow_ups: usize,
+    /// `sendMessageDraft` calls (private chats).
+    pub drafts: usize,
+    /// Previews sent (a group's `sendMessage` with a Stop button) and `editMessageText` calls.
+    pub previews: usize,
+    pub edits: usize,
+    /// `setMessageReaction` calls.
+    pub reactions: usize,
     pub kills: Vec<(KillAt, usize)>,
     pub missed_points: usize,
     pub starts: usize,
@@ -206,6 +258,8 @@ pub struct Figures {
     pub reruns: Vec<String>,
     pub wrong_notices: Vec<String>,
     pub corrupt: Vec<String>,
+    /// Previews still showing their Stop button at the end.
+    pub stale: Vec<String>,
 }
 
 impl Figures {
@@ -217,6 +271,7 @@ impl Figures {
             + self.reruns.len()
             + self.wrong_notices.len()
             + self.corrupt.len()
+            + self.stale.len()
     }
 }
 
@@ -291,7 +346,7 @@ pub fn dump(run: &Run, dir: &Path) -> std::io::Result<()> {
 pub fn tally(run: &Run) -> Figures {
     let rec: &Records = &run.rec;
     let ms_of = |at: tokio::time::Instant| ms_of(rec, at);
-    let sends: Vec<ApiCall> = run.tg.calls("sendMessage").into_iter().filter(ApiCall::is_ok).collect();
+    let sends = shown(&run.tg);
     let jobs = read_jobs(&run.env.workspaces());
     let runs = tool_runs(&run.env.tool_log());
     let calls = tool_calls(&run.env.state());
@@ -440,9 +495,28 @@ pub fn tally(run: &Run) -> Figures {
             .map(|(p, line)| format!("{} line {line}", p.display())),
     );
     f.torn = files.torn.len();
+    for group in crate::drive::group_ids(run.sizes.groups) {
+        for m in run.tg.messages(group) {
+            if m.reply_markup.as_ref().is_some_and(has_stop_button) {
+                f.stale
+                    .push(format!("group {group} message {}: {:?}", m.message_id, m.visible_text));
+            }
+        }
+    }
+    let ok = |method: &str| run.tg.calls(method).iter().filter(|c| c.is_ok()).count();
+    f.drafts = ok("sendMessageDraft");
+    f.previews = run
+        .tg
+        .calls("sendMessage")
+        .iter()
+        .filter(|c| c.is_ok() && c.param("reply_markup").is_some_and(has_stop_button))
+        .count();
+    f.edits = ok("editMessageText");
+    f.reactions = ok("setMessageReaction");
 
     f.messages = rec.sent.len();
     f.chats = run.sizes.chats;
+    f.groups = run.sizes.groups;
     for m in &rec.sent {
         f.by_kind[m.kind as usize] += 1;
     }

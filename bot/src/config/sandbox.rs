@@ -3,7 +3,7 @@
 use super::{ConfigError, invalid};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use volcanic_sandbox::{NetworkPolicy, SandboxMode};
+use volcanic_sandbox::{AllowList, NetworkPolicy, SandboxMode};
 
 /// `[sandbox]` as written; unknown keys are refused.
 #[derive(Debug, Deserialize, Default)]
@@ -23,7 +23,7 @@ pub(super) struct RawSandbox {
 pub struct SandboxConfig {
     /// `mode`: `auto` (default), `required` or `off`.
     pub mode: SandboxMode,
-    /// `network`: `on` (default) or `off`.
+    /// `network`: `on` (default) or `off`; `allow_hosts = [...]` makes it the allow-list.
     pub network: NetworkPolicy,
     /// `read_paths`: extra read/execute paths (toolchains, `~/.cargo`).
     pub read_paths: Vec<PathBuf>,
@@ -48,20 +48,25 @@ pub(super) fn resolve(raw: Option<RawSandbox>) -> Result<SandboxConfig, ConfigEr
             ));
         }
     };
-    let network = match raw.network.as_deref() {
-        None | Some("on") => NetworkPolicy::On,
-        Some("off") => NetworkPolicy::Off,
-        Some(other) => {
+    let network = match (raw.network.as_deref(), raw.allow_hosts) {
+        (None | Some("on"), None) => NetworkPolicy::On,
+        (Some("off"), None) => NetworkPolicy::Off,
+        (None, Some(hosts)) => {
+            NetworkPolicy::AllowList(AllowList::parse(&hosts).map_err(|e| invalid("sandbox.allow_hosts", e))?)
+        }
+        (Some(network @ ("on" | "off")), Some(_)) => {
+            return Err(invalid(
+                "sandbox.allow_hosts",
+                format!(
+                    "set together with network = \"{network}\": the list is the network policy itself; \
+                     remove `network` (or the list)"
+                ),
+            ));
+        }
+        (Some(other), _) => {
             return Err(invalid("sandbox.network", format!("`{other}`: use \"on\" or \"off\"")));
         }
     };
-    if raw.allow_hosts.is_some() {
-        return Err(invalid(
-            "sandbox.allow_hosts",
-            "the allow-list proxy is not built yet: remove the key and use network = \"on\" or \"off\" \
-             (docs/sandbox.md)",
-        ));
-    }
     for (key, paths) in [
         ("sandbox.read_paths", &raw.read_paths),
         ("sandbox.write_paths", &raw.write_paths),
@@ -104,7 +109,7 @@ mod tests {
     fn the_section_defaults_to_auto_with_network_on() {
         let c = parse("").unwrap();
         assert_eq!(
-            (c.sandbox.mode, c.sandbox.network),
+            (c.sandbox.mode, c.sandbox.network.clone()),
             (SandboxMode::Auto, NetworkPolicy::On)
         );
         assert_eq!(
@@ -113,10 +118,19 @@ mod tests {
         );
         let c = parse("[sandbox]\nmode = \"required\"\nnetwork = \"off\"\nread_paths = [\"/srv/tools\"]").unwrap();
         assert_eq!(
-            (c.sandbox.mode, c.sandbox.network),
+            (c.sandbox.mode, c.sandbox.network.clone()),
             (SandboxMode::Required, NetworkPolicy::Off)
         );
         assert_eq!(c.sandbox.read_paths, vec![std::path::PathBuf::from("/srv/tools")]);
+    }
+
+    #[test]
+    fn allow_hosts_makes_the_allow_list() {
+        let c = parse("[sandbox]\nallow_hosts = [\"api.github.com\", \"*.pypi.org\"]").unwrap();
+        let NetworkPolicy::AllowList(list) = &c.sandbox.network else {
+            panic!("not the allow-list: {:?}", c.sandbox.network);
+        };
+        assert_eq!(list.hosts(), ["api.github.com", "*.pypi.org"]);
     }
 
     #[test]
@@ -124,7 +138,14 @@ mod tests {
         for (text, needle) in [
             ("[sandbox]\nmode = \"strict\"", "sandbox.mode"),
             ("[sandbox]\nnetwork = \"maybe\"", "sandbox.network"),
-            ("[sandbox]\nallow_hosts = [\"example.com\"]", "sandbox.allow_hosts"),
+            (
+                "[sandbox]\nnetwork = \"off\"\nallow_hosts = [\"example.com\"]",
+                "sandbox.allow_hosts",
+            ),
+            (
+                "[sandbox]\nallow_hosts = [\"https://example.com\"]",
+                "sandbox.allow_hosts",
+            ),
             ("[sandbox]\nread_paths = [\"rel\"]", "sandbox.read_paths"),
             ("[sandbox]\nwrite_path = [\"/x\"]", "write_path"),
         ] {

@@ -1,9 +1,11 @@
 //! Markdown for a terminal: the console shows an answer's Markdown with ANSI styles (bold,
-//! italics, inline code, code blocks, headings, lists, quotes) when stdout is a terminal, line by
-//! line as the answer streams in (a line is shown once it is complete). Inline Markdown is parsed
-//! with pulldown-cmark; block structure is read per line (fences are tracked across lines).
+//! italics, inline code, code blocks, headings, lists, quotes) when stdout is a terminal, as the
+//! answer streams in: the line being written shows as it comes, raw, and is redrawn styled once
+//! complete ([`LiveAnswer`]). Inline Markdown is parsed with pulldown-cmark; block structure is
+//! read per line (fences are tracked across lines).
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use unicode_width::UnicodeWidthStr;
 
 const BOLD: &str = "\x1b[1m";
 const ITALIC: &str = "\x1b[3m";
@@ -49,6 +51,11 @@ impl MarkdownLines {
         out
     }
 
+    /// The incomplete last line, as written so far.
+    pub fn pending(&self) -> &str {
+        &self.pending
+    }
+
     fn line(&mut self, line: &str) -> String {
         let trimmed = line.trim_start();
         let indent = &line[..line.len() - trimmed.len()];
@@ -78,6 +85,65 @@ impl MarkdownLines {
         }
         format!("{indent}{}", inline(trimmed))
     }
+}
+
+/// The answer on a terminal: complete lines styled ([`MarkdownLines`]), the line being written
+/// shown raw meanwhile and erased when it is complete, to be drawn again styled.
+#[derive(Debug, Default)]
+pub struct LiveAnswer {
+    md: MarkdownLines,
+    /// Columns the raw line takes on screen (it starts at the left edge: the answer and every
+    /// line the console prints before it end in a newline).
+    shown: usize,
+}
+
+impl LiveAnswer {
+    /// Takes a piece of the answer; returns what to write. `columns`: the terminal's width.
+    pub fn push(&mut self, delta: &str, columns: usize) -> String {
+        let done = self.md.push(delta);
+        if done.is_empty() {
+            let raw = raw_text(delta);
+            self.shown += raw.width();
+            return raw;
+        }
+        let mut out = self.erase(columns);
+        out.push_str(&done);
+        let raw = raw_text(self.md.pending());
+        self.shown = raw.width();
+        out.push_str(&raw);
+        out
+    }
+
+    /// Ends the answer (or its part before a tool call): the last line, styled; resets.
+    pub fn finish(&mut self, columns: usize) -> String {
+        let mut out = self.erase(columns);
+        out.push_str(&self.md.finish());
+        out
+    }
+
+    /// Moves back to where the raw line began and clears from there on.
+    fn erase(&mut self, columns: usize) -> String {
+        let shown = std::mem::take(&mut self.shown);
+        if shown == 0 {
+            return String::new();
+        }
+        // A line exactly filling its last row leaves the cursor on that row (pending wrap).
+        let rows_up = (shown - 1) / columns.max(1);
+        if rows_up == 0 {
+            "\r\x1b[J".to_owned()
+        } else {
+            format!("\r\x1b[{rows_up}A\x1b[J")
+        }
+    }
+}
+
+/// A raw piece of the line being written, safe to count: tabs as four spaces, no control
+/// characters (a stray one would move the cursor where the count does not expect it).
+fn raw_text(text: &str) -> String {
+    text.chars()
+        .filter(|c| *c == '\t' || !c.is_control())
+        .collect::<String>()
+        .replace('\t', "    ")
 }
 
 /// One line's inline Markdown, styled.
@@ -169,5 +235,24 @@ mod tests {
         assert_eq!(plain(&rest), "Title\n│ quoted it\n");
         assert_eq!(plain(&md.finish()), "2. second site (https://e.x)");
         assert_eq!(md.finish(), "");
+    }
+
+    #[test]
+    fn the_line_being_written_shows_raw_then_is_redrawn_styled() {
+        let mut live = LiveAnswer::default();
+        assert_eq!(live.push("Some **bo", 80), "Some **bo");
+        assert_eq!(live.push("ld**\tx", 80), "ld**    x");
+        // Complete: back to the line's start, cleared, drawn styled; the next one raw.
+        let out = live.push(" end\nNext", 80);
+        assert!(out.starts_with("\r\x1b[J"), "{out:?}");
+        assert_eq!(plain(&out[4..]), "Some bold\tx end\nNext");
+        assert!(out.contains(&format!("{BOLD}bold{RESET}")), "{out:?}");
+        // 25 columns on a 10-column terminal: three rows, two up.
+        assert_eq!(live.push(&"x".repeat(21), 10), "x".repeat(21));
+        assert_eq!(live.finish(10), format!("\r\x1b[2A\x1b[JNext{}", "x".repeat(21)));
+        // Exactly two rows: the cursor stays on the second.
+        live.push(&"日".repeat(10), 10);
+        assert_eq!(live.finish(10), format!("\r\x1b[1A\x1b[J{}", "日".repeat(10)));
+        assert_eq!(live.finish(10), "");
     }
 }

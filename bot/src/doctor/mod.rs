@@ -103,6 +103,10 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
     out.push(checks::folder("state_dir", &config.state_dir));
     out.push(checks::folder("workspaces_dir", &config.workspaces_dir));
     out.push(recall::check(&config.state_dir));
+    out.push(checks::folder(
+        "memory",
+        &config.state_dir.join(crate::features::memory::files::FOLDER),
+    ));
     let holder = crate::lock::probe(&config.state_dir);
     out.push(checks::lock(&config.state_dir, &holder));
     out.extend(checks::listener(&config, holder.ok()).await);

@@ -14,7 +14,8 @@
 //! - its `/commands`, each with its menu description and its place in the chat's line
 //!   ([`Turn`]), run by [`HostFeature::command`]; and text it adds to `/help`;
 //! - messages it takes before any session sees them, and files it keeps per chat (moved with a
-//!   group that becomes a supergroup).
+//!   group that becomes a supergroup);
+//! - presses of the buttons it sent ([`port::PressButton`]), routed by the data's prefix.
 //!
 //! A feature's config is its own top-level section, `[<name>]`, read with [`Services::section`];
 //! a section no feature reads is an error naming it. (Google Calendar keeps its older `[google]`.)
@@ -25,6 +26,8 @@ pub mod calendar;
 #[cfg(any(test, feature = "example-feature"))]
 pub mod example;
 pub mod mcp;
+pub mod memory;
+pub mod network;
 pub mod port;
 pub mod recall;
 pub mod scheduler;
@@ -56,6 +59,8 @@ pub const FEATURES: &[Build] = &[
     a2a_server::build,
     mcp::build,
     recall::build,
+    network::build,
+    memory::build,
     #[cfg(any(test, feature = "example-feature"))]
     example::build,
 ];
@@ -188,6 +193,22 @@ pub struct CommandCall<'a> {
     pub bot_username: &'a str,
 }
 
+/// A press of a feature's button ([`port::PressButton`]), by an allowed user in an allowed chat
+/// (the host refuses any other press before a feature sees it).
+#[derive(Debug, Clone, Copy)]
+pub struct Press<'a> {
+    /// The chat (and topic) of the message carrying the button.
+    pub target: Target,
+    /// That message's id.
+    pub message_id: i64,
+    /// Who pressed (`from.id`).
+    pub from_id: i64,
+    /// Whether the presser is one of the bot's owners.
+    pub owner: bool,
+    /// The button's data after the feature's prefix (untrusted: any client can send any data).
+    pub data: &'a str,
+}
+
 /// A host feature (see the module docs). Every method has a default that gives nothing.
 #[async_trait]
 pub trait HostFeature: Send + Sync {
@@ -239,6 +260,18 @@ pub trait HostFeature: Send + Sync {
     /// a supergroup).
     fn chat_files(&self, _chat_key: &str) -> Vec<PathBuf> {
         Vec::new()
+    }
+
+    /// The prefix of its buttons' data (e.g. `mem:`); presses of buttons whose data starts with
+    /// it come to [`press`](HostFeature::press). It must not be a prefix of another feature's,
+    /// nor of the host's own (`cmd:` menus, `retry:`, questions' numbers).
+    fn press_prefix(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Handles a press of one of its buttons; returns the toast shown to the presser, if any.
+    async fn press(&self, _press: Press<'_>) -> Option<String> {
+        None
     }
 }
 
@@ -357,6 +390,14 @@ impl Features {
     /// The feature that takes `text`, if one does.
     pub fn taker(&self, text: &str) -> Option<Arc<dyn HostFeature>> {
         self.list.iter().find(|f| f.takes(text)).cloned()
+    }
+
+    /// The feature whose button `data` is, with `data` after its prefix.
+    pub fn presser<'d>(&self, data: &'d str) -> Option<(Arc<dyn HostFeature>, &'d str)> {
+        self.list.iter().find_map(|f| {
+            let rest = data.strip_prefix(f.press_prefix()?)?;
+            Some((f.clone(), rest))
+        })
     }
 
     /// The files every feature keeps for the chat `chat_key`.

@@ -88,6 +88,22 @@ pub struct UrlButton {
     pub url: url::Url,
 }
 
+/// A button a feature handles when it is pressed (Bot API `InlineKeyboardButton` with
+/// `callback_data`): the press comes back to the feature whose
+/// [`press_prefix`](super::HostFeature::press_prefix) `data` starts with
+/// ([`HostFeature::press`](super::HostFeature::press)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PressButton {
+    /// Its label.
+    pub text: String,
+    /// What a press hands back: the feature's prefix, then its own payload; at most
+    /// [`PRESS_DATA_LIMIT`] bytes (longer is refused by [`ChatPort::offer`]).
+    pub data: String,
+}
+
+/// Bot API limit of `callback_data`, in bytes.
+pub const PRESS_DATA_LIMIT: usize = 64;
+
 /// Why the port could not do what a feature asked. Its `Display` is the sentence a feature
 /// passes on (to a chat, a log line, a task's failure).
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +211,15 @@ pub trait ChatPort: Send + Sync + std::fmt::Debug {
     /// empty). Errors: [`PortError::Refused`] with the service's words (e.g. a user who never
     /// opened a private chat with the bot).
     async fn send(&self, to: Target, text: &str, buttons: &[UrlButton]) -> Result<(), PortError>;
+
+    /// Sends `text` (plain) to `to` at once with rows of [`PressButton`]s; returns the message's
+    /// id (to [`edit`](Self::edit) it after a press). Errors: a button's data is longer than
+    /// [`PRESS_DATA_LIMIT`], or [`PortError::Refused`] with the service's words.
+    async fn offer(&self, to: Target, text: &str, rows: &[Vec<PressButton>]) -> Result<i64, PortError>;
+
+    /// Replaces the text and buttons of message `message_id` of `to` (no rows: no buttons), e.g.
+    /// a list after one of its entries was deleted. Errors as [`offer`](Self::offer).
+    async fn edit(&self, to: Target, message_id: i64, text: &str, rows: &[Vec<PressButton>]) -> Result<(), PortError>;
 
     /// Deletes message `message_id` of `to` (e.g. one carrying a pasted sign-in code).
     async fn delete(&self, to: Target, message_id: i64) -> Result<(), PortError>;

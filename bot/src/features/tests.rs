@@ -36,6 +36,9 @@ impl HostFeature for Stuck {
     fn help(&self) -> &[&'static str] {
         &["/stuck - never stops"]
     }
+    fn press_prefix(&self) -> Option<&'static str> {
+        Some("stuck:")
+    }
 }
 
 fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
@@ -47,7 +50,7 @@ fn without_telegram_only_the_features_that_need_no_chat_are_built() {
     let features = Features::build(&services("[example]\nreply = \"hi\"\n")).unwrap();
     // Recall needs no chat: the console's session searches its own past sessions.
     assert_eq!(format!("{features:?}"), "[\"recall\", \"example\"]");
-    let none = Features::build(&services("")).unwrap();
+    let none = Features::build(&services("[memory]\nmax_chars = 100\n")).unwrap();
     assert_eq!(format!("{none:?}"), "[\"recall\"]");
 }
 
@@ -58,7 +61,25 @@ fn a_section_no_feature_reads_is_an_error_naming_its_key_and_the_known_ones() {
         .to_string();
     assert_eq!(
         err,
-        "config key `exampel`: not a setting, and no feature reads it (features: a2a, example, mcp)"
+        "config key `exampel`: not a setting, and no feature reads it (features: a2a, example, mcp, memory)"
+    );
+}
+
+#[test]
+fn memory_refuses_unknown_keys_and_a_cap_out_of_range() {
+    let err = Features::build(&services("[memory]\nmax_char = 10\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("config key `memory`: ") && err.contains("max_char"),
+        "{err}"
+    );
+    let err = Features::build(&services("[memory]\nmax_chars = 0\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("config key `memory.max_chars`: 0 is out of range"),
+        "{err}"
     );
 }
 
@@ -95,6 +116,10 @@ fn commands_help_and_extensions_come_in_list_order() {
     assert!(features.routes().is_some());
     assert!(features.taker("anything").is_none());
     assert!(features.chat_files("123").is_empty());
+    // Presses go to the feature whose prefix the data has, with the rest of the data.
+    let (f, rest) = features.presser("stuck:d:1").unwrap();
+    assert_eq!((f.name(), rest), ("stuck", "d:1"));
+    assert!(features.presser("cmd:/model").is_none());
 }
 
 #[tokio::test(start_paused = true)]

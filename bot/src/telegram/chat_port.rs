@@ -3,7 +3,8 @@
 //! the journal's delivery bookkeeping), none of which a feature sees.
 
 use crate::features::port::{
-    ChatPort, Delivered, LinePrompt, OwnSession, PortError, Target, UrlButton, settled_answer,
+    ChatPort, Delivered, LinePrompt, OwnSession, PRESS_DATA_LIMIT, PortError, PressButton, Target, UrlButton,
+    settled_answer,
 };
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::Conversation;
@@ -61,6 +62,24 @@ impl ChatPort for TelegramPort {
             .send_plain(to, text, markup)
             .await
             .map(|_| ())
+            .map_err(|e| PortError::Refused(e.to_string()))
+    }
+
+    async fn offer(&self, to: Target, text: &str, rows: &[Vec<PressButton>]) -> Result<i64, PortError> {
+        let markup = press_markup(rows)?;
+        self.api
+            .send_plain(to, text, markup)
+            .await
+            .map(|m| i64::from(m.id.0))
+            .map_err(|e| PortError::Refused(e.to_string()))
+    }
+
+    async fn edit(&self, to: Target, message_id: i64, text: &str, rows: &[Vec<PressButton>]) -> Result<(), PortError> {
+        let markup = press_markup(rows)?;
+        let id = i32::try_from(message_id).map_err(|_| PortError::Refused(format!("no message {message_id}")))?;
+        self.api
+            .edit_with_buttons(to, id, text, markup)
+            .await
             .map_err(|e| PortError::Refused(e.to_string()))
     }
 
@@ -203,4 +222,26 @@ async fn hand_over(
         ledger.forget_delivery(key);
     }
     prompted
+}
+
+/// `rows` as an inline keyboard (`None` when empty). Errors: a button's data past the Bot API's
+/// limit.
+fn press_markup(rows: &[Vec<PressButton>]) -> Result<Option<InlineKeyboardMarkup>, PortError> {
+    if let Some(b) = rows.iter().flatten().find(|b| b.data.len() > PRESS_DATA_LIMIT) {
+        return Err(PortError::Refused(format!(
+            "button \u{201c}{}\u{201d}: its data has {} bytes, more than {PRESS_DATA_LIMIT}",
+            b.text,
+            b.data.len()
+        )));
+    }
+    let rows: Vec<Vec<InlineKeyboardButton>> = rows
+        .iter()
+        .filter(|r| !r.is_empty())
+        .map(|r| {
+            r.iter()
+                .map(|b| InlineKeyboardButton::callback(b.text.clone(), b.data.clone()))
+                .collect()
+        })
+        .collect();
+    Ok((!rows.is_empty()).then(|| InlineKeyboardMarkup::new(rows)))
 }

@@ -57,6 +57,8 @@ pub struct TelegramHost {
     pub features: Arc<Features>,
     /// Cancelled when shutdown begins (e.g. ends waiting out a [shortage](crate::telegram::inbound::shortage)).
     pub shutdown: CancellationToken,
+    /// `[voice]`: transcription; `None` without the section.
+    pub voice: Option<Arc<crate::telegram::voice::Voice>>,
 }
 
 impl std::fmt::Debug for TelegramHost {
@@ -181,6 +183,7 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         bot_username: me.username.clone().unwrap_or_default(),
         features: features.clone(),
         shutdown: shutdown.clone(),
+        voice: voice(&config)?,
     });
     port.bind(Arc::downgrade(&host));
     // Each recovering chat takes its place in line before any new message can.
@@ -193,6 +196,14 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         shutdown,
         intake,
     })
+}
+
+/// `[voice]`'s clients, keys from the process environment (`None` without the section).
+fn voice(config: &Config) -> anyhow::Result<Option<Arc<crate::telegram::voice::Voice>>> {
+    let Some(voice) = &config.voice else { return Ok(None) };
+    let http = reqwest::Client::builder().build().context("voice: HTTP client")?;
+    let env = |name: &str| std::env::var(name).ok();
+    Ok(Some(Arc::new(crate::telegram::voice::Voice::new(http, voice, env))))
 }
 
 /// The session factory and the host features, built on the host's services (the features get

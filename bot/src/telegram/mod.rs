@@ -18,6 +18,7 @@ mod conversation;
 mod host;
 mod inbound;
 pub mod outbound;
+mod voice;
 
 pub(crate) use chat_port::TelegramPort;
 pub(crate) use host::{TelegramHost, private_files, run};

@@ -1,7 +1,7 @@
 //! Exactly once, message by message, through the real binary killed with `kill -9`: a follow-up
 //! queued behind a running run keeps its own journal progress, an answer held back by a crash is
-//! delivered from the transcript without asking the model again, and a pressed Retry survives a
-//! crash of its own run.
+//! delivered from the transcript without asking the model again, a pressed Retry survives a
+//! crash of its own run, and an answer recovered after a crash still replaces its message's 👀.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -255,4 +255,79 @@ async fn a_resumed_run_starts_before_a_message_waiting_at_restart() {
     assert_eq!(count(&tg, OWNER, "answer to the first"), 1);
     assert_eq!(count(&tg, OWNER, "answer to the second"), 1);
     drop(bot);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_recovered_after_a_crash_replaces_the_accepted_reaction() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::new().text("Words before the crash").stall_after(6));
+    model.push(Turn::reply("Answered after the restart."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let bot = BotProcess::start(&env, TOKEN);
+    let pushed = tg.push_update(updates::text_message(OWNER, OWNER, "start and crash"));
+    let id = pushed["message"]["message_id"].as_i64().unwrap();
+    tg.wait_for(|s| s.reaction(OWNER, id).as_deref() == Some("👀"), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    wait_requests(&model, 1, &bot).await;
+    bot.kill9();
+    // The restart continues the run from the transcript; its answer is the message's outcome.
+    let bot = BotProcess::start(&env, TOKEN);
+    nth_text(&tg, OWNER, "Answered after the restart.", 1, &bot).await;
+    tg.wait_for(|s| s.reaction(OWNER, id).as_deref() == Some("👍"), T)
+        .await
+        .unwrap_or_else(|e| panic!("the 👀 stayed: {e}\n{}", bot.log()));
+}
+
+/// A caller's job killed with its answer on the wire, which Telegram never took: after the
+/// restart the slot's answer is told from the job's transcript, once, without asking the model
+/// again (as for the chat's own jobs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_job_answer_cut_off_by_a_crash_is_told_once_without_asking_again() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("Carol's report: all good."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| t.contains("Carol's report"))
+    });
+    let config = format!(
+        "{}{}[a2a.server]\n[[a2a.server.callers]]\nname = \"carol\"\ntoken_env = \"E2E_CAROL\"\nchat = {OWNER}\n",
+        telegram_config(&tg, ""),
+        http_section(free_port())
+    );
+    let env = Env::new(&model.url(), &config);
+    let at = chrono::Utc::now() + chrono::Duration::seconds(3);
+    let job = json!({
+        "id": "car001",
+        "target": {"chat_id": OWNER},
+        "kind": {"type": "prompt", "text": "Report on the backup."},
+        "schedule": {"type": "at", "at": at, "time_zone": "UTC"},
+        "enabled": true,
+        "created": chrono::Utc::now(),
+        "next_run": at,
+        "origin": {"type": "caller", "name": "carol"},
+    });
+    let jobs = env.dir.path().join("workspaces/a2a-carol/.volcanic/scheduler");
+    std::fs::create_dir_all(&jobs).unwrap();
+    std::fs::write(
+        jobs.join("jobs.json"),
+        serde_json::to_vec(&json!({"version": 1, "jobs": [job]})).unwrap(),
+    )
+    .unwrap();
+    let carol = [("E2E_CAROL", "carol-token-0123456789abcdef")];
+
+    let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &carol);
+    eventually("the answer held on the wire", &bot, || !tg.held_calls().is_empty()).await;
+    bot.kill9();
+    // Dropped: Telegram never took it.
+    assert_eq!(tg.release_held(false), 1);
+    assert_eq!(count(&tg, OWNER, "Carol's report"), 0);
+
+    let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &carol);
+    nth_text(&tg, OWNER, "Carol's report: all good.", 1, &bot).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(count(&tg, OWNER, "Carol's report"), 1, "{:?}", texts(&tg, OWNER));
+    assert_eq!(model.requests().len(), 1, "the model was asked again\n{}", bot.log());
 }

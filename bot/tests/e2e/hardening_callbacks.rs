@@ -1,5 +1,6 @@
 //! Button presses obey the access rules of messages (issue 25), tried as the attacks: an allowed
-//! user presses a menu button in a group no longer allowed, a press arrives without a message
+//! user presses a menu button (or an answer preview's Stop) in a group no longer allowed, a press
+//! arrives without a message
 //! (inline mode), and in a group one member answers the guard question asked for another, or
 //! presses it from another topic. Each is answered with a toast and changes nothing; the
 //! person asked and an owner still answer.
@@ -93,6 +94,21 @@ async fn a_press_in_a_group_no_longer_allowed_changes_nothing_and_posts_nothing(
     assert_eq!(calls_in(&tg, UNLISTED), Vec::<String>::new(), "nothing posted there");
     assert!(!env.dir.path().join("workspaces/g1001000000002").exists());
     assert!(!env.dir.path().join("data/sessions/g1001000000002").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_stop_in_a_group_no_longer_allowed_is_refused_like_any_press() {
+    // FRIEND presses the Stop of an answer preview asked by FRIEND, in the unlisted group: the
+    // chat rule refuses it before the Stop's own asker rule is asked.
+    let press = updates::callback_query(FRIEND, 78, UNLISTED, &format!("live-stop:{FRIEND}"));
+    let (_env, tg, _bot) = refused_press(press).await;
+    assert_eq!(calls_in(&tg, UNLISTED), Vec::<String>::new(), "nothing posted there");
+    let toasts: Vec<_> = tg
+        .calls("answerCallbackQuery")
+        .iter()
+        .filter_map(|c| c.param("text").cloned())
+        .collect();
+    assert_eq!(toasts, [json!(REFUSED)], "one toast, the chat rule's");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,9 +14,14 @@ use tokio::net::TcpStream;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
+/// `[http.limits]` with caps above the descriptor budget (an owner's choice the bot warns
+/// about), so that a flood can exhaust the descriptors ([`exhaust`]).
+pub(crate) const FLOODABLE: &str =
+    "max_connections = 100000\nmax_connections_per_peer = 100000\nheader_timeout_secs = 20";
+
 /// Polling mode, the listener on `port` serving the A2A card (a public route), and `limits` as
 /// the `[http.limits]` lines.
-fn listener_config(tg: &BotApiServer, port: u16, limits: &str) -> String {
+pub(crate) fn listener_config(tg: &BotApiServer, port: u16, limits: &str) -> String {
     format!(
         "{}{}[http.limits]\n{limits}\n[a2a.server]\nname = \"Test assistant\"\n\
          [[a2a.server.callers]]\nname = \"alice\"\ntoken_env = \"E2E_ALICE\"\n",
@@ -25,7 +30,7 @@ fn listener_config(tg: &BotApiServer, port: u16, limits: &str) -> String {
     )
 }
 
-fn start(env: &Env) -> BotProcess {
+pub(crate) fn start(env: &Env) -> BotProcess {
     BotProcess::start_with(
         env,
         TOKEN,
@@ -35,7 +40,7 @@ fn start(env: &Env) -> BotProcess {
 }
 
 /// Waits until the card is served and polling has begun (its long poll is open).
-async fn wait_ready(port: u16, tg: &BotApiServer, bot: &BotProcess) {
+pub(crate) async fn wait_ready(port: u16, tg: &BotApiServer, bot: &BotProcess) {
     wait_card(&format!("http://127.0.0.1:{port}"), bot).await;
     tg.wait_for(|s| !s.get_updates_calls().is_empty(), T)
         .await
@@ -43,7 +48,7 @@ async fn wait_ready(port: u16, tg: &BotApiServer, bot: &BotProcess) {
 }
 
 /// The bot's open descriptors.
-fn fds(bot: &BotProcess) -> usize {
+pub(crate) fn fds(bot: &BotProcess) -> usize {
     std::fs::read_dir(format!("/proc/{}/fd", bot.child.id())).map_or(0, |d| d.count())
 }
 
@@ -67,6 +72,28 @@ async fn half_open(port: u16, n: usize) -> Vec<TcpStream> {
             .write_all(b"POST /a2a HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl")
             .await;
         conns.push(c);
+    }
+    conns
+}
+
+/// Leaves the bot without descriptors: a small open-file limit (40 above what it uses now, set
+/// with `prlimit`), then half-open connections to `port` until the listener says it cannot
+/// accept. No more than that: further ones would wait in the kernel's accept queue (about 128)
+/// and, once it is full, in the client's SYN retries for half a minute.
+pub(crate) async fn exhaust(port: u16, bot: &BotProcess) -> Vec<TcpStream> {
+    let limit = fds(bot) + 40;
+    let set = std::process::Command::new("prlimit")
+        .arg(format!("--pid={}", bot.child.id()))
+        .arg(format!("--nofile={limit}:"))
+        .status()
+        .expect("prlimit (util-linux) must be installed for this test");
+    assert!(set.success(), "prlimit failed");
+    let mut conns = Vec::new();
+    while !bot.log().contains("cannot accept connections") {
+        assert!(conns.len() < 100, "no exhaustion after 100 connections\n{}", bot.log());
+        conns.extend(half_open(port, 1).await);
+        // The bot's accept loop runs meanwhile.
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     conns
 }
@@ -135,10 +162,7 @@ async fn a_message_that_meets_exhausted_descriptors_is_answered_once_they_return
     model.push(Turn::reply("answered after the flood"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let port = free_port();
-    // Caps above the descriptor budget (an owner's choice the bot warns about), so that the
-    // flood can exhaust the descriptors.
-    let limits = "max_connections = 100000\nmax_connections_per_peer = 100000\nheader_timeout_secs = 20";
-    let env = Env::new(&model.url(), &listener_config(&tg, port, limits));
+    let env = Env::new(&model.url(), &listener_config(&tg, port, FLOODABLE));
     let mut bot = start(&env);
     wait_ready(port, &tg, &bot).await;
     assert!(
@@ -146,21 +170,7 @@ async fn a_message_that_meets_exhausted_descriptors_is_answered_once_they_return
         "{}",
         bot.log()
     );
-    // A small open-file limit makes exhaustion cheap: 40 descriptors above what it uses now.
-    let limit = fds(&bot) + 40;
-    let set = std::process::Command::new("prlimit")
-        .arg(format!("--pid={}", bot.child.id()))
-        .arg(format!("--nofile={limit}:"))
-        .status()
-        .expect("prlimit (util-linux) must be installed for this test");
-    assert!(set.success(), "prlimit failed");
-
-    let conns = half_open(port, 200).await;
-    let deadline = std::time::Instant::now() + T;
-    while !bot.log().contains("cannot accept connections") {
-        assert!(std::time::Instant::now() < deadline, "no exhaustion\n{}", bot.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let conns = exhaust(port, &bot).await;
     // A new chat's message now meets the shortage: its session cannot be opened.
     tg.push_update(updates::text_message(OWNER, OWNER, "hello during the flood"));
     let deadline = std::time::Instant::now() + T;

@@ -9,7 +9,7 @@ use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
 /// The text of the last user message of a request.
-fn last_user_text(request: &RecordedRequest) -> String {
+pub(crate) fn last_user_text(request: &RecordedRequest) -> String {
     let last = request
         .messages()
         .iter()

@@ -1,6 +1,8 @@
 //! Live answers under flood control, through the real binary: a 429 to a draft or a preview
 //! holds only the chat's live updates (none is sent again before its `retry_after`), and the
-//! final answer goes out as soon as it is written.
+//! final answer goes out as soon as it is written; under Telegram's own limits (imitated by the
+//! double) drafts and previews keep each chat's pace, so they provoke no 429 and never delay an
+//! answer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -87,4 +89,61 @@ async fn a_429_on_a_preview_edit_holds_only_the_preview_and_the_final_replaces_i
     let edits = tg.calls("editMessageText");
     assert_eq!(edits.len(), 2, "the refused edit, then only the final one: {edits:?}");
     assert_eq!(tg.messages(GROUP).len(), 1, "{:?}", texts(&tg, GROUP));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_telegrams_limits_a_burst_of_drafts_never_delays_a_final() {
+    let model = ModelServer::start().await.unwrap();
+    let parts: Vec<String> = (0..14).map(|n| format!("piece {n} of a long answer, ")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).chain(["all done."]).collect();
+    let answer = parts.concat();
+    for _ in 0..3 {
+        model.push(paced_answer(&parts));
+    }
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.telegram_limits(true);
+    // Drafts asked for ten times a second: far above Telegram's one message a second per chat.
+    let extra = format!("allowed_chats = [{GROUP}]\nstream_interval_ms = 100");
+    let env = Env::new(&model.url(), &telegram_config(&tg, &extra));
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "write a lot"));
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "write a lot"));
+    tg.push_update(updates::group_message(
+        GROUP,
+        OWNER,
+        &format!("{} write a lot", mention(&tg)),
+        None,
+    ));
+    for chat in [OWNER, FRIEND] {
+        assert_eq!(nth_text(&tg, chat, "all done.", 1, &bot).await, answer);
+    }
+    tg.wait_for(
+        |s| {
+            s.messages(GROUP)
+                .iter()
+                .any(|m| m.visible_text.as_deref() == Some(answer.as_str()) && m.reply_markup.is_none())
+        },
+        T,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{:?}\n{}", texts(&tg, GROUP), bot.log()));
+    // The drafts showed the answer growing, at the chat's pace, and nothing was refused: no
+    // answer waited for a 429.
+    let drafts: Vec<String> = tg
+        .calls("sendMessageDraft")
+        .iter()
+        .filter(|c| c.chat_id() == Some(OWNER))
+        .filter_map(|c| c.text().map(str::to_owned))
+        .collect();
+    assert!(drafts.len() >= 2, "{drafts:?}");
+    let limited: Vec<_> = tg
+        .sent()
+        .into_iter()
+        .filter(|c| c.error().is_some_and(|e| e.error_code == 429))
+        .collect();
+    assert!(limited.is_empty(), "429s: {limited:?}");
+    assert!(tg.early_retries().is_empty(), "{:?}", tg.early_retries());
+    for chat in [OWNER, FRIEND] {
+        assert_eq!(count(&tg, chat, "all done."), 1);
+    }
 }

@@ -76,6 +76,18 @@ async fn doctor_says_what_the_kernel_offers_and_what_each_mode_does() {
         ("mode = \"auto\"", Some(NO_LANDLOCK), "[note]", "Landlock missing"),
         ("mode = \"required\"", Some(NO_LANDLOCK), "[FAIL]", "refuses to start"),
         ("mode = \"off\"", None, "[FAIL]", "run unconfined"),
+        (
+            "allow_hosts = [\"api.github.com\"]",
+            None,
+            "[ok]",
+            "the allow-list (allow_hosts, /network allow) can work",
+        ),
+        (
+            "allow_hosts = [\"api.github.com\"]",
+            Some(("VOLCANIC_SANDBOX_SIMULATE", "no-userns")),
+            "[FAIL]",
+            "allow_hosts needs unprivileged user namespaces",
+        ),
     ];
     for (sandbox, var, mark, needle) in cases {
         let out = doctor(sandbox, var.as_slice()).await;

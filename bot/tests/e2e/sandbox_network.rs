@@ -7,34 +7,6 @@
 
 use crate::sandbox_support::*;
 use crate::support::{free_port, http_section};
-use tokio::io::AsyncWriteExt;
-
-/// What the test's listener answers.
-const ANSWER: &str = "loopback-listener-answer";
-
-/// A listener on 127.0.0.1 answering every connection with a tiny HTTP response; its port.
-async fn listener() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let reply = format!("HTTP/1.0 200 OK\r\ncontent-length: {}\r\n\r\n{ANSWER}", ANSWER.len());
-            let _ = stream.write_all(reply.as_bytes()).await;
-        }
-    });
-    port
-}
-
-/// A Python connection to `host`:`port`, printing `CONNECTED` when it got through.
-fn python_connect(name: &'static str, family: &str, host: &str, port: u16) -> Attempt {
-    bash(
-        name,
-        format!(
-            "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.{family}); s.settimeout(5); \
-             s.connect((\"{host}\", {port})); print(\"CONNECTED\")'"
-        ),
-    )
-}
 
 /// The attempts against the test's listener on `port` and the bot's on `bot_port`, with what
 /// each prints when it got through.
@@ -93,15 +65,7 @@ async fn run(network: &str) -> (Rig, Vec<(&'static str, &'static str, String)>) 
     )
     .await;
     // The bot's own listener is up (the test reaches it from outside the sandbox).
-    let mut up = false;
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", bot_port)).await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(up, "the bot never listened on {bot_port}:\n{}", rig.bot.log());
+    wait_listening(bot_port, &rig.bot).await;
     let (attempts, got_through): (Vec<Attempt>, Vec<&'static str>) = attempts(port, bot_port).into_iter().unzip();
     let outputs = rig.run(&attempts, 5).await;
     let results = attempts

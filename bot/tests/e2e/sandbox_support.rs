@@ -214,6 +214,60 @@ fn start_bot(env: &Env, config: &Path, vars: &[(&str, &str)]) -> BotProcess {
     }
 }
 
+/// A Python connection to `host`:`port`, printing `CONNECTED` when it got through.
+pub fn python_connect(name: &'static str, family: &str, host: &str, port: u16) -> Attempt {
+    bash(
+        name,
+        format!(
+            "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.{family}); s.settimeout(5); \
+             s.connect((\"{host}\", {port})); print(\"CONNECTED\")'"
+        ),
+    )
+}
+
+/// A `bash` attempt run as written (its output is judged by the test).
+pub fn shell(name: &'static str, command: impl Into<String>) -> Attempt {
+    Attempt {
+        name,
+        tool: "bash",
+        args: json!({ "command": command.into() }),
+    }
+}
+
+/// What [`listener`] answers.
+pub const ANSWER: &str = "loopback-listener-answer";
+
+/// A listener on 127.0.0.1 answering every connection, after reading its request, with a tiny
+/// HTTP response carrying [`ANSWER`]; its port.
+pub async fn listener() -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head).await;
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ANSWER}",
+                ANSWER.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+        }
+    });
+    port
+}
+
+/// Waits until the bot listens on 127.0.0.1:`port` (its `[http] listen`).
+pub async fn wait_listening(port: u16, bot: &BotProcess) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the bot never listened on {port}:\n{}", bot.log());
+}
+
 /// The output of the tool call `id` as the model got it back.
 pub fn tool_output(requests: &[RecordedRequest], id: &str) -> String {
     requests

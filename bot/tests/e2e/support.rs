@@ -271,6 +271,11 @@ pub async fn nth_text(
 /// Presses the button labelled `label` on the newest message of `chat` that has buttons
 /// (waits up to `T` for it).
 pub async fn press_button(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64, label: &str) {
+    press_as(tg, chat, chat, label).await;
+}
+
+/// [`press_button`] by the user `from` (e.g. someone else in a group).
+pub async fn press_as(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i64, from: i64, label: &str) {
     let has = |m: &volcanic_testkit::bot_api::ChatMessage| {
         m.reply_markup
             .as_ref()
@@ -291,7 +296,7 @@ pub async fn press_button(tg: &volcanic_testkit::bot_api::BotApiServer, chat: i6
         .unwrap()
         .to_owned();
     tg.push_update(volcanic_testkit::bot_api::updates::callback_query(
-        chat,
+        from,
         m.message_id,
         chat,
         &data,

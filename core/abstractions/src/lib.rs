@@ -19,6 +19,7 @@ pub mod events;
 pub mod extensions;
 pub mod messages;
 pub mod model;
+pub mod net;
 pub mod processes;
 pub mod provider;
 pub mod sessions;

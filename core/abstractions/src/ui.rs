@@ -85,10 +85,13 @@ pub struct ChannelError(pub String);
 pub trait ChatChannel: Send + Sync {
     /// Sends text (Markdown, rendered by the host).
     async fn send_text(&self, text: &str) -> Result<(), ChannelError>;
-    /// Sends a file from disk, with an optional caption; `as_photo` asks for an inline photo.
+    /// Sends the open `file` (opened by the caller within the session's file boundary, so what
+    /// is sent is what was checked, whatever happens to its path meanwhile), shown in the chat
+    /// as `name`, with an optional caption; `as_photo` asks for an inline photo.
     async fn send_file(
         &self,
-        path: &std::path::Path,
+        file: std::fs::File,
+        name: &str,
         caption: Option<&str>,
         as_photo: bool,
     ) -> Result<(), ChannelError>;

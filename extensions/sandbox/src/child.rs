@@ -1,6 +1,7 @@
 //! What runs in the child between `fork` and `exec`: system calls only (the child of a
 //! multi-threaded host may not allocate or lock).
 
+use crate::netns::ChildNet;
 use landlock::RulesetCreated;
 use seccompiler::BpfProgram;
 use std::sync::Arc;
@@ -10,16 +11,21 @@ use volcanic_abstractions::processes::ChildConfinement;
 /// the shared seccomp filters.
 #[derive(Debug)]
 pub(crate) struct ConfinedChild {
-    /// `None` without Landlock.
-    pub ruleset: Option<RulesetCreated>,
+    /// `None` without Landlock; shared by the spawns of one workspace (each applies a duplicate
+    /// of its descriptor).
+    pub ruleset: Option<Arc<RulesetCreated>>,
     /// Installed in order; empty without seccomp.
     pub filters: Arc<Vec<BpfProgram>>,
     /// The highest capability number (`/proc/sys/kernel/cap_last_cap`, read at start).
     pub last_cap: u32,
+    /// The allow-list's network namespace and bridge; `None` under `network = on | off`.
+    pub net: Option<ChildNet>,
 }
 
 impl ChildConfinement for ConfinedChild {
     fn confine_child(&self) -> std::io::Result<()> {
+        // Namespaces first: the capabilities that make them go next, and seccomp forbids them.
+        let listener = self.net.as_ref().map(ChildNet::enter).transpose()?;
         drop_capabilities(self.last_cap)?;
         set_no_new_privs()?;
         if let Some(ruleset) = &self.ruleset {
@@ -33,7 +39,11 @@ impl ChildConfinement for ConfinedChild {
             seccompiler::apply_filter(filter)
                 .map_err(|_| std::io::Error::other("installing the seccomp filter failed"))?;
         }
-        Ok(())
+        // The bridge is confined as the command is.
+        match (&self.net, listener) {
+            (Some(net), Some(listener)) => net.start_bridge(listener),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -59,7 +69,8 @@ struct CapData {
     inheritable: u32,
 }
 
-fn check(rc: libc::c_long) -> std::io::Result<()> {
+/// A system call's result: `Err` with `errno` when negative.
+pub(crate) fn check(rc: libc::c_long) -> std::io::Result<()> {
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {

@@ -1,7 +1,10 @@
 //! [`LandlockSandbox`]: the backend behind the process contract's sandbox seam.
 
 use crate::child::{ConfinedChild, last_capability};
+use crate::netns::{ChildNet, PROXY_PORT};
 use crate::paths::{open_around, private_dirs, resolved, workspace_of};
+use crate::proxy::{NetworkProxy, Rules};
+use crate::rulesets::RulesetKey;
 use crate::settings::{NetworkPolicy, SandboxError, SandboxMode, SandboxSettings};
 use crate::support::KernelSupport;
 use landlock::{
@@ -9,8 +12,9 @@ use landlock::{
     RulesetError, Scope, path_beneath_rules,
 };
 use seccompiler::BpfProgram;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use volcanic_abstractions::processes::{
     Confinement, FileBoundary, ProcessSandbox, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnRequest,
 };
@@ -59,7 +63,8 @@ const SYSTEM_SECRETS: &[&str] = &[
 ];
 
 /// Confines every agent process with Landlock, seccomp, `no_new_privs` and no capabilities
-/// (crate docs). Built once at start; each spawn makes its own Landlock ruleset.
+/// (crate docs). Built once at start; a Landlock ruleset is made once per workspace and grant set
+/// and reused by its spawns.
 #[derive(Debug)]
 pub struct LandlockSandbox {
     mode: SandboxMode,
@@ -73,8 +78,17 @@ pub struct LandlockSandbox {
     closed: Vec<PathBuf>,
     workspaces_root: Option<PathBuf>,
     temp_root: PathBuf,
+    /// The seccomp filters with the network on (also under an allow-list: the namespace
+    /// confines it) and off.
     filters: Arc<Vec<BpfProgram>>,
+    filters_off: Arc<Vec<BpfProgram>>,
     last_cap: u32,
+    /// The chats' own policies (replacing `network` for their processes).
+    chat_networks: Option<crate::ChatNetworks>,
+    /// The Landlock rulesets made so far, per workspace and grants.
+    rulesets: crate::rulesets::Rulesets,
+    /// The allow-list's proxy, made by the first spawn under an allow-list (on its runtime).
+    proxy: OnceLock<Result<NetworkProxy, String>>,
 }
 
 impl LandlockSandbox {
@@ -95,10 +109,9 @@ impl LandlockSandbox {
         roots.extend(settings.read_paths.iter().map(|p| resolved(p)));
         let read = open_around(&roots, &closed);
         let write = settings.write_paths.iter().map(|p| resolved(p)).collect();
-        let filters = if support.seccomp {
-            crate::seccomp::filters(settings.network, std::process::id())?
-        } else {
-            Vec::new()
+        let filters = |off| match support.seccomp {
+            true => crate::seccomp::filters(off, std::process::id()).map(Arc::new),
+            false => Ok(Arc::new(Vec::new())),
         };
         Ok(Some(LandlockSandbox {
             mode: settings.mode,
@@ -109,8 +122,12 @@ impl LandlockSandbox {
             closed,
             workspaces_root,
             temp_root: resolved(&settings.temp_root),
-            filters: Arc::new(filters),
+            chat_networks: settings.chat_networks,
+            filters: filters(false)?,
+            filters_off: filters(true)?,
             last_cap: last_capability(),
+            rulesets: crate::rulesets::Rulesets::default(),
+            proxy: OnceLock::new(),
         }))
     }
 
@@ -120,8 +137,8 @@ impl LandlockSandbox {
     }
 
     /// The network policy.
-    pub fn network(&self) -> NetworkPolicy {
-        self.network
+    pub fn network(&self) -> &NetworkPolicy {
+        &self.network
     }
 
     /// What the kernel offered at start.
@@ -155,13 +172,18 @@ impl LandlockSandbox {
 
     /// The Landlock ruleset for one process: read/execute of [`Self::read`] and `readable`,
     /// read-write of `writable`, the devices; signals and abstract sockets scoped; TCP closed
-    /// with `network = off`.
-    fn ruleset(&self, readable: &[PathBuf], writable: &[PathBuf]) -> Result<RulesetCreated, RulesetError> {
+    /// with `network_off`.
+    fn ruleset(
+        &self,
+        network_off: bool,
+        readable: &[PathBuf],
+        writable: &[PathBuf],
+    ) -> Result<RulesetCreated, RulesetError> {
         let mut ruleset = landlock::Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET_ABI))?
             .scope(Scope::from_all(TARGET_ABI))?;
-        if self.network == NetworkPolicy::Off {
+        if network_off {
             ruleset = ruleset.handle_access(AccessNet::from_all(TARGET_ABI))?;
         }
         let read = AccessFs::from_read(TARGET_ABI);
@@ -174,6 +196,77 @@ impl LandlockSandbox {
             .add_rules(path_beneath_rules(&self.write, all))?
             .add_rules(path_beneath_rules(writable, all))
     }
+}
+
+impl LandlockSandbox {
+    /// The network policy of `request`'s process: its chat's own (the chat key is the first
+    /// part of the request's scope), else the bot's. A scope that names no chat (an A2A caller,
+    /// the console) gets the bot's. Errors: the chat's file cannot be read or understood
+    /// (refused rather than guessed).
+    fn network_for(&self, request: &ProcessSpawnRequest) -> Result<NetworkPolicy, ProcessSpawnError> {
+        let chat = request.scope.as_deref().and_then(|s| s.split('/').next());
+        let (Some(chats), Some(chat)) = (&self.chat_networks, chat) else {
+            return Ok(self.network.clone());
+        };
+        match chats.get(chat) {
+            Ok(Some(policy)) => Ok(policy),
+            Ok(None) | Err(crate::ChatNetworkError::Key(_)) => Ok(self.network.clone()),
+            Err(e) => Err(ProcessSpawnError(format!("sandbox: the chat's network policy: {e}"))),
+        }
+    }
+
+    /// One spawn's part of the allow-list: a socket pair whose one end the proxy serves under
+    /// `allow` for `chat`, the other the child's ([`ChildNet`]); the proxy variables in `env`.
+    /// Errors: no user namespaces, or no socket pair.
+    fn join_proxy(
+        &self,
+        allow: &crate::AllowList,
+        chat: String,
+        env: &mut std::collections::BTreeMap<String, String>,
+    ) -> Result<ChildNet, ProcessSpawnError> {
+        if !self.support.user_namespaces {
+            return Err(ProcessSpawnError(
+                "sandbox: the allow-list needs unprivileged user namespaces, which this kernel refuses \
+                 (`volcanic-bot doctor`); use network = \"on\" or \"off\" (docs/sandbox.md)"
+                    .to_owned(),
+            ));
+        }
+        let proxy = self
+            .proxy
+            .get_or_init(NetworkProxy::new)
+            .as_ref()
+            .map_err(|e| ProcessSpawnError(e.clone()))?;
+        let (ours, theirs) =
+            socket_pair().map_err(|e| ProcessSpawnError(format!("sandbox: no socket pair for the proxy: {e}")))?;
+        proxy.attach(
+            ours,
+            Rules {
+                allow: allow.clone(),
+                chat,
+            },
+        );
+        let url = format!("http://127.0.0.1:{PROXY_PORT}");
+        for name in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            env.insert(name.to_owned(), url.clone());
+        }
+        for name in ["NO_PROXY", "no_proxy"] {
+            env.insert(name.to_owned(), String::new());
+        }
+        Ok(ChildNet::new(theirs))
+    }
+}
+
+/// A `SOCK_SEQPACKET` Unix socket pair, both ends close-on-exec (one message per descriptor).
+fn socket_pair() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType};
+    nix::sys::socket::socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
 }
 
 impl ProcessSandbox for LandlockSandbox {
@@ -196,11 +289,21 @@ impl ProcessSandbox for LandlockSandbox {
         let readable: Vec<PathBuf> = request.read_paths.iter().map(|p| resolved(p)).collect();
         let mut writable: Vec<PathBuf> = request.write_paths.iter().map(|p| resolved(p)).collect();
         writable.extend([workspace, tmp.clone(), home.clone()]);
+        let network = &self.network_for(request)?;
+        let network_off = *network == NetworkPolicy::Off;
         let ruleset = match self.support.landlock_abi {
-            Some(_) => Some(
-                self.ruleset(&readable, &writable)
-                    .map_err(|e| ProcessSpawnError(format!("sandbox: Landlock ruleset: {e}")))?,
-            ),
+            Some(_) => {
+                let key = RulesetKey {
+                    network_off,
+                    readable,
+                    writable,
+                };
+                let made = self
+                    .rulesets
+                    .get(key, |k| self.ruleset(k.network_off, &k.readable, &k.writable))
+                    .map_err(|e| ProcessSpawnError(format!("sandbox: Landlock ruleset: {e}")))?;
+                Some(made)
+            }
             None => None,
         };
         context
@@ -209,10 +312,19 @@ impl ProcessSandbox for LandlockSandbox {
         context
             .env
             .insert("HOME".to_owned(), home.to_string_lossy().into_owned());
+        let net = match network {
+            NetworkPolicy::AllowList(allow) => {
+                let chat = request.scope.clone().unwrap_or_else(|| request.origin.clone());
+                Some(self.join_proxy(allow, chat, &mut context.env)?)
+            }
+            NetworkPolicy::On | NetworkPolicy::Off => None,
+        };
+        let filters = if network_off { &self.filters_off } else { &self.filters };
         context.confinement = Some(Confinement(Arc::new(ConfinedChild {
             ruleset,
-            filters: Arc::clone(&self.filters),
+            filters: Arc::clone(filters),
             last_cap: self.last_cap,
+            net,
         })));
         Ok(())
     }

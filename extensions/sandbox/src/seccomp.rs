@@ -1,6 +1,6 @@
 //! The seccomp filters every confined child installs (rules fixed at start, compiled once).
 
-use crate::settings::{NetworkPolicy, SandboxError};
+use crate::settings::SandboxError;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
 };
@@ -73,10 +73,10 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
 ];
 
 /// The filters, in install order: the `EPERM` filter (the list above, `clone` with a namespace
-/// flag, `kill(-1)` and signals to the host's pid `host_pid`, inet sockets with `network = off`),
+/// flag, `kill(-1)` and signals to the host's pid `host_pid`, inet sockets when `network_off`),
 /// then `clone3` → `ENOSYS` (its flags sit behind a pointer the filter cannot read; libc then
 /// falls back to `clone`, which the first filter checks).
-pub(crate) fn filters(network: NetworkPolicy, host_pid: u32) -> Result<Vec<BpfProgram>, SandboxError> {
+pub(crate) fn filters(network_off: bool, host_pid: u32) -> Result<Vec<BpfProgram>, SandboxError> {
     let e = |e: seccompiler::BackendError| SandboxError::Seccomp(e.to_string());
     let cond =
         |arg: u8, len: SeccompCmpArgLen, op: SeccompCmpOp, value: u64| SeccompCondition::new(arg, len, op, value);
@@ -110,7 +110,7 @@ pub(crate) fn filters(network: NetworkPolicy, host_pid: u32) -> Result<Vec<BpfPr
         rules.insert(call, list);
     }
     rules.insert(libc::SYS_tkill, vec![target(u64::from(host_pid)).map_err(e)?]);
-    if network == NetworkPolicy::Off {
+    if network_off {
         let domain =
             |d: libc::c_int| SeccompRule::new(vec![cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, d as u64)?]);
         let socket = vec![domain(libc::AF_INET).map_err(e)?, domain(libc::AF_INET6).map_err(e)?];

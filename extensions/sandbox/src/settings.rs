@@ -1,5 +1,6 @@
 //! What the host asks of the sandbox (from `[sandbox]` and the host's folders).
 
+use crate::AllowList;
 use std::path::PathBuf;
 
 /// `[sandbox] mode`.
@@ -14,8 +15,8 @@ pub enum SandboxMode {
     Off,
 }
 
-/// `[sandbox] network`: what a confined process may reach over the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// `[sandbox] network` and `allow_hosts`: what a confined process may reach over the network.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum NetworkPolicy {
     /// Any host (as without a sandbox).
     #[default]
@@ -23,6 +24,10 @@ pub enum NetworkPolicy {
     /// No network at all, loopback included: inet sockets refused (seccomp), TCP bind and
     /// connect refused (Landlock ABI ≥ 4).
     Off,
+    /// Only the listed hosts, over HTTP(S), through the bot's proxy: the process runs in a
+    /// network namespace of its own holding only loopback, where a bridge on
+    /// [`PROXY_PORT`](crate::PROXY_PORT) hands each connection to the proxy (docs/sandbox.md).
+    AllowList(AllowList),
 }
 
 /// The sandbox's inputs. Paths are taken as given; [`LandlockSandbox::new`](crate::LandlockSandbox::new)
@@ -44,6 +49,9 @@ pub struct SandboxSettings {
     /// Never reachable, even beneath a system path (`state_dir`, the config file's folder, the
     /// bot user's home): the system paths are opened around them.
     pub protected: Vec<PathBuf>,
+    /// The per-chat policies, which replace `network` for the processes of a chat that has one
+    /// (a request whose scope starts with the chat's key: `<chat key>/<topic>`); `None`: none.
+    pub chat_networks: Option<crate::ChatNetworks>,
     /// Where the private temp folders live (`<temp_root>/<workspace key>/{tmp,home}`), created
     /// 0700 on first use; usually `<state_dir>/sandbox`.
     pub temp_root: PathBuf,

@@ -1,7 +1,8 @@
 //! What the running kernel offers: Landlock (and its ABI), seccomp filters, user namespaces.
 
-/// Set to `no-landlock` to make [`KernelSupport::probe`] report a kernel without Landlock (tests
-/// and `doctor` show what `auto` and `required` then do). Any other value is ignored.
+/// Set to `no-landlock` to make [`KernelSupport::probe`] report a kernel without Landlock, to
+/// `no-userns` for one without unprivileged user namespaces, or to both, comma-separated (tests
+/// and `doctor` show what the modes and the allow-list then do). Other values are ignored.
 pub const SIMULATE_ENV: &str = "VOLCANIC_SANDBOX_SIMULATE";
 
 /// The kernel's sandboxing features, as probed at start.
@@ -12,7 +13,7 @@ pub struct KernelSupport {
     pub landlock_abi: Option<i32>,
     /// Whether seccomp filters are available (`Seccomp_filters` in `/proc/self/status`).
     pub seccomp: bool,
-    /// Whether unprivileged user namespaces are allowed (reported only; not used yet).
+    /// Whether unprivileged user namespaces are allowed (the allow-list needs them).
     pub user_namespaces: bool,
     /// Whether [`SIMULATE_ENV`] hid Landlock.
     pub simulated_no_landlock: bool,
@@ -21,11 +22,13 @@ pub struct KernelSupport {
 impl KernelSupport {
     /// Probes the running kernel, honouring [`SIMULATE_ENV`].
     pub fn probe() -> KernelSupport {
-        let simulated = std::env::var(SIMULATE_ENV).is_ok_and(|v| v == "no-landlock");
+        let asked = std::env::var(SIMULATE_ENV).unwrap_or_default();
+        let simulates = |what: &str| asked.split(',').any(|v| v.trim() == what);
+        let simulated = simulates("no-landlock");
         KernelSupport {
             landlock_abi: if simulated { None } else { landlock_abi() },
             seccomp: seccomp_filters(),
-            user_namespaces: user_namespaces(),
+            user_namespaces: !simulates("no-userns") && user_namespaces(),
             simulated_no_landlock: simulated,
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::limits::Limits;
 use super::{ApiError, EarlyRetry};
 
 /// A moment before which a client was told not to call again.
@@ -28,6 +29,8 @@ pub(crate) struct Faults {
     deadlines: Vec<Deadline>,
     /// Calls that came before their deadline.
     pub(crate) early: Vec<EarlyRetry>,
+    /// Telegram's flood limits, when a test turned them on.
+    pub(crate) limits: Option<Limits>,
 }
 
 impl Faults {
@@ -86,7 +89,10 @@ impl Faults {
                 .get_mut(&(method.to_owned(), chat))
                 .and_then(VecDeque::pop_front)
         };
-        let error = chat_id.and_then(|chat| queue(Some(chat))).or_else(|| queue(None))?;
+        let error = match chat_id.and_then(|chat| queue(Some(chat))).or_else(|| queue(None)) {
+            Some(error) => error,
+            None => self.limits.as_mut()?.admit(method, chat_id, now).err()?,
+        };
         if let Some(seconds) = error.retry_after {
             self.deadlines.push(Deadline {
                 method: method.to_owned(),

@@ -34,7 +34,7 @@ const BUTTON_ACTIONS: &[&str] = &[
 ];
 
 /// Text with its markup applied.
-struct Rendered {
+pub(super) struct Rendered {
     /// As the bot sent it.
     source: String,
     parse_mode: Option<String>,
@@ -80,7 +80,7 @@ fn text_param(params: &Params, too_long: &str) -> Result<Rendered, ApiError> {
 }
 
 /// The optional `caption` parameter rendered and checked.
-fn caption_param(params: &Params) -> Result<Option<Rendered>, ApiError> {
+pub(super) fn caption_param(params: &Params) -> Result<Option<Rendered>, ApiError> {
     let Some(source) = params.string("caption")?.filter(|text| !text.is_empty()) else {
         return Ok(None);
     };
@@ -180,7 +180,7 @@ fn reply_target(state: &State, chat_id: i64, params: &Params) -> Result<Option<V
 }
 
 /// A new outgoing message's common fields (id, sender, chat, date, thread, reply, keyboard).
-fn new_message(state: &mut State, chat_id: i64, params: &Params) -> Result<Map<String, Value>, ApiError> {
+pub(super) fn new_message(state: &mut State, chat_id: i64, params: &Params) -> Result<Map<String, Value>, ApiError> {
     let markup = inline_markup(params)?;
     let reply = reply_target(state, chat_id, params)?;
     let thread = params.int("message_thread_id")?;
@@ -207,7 +207,7 @@ fn new_message(state: &mut State, chat_id: i64, params: &Params) -> Result<Map<S
 }
 
 /// Puts `text` or `caption` (with its entities) into a message.
-fn set_text(message: &mut Map<String, Value>, key: &str, rendered: &Rendered) {
+pub(super) fn set_text(message: &mut Map<String, Value>, key: &str, rendered: &Rendered) {
     let entities_key = if key == "text" { "entities" } else { "caption_entities" };
     message.insert(key.into(), rendered.visible.clone().into());
     if rendered.entities.is_empty() {
@@ -218,7 +218,7 @@ fn set_text(message: &mut Map<String, Value>, key: &str, rendered: &Rendered) {
 }
 
 /// Stores an outgoing message and returns it.
-fn store(
+pub(super) fn store(
     state: &mut State,
     chat_id: i64,
     message: Map<String, Value>,
@@ -429,7 +429,11 @@ fn send_file(state: &mut State, params: &Params, field: &str) -> Result<Value, A
 
 /// The file named by the parameter: `attach://<part>`, a part named like the parameter, or a
 /// known file id. An upload is registered (so `getFile` serves it); its bytes are returned.
-fn input_file(state: &mut State, params: &Params, field: &str) -> Result<(StoredFile, Option<bytes::Bytes>), ApiError> {
+pub(super) fn input_file(
+    state: &mut State,
+    params: &Params,
+    field: &str,
+) -> Result<(StoredFile, Option<bytes::Bytes>), ApiError> {
     let wrong = || ApiError::bad_request("wrong file identifier/HTTP URL specified");
     let missing = || ApiError::bad_request(format!("there is no {field} in the request"));
     let upload = match params.get(field) {
@@ -452,13 +456,11 @@ fn input_file(state: &mut State, params: &Params, field: &str) -> Result<(Stored
     if upload.bytes.len() > UPLOAD_LIMIT {
         return Err(ApiError::new(413, "Request Entity Too Large"));
     }
-    let folder = if field == "photo" {
-        if !looks_like_image(&upload.bytes) {
-            return Err(ApiError::bad_request("IMAGE_PROCESS_FAILED"));
-        }
-        "photos"
-    } else {
-        "documents"
+    let folder = match field {
+        "photo" if !looks_like_image(&upload.bytes) => return Err(ApiError::bad_request("IMAGE_PROCESS_FAILED")),
+        "photo" => "photos",
+        "voice" => "voice",
+        _ => "documents",
     };
     let file = state.files.add(upload.bytes.clone(), upload.file_name.clone(), folder);
     Ok((file, Some(upload.bytes.clone())))

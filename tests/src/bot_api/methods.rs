@@ -57,6 +57,7 @@ pub(crate) fn lookup(name: &str) -> Option<Method> {
         "deletemessages" => messages::delete_messages,
         "senddocument" => messages::send_document,
         "sendphoto" => messages::send_photo,
+        "sendvoice" => super::voice::send_voice,
         "sendchataction" => send_chat_action,
         "answercallbackquery" => answer_callback_query,
         "getfile" => get_file,

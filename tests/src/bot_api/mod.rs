@@ -25,6 +25,9 @@
 //!   `deleteMessages`, `sendDocument`, `sendPhoto` (see below), `sendChatAction` (known
 //!   actions), `answerCallbackQuery` (each pushed query once), `getFile`,
 //!   `setMyCommands`/`getMyCommands`/`deleteMyCommands` (per scope and language).
+//! - `sendVoice`: the file must be valid OGG/Opus (the [`audio`](crate::audio) reader: pages,
+//!   CRC, `OpusHead`); the message shows `voice` with the `duration` given, the measured
+//!   length under `voice.measured_seconds` (the double's own field), and the caption.
 //! - `setMessageReaction`: the message must exist, `reaction` at most one emoji of Telegram's
 //!   list (`REACTION_INVALID`, `REACTIONS_TOO_MANY`); [`reaction`](BotApiServer::reaction)
 //!   reads what a message shows.
@@ -93,6 +96,7 @@
 mod faults;
 mod hold;
 mod html;
+mod limits;
 mod messages;
 mod methods;
 mod params;
@@ -103,6 +107,7 @@ mod recorded;
 mod server;
 mod state;
 pub mod updates;
+mod voice;
 mod webhook;
 
 #[cfg(test)]

@@ -226,6 +226,21 @@ pub fn voice_message(chat_id: i64, from_user_id: i64, file_id: &str, duration_se
     )
 }
 
+/// An audio file (file `file_id`, named `file_name`, of type `mime_type`) lasting `duration_secs`.
+pub fn audio_message(
+    chat_id: i64,
+    from_user_id: i64,
+    file_id: &str,
+    duration_secs: u32,
+    file_name: &str,
+    mime_type: &str,
+) -> MessageUpdate {
+    MessageUpdate::new(chat_id, from_user_id).set(
+        "audio",
+        json!({"file_id": file_id, "duration": duration_secs, "file_name": file_name, "mime_type": mime_type}),
+    )
+}
+
 /// A sticker showing `emoji` (a regular, static one; no file behind it).
 pub fn sticker_message(chat_id: i64, from_user_id: i64, emoji: &str) -> MessageUpdate {
     MessageUpdate::new(chat_id, from_user_id).set(

@@ -272,6 +272,13 @@ impl ModelServer {
         }
     }
 
+    /// Number of streamed replies whose client went away (closed the connection or dropped the
+    /// response) before all their scripted events were sent: a client stopping a paced answer.
+    /// Replies cut by the script itself count once their scripted events are out, so not.
+    pub fn streams_left(&self) -> usize {
+        self.shared.streams_left.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Sets the context window in tokens (`None`: unlimited). A request whose
     /// [`estimated_tokens`] exceeds it gets 400: Anthropic `invalid_request_error` "prompt is
     /// too long: N tokens > M maximum", OpenAI code `context_length_exceeded` "This model's

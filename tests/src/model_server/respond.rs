@@ -2,6 +2,9 @@
 //! their scripted cuts, non-streaming bodies.
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -60,8 +63,14 @@ pub(crate) struct Served {
 }
 
 /// Waits the turn's delay, then answers with its error, its stream (cut as scripted) or its
-/// non-streaming body. `extra` headers (the request id) go on every answer.
-pub(crate) async fn respond(api: WireApi, served: Served, extra: &[(&'static str, String)]) -> Response {
+/// non-streaming body. `extra` headers (the request id) go on every answer; `left` counts the
+/// streams the client went away from before their scripted events were all sent.
+pub(crate) async fn respond(
+    api: WireApi,
+    served: Served,
+    extra: &[(&'static str, String)],
+    left: &Arc<AtomicUsize>,
+) -> Response {
     let Served { turn, ctx, streaming } = served;
     if !turn.delay.is_zero() {
         tokio::time::sleep(turn.delay).await;
@@ -81,7 +90,7 @@ pub(crate) async fn respond(api: WireApi, served: Served, extra: &[(&'static str
             extra.push(("retry-after", retry_after_secs.to_string()));
             error_response(api, &rejection, &extra)
         }
-        Outcome::Reply if streaming => stream_response(api, &turn, &ctx, extra),
+        Outcome::Reply if streaming => stream_response(api, &turn, &ctx, extra, left.clone()),
         Outcome::Reply => {
             if turn.cut.is_some() {
                 return body_response(
@@ -117,7 +126,33 @@ fn abort_stream() -> ByteStream {
     .boxed()
 }
 
-fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'static str, String)]) -> Response {
+/// Counts its stream as left by the client when dropped before [`sent`](Self::sent) was set.
+struct LeftGuard {
+    left: Arc<AtomicUsize>,
+    sent: bool,
+}
+
+impl LeftGuard {
+    fn mark_sent(&mut self) {
+        self.sent = true;
+    }
+}
+
+impl Drop for LeftGuard {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.left.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn stream_response(
+    api: WireApi,
+    turn: &Turn,
+    ctx: &ReplyContext,
+    extra: &[(&'static str, String)],
+    left: Arc<AtomicUsize>,
+) -> Response {
     let mut events = match api {
         WireApi::Anthropic => anthropic::stream_events(turn, ctx),
         WireApi::OpenAi => openai::stream_events(turn, ctx),
@@ -147,6 +182,13 @@ fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'st
         }
     };
     let gap = turn.gap;
+    let mut guard = LeftGuard { left, sent: false };
+    // Reached once every scripted event went out; yields nothing.
+    let all_sent = stream::poll_fn(move |_| {
+        // A method call, so the closure owns the guard, not a copy of its flag.
+        guard.mark_sent();
+        Poll::Ready(None)
+    });
     let body = stream::iter(events.into_iter().enumerate())
         .then(move |(n, event)| async move {
             if n > 0 && !gap.is_zero() {
@@ -154,6 +196,7 @@ fn stream_response(api: WireApi, turn: &Turn, ctx: &ReplyContext, extra: &[(&'st
             }
             Ok(event)
         })
+        .chain(all_sent)
         .chain(tail);
     body_response(
         StatusCode::OK,

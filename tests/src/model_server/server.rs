@@ -2,6 +2,7 @@
 //! window, next turn); `respond.rs` renders the chosen turn.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,8 @@ pub(crate) struct Shared {
     state: Mutex<ServerState>,
     /// Number of recorded requests, for waiters.
     pub(crate) recorded: watch::Sender<usize>,
+    /// Number of streamed replies the client went away from before their last event.
+    pub(crate) streams_left: Arc<AtomicUsize>,
 }
 
 impl Shared {
@@ -68,6 +71,7 @@ impl Shared {
                 responder: None,
             }),
             recorded: watch::Sender::new(0),
+            streams_left: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -200,7 +204,7 @@ async fn handle(
     let (request_id, verdict) = admit_and_record(shared, api, uri, headers, raw, first_byte);
     let extra = [(request_id_header(api), request_id)];
     match verdict {
-        Ok(served) => respond(api, served, &extra).await,
+        Ok(served) => respond(api, served, &extra, &shared.streams_left).await,
         Err(rejection) => error_response(api, &rejection, &extra),
     }
 }

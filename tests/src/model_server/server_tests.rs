@@ -206,3 +206,23 @@ async fn a_responder_answers_interleaved_conversations_from_their_own_transcript
         [vec!["A uses a tool"], vec!["B one", "B two"], vec!["A uses a tool"]]
     );
 }
+
+#[tokio::test]
+async fn a_client_leaving_a_paced_stream_is_counted_and_a_finished_one_is_not() {
+    let server = server().await;
+    let user = json!([{"role": "user", "content": "hi"}]);
+    server.push(Turn::reply("all of it"));
+    let whole = post_anthropic(&server, &anthropic_body(user.clone())).await;
+    assert!(whole.text().await.unwrap().contains("message_stop"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(server.streams_left(), 0, "read to the end");
+    server.push(Turn::new().text("one").text("two").pace(Duration::from_secs(30)));
+    let mut paced = post_anthropic(&server, &anthropic_body(user)).await;
+    assert!(paced.chunk().await.unwrap().is_some(), "the first event comes at once");
+    drop(paced);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while server.streams_left() == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.streams_left(), 1);
+}

@@ -139,8 +139,10 @@ pub fn job_target(t: Target) -> JobTarget {
 impl ChatJobDelivery {
     /// A job of the caller `name`: run in a session of the caller's own (its tools, its
     /// workspace), never in the chat's; its answer is told to the chat, marked as the caller's.
-    /// A run cut off by a crash before any tool is asked again (its answer may then be told
-    /// twice); after a tool it is not, as for the chat's own jobs.
+    /// Exactly once, as for the chat's own jobs: a run cut off by a crash before any tool is
+    /// asked again, after a tool it is not; a slot whose answer the job's transcript already
+    /// holds is not asked again but told from there, unless it was told before the crash
+    /// ([`TOLD_FILE`] beside the job's session file names the last slot told).
     async fn run_as_caller(
         &self,
         name: &str,
@@ -160,6 +162,19 @@ impl ChatJobDelivery {
             .own_session(spec)
             .await
             .map_err(|e| failed(format!("cannot open the caller's session: {e:#}")))?;
+        let key = slot_key(&run.prompt).to_owned();
+        let told = session
+            .session_file()
+            .and_then(|f| f.parent().map(|d| d.join(TOLD_FILE)));
+        if let Some(answer) = slot_answer(&session.messages(), &key) {
+            session.dispose().await;
+            if told.as_deref().is_some_and(|f| was_told(f, &key)) {
+                return Ok("sent before the restart (run as the A2A caller)".into());
+            }
+            self.tell_caller_answer(name, &run.job_id, to, &answer, told.as_deref(), &key)
+                .await?;
+            return Ok("sent (an answer the slot already had, run as the A2A caller)".into());
+        }
         let listener = session.subscribe(move |e| watch.on_event(e));
         let prompted = tokio::select! {
             r = session.prompt(PromptInput::text(run.prompt.clone())) => r.map_err(|e| e.to_string()),
@@ -181,21 +196,54 @@ impl ChatJobDelivery {
         })?;
         let heading = run.prompt.lines().next().unwrap_or_default();
         outcome(&messages, heading, self.stopping(), run.tool_started.was_recorded())?;
-        let answer = messages
-            .iter()
-            .rposition(|m| matches!(m, Message::User(u) if u.content.text().starts_with(heading)))
-            .and_then(|at| answer_after(&messages, at))
-            .map(|(_, text)| text)
-            .unwrap_or_default();
+        let answer = slot_answer(&messages, &key).unwrap_or_default();
+        self.tell_caller_answer(name, &run.job_id, to, &answer, told.as_deref(), &key)
+            .await?;
+        Ok("sent (run as the A2A caller)".into())
+    }
+
+    /// Tells the chat `to` the `answer` of the job `job_id` of the caller `name`, then notes
+    /// slot `key` as told in `told`. (A crash between the two tells it again: the window is the
+    /// write of one small file.)
+    async fn tell_caller_answer(
+        &self,
+        name: &str,
+        job_id: &str,
+        to: Target,
+        answer: &str,
+        told: Option<&std::path::Path>,
+        key: &str,
+    ) -> Result<(), DeliveryError> {
         self.chats
             .notice(
                 to,
-                format!("Scheduled job {} of the A2A caller `{name}`:\n\n{answer}", run.job_id),
+                format!("Scheduled job {job_id} of the A2A caller `{name}`:\n\n{answer}"),
             )
             .await
-            .map_err(|e| failed(e.to_string()))?;
-        Ok("sent (run as the A2A caller)".into())
+            .map_err(|e| DeliveryError::Failed(e.to_string()))?;
+        if let Some(file) = told
+            && let Err(e) = std::fs::write(file, key)
+        {
+            tracing::warn!(file = %file.display(), "cannot note a caller's job as told: {e}");
+        }
+        Ok(())
     }
+}
+
+/// Beside a caller's job session file: the [`slot_key`] of the last slot whose answer was told.
+const TOLD_FILE: &str = "told-slot";
+
+/// Whether `file` names slot `key` as told.
+fn was_told(file: &std::path::Path, key: &str) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|k| k == key)
+}
+
+/// The answer `messages` hold for the newest prompt of slot `key`, if its run finished.
+fn slot_answer(messages: &[Message], key: &str) -> Option<String> {
+    let at = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User(u) if slot_key(&u.content.text()) == key))?;
+    answer_after(messages, at).map(|(_, text)| text)
 }
 
 #[async_trait]

@@ -11,7 +11,7 @@ use crate::features::{CommandCall, Turn};
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::menus;
 use crate::telegram::inbound::update::InMessage;
-use crate::telegram::outbound::texts;
+use crate::telegram::outbound::{failures, texts};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use teloxide::types::BotCommand;
@@ -111,6 +111,14 @@ const BUILTINS: &[Builtin] = &[
         turn: Turn::Holds,
         owners: false,
         run: time_zone,
+    },
+    Builtin {
+        name: "voice",
+        description: "Voice: the language notes are heard in",
+        help: Some("/voice [lang CODE] - show voice settings, or set the language voice notes are in"),
+        turn: Turn::Holds,
+        owners: false,
+        run: voice,
     },
     Builtin {
         name: "session",
@@ -308,14 +316,14 @@ async fn run(host: &Arc<TelegramHost>, m: &InMessage, target: Target, name: &str
     };
     match session.prompt(PromptInput::text(line)).await {
         Ok(()) => None,
-        Err(e) => Some(format!("⚠️ {e}")),
+        Err(e) => Some(failures::session(&e)),
     }
 }
 
 /// The chat's session, loaded if needed; the error as the chat is told it.
 async fn session_of(host: &TelegramHost, target: Target) -> Result<AgentSession, String> {
     let conversation = host.chats.conversation(target);
-    host.chats.session(&conversation).await.map_err(|e| format!("⚠️ {e}"))
+    host.chats.session(&conversation).await.map_err(|e| failures::open(&e))
 }
 
 /// The chat's IANA time zone: its own, else the default.
@@ -344,7 +352,7 @@ fn new_session<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Op
         };
         Some(match session.new_session().await {
             Ok(()) => "New session started.".into(),
-            Err(e) => format!("⚠️ {e}"),
+            Err(e) => failures::session(&e),
         })
     })
 }
@@ -365,7 +373,7 @@ fn compact<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option
                     before.context_tokens, after.context_tokens, after.context_window
                 )
             }
-            Err(e) => format!("⚠️ {e}"),
+            Err(e) => failures::session(&e),
         })
     })
 }
@@ -390,7 +398,7 @@ fn model<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<S
                 let _ = host.chats.settings().update(&c.key, |s| s.model = Some(model.key()));
                 format!("Model: `{}`", model.key())
             }
-            Err(e) => format!("⚠️ {e}"),
+            Err(e) => failures::session(&e),
         })
     })
 }
@@ -433,7 +441,7 @@ fn thinking<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Optio
                         crate::agent_setup::no_reasoning_note(&session)
                     )
                 }
-                Err(e) => format!("⚠️ {e}"),
+                Err(e) => failures::session(&e),
             },
             Err(e) => format!("⚠️ {e}"),
         })
@@ -480,7 +488,7 @@ fn allow<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<S
             host.access
                 .allow(id)
                 .map(|()| format!("User {id} may now talk to me."))
-                .unwrap_or_else(|e| format!("⚠️ cannot save access.json: {e}")),
+                .unwrap_or_else(|e| failures::not_saved("access.json", &e)),
         )
     })
 }
@@ -501,7 +509,7 @@ fn deny<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<St
                         format!("User {id} is an owner and cannot be denied.")
                     }
                 })
-                .unwrap_or_else(|e| format!("⚠️ cannot save access.json: {e}")),
+                .unwrap_or_else(|e| failures::not_saved("access.json", &e)),
         )
     })
 }
@@ -525,7 +533,7 @@ fn time_zone<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Opti
             .settings()
             .update(&c.key, |s| s.time_zone = Some(tz.name().to_owned()))
         {
-            return Some(format!("⚠️ cannot save chat-settings.json: {e}"));
+            return Some(failures::not_saved("chat-settings.json", &e));
         }
         // Every loaded topic of the chat takes the zone now; the others when they load.
         for s in host.chats.loaded_in_chat(c.target.chat_id).await {
@@ -533,6 +541,10 @@ fn time_zone<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Opti
         }
         Some(format!("Time zone: {}", tz.name()))
     })
+}
+
+fn voice<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move { Some(crate::telegram::voice::command::run(host, &c.key, c.args)) })
 }
 
 #[cfg(test)]

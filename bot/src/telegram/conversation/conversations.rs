@@ -101,6 +101,7 @@ impl Chats {
         conversations
             .entry(target)
             .or_insert_with(|| {
+                let ledger = Arc::new(Ledger::new(self.deps.journal.clone(), self.shutting_down.clone()));
                 Arc::new(Conversation {
                     target,
                     session: tokio::sync::Mutex::new(None),
@@ -108,10 +109,11 @@ impl Chats {
                         self.deps.tg.clone(),
                         self.deps.journal.clone(),
                         self.deps.marks.clone(),
+                        ledger.clone(),
                         target,
                     ),
                     last_active: Mutex::new(Instant::now()),
-                    ledger: Arc::new(Ledger::new(self.deps.journal.clone(), self.shutting_down.clone())),
+                    ledger,
                     intake: crate::telegram::inbound::merge::Intake::default(),
                 })
             })
@@ -165,6 +167,7 @@ impl Chats {
                     tg: self.deps.tg.clone(),
                     target,
                     pending: self.deps.pending.clone(),
+                    ledger: conversation.ledger.clone(),
                 })),
                 channel: Some(Arc::new(TelegramChannel {
                     tg: self.deps.tg.clone(),
@@ -174,11 +177,7 @@ impl Chats {
             .await?;
         let output = conversation.output.clone();
         let ledger = conversation.ledger.clone();
-        let pending = self.deps.pending.clone();
-        session.subscribe(move |e| {
-            pending.follow(target, e);
-            output.on_event(e, ledger.on_event(e));
-        });
+        session.subscribe(move |e| output.on_event(e, ledger.on_event(e)));
         *guard = Some(session.clone());
         Ok(session)
     }

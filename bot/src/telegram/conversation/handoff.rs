@@ -19,12 +19,14 @@ use crate::features::port::Target;
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::Conversation;
 use crate::telegram::inbound::merge::{Part, Ticket};
-use crate::telegram::inbound::shortage::{self, Shortage};
+use crate::telegram::inbound::shortage::{self, Lack};
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
 use crate::telegram::outbound::api::FetchError;
 use crate::telegram::outbound::failures;
+use crate::telegram::outbound::output::Output;
 use crate::telegram::outbound::texts;
 use crate::telegram::outbound::ui::Asker;
+use crate::telegram::voice;
 use base64::Engine;
 use chrono::TimeZone;
 use std::path::{Path, PathBuf};
@@ -82,10 +84,14 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
     let takes_images = session.model().is_some_and(|m| m.takes_images());
     let ctx = Ctx {
         host: &host,
+        output: &conversation.output,
         takes_images,
         tz,
     };
-    let prepared = ctx.prepare(&parts).await;
+    // Shutdown while short of resources: unfinished in the journal, handled after a restart.
+    let Some(prepared) = ctx.prepare(&parts).await else {
+        return;
+    };
     turn.wait().await;
     // A `/tz` sent just before this message has been applied by now.
     let tz = session.time_zone().unwrap_or(host.config.default_time_zone);
@@ -104,40 +110,44 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
             QueueMode::Steer => SessionQueue::Steer,
         }),
     };
-    // Before the hand-over: its `message_end` may come before `submit` returns.
-    conversation.ledger.queue(&ids, &input.text);
-    // Questions its run asks are for its sender (or an owner).
+    // Before the hand-over: its `message_end` may come before `submit` returns. Questions
+    // its run asks are for its sender (or an owner).
     let asker = Asker {
         id: first.message.from_id,
         name: first.message.from_name.clone(),
     };
-    host.pending.queue_asker(conversation.target, &input.text, asker);
+    conversation.ledger.queue(&ids, &input.text, asker);
     // The prompt has its place (a run started, or it is queued) once `submit` returns,
     // however long the session's `input` handlers took; only then may the next prompt go.
-    let submitted = session.submit(input).await;
+    let submitted = shortage::retry(
+        "handing a prompt to the chat's session",
+        &host.shutdown,
+        |e: &SessionError| shortage::lack_of(e),
+        |lack| conversation.output.short_of(lack),
+        || session.submit(input.clone()),
+    )
+    .await;
     drop(turn);
+    // Shutdown while short of resources: unfinished in the journal, handled after a restart.
+    let Some(submitted) = submitted else { return };
+    if submitted.is_ok() {
+        conversation.output.resources_back();
+    }
     settle(&conversation, &session, ids, submitted).await;
 }
 
 /// The conversation's session; a failure for want of descriptors, memory or disk is waited out
-/// and tried again ([`shortage`]), never told to the chat. `None`: shutdown came first.
+/// and tried again ([`shortage`]), never told to the chat (a full disk once, as a notice).
+/// `None`: shutdown came first.
 async fn open_session(host: &TelegramHost, conversation: &Arc<Conversation>) -> Option<anyhow::Result<AgentSession>> {
-    let mut short = Shortage::default();
-    loop {
-        let opened = host.chats.session(conversation).await;
-        let cause = opened.as_ref().err().and_then(shortage::cause);
-        match cause {
-            Some(cause) => {
-                if !short.wait("opening the chat's session", cause, &host.shutdown).await {
-                    return None;
-                }
-            }
-            None => {
-                short.over("opening the chat's session");
-                return Some(opened);
-            }
-        }
-    }
+    shortage::retry(
+        "opening the chat's session",
+        &host.shutdown,
+        shortage::lack_of_any,
+        |lack| conversation.output.short_of(lack),
+        || host.chats.session(conversation),
+    )
+    .await
 }
 
 /// Settles the journal progress of a submitted prompt (updates `ids`) by how it went: refused,
@@ -191,6 +201,8 @@ impl Prepared {
 /// What receiving files needs.
 struct Ctx<'a> {
     host: &'a TelegramHost,
+    /// Where a full disk is told, once.
+    output: &'a Output,
     takes_images: bool,
     tz: chrono_tz::Tz,
 }
@@ -207,13 +219,14 @@ enum Received {
 }
 
 impl Ctx<'_> {
-    async fn prepare(&self, parts: &[Part]) -> Prepared {
+    /// The prompt of `parts`; `None` when shutdown came while a file waited out a shortage.
+    async fn prepare(&self, parts: &[Part]) -> Option<Prepared> {
         let mut out = Prepared::default();
         let mut notes = Vec::new();
         let mut unseen = Vec::new();
         for part in parts {
             let Some(media) = &part.message.media else { continue };
-            match self.receive(&part.message, media).await {
+            match self.receive(&part.message, media).await? {
                 Received::Image(image) => out.images.push(image),
                 Received::Refused(notice) => out.notices.push(notice),
                 Received::Saved { path, size } => {
@@ -231,6 +244,11 @@ impl Ctx<'_> {
                         MediaKind::Document => None,
                     };
                     notes.push(texts::saved_note(noun(media.kind), &path, size, detail.as_deref()));
+                    // Voice: the note's transcript follows its file's line.
+                    if let Some(heard) = voice::inbound::hear(self.host, part.message.chat_id, media, &path).await {
+                        notes.push(heard.line);
+                        out.notices.push(heard.notice);
+                    }
                 }
             }
         }
@@ -244,25 +262,38 @@ impl Ctx<'_> {
             .chain(texts)
             .collect::<Vec<_>>()
             .join("\n");
-        out
+        Some(out)
     }
 
-    /// Downloads one file and makes it image content or saves it.
-    async fn receive(&self, m: &InMessage, media: &InMedia) -> Received {
+    /// Downloads one file and makes it image content or saves it; a shortage of descriptors,
+    /// memory or disk is waited out ([`shortage::retry`]). `None`: shutdown came first.
+    async fn receive(&self, m: &InMessage, media: &InMedia) -> Option<Received> {
         let label = media.file_name.clone().unwrap_or_else(|| noun(media.kind).to_owned());
         if let Some(size) = media.file_size
             && size > DOWNLOAD_LIMIT
         {
-            return Received::Refused(texts::file_too_large(&label, Some(size), DOWNLOAD_LIMIT));
+            return Some(Received::Refused(texts::file_too_large(
+                &label,
+                Some(size),
+                DOWNLOAD_LIMIT,
+            )));
         }
-        let bytes = match self.host.tg.download(m.chat_id, &media.file_id, DOWNLOAD_LIMIT).await {
+        let downloaded = shortage::retry(
+            "downloading a received file",
+            &self.host.shutdown,
+            fetch_lack,
+            |lack| self.output.short_of(lack),
+            || self.host.tg.download(m.chat_id, &media.file_id, DOWNLOAD_LIMIT),
+        )
+        .await?;
+        let bytes = match downloaded {
             Ok(b) => b,
             Err(FetchError::TooLarge { size }) => {
-                return Received::Refused(texts::file_too_large(&label, size, DOWNLOAD_LIMIT));
+                return Some(Received::Refused(texts::file_too_large(&label, size, DOWNLOAD_LIMIT)));
             }
             Err(e) => {
                 tracing::warn!(chat = m.chat_id, file = %label, "cannot download an inbound file: {e}");
-                return Received::Refused(texts::file_not_received(&label, &e.to_string()));
+                return Some(Received::Refused(texts::file_not_received(&label, &e.to_string())));
             }
         };
         let size = bytes.len() as u64;
@@ -272,18 +303,25 @@ impl Ctx<'_> {
             && size <= IMAGE_LIMIT
             && let Some(mime) = image_type
         {
-            return Received::Image(ImageContent {
+            return Some(Received::Image(ImageContent {
                 data: base64::engine::general_purpose::STANDARD.encode(&bytes),
                 mime_type: mime.to_owned(),
-            });
+            }));
         }
         let name = file_name(media, m.date, self.tz, image_type);
-        let saved = async {
-            let inbox = self.host.chats.workspace(m.chat_id)?.join("inbox");
-            tokio::fs::create_dir_all(&inbox).await?;
-            save_unique(&inbox, &name, &bytes).await
-        };
-        match saved.await {
+        let saved = shortage::retry(
+            "saving a received file",
+            &self.host.shutdown,
+            |e: &std::io::Error| shortage::lack(e),
+            |lack| self.output.short_of(lack),
+            || async {
+                let inbox = self.host.chats.workspace(m.chat_id)?.join("inbox");
+                tokio::fs::create_dir_all(&inbox).await?;
+                save_unique(&inbox, &name, &bytes).await
+            },
+        )
+        .await?;
+        Some(match saved {
             Ok(file) => {
                 tracing::info!(chat = m.chat_id, file = %file.display(), size, "saved an inbound file");
                 let name = file
@@ -302,7 +340,16 @@ impl Ctx<'_> {
                     &format!("it could not be saved in the workspace ({e})"),
                 ))
             }
-        }
+        })
+    }
+}
+
+/// The shortage a failed download met: through the request's sources (a `getFile` call), or in
+/// the text the download's error kept.
+fn fetch_lack(e: &FetchError) -> Option<Lack> {
+    match e {
+        FetchError::Api(request) => shortage::lack_of(request),
+        FetchError::Download(_) | FetchError::TooLarge { .. } => shortage::lack_of(e),
     }
 }
 
@@ -318,7 +365,7 @@ fn noun(kind: MediaKind) -> &'static str {
 }
 
 /// `m:ss`.
-fn duration(secs: u64) -> String {
+pub(crate) fn duration(secs: u64) -> String {
     format!("{}:{:02}", secs / 60, secs % 60)
 }
 

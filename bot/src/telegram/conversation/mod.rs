@@ -9,4 +9,4 @@ pub(crate) mod handoff;
 pub(crate) mod menus;
 pub(crate) mod recovery;
 pub(crate) mod settings;
-pub(crate) mod store_file;
+pub(crate) use crate::store_file;

@@ -23,7 +23,9 @@ use crate::telegram::conversation::conversations::Conversation;
 use crate::telegram::inbound::journal::{Progress, Unfinished, prompt_digest};
 use crate::telegram::inbound::merge::Ticket;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
+use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::texts;
+use crate::telegram::outbound::ui::Asker;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -98,6 +100,10 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
     let mut answered: HashSet<usize> = HashSet::new();
     for (digest, group) in prompt_groups(started) {
         let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
+        // Marked 👀 before the crash: the outcome of what follows replaces it.
+        for i in &group {
+            host.tg.react_recovered(i.u.id, target, i.m.message_id);
+        }
         let at = digest.as_deref().and_then(|d| locate(&messages, d));
         if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
             if answered.insert(index) {
@@ -172,6 +178,7 @@ async fn offer_retry_instead(host: &TelegramHost, group: &[Item], ids: &[i64]) -
     };
     host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
     host.journal.mark_all(ids, Progress::Done);
+    host.tg.react_finished(ids, Outcome::Failed);
     true
 }
 
@@ -193,7 +200,13 @@ async fn continue_cut_off(
         ?ids,
         "continuing a run a crash cut off"
     );
-    conversation.ledger.resume(&ids, digest);
+    let Some(lead) = group.first() else { return };
+    // Its questions are for the sender of the message it answers, as before the crash.
+    let asker = Asker {
+        id: lead.m.from_id,
+        name: lead.m.from_name.clone(),
+    };
+    conversation.ledger.resume(&ids, digest, asker);
     let session = session.clone();
     let (host, conversation) = (host.clone(), conversation.clone());
     let mut run = Box::pin(async move {

@@ -24,6 +24,8 @@ pub struct ChatSettings {
     pub model: Option<String>,
     /// Thinking level for new sessions.
     pub thinking: Option<ThinkingLevel>,
+    /// `/voice lang CODE`: the language voice notes are transcribed in (ISO-639-1).
+    pub voice_language: Option<String>,
 }
 
 /// One chat's entry as the file holds it (unchecked; other keys kept as they are).
@@ -35,6 +37,8 @@ struct StoredSettings {
     model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     thinking: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    voice_language: Option<String>,
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
 }
@@ -154,10 +158,19 @@ impl SettingsStore {
                     None
                 }
             });
+        let voice_language = stored.voice_language.as_deref().and_then(|l| {
+            if crate::config::is_language(l) {
+                Some(l.to_owned())
+            } else {
+                drop("voice_language", l, "not an ISO-639-1 language code".to_owned());
+                None
+            }
+        });
         ChatSettings {
             time_zone,
             model,
             thinking,
+            voice_language,
         }
     }
 
@@ -186,6 +199,9 @@ impl SettingsStore {
         }
         if after.thinking != before.thinking {
             stored.thinking = after.thinking.map(|t| t.as_str().to_owned());
+        }
+        if after.voice_language != before.voice_language {
+            stored.voice_language = after.voice_language;
         }
         save_json(&self.path, &*map)
     }
@@ -270,6 +286,7 @@ mod tests {
                 time_zone: Some("Asia/Tokyo".into()),
                 model: Some("anthropic/claude-sonnet-4-5".into()),
                 thinking: Some(ThinkingLevel::Low),
+                voice_language: None,
             }
         );
         // Setting one key writes that key; the other ignored values and unknown keys stay.

@@ -31,10 +31,7 @@ impl TelegramHost {
     pub async fn handle(self: &Arc<Self>, update_id: i64, update: Value) {
         match update::parse(&update) {
             Inbound::Message(m) => self.on_message(update_id, m).await,
-            Inbound::Callback(c) => match crate::telegram::outbound::live::preview::stop_button_asker(&c.data) {
-                Some(asker) => self.on_stop_button(update_id, &c, asker).await,
-                None => self.on_callback(update_id, c).await,
-            },
+            Inbound::Callback(c) => self.on_callback(update_id, c).await,
             Inbound::Stop(s) => self.on_draft_stopped(update_id, s).await,
             Inbound::CallbackWithoutChat(id) => {
                 self.answer_press(&id, Some(texts::PRESS_REFUSED)).await;
@@ -115,8 +112,10 @@ impl TelegramHost {
             m
         };
         let text = self.strip_mention(&m.text);
-        // A tool or extension asked for input: this message is the answer, not a prompt.
-        if !text.starts_with('/') && self.pending.answer_input(Self::target(&m), &text) {
+        // A tool or extension asked its sender (or an owner) for input: this message is the
+        // answer, not a prompt.
+        let owner = self.access.is_owner(m.from_id);
+        if !text.starts_with('/') && self.pending.answer_input(Self::target(&m), m.from_id, owner, &text) {
             self.journal.mark(update_id, Progress::Done);
             return;
         }
@@ -193,7 +192,8 @@ impl TelegramHost {
     }
 
     /// A button press, under the rules of a message: an allowed user, in a private chat or an
-    /// allowed group; anything else is answered with a toast and changes nothing. A question's
+    /// allowed group; anything else is answered with a toast and changes nothing (a preview's
+    /// Stop too). A question's
     /// button answers only its own question ([`Pending::press`](crate::telegram::outbound::ui::Pending::press)).
     async fn on_callback(self: &Arc<Self>, update_id: i64, c: InCallback) {
         let chat_ok = if c.is_group() {
@@ -205,6 +205,11 @@ impl TelegramHost {
             tracing::info!(chat = c.chat_id, user = c.from_id, "button press refused");
             self.answer_press(&c.id, Some(texts::PRESS_REFUSED)).await;
             self.journal.mark(update_id, Progress::Done);
+            return;
+        }
+        // A group preview's Stop: for its asker or an owner (checked there).
+        if let Some(asker) = crate::telegram::outbound::live::preview::stop_button_asker(&c.data) {
+            self.on_stop_button(update_id, &c, asker).await;
             return;
         }
         let target = Target {
@@ -229,6 +234,23 @@ impl TelegramHost {
         }
         self.journal.mark(update_id, Progress::Done);
         let owner = self.access.is_owner(c.from_id);
+        if let Some((feature, data)) = self.features.presser(&c.data) {
+            // In a task of its own: a feature's press may write files or edit messages, and
+            // the updates behind it must not wait for that.
+            let (host, data) = (self.clone(), data.to_owned());
+            tokio::spawn(async move {
+                let press = crate::features::Press {
+                    target,
+                    message_id: c.message_id,
+                    from_id: c.from_id,
+                    owner,
+                    data: &data,
+                };
+                let toast = feature.press(press).await;
+                host.answer_press(&c.id, toast.as_deref()).await;
+            });
+            return;
+        }
         let toast = match self.pending.press(target, c.from_id, owner, &c.data) {
             Press::Answered(choice) => {
                 tracing::debug!(chat = c.chat_id, %choice, "question answered");

@@ -15,23 +15,67 @@ const FIRST_PAUSE: Duration = Duration::from_millis(250);
 /// Longest pause between tries.
 const LONGEST_PAUSE: Duration = Duration::from_secs(10);
 
-/// The OS error in `e`'s chain (its sources) that says the machine is short of a resource:
-/// descriptors (`EMFILE`, `ENFILE`), memory or buffers (`ENOMEM`, `ENOBUFS`), disk or quota
-/// (`ENOSPC`, `EDQUOT`); `None` for any other failure.
-pub fn cause(e: &anyhow::Error) -> Option<&std::io::Error> {
-    e.chain()
-        .filter_map(|c| c.downcast_ref::<std::io::Error>())
-        .find(|io| is_shortage(io))
+/// What the machine ran short of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lack {
+    /// File descriptors, the process's or the system's (`EMFILE`, `ENFILE`).
+    Descriptors,
+    /// Memory or kernel buffers (`ENOMEM`, `ENOBUFS`).
+    Memory,
+    /// Disk space or the user's disk quota (`ENOSPC`, `EDQUOT`).
+    Disk,
 }
 
-fn is_shortage(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS | libc::ENOSPC | libc::EDQUOT)
-    ) || matches!(
-        e.kind(),
-        ErrorKind::OutOfMemory | ErrorKind::StorageFull | ErrorKind::QuotaExceeded
-    )
+/// What `e` or one of its sources says the machine is short of: an `std::io::Error` by
+/// [`lack`], or a level that carries the OS error only in its text ([`lack_in_text`]); `None`
+/// for any other failure.
+pub fn lack_of(e: &(dyn std::error::Error + 'static)) -> Option<Lack> {
+    lack_in_chain(std::iter::successors(Some(e), |e| e.source()))
+}
+
+/// [`lack_of`] for an `anyhow` error (its context and sources).
+pub fn lack_of_any(e: &anyhow::Error) -> Option<Lack> {
+    lack_in_chain(e.chain())
+}
+
+fn lack_in_chain<'a>(mut levels: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> Option<Lack> {
+    levels.find_map(|level| match level.downcast_ref::<std::io::Error>() {
+        Some(io) => lack(io),
+        None => lack_in_text(&level.to_string()),
+    })
+}
+
+/// What `e` says the machine is short of, by its OS error number or its kind; `None` when it is
+/// not a shortage.
+pub fn lack(e: &std::io::Error) -> Option<Lack> {
+    match e.raw_os_error() {
+        Some(n) => lack_of_errno(n),
+        None => match e.kind() {
+            ErrorKind::OutOfMemory => Some(Lack::Memory),
+            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(Lack::Disk),
+            _ => None,
+        },
+    }
+}
+
+fn lack_of_errno(n: i32) -> Option<Lack> {
+    match n {
+        libc::EMFILE | libc::ENFILE => Some(Lack::Descriptors),
+        libc::ENOMEM | libc::ENOBUFS => Some(Lack::Memory),
+        libc::ENOSPC | libc::EDQUOT => Some(Lack::Disk),
+        _ => None,
+    }
+}
+
+/// The shortage an error's text reports, for failures that reach the bot only as text (a
+/// model call's `error_message`): the `(os error N)` that Rust's `std::io::Error` writes, the
+/// last one in the text.
+pub fn lack_in_text(text: &str) -> Option<Lack> {
+    text.rmatch_indices("(os error ").find_map(|(at, m)| {
+        let rest = &text[at + m.len()..];
+        let digits = rest.split_once(')')?.0;
+        lack_of_errno(digits.parse().ok()?)
+    })
 }
 
 /// Waiting out one shortage, with a growing pause.
@@ -53,11 +97,11 @@ impl Default for Shortage {
 impl Shortage {
     /// Logs `cause` (the first time at warning level, then at debug) and pauses before the
     /// next try. `false` when `stop` came first: give up without marking anything.
-    pub async fn wait(&mut self, what: &str, cause: &std::io::Error, stop: &CancellationToken) -> bool {
+    pub async fn wait(&mut self, what: &str, cause: &(dyn std::fmt::Display + Sync), stop: &CancellationToken) -> bool {
         if self.tries == 0 {
-            tracing::warn!("{what}: the machine is short of resources ({cause}); trying again until it is not");
+            tracing::warn!("{what}: the machine is short of resources ({cause:#}); trying again until it is not");
         } else {
-            tracing::debug!(tries = self.tries, "{what}: still short of resources ({cause})");
+            tracing::debug!(tries = self.tries, "{what}: still short of resources ({cause:#})");
         }
         self.tries += 1;
         tokio::select! {
@@ -76,7 +120,40 @@ impl Shortage {
     }
 }
 
+/// Runs `attempt` until it succeeds or fails for another reason than a shortage (`lack` of its
+/// error), waiting each shortage out ([`Shortage::wait`]); `short` hears of each shortage met
+/// before its wait. `None`: `stop` came first (nothing is marked; the journal keeps the update).
+pub async fn retry<T, E, Fut>(
+    what: &str,
+    stop: &CancellationToken,
+    lack: impl Fn(&E) -> Option<Lack>,
+    short: impl Fn(Lack),
+    mut attempt: impl FnMut() -> Fut,
+) -> Option<Result<T, E>>
+where
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display + Sync,
+{
+    let mut waiting = Shortage::default();
+    loop {
+        let tried = attempt().await;
+        match tried.as_ref().err().and_then(|e| Some((e, lack(e)?))) {
+            Some((e, lacking)) => {
+                short(lacking);
+                if !waiting.wait(what, e, stop).await {
+                    return None;
+                }
+            }
+            None => {
+                waiting.over(what);
+                return Some(tried);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -89,19 +166,48 @@ mod tests {
             source: emfile,
         };
         let e = anyhow::Error::from(store).context("opening the chat's session");
-        assert_eq!(cause(&e).and_then(|io| io.raw_os_error()), Some(libc::EMFILE));
+        assert_eq!(lack_of_any(&e), Some(Lack::Descriptors));
         for errno in [libc::ENFILE, libc::ENOMEM, libc::ENOSPC] {
             let e = anyhow::Error::from(std::io::Error::from_raw_os_error(errno));
-            assert!(cause(&e).is_some(), "errno {errno}");
+            assert!(lack_of_any(&e).is_some(), "errno {errno}");
         }
         for errno in [libc::EACCES, libc::ENOENT, libc::EIO] {
             let e = anyhow::Error::from(std::io::Error::from_raw_os_error(errno));
-            assert!(cause(&e).is_none(), "errno {errno}");
+            assert!(lack_of_any(&e).is_none(), "errno {errno}");
         }
         assert!(
-            cause(&anyhow::anyhow!("Too many open files")).is_none(),
-            "text is not a cause"
+            lack_of_any(&anyhow::anyhow!("Too many open files")).is_none(),
+            "words alone are not a cause"
         );
+        let store = volcanic_abstractions::sessions::SessionStoreError::Io {
+            action: "append to",
+            path: "/data/s.jsonl".into(),
+            source: std::io::Error::from_raw_os_error(libc::EDQUOT),
+        };
+        assert_eq!(lack_of(&store), Some(Lack::Disk));
+        // A level that kept only the text (a download's error).
+        let text = anyhow::anyhow!(
+            "the download failed ({})",
+            std::io::Error::from_raw_os_error(libc::EMFILE)
+        );
+        assert_eq!(lack_of_any(&text), Some(Lack::Descriptors));
+    }
+
+    #[test]
+    fn lacks_by_number_kind_and_text() {
+        let of = |n| lack(&std::io::Error::from_raw_os_error(n));
+        assert_eq!(of(libc::ENFILE), Some(Lack::Descriptors));
+        assert_eq!(of(libc::ENOBUFS), Some(Lack::Memory));
+        assert_eq!(of(libc::ENOSPC), Some(Lack::Disk));
+        assert_eq!(of(libc::ECONNREFUSED), None);
+        assert_eq!(lack(&std::io::Error::from(ErrorKind::StorageFull)), Some(Lack::Disk));
+        assert_eq!(lack(&std::io::Error::from(ErrorKind::NotFound)), None);
+        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE).to_string();
+        let model = format!("request to http://127.0.0.1:9/v1 failed: tcp connect error: {emfile}");
+        assert_eq!(lack_in_text(&model), Some(Lack::Descriptors));
+        assert_eq!(lack_in_text("connection refused (os error 111)"), None);
+        assert_eq!(lack_in_text("(os error 28) then (os error 1"), Some(Lack::Disk));
+        assert_eq!(lack_in_text("no number (os error x)"), None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -115,5 +221,43 @@ mod tests {
         assert_eq!(start.elapsed(), FIRST_PAUSE * 3);
         stop.cancel();
         assert!(!s.wait("test", &emfile, &stop).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_waits_out_shortages_only() {
+        let stop = CancellationToken::new();
+        let tries = std::cell::Cell::new(0);
+        let heard = std::cell::RefCell::new(Vec::new());
+        let got = retry(
+            "test",
+            &stop,
+            |e: &std::io::Error| lack(e),
+            |l| heard.borrow_mut().push(l),
+            || {
+                tries.set(tries.get() + 1);
+                let n = tries.get();
+                async move {
+                    match n {
+                        1 => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
+                        2 => Err(std::io::Error::from_raw_os_error(libc::EMFILE)),
+                        _ => Err(std::io::Error::from_raw_os_error(libc::EACCES)),
+                    }
+                }
+            },
+        )
+        .await;
+        let e: std::io::Error = got.and_then(Result::<(), _>::err).unwrap();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES), "other failures end the retry");
+        assert_eq!(heard.into_inner(), [Lack::Disk, Lack::Descriptors]);
+        stop.cancel();
+        let never = retry(
+            "test",
+            &stop,
+            |e: &std::io::Error| lack(e),
+            |_| {},
+            || async { Err::<(), _>(std::io::Error::from_raw_os_error(libc::ENOMEM)) },
+        )
+        .await;
+        assert!(never.is_none(), "stop ends the wait");
     }
 }

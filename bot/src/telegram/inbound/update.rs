@@ -133,34 +133,6 @@ pub struct InStop {
     pub draft_id: i64,
 }
 
-/// How many recent messages' senders [`sender_of`] remembers.
-const SENDERS_KEPT: usize = 1024;
-
-fn senders() -> std::sync::MutexGuard<'static, std::collections::VecDeque<(i64, i64)>> {
-    static SENDERS: std::sync::Mutex<std::collections::VecDeque<(i64, i64)>> =
-        std::sync::Mutex::new(std::collections::VecDeque::new());
-    SENDERS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn note_sender(update_id: i64, from_id: i64) {
-    let mut senders = senders();
-    if senders.len() == SENDERS_KEPT {
-        senders.pop_front();
-    }
-    senders.push_back((update_id, from_id));
-}
-
-/// `from.id` of the message in update `update_id`, if it was [`parse`]d by this process among
-/// the last 1024 messages: a group's answer preview offers its Stop button to the person who
-/// asked (docs/telegram.md, "Live answers").
-pub fn sender_of(update_id: i64) -> Option<i64> {
-    senders()
-        .iter()
-        .rev()
-        .find(|(u, _)| *u == update_id)
-        .map(|(_, from)| *from)
-}
-
 impl InCallback {
     /// Whether the button's chat is a group or supergroup.
     pub fn is_group(&self) -> bool {
@@ -200,11 +172,7 @@ fn name_of(user: &Value) -> String {
 /// Classifies a raw update.
 pub fn parse(update: &Value) -> Inbound {
     if let Some(m) = update.get("message") {
-        let m = parse_message(m);
-        if let Some(id) = update["update_id"].as_i64() {
-            note_sender(id, m.from_id);
-        }
-        return Inbound::Message(m);
+        return Inbound::Message(parse_message(m));
     }
     if let Some(q) = update.get("callback_query") {
         let id = q["id"].as_str().unwrap_or_default().to_owned();
@@ -443,14 +411,6 @@ mod tests {
         assert_eq!(m.entity_text(0, 13), "@volcanic_bot");
         assert_eq!(m.reply_to, Some((99, "earlier".into())));
         assert_eq!(m.media, None);
-    }
-
-    #[test]
-    fn a_messages_sender_is_remembered_by_its_update() {
-        parse(&json!({"update_id": 9_001, "message": {"message_id": 1, "date": 0,
-            "chat": {"id": -5, "type": "group"}, "from": {"id": 77, "first_name": "A"}, "text": "hi"}}));
-        assert_eq!(sender_of(9_001), Some(77));
-        assert_eq!(sender_of(9_002), None);
     }
 
     #[test]

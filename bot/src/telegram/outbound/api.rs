@@ -349,6 +349,33 @@ impl Tg {
         }
     }
 
+    /// Replaces a message's text and buttons (`None`: none), waiting out flood control.
+    /// "message is not modified" is success.
+    pub async fn edit_with_buttons(
+        &self,
+        to: Target,
+        message_id: i32,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+    ) -> Result<(), RequestError> {
+        self.journal.barrier().await;
+        let sent = self
+            .with_flood_control(to.chat_id, Kind::Message, || {
+                let req = self
+                    .bot
+                    .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text);
+                let markup = markup
+                    .clone()
+                    .unwrap_or_else(|| InlineKeyboardMarkup::new(Vec::<Vec<_>>::new()));
+                req.reply_markup(markup).into_future()
+            })
+            .await;
+        match sent {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Deletes a message (best effort).
     pub async fn delete(&self, to: Target, message_id: i32) {
         if let Err(e) = self.try_delete(to, message_id).await {
@@ -430,19 +457,20 @@ impl Tg {
         req.await.map(|_| ())
     }
 
-    /// Uploads a file as a document, or as a photo when `as_photo` (under flood control, for as
-    /// long as it lasts).
+    /// Uploads the file at `path` as a document named `name`, or as a photo when `as_photo`
+    /// (under flood control, for as long as it lasts).
     pub async fn send_file(
         &self,
         to: Target,
         path: &std::path::Path,
+        name: &str,
         caption: Option<&str>,
         as_photo: bool,
     ) -> Result<(), RequestError> {
         use teloxide::types::InputFile;
         self.journal.barrier().await;
         self.with_flood_control(to.chat_id, Kind::Message, || {
-            let file = InputFile::file(path.to_path_buf());
+            let file = InputFile::file(path.to_path_buf()).file_name(name.to_owned());
             let thread = to.thread.map(|t| ThreadId(MessageId(t)));
             let caption = caption.map(str::to_owned);
             let bot = self.bot.clone();

@@ -5,7 +5,7 @@ use crate::features::port::Target;
 use crate::telegram::outbound::api::Tg;
 use crate::telegram::outbound::render::markdown_chunks;
 use async_trait::async_trait;
-use std::path::Path;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use volcanic_abstractions::ui::{ChannelError, ChatChannel};
 
@@ -33,19 +33,28 @@ impl ChatChannel for TelegramChannel {
         Ok(())
     }
 
-    async fn send_file(&self, path: &Path, caption: Option<&str>, as_photo: bool) -> Result<(), ChannelError> {
-        let size = std::fs::metadata(path)
-            .map_err(|e| ChannelError(format!("cannot read {}: {e}", path.display())))?
+    async fn send_file(
+        &self,
+        file: std::fs::File,
+        name: &str,
+        caption: Option<&str>,
+        as_photo: bool,
+    ) -> Result<(), ChannelError> {
+        let size = file
+            .metadata()
+            .map_err(|e| ChannelError(format!("cannot read {name}: {e}")))?
             .len();
         if size > MAX_UPLOAD_BYTES {
             return Err(ChannelError(format!(
-                "{} is {size} bytes; Telegram accepts at most {MAX_UPLOAD_BYTES} bytes from bots",
-                path.display()
+                "{name} is {size} bytes; Telegram accepts at most {MAX_UPLOAD_BYTES} bytes from bots"
             )));
         }
-        self.tg
-            .send_file(self.target, path, caption, as_photo)
-            .await
-            .map_err(|e| ChannelError(format!("Telegram refused the file: {e}")))
+        // The upload reads the open file through its descriptor (`/proc/self/fd/<n>` opens the
+        // same inode, each retry from the start), never the path the tool was given: the file
+        // checked is the file sent. `file` stays open until the upload is done.
+        let through = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let sent = self.tg.send_file(self.target, &through, name, caption, as_photo).await;
+        drop(file);
+        sent.map_err(|e| ChannelError(format!("Telegram refused the file: {e}")))
     }
 }

@@ -3,6 +3,7 @@
 //! down to the store's `std::io::Error`) and the kind of a model call's failure
 //! ([`ProviderFailure`]); anything else is shown as its own text says.
 
+use crate::telegram::inbound::shortage;
 use crate::telegram::outbound::texts;
 use std::io::ErrorKind;
 use volcanic_abstractions::provider::ProviderFailure;
@@ -11,10 +12,7 @@ use volcanic_core::agent::SessionError;
 
 /// The notice for a session operation that failed (a prompt refused, a run cut short).
 pub fn session(e: &SessionError) -> String {
-    match e.store_error() {
-        Some(store) => store_failure(store).unwrap_or_else(|| texts::failed(&e.to_string())),
-        None => texts::failed(&e.to_string()),
-    }
+    e.store_error().and_then(store_failure).unwrap_or_else(|| shown(e))
 }
 
 /// The notice for a chat whose session could not be opened (a [`SessionError`] from the factory,
@@ -22,13 +20,29 @@ pub fn session(e: &SessionError) -> String {
 pub fn open(e: &anyhow::Error) -> String {
     match e.downcast_ref::<SessionError>() {
         Some(e) => session(e),
-        None => texts::failed(&format!("{e:#}")),
+        None => shortage::lack_of_any(e).map_or_else(|| texts::failed(&format!("{e:#}")), texts::short_of),
     }
 }
 
+/// The notice for any other failure: what the machine is short of ([`texts::short_of`]), never
+/// the OS error's text, else the error as its own text says.
+pub fn shown(e: &(dyn std::error::Error + 'static)) -> String {
+    shortage::lack_of(e).map_or_else(|| texts::failed(&e.to_string()), texts::short_of)
+}
+
+/// The notice for a state file (`file`, e.g. `access.json`) that could not be saved: a
+/// shortage as [`texts::short_of`] says it, any other failure with its cause.
+pub fn not_saved(file: &str, e: &std::io::Error) -> String {
+    shortage::lack(e).map_or_else(|| texts::failed(&format!("cannot save {file}: {e}")), texts::short_of)
+}
+
 /// The notice for a model call that ended in an error: `error_message` of the turn's final
-/// assistant message.
+/// assistant message. A shortage met on the bot's side (no descriptor for the connection)
+/// is told as such, without the OS text.
 pub fn model(error_message: &str) -> String {
+    if let Some(lack) = shortage::lack_in_text(error_message) {
+        return texts::short_of(lack);
+    }
     match ProviderFailure::of(error_message) {
         ProviderFailure::Unauthorized { .. } => texts::provider_unauthorized(error_message),
         ProviderFailure::Rejected { .. } => texts::provider_rejected(error_message),
@@ -71,6 +85,7 @@ fn store_failure(e: &SessionStoreError) -> Option<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::telegram::inbound::shortage::Lack;
     use pretty_assertions::assert_eq;
     use std::path::PathBuf;
     use volcanic_core::compaction::CompactionError;
@@ -123,6 +138,25 @@ mod tests {
         assert_eq!(open(&opened), texts::disk_full(FILE));
         let folder = anyhow::anyhow!("cannot create the workspace");
         assert_eq!(open(&folder), "⚠️ cannot create the workspace");
+    }
+
+    #[test]
+    fn shortages_are_told_without_the_os_text() {
+        let emfile = || std::io::Error::from_raw_os_error(libc::EMFILE);
+        let store = SessionError::Store(SessionStoreError::Io {
+            action: "list",
+            path: PathBuf::from(FILE),
+            source: emfile(),
+        });
+        assert_eq!(session(&store), texts::short_of(Lack::Descriptors));
+        let folder = anyhow::Error::from(std::io::Error::from_raw_os_error(libc::ENOMEM)).context("the workspace");
+        assert_eq!(open(&folder), texts::short_of(Lack::Memory));
+        assert_eq!(shown(&emfile()), texts::short_of(Lack::Descriptors));
+        let model_text = format!("request to http://127.0.0.1:9/v1 failed: {}", emfile());
+        assert_eq!(model(&model_text), texts::short_of(Lack::Descriptors));
+        for text in [session(&store), open(&folder), model(&model_text)] {
+            assert!(!text.contains("os error") && !text.contains("Too many"), "{text}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! messages ([`recovery`](crate::telegram::conversation::recovery)).
 
 use crate::telegram::inbound::journal::{Answering, Journal, Progress, prompt_digest};
+use crate::telegram::outbound::ui::Asker;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use volcanic_abstractions::events::AgentSessionEvent;
@@ -26,6 +27,8 @@ use volcanic_abstractions::provider::AssistantMessageEvent;
 #[derive(Debug)]
 struct Group {
     of: Answering,
+    /// Who sent it: `None` for a prompt no one's message led to (a feature's, a resumed run's).
+    asker: Option<Asker>,
     /// [`prompt_digest`] of the prompt's text.
     digest: String,
     /// A `tool` mark was written for it.
@@ -63,10 +66,27 @@ impl Ledger {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Notes that the prompt of `ids`, whose text is `text`, is being handed to the session
-    /// (call it before the hand-over, so its `message_start` cannot come first).
-    pub fn queue(&self, ids: &[i64], text: &str) {
-        self.queue_for(ids.to_vec().into(), text);
+    /// Notes that the prompt of `ids`, whose text is `text`, sent by `asker`, is being handed to
+    /// the session (call it before the hand-over, so its `message_start` cannot come first).
+    pub fn queue(&self, ids: &[i64], text: &str, asker: Asker) {
+        self.queue_for(ids.to_vec().into(), text, Some(asker));
+    }
+
+    /// The sender of the prompt the run works on now (the newest in the transcript and not yet
+    /// answered): whom its questions are for. `None` when that prompt is no one's message (a
+    /// feature's, a resumed run's) or none is.
+    pub fn asker(&self) -> Option<Asker> {
+        self.lock().active.last().and_then(|g| g.asker.clone())
+    }
+
+    /// The sender of the prompt that includes update `update_id`, while it is queued or active.
+    pub fn sender_of(&self, update_id: i64) -> Option<i64> {
+        let st = self.lock();
+        st.active
+            .iter()
+            .chain(&st.queued)
+            .find(|g| g.of.ids.contains(&update_id))
+            .and_then(|g| g.asker.as_ref().map(|a| a.id))
     }
 
     /// Notes that a prompt a feature hands in (`text`) is being handed to the session: its
@@ -74,12 +94,13 @@ impl Ledger {
     /// [`journal::deliveries`](crate::telegram::inbound::journal::deliveries)). Its tools are the
     /// feature's to record.
     pub fn queue_delivery(&self, key: String, text: &str) {
-        self.queue_for(Answering::delivery(key), text);
+        self.queue_for(Answering::delivery(key), text, None);
     }
 
-    fn queue_for(&self, of: Answering, text: &str) {
+    fn queue_for(&self, of: Answering, text: &str, asker: Option<Asker>) {
         self.lock().queued.push(Group {
             of,
+            asker,
             digest: prompt_digest(text),
             tool: false,
         });
@@ -105,21 +126,22 @@ impl Ledger {
         st.queued.len() + st.active.len() != before
     }
 
-    /// Notes that the prompt of `ids` (digest `digest`) is already in the transcript and its run
-    /// is being continued (recovery after a crash).
-    pub fn resume(&self, ids: &[i64], digest: &str) {
-        self.resume_for(ids.to_vec().into(), digest);
+    /// Notes that the prompt of `ids` (digest `digest`), sent by `asker`, is already in the
+    /// transcript and its run is being continued (recovery after a crash).
+    pub fn resume(&self, ids: &[i64], digest: &str, asker: Asker) {
+        self.resume_for(ids.to_vec().into(), digest, Some(asker));
     }
 
     /// Notes that a prompt a feature handed in (digest `digest`) is in the transcript and its run is
     /// being continued; see [`queue_delivery`](Self::queue_delivery).
     pub fn resume_delivery(&self, key: String, digest: &str) {
-        self.resume_for(Answering::delivery(key), digest);
+        self.resume_for(Answering::delivery(key), digest, None);
     }
 
-    fn resume_for(&self, of: Answering, digest: &str) {
+    fn resume_for(&self, of: Answering, digest: &str, asker: Option<Asker>) {
         self.lock().active.push(Group {
             of,
+            asker,
             digest: digest.to_owned(),
             tool: false,
         });
@@ -251,6 +273,10 @@ mod tests {
         }
     }
 
+    fn who(id: i64, name: &str) -> Asker {
+        Asker { id, name: name.into() }
+    }
+
     fn tool() -> AgentSessionEvent {
         AgentSessionEvent::ToolExecutionStart {
             tool_call_id: "c".into(),
@@ -272,15 +298,25 @@ mod tests {
             .unwrap();
         journal.durable(durable).await;
         let ledger = Ledger::new(journal.clone(), Arc::new(AtomicBool::new(false)));
-        ledger.queue(&[1], "first");
+        ledger.queue(&[1], "first", who(7, "Ann"));
+        assert_eq!(ledger.asker(), None, "nothing in the transcript yet");
         assert!(ledger.on_event(&user("first")).is_empty());
+        assert_eq!(ledger.asker(), Some(who(7, "Ann")), "the run works on Ann's prompt");
         // A follow-up queued while the first runs: the first's tool is not on its behalf.
-        ledger.queue(&[2], "second");
+        ledger.queue(&[2], "second", who(8, "Bob"));
+        assert_eq!((ledger.sender_of(1), ledger.sender_of(2)), (Some(7), Some(8)));
+        assert_eq!(ledger.asker(), Some(who(7, "Ann")), "Bob's is only queued");
         assert!(ledger.on_event(&tool()).is_empty());
         assert_eq!(ledger.on_event(&answer(StopReason::Stop)).ids, vec![1]);
+        assert_eq!((ledger.asker(), ledger.sender_of(1)), (None, None), "answered");
         assert!(ledger.on_event(&user("second")).is_empty());
+        assert_eq!(ledger.asker(), Some(who(8, "Bob")));
         assert_eq!(ledger.on_event(&answer(StopReason::Stop)).ids, vec![2]);
         assert!(ledger.on_event(&AgentSessionEvent::AgentSettled).is_empty());
+        // A prompt no one's message led to: its questions are nobody's in particular.
+        ledger.queue_delivery("job".into(), "a job");
+        ledger.on_event(&user("a job"));
+        assert_eq!(ledger.asker(), None);
         drop(ledger);
         drop(journal);
         // `done` is the delivery's to write: both are still unfinished, each with its own marks.
@@ -302,16 +338,19 @@ mod tests {
         let (journal, _) = Journal::open(dir.path()).unwrap();
         let stopping = Arc::new(AtomicBool::new(false));
         let ledger = Ledger::new(Arc::new(journal), stopping.clone());
-        ledger.queue(&[5, 6], "album");
+        ledger.queue(&[5, 6], "album", who(5, "Eve"));
         ledger.on_event(&user("album"));
         assert_eq!(ledger.on_event(&answer(StopReason::Aborted)).ids, vec![5, 6]);
-        ledger.queue(&[7], "next");
+        ledger.queue(&[7], "next", who(5, "Eve"));
         ledger.on_event(&user("next"));
         stopping.store(true, Ordering::SeqCst);
         assert!(ledger.on_event(&answer(StopReason::Aborted)).is_empty());
         assert!(ledger.on_event(&AgentSessionEvent::AgentSettled).is_empty());
+        // A run resumed after a crash: its questions are still its sender's.
+        ledger.resume(&[9], &prompt_digest("resumed"), who(5, "Eve"));
+        assert_eq!(ledger.asker(), Some(who(5, "Eve")));
         // A prompt an extension consumed never arrives: it is taken back.
-        ledger.queue(&[8], "consumed");
+        ledger.queue(&[8], "consumed", who(5, "Eve"));
         assert!(ledger.forget(&[8]));
         assert!(!ledger.forget(&[8]));
     }

@@ -4,7 +4,7 @@
 //! and the final answers rendered from Markdown to Telegram HTML in chunks. Fed by the session's
 //! events; delivery runs in its own task so the agent loop never waits for Telegram.
 //!
-//! An answer carries what it answers ([`Ledger`](crate::telegram::outbound::ledger::Ledger)): the updates, or a
+//! An answer carries what it answers ([`Ledger`]): the updates, or a
 //! prompt a feature handed in ([`Answering`]). Each chunk's attempt is journaled (`sending` as it leaves,
 //! then `sent` or `refused`), and they are finished (`done`) only once Telegram took the last
 //! chunk, so a crash in between is recovered from the transcript without sending twice what was
@@ -14,12 +14,15 @@ mod preview;
 
 use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
+use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
+use crate::telegram::outbound::ledger::Ledger;
 use crate::telegram::outbound::live::draft::{DraftStream, Final, Shown};
 use crate::telegram::outbound::live::reaction::Outcome;
 use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::{Chunk, markdown_chunks};
+use crate::telegram::outbound::texts;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
@@ -83,6 +86,8 @@ pub struct Output {
     /// A Stop (the native button or `/stop`) was asked for the run in progress and nothing
     /// said so yet ([`Output::stopping`]).
     stopping: Arc<AtomicBool>,
+    /// A full disk was told ([`Output::short_of`]) and has not been found over since.
+    disk_told: Arc<AtomicBool>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -92,7 +97,14 @@ impl Output {
     /// Starts the delivery task for `to`.
     /// `marks` remembers the progress message on disk while it is shown.
     /// `journal` records which answer chunk is being sent and when updates are done.
-    pub fn spawn(tg: Arc<Tg>, journal: Arc<Journal>, marks: Arc<ProgressMarks>, to: Target) -> Output {
+    /// `ledger` says who sent the prompt an answer is for (a group preview's Stop is theirs).
+    pub fn spawn(
+        tg: Arc<Tg>,
+        journal: Arc<Journal>,
+        marks: Arc<ProgressMarks>,
+        ledger: Arc<Ledger>,
+        to: Target,
+    ) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mode = live::mode(tg.live(), to);
@@ -102,6 +114,7 @@ impl Output {
             tg,
             journal,
             marks,
+            ledger,
             to,
             failed: failed.clone(),
             mode,
@@ -117,6 +130,7 @@ impl Output {
             draft,
             preview,
             stopping: Arc::default(),
+            disk_told: Arc::default(),
         }
     }
 
@@ -129,6 +143,22 @@ impl Output {
     /// written).
     pub fn shows_draft(&self, id: i64) -> bool {
         id != 0 && self.draft.load(Ordering::SeqCst) == id
+    }
+
+    /// A message of this chat waits out a shortage
+    /// ([`shortage`](crate::telegram::inbound::shortage)): a full disk is told once
+    /// ([`texts::DISK_FULL_WAITING`]) until [`Output::resources_back`]; other shortages only
+    /// wait, untold.
+    pub fn short_of(&self, lack: Lack) {
+        match lack {
+            Lack::Disk if !self.disk_told.swap(true, Ordering::SeqCst) => self.notice(texts::DISK_FULL_WAITING),
+            Lack::Disk | Lack::Descriptors | Lack::Memory => {}
+        }
+    }
+
+    /// A message of this chat reached its session: a later full disk is told again.
+    pub fn resources_back(&self) {
+        self.disk_told.store(false, Ordering::SeqCst);
     }
 
     /// Notes that the run in progress is being stopped (call before aborting it), so the chat
@@ -297,6 +327,8 @@ struct Delivery {
     tg: Arc<Tg>,
     journal: Arc<Journal>,
     marks: Arc<ProgressMarks>,
+    /// Who sent the prompts in flight.
+    ledger: Arc<Ledger>,
     to: Target,
     failed: Arc<std::sync::atomic::AtomicU64>,
     mode: Mode,

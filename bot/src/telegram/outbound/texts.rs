@@ -1,5 +1,6 @@
 //! User-visible strings in one place (tests compare against these), and the prompt envelope.
 
+use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::inbound::update::InMessage;
 use chrono::TimeZone;
 
@@ -188,6 +189,31 @@ pub fn disk_full(file: &str) -> String {
          Free some space on the bot's machine, then send your message again."
     )
 }
+
+/// The machine was short of `lack` when the chat asked for something, so it was not done (no
+/// OS text: [`shortage`](crate::telegram::inbound::shortage) says why).
+pub fn short_of(lack: Lack) -> String {
+    let (what, owner) = match lack {
+        Lack::Descriptors => (
+            "open files",
+            "raise the bot's open-file limit (LimitNOFILE in its unit) or find what holds so many",
+        ),
+        Lack::Memory => ("memory", "find what uses the machine's memory or give it more"),
+        Lack::Disk => (
+            "disk space",
+            "free some space on the disk that holds the bot's state folder",
+        ),
+    };
+    format!(
+        "⚠️ The bot's machine is short of {what} right now, so I could not do that. Try again in a \
+         minute; if it keeps happening, the bot's owner should {owner}."
+    )
+}
+
+/// Told once to a chat whose message meets a full disk (or quota): the message waits.
+pub const DISK_FULL_WAITING: &str = "⚠️ The bot's disk is full. I keep your messages and answer them \
+    once there is space again. The bot's owner should free some space on the disk that holds the \
+    bot's state folder (or raise the bot user's disk quota).";
 
 /// A session file cannot be read as a session (its first line is damaged); such a file is never
 /// rewritten (and a chat's newest one is passed over when the chat's session is opened).

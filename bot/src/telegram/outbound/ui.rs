@@ -8,28 +8,22 @@
 //! an answer: the `try_` forms return it, the plain forms tell the chat and return `None`.
 
 use crate::features::port::Target;
-use crate::telegram::inbound::journal::prompt_digest;
 use crate::telegram::outbound::api::{Tg, refusal};
+use crate::telegram::outbound::ledger::Ledger;
 use crate::telegram::outbound::render::utf16_len;
 use crate::telegram::outbound::texts;
 use async_trait::async_trait;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::events::AgentSessionEvent;
-use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::ui::{AskError, NotifyLevel, UserInterface};
 
 /// Prefix of the callback data of UI buttons: `ui:<request>:<option index>`.
 pub const UI_PREFIX: &str = "ui:";
-
-/// Prompts handed to one conversation's session and not yet in its transcript, at most this
-/// many remembered (older ones are forgotten: their questions are then an owner's to answer).
-const MAX_QUEUED_ASKERS: usize = 32;
 
 /// The person a question is asked for: the sender of the prompt the run is working on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,14 +42,6 @@ struct Question {
     /// `None`: nobody's prompt (a scheduled job, a resumed run, a command): see [`Pending::press`].
     asked_for: Option<Asker>,
     tx: oneshot::Sender<String>,
-}
-
-/// Whose prompt a conversation's run is working on, followed like the ledger follows its
-/// prompts: queued at the hand-over, current from its `message_start` (matched by digest).
-#[derive(Debug, Default)]
-struct Askers {
-    queued: VecDeque<(String, Asker)>,
-    current: Option<Asker>,
 }
 
 /// What a press on a question's button did.
@@ -77,15 +63,31 @@ pub enum Press {
 pub struct Pending {
     next: AtomicU64,
     buttons: Mutex<HashMap<u64, Question>>,
-    inputs: Mutex<HashMap<Target, oneshot::Sender<String>>>,
-    askers: Mutex<HashMap<Target, Askers>>,
+    inputs: Mutex<HashMap<Target, Input>>,
+}
+
+/// A question waiting for a typed answer: for whom, who waits for it.
+#[derive(Debug)]
+struct Input {
+    /// As [`Question::asked_for`].
+    asked_for: Option<Asker>,
+    tx: oneshot::Sender<String>,
+}
+
+/// Whether `who` may answer a question asked in `at` for `asked_for`: that person or an
+/// `owner`; one asked for nobody in particular, the user of its private chat or an owner
+/// (deny by default in a group).
+fn may_answer(asked_for: Option<&Asker>, at: Target, who: i64, owner: bool) -> bool {
+    owner
+        || match asked_for {
+            Some(asker) => asker.id == who,
+            None => at.chat_id == who,
+        }
 }
 
 impl Pending {
     /// Delivers a button press (`ui:<request>:<index>`) by user `presser` on a message in `at`.
-    /// A question is answered only from its own chat and topic, and only by the person it was
-    /// asked for or an `owner`; one asked for nobody in particular, by the user of its private
-    /// chat or an owner (deny by default in a group).
+    /// A question is answered only from its own chat and topic, and only as [`may_answer`] says.
     pub fn press(&self, at: Target, presser: i64, owner: bool, data: &str) -> Press {
         let Some((req, idx)) = parse_button(data) else {
             return Press::Nothing;
@@ -97,11 +99,7 @@ impl Pending {
         if q.at != at {
             return Press::Elsewhere;
         }
-        let for_presser = match &q.asked_for {
-            Some(asker) => asker.id == presser,
-            None => at.chat_id == presser,
-        };
-        if !owner && !for_presser {
+        if !may_answer(q.asked_for.as_ref(), at, presser, owner) {
             return Press::NotFor(q.asked_for.as_ref().map(|a| a.name.clone()));
         }
         let Some(choice) = q.options.get(idx).cloned() else {
@@ -115,64 +113,15 @@ impl Pending {
         }
     }
 
-    /// Hands the user's next message to a waiting `input`; `false` when none waits.
-    pub fn answer_input(&self, chat: Target, text: &str) -> bool {
-        let tx = self.inputs.lock().unwrap_or_else(|e| e.into_inner()).remove(&chat);
-        tx.is_some_and(|tx| tx.send(text.to_owned()).is_ok())
-    }
-
-    /// Notes that `asker`'s prompt `text` is being handed to the session of `at` (call it before
-    /// the hand-over, so its `message_start` cannot come first).
-    pub fn queue_asker(&self, at: Target, text: &str, asker: Asker) {
-        let mut all = self.askers.lock().unwrap_or_else(|e| e.into_inner());
-        let queued = &mut all.entry(at).or_default().queued;
-        if queued.len() >= MAX_QUEUED_ASKERS {
-            queued.pop_front();
-        }
-        queued.push_back((prompt_digest(text), asker));
-    }
-
-    /// Follows one event of the session of `at` (called by its subscriber, in order): a user
-    /// message makes its sender the one questions are asked for (nobody, for a prompt not
-    /// handed in by a person: a job's, a feature's); the run's end forgets them.
-    pub fn follow(&self, at: Target, e: &AgentSessionEvent) {
-        let started = match e {
-            AgentSessionEvent::MessageStart {
-                message: Message::User(u),
-            } => Some(prompt_digest(&u.content.text())),
-            AgentSessionEvent::AgentSettled => None,
-            AgentSessionEvent::AgentStart
-            | AgentSessionEvent::AgentEnd { .. }
-            | AgentSessionEvent::TurnStart
-            | AgentSessionEvent::TurnEnd { .. }
-            | AgentSessionEvent::MessageStart { .. }
-            | AgentSessionEvent::MessageUpdate { .. }
-            | AgentSessionEvent::MessageEnd { .. }
-            | AgentSessionEvent::ToolExecutionStart { .. }
-            | AgentSessionEvent::ToolExecutionUpdate { .. }
-            | AgentSessionEvent::ToolExecutionEnd { .. }
-            | AgentSessionEvent::AutoRetryStart { .. }
-            | AgentSessionEvent::AutoRetryEnd { .. }
-            | AgentSessionEvent::CompactionStart { .. }
-            | AgentSessionEvent::CompactionEnd { .. }
-            | AgentSessionEvent::ExtensionError { .. }
-            | AgentSessionEvent::SessionChanged { .. } => return,
-        };
-        let mut all = self.askers.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(askers) = all.get_mut(&at) else { return };
-        askers.current = started.and_then(|digest| {
-            let i = askers.queued.iter().position(|(d, _)| *d == digest)?;
-            askers.queued.remove(i).map(|(_, asker)| asker)
-        });
-        if askers.current.is_none() && askers.queued.is_empty() {
-            all.remove(&at);
-        }
-    }
-
-    /// Whom a question asked now in `at` is for.
-    fn asker(&self, at: Target) -> Option<Asker> {
-        let all = self.askers.lock().unwrap_or_else(|e| e.into_inner());
-        all.get(&at).and_then(|a| a.current.clone())
+    /// Hands a message of user `from` in `chat` to the `input` waiting there, if it is theirs
+    /// to answer ([`may_answer`]); `false` when none waits for them (the message is then a
+    /// prompt like any other).
+    pub fn answer_input(&self, chat: Target, from: i64, owner: bool, text: &str) -> bool {
+        let mut inputs = self.inputs.lock().unwrap_or_else(|e| e.into_inner());
+        let theirs = inputs
+            .get(&chat)
+            .is_some_and(|i| may_answer(i.asked_for.as_ref(), chat, from, owner));
+        theirs && inputs.remove(&chat).is_some_and(|i| i.tx.send(text.to_owned()).is_ok())
     }
 }
 
@@ -213,6 +162,8 @@ pub struct TelegramUi {
     pub target: Target,
     /// Shared with the router.
     pub pending: Arc<Pending>,
+    /// The conversation's prompts in flight: whom a question is for ([`Ledger::asker`]).
+    pub ledger: Arc<Ledger>,
 }
 
 impl TelegramUi {
@@ -331,7 +282,7 @@ impl UserInterface for TelegramUi {
         let question = Question {
             at: self.target,
             options: options.to_vec(),
-            asked_for: self.pending.asker(self.target),
+            asked_for: self.ledger.asker(),
             tx,
         };
         self.pending
@@ -401,11 +352,13 @@ impl UserInterface for TelegramUi {
         cancel: CancellationToken,
     ) -> Result<Option<String>, AskError> {
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .inputs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(self.target, tx);
+        self.pending.inputs.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            self.target,
+            Input {
+                asked_for: self.ledger.asker(),
+                tx,
+            },
+        );
         let text = match placeholder {
             Some(p) => format!("{title}\n(reply with a message, e.g. {p})"),
             None => format!("{title}\n(reply with a message)"),
@@ -452,19 +405,18 @@ impl UserInterface for TelegramUi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use volcanic_abstractions::messages::{UserBody, UserMessage};
 
     const TOPIC: Target = Target {
         chat_id: -100,
         thread: Some(5),
     };
 
-    fn ask(p: &Pending, req: u64, at: Target) -> oneshot::Receiver<String> {
+    fn ask(p: &Pending, req: u64, at: Target, asked_for: Option<Asker>) -> oneshot::Receiver<String> {
         let (tx, rx) = oneshot::channel();
         let question = Question {
             at,
             options: vec!["Allow".into(), "Block".into()],
-            asked_for: p.asker(at),
+            asked_for,
             tx,
         };
         p.buttons
@@ -472,15 +424,6 @@ mod tests {
             .unwrap_or_else(|e| e.into_inner())
             .insert(req, question);
         rx
-    }
-
-    fn started(text: &str) -> AgentSessionEvent {
-        AgentSessionEvent::MessageStart {
-            message: Message::User(UserMessage {
-                content: UserBody::Text(text.into()),
-                timestamp: 0,
-            }),
-        }
     }
 
     fn ann() -> Asker {
@@ -497,7 +440,7 @@ mod tests {
             chat_id: 1,
             thread: None,
         };
-        let mut rx = ask(&p, 7, here);
+        let mut rx = ask(&p, 7, here, None);
         let other_chat = Target {
             chat_id: 2,
             thread: None,
@@ -515,47 +458,56 @@ mod tests {
     }
 
     #[test]
-    fn a_question_is_for_the_sender_of_the_prompt_at_work_or_an_owner() {
+    fn a_question_is_for_its_asker_or_an_owner() {
         let p = Pending::default();
-        p.queue_asker(TOPIC, "[Mon] Ann\nclean up", ann());
-        let bob = Asker {
-            id: 8,
-            name: "Bob".into(),
-        };
-        p.queue_asker(TOPIC, "[Mon] Bob\nand then?", bob);
-        p.follow(TOPIC, &started("[Mon] Ann\nclean up"));
-        let mut rx = ask(&p, 1, TOPIC);
+        let mut rx = ask(&p, 1, TOPIC, Some(ann()));
         assert_eq!(p.press(TOPIC, 8, false, "ui:1:0"), Press::NotFor(Some("Ann".into())));
         assert!(rx.try_recv().is_err(), "the question stays open");
         assert_eq!(p.press(TOPIC, 7, false, "ui:1:0"), Press::Answered("Allow".into()));
-        // Bob's follow-up is taken: his run's questions are his, and an owner's to answer.
-        p.follow(TOPIC, &started("[Mon] Bob\nand then?"));
-        let _rx = ask(&p, 2, TOPIC);
-        assert_eq!(p.press(TOPIC, 7, false, "ui:2:1"), Press::NotFor(Some("Bob".into())));
+        let _rx = ask(&p, 2, TOPIC, Some(ann()));
         assert_eq!(p.press(TOPIC, 1, true, "ui:2:1"), Press::Answered("Block".into()));
+    }
+
+    #[test]
+    fn a_typed_answer_is_taken_only_from_its_asker_or_an_owner_in_its_topic() {
+        let p = Pending::default();
+        let wait = |asked_for: Option<Asker>| {
+            let (tx, rx) = oneshot::channel();
+            p.inputs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(TOPIC, Input { asked_for, tx });
+            rx
+        };
+        let mut rx = wait(Some(ann()));
+        let other_topic = Target {
+            chat_id: TOPIC.chat_id,
+            thread: None,
+        };
+        assert!(!p.answer_input(other_topic, 7, false, "elsewhere"));
+        assert!(!p.answer_input(TOPIC, 8, false, "not Bob's"));
+        assert!(rx.try_recv().is_err(), "still waiting");
+        assert!(p.answer_input(TOPIC, 7, false, "build/"));
+        assert_eq!(rx.try_recv().ok().as_deref(), Some("build/"));
+        let mut rx = wait(None);
+        assert!(!p.answer_input(TOPIC, 7, false, "a member, for nobody"));
+        assert!(p.answer_input(TOPIC, 1, true, "an owner"));
+        assert_eq!(rx.try_recv().ok().as_deref(), Some("an owner"));
     }
 
     #[test]
     fn a_question_for_nobody_is_the_private_chats_user_or_an_owners() {
         let p = Pending::default();
-        p.queue_asker(TOPIC, "[Mon] Ann\nclean up", ann());
-        p.follow(TOPIC, &started("[Mon] Ann\nclean up"));
-        p.follow(TOPIC, &AgentSessionEvent::AgentSettled);
         // A scheduled job's prompt, handed in by no one.
-        p.follow(TOPIC, &started("a job"));
-        let _rx = ask(&p, 1, TOPIC);
+        let _rx = ask(&p, 1, TOPIC, None);
         assert_eq!(p.press(TOPIC, 7, false, "ui:1:0"), Press::NotFor(None));
         assert_eq!(p.press(TOPIC, 1, true, "ui:1:0"), Press::Answered("Allow".into()));
         let private = Target {
             chat_id: 42,
             thread: None,
         };
-        let _rx = ask(&p, 2, private);
+        let _rx = ask(&p, 2, private, None);
         assert_eq!(p.press(private, 42, false, "ui:2:1"), Press::Answered("Block".into()));
-        assert!(
-            p.askers.lock().unwrap_or_else(|e| e.into_inner()).is_empty(),
-            "nothing kept"
-        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The built-in `send` tool: delivers a file or a text into the conversation's chat. Registered
 //! only for sessions with a [`ChatChannel`](volcanic_abstractions::ui::ChatChannel).
 
-use super::paths::{check_reach, has_image_extension, resolve_path};
+use super::open::{Access, open_argument};
+use super::paths::{has_image_extension, resolve_path};
 use super::until_cancelled;
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -64,13 +65,17 @@ impl TypedTool for SendTool {
         match (args.path, args.text) {
             (Some(path), None) => {
                 let absolute = resolve_path(&invocation.ctx.cwd(), &path);
-                check_reach(invocation.ctx.file_boundary().as_ref(), &absolute, false)?;
-                let is_file = tokio::fs::metadata(&absolute).await.is_ok_and(|m| m.is_file());
-                if !is_file {
+                // Opened within the boundary now; the channel sends this descriptor's file.
+                let file = open_argument(&*invocation.ctx, &path, Access::Read)?;
+                if !file.metadata().is_ok_and(|m| m.is_file()) {
                     return Err(ToolError::msg(format!("File not found: {path}")));
                 }
+                let name = absolute
+                    .file_name()
+                    .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
                 let as_photo = has_image_extension(&absolute);
-                until_cancelled(&cancel, channel.send_file(&absolute, args.caption.as_deref(), as_photo))
+                let sending = channel.send_file(file, &name, args.caption.as_deref(), as_photo);
+                until_cancelled(&cancel, sending)
                     .await?
                     .map_err(|e| ToolError::msg(format!("Could not send {path}: {e}")))?;
                 let kind = if as_photo { "photo" } else { "file" };

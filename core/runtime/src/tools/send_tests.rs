@@ -32,12 +32,14 @@ async fn images_go_as_photos_and_other_files_as_documents() {
         *channel.sent.lock().unwrap(),
         vec![
             Sent::File {
-                path: dir.path().join("chart.PNG"),
+                name: "chart.PNG".into(),
+                content: b"png".to_vec(),
                 caption: Some("Sales".into()),
                 as_photo: true
             },
             Sent::File {
-                path: dir.path().join("report.pdf"),
+                name: "report.pdf".into(),
+                content: b"pdf".to_vec(),
                 caption: None,
                 as_photo: false
             },
@@ -77,4 +79,29 @@ async fn without_a_channel_send_fails() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(&*typed(SendTool), TestContext::new(dir.path()), json!({"text": "hi"})).await;
     assert!(out.is_err());
+}
+
+#[tokio::test]
+async fn the_file_sent_is_the_one_opened_when_the_path_is_swapped_before_the_send() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("report.txt"), b"checked").unwrap();
+    std::fs::write(dir.path().join("decoy"), b"swapped in").unwrap();
+    let channel = Arc::new(RecordingChannel {
+        swap: Some((dir.path().join("decoy"), dir.path().join("report.txt"))),
+        ..RecordingChannel::default()
+    });
+    let mut ctx = TestContext::new(dir.path());
+    ctx.channel = Some(channel.clone());
+    run(&*typed(SendTool), ctx, json!({"path": "report.txt"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        *channel.sent.lock().unwrap(),
+        vec![Sent::File {
+            name: "report.txt".into(),
+            content: b"checked".to_vec(),
+            caption: None,
+            as_photo: false
+        }]
+    );
 }

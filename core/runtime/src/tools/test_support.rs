@@ -23,7 +23,8 @@ use volcanic_abstractions::ui::{ChannelError, ChatChannel, UserInterface};
 pub(crate) enum Sent {
     Text(String),
     File {
-        path: PathBuf,
+        name: String,
+        content: Vec<u8>,
         caption: Option<String>,
         as_photo: bool,
     },
@@ -33,6 +34,9 @@ pub(crate) enum Sent {
 #[derive(Debug, Default)]
 pub(crate) struct RecordingChannel {
     pub(crate) sent: Mutex<Vec<Sent>>,
+    /// `(from, to)`: renamed over the sent path after the tool opened it, before the channel
+    /// reads (a swap racing the send).
+    pub(crate) swap: Option<(PathBuf, PathBuf)>,
 }
 
 #[async_trait]
@@ -42,9 +46,21 @@ impl ChatChannel for RecordingChannel {
         Ok(())
     }
 
-    async fn send_file(&self, path: &Path, caption: Option<&str>, as_photo: bool) -> Result<(), ChannelError> {
+    async fn send_file(
+        &self,
+        mut file: std::fs::File,
+        name: &str,
+        caption: Option<&str>,
+        as_photo: bool,
+    ) -> Result<(), ChannelError> {
+        if let Some((from, to)) = &self.swap {
+            std::fs::rename(from, to).unwrap();
+        }
+        let mut content = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut content).map_err(|e| ChannelError(e.to_string()))?;
         self.sent.lock().unwrap().push(Sent::File {
-            path: path.to_owned(),
+            name: name.to_owned(),
+            content,
             caption: caption.map(str::to_owned),
             as_photo,
         });

@@ -4,7 +4,9 @@
 //!
 //! Drafts give way to everything else: one is skipped, never queued, while its chat is held by
 //! flood control (a 429 to any request there, or to a draft: drafts have holds of their own, so
-//! a draft's 429 never delays a final answer), and when the global pace has no place free now.
+//! a draft's 429 never delays a final answer), when the chat's own live pace has no place free
+//! ([`Holds::try_live`](super::pacing::Holds::try_live): Telegram's per-chat limits, with room
+//! left for answers), and when the global pace has no place free now.
 
 use super::Tg;
 use crate::features::port::Target;
@@ -68,7 +70,7 @@ impl Tg {
     /// button. Gives way as the module docs say; a draft whose HTML Telegram refuses is sent
     /// again as its plain text.
     pub async fn send_draft(&self, to: Target, draft_id: i64, text: DraftText<'_>) -> DraftSent {
-        if self.gives_way(to.chat_id).await {
+        if self.live_gives_way(to.chat_id).await {
             return DraftSent::Skipped;
         }
         let request = |text: Option<&str>, html: bool| {
@@ -96,7 +98,13 @@ impl Tg {
         self.live_outcome(to.chat_id, sent.map(|True| ()))
     }
 
-    /// Whether a live update (a draft, a preview's send or edit) to `chat` gives way now: the
+    /// Whether a live update (a draft, a preview's send or edit) to `chat` gives way now: as
+    /// [`gives_way`](Self::gives_way), or the chat's own live pace has no place free.
+    pub(super) async fn live_gives_way(&self, chat: i64) -> bool {
+        !self.draft_holds.try_live(chat, Instant::now()) || self.gives_way(chat).await
+    }
+
+    /// Whether a request that gives way (a live update, a reaction) to `chat` does now: the
     /// chat or its live updates are held by flood control, or the global pace has no place free.
     /// Otherwise waits for the journal's barrier (as every request does) and returns `false`.
     pub(super) async fn gives_way(&self, chat: i64) -> bool {

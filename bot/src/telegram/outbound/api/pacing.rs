@@ -10,7 +10,9 @@
 //!   (generic cell rate) limiter, [`RATE_PER_SECOND`] a second with bursts of [`BURST`], so no
 //!   one-second window holds more than 30. Far under the rate a place is free at once: one atomic
 //!   compare-and-swap and a clock read, no lock, no wait.
-//! - [`Holds`] honours a 429 for the chat that got it only: other chats keep going.
+//! - [`Holds`] honours a 429 for the chat that got it only: other chats keep going. For live
+//!   updates (drafts, previews) it also keeps each chat's own pace ([`Holds::try_live`]), so
+//!   they never spend the burst a chat's answers need.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -90,11 +92,20 @@ impl Pace {
     }
 }
 
+/// Live updates a chat may get at once: the "Thinking…" placeholder and the first text.
+pub const LIVE_BURST: u32 = 2;
+/// The gap between live updates to a private chat, sustained: the FAQ's one message a second.
+pub const LIVE_GAP_PRIVATE: Duration = Duration::from_secs(1);
+/// The same for a group: 15 a minute of the FAQ's 20, the rest left for answers and notices.
+pub const LIVE_GAP_GROUP: Duration = Duration::from_secs(4);
+
 /// Per-chat holds from 429 answers: no request to that chat before the hold ends. Expired holds
 /// are dropped whenever a new one is noted, so the map holds only chats limited right now.
 #[derive(Debug, Default)]
 pub struct Holds {
     until: Mutex<HashMap<i64, Instant>>,
+    /// Per chat, the theoretical arrival time of its next live update (GCRA, as [`Pace`]).
+    live: Mutex<HashMap<i64, Instant>>,
 }
 
 impl Holds {
@@ -117,6 +128,25 @@ impl Holds {
         *held
     }
 
+    /// Takes a place for a live update to `chat` at `now` if the chat's own pace has one free:
+    /// [`LIVE_BURST`] at once, then one each [`LIVE_GAP_PRIVATE`] ([`LIVE_GAP_GROUP`] in a
+    /// group: a negative id). Below Telegram's per-chat limits with room to spare, so a final
+    /// answer right after a draft still has its place. Returns whether it took one.
+    pub fn try_live(&self, chat: i64, now: Instant) -> bool {
+        let gap = if chat < 0 { LIVE_GAP_GROUP } else { LIVE_GAP_PRIVATE };
+        let mut map = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let tat = map.get(&chat).copied().unwrap_or(now).max(now);
+        if tat > now + gap * (LIVE_BURST - 1) {
+            return false;
+        }
+        // Chats whose pace is back to idle need no entry; dropped now and then, not each call.
+        if map.len() >= 256 {
+            map.retain(|_, t| *t > now);
+        }
+        map.insert(chat, tat + gap);
+        true
+    }
+
     /// How many chats are held now.
     #[cfg(test)]
     pub fn len(&self, now: Instant) -> usize {
@@ -128,6 +158,24 @@ impl Holds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn live_updates_keep_each_chats_own_pace() {
+        let holds = Holds::default();
+        let t0 = Instant::now();
+        for _ in 0..LIVE_BURST {
+            assert!(holds.try_live(5, t0), "the placeholder and the first text go at once");
+        }
+        assert!(!holds.try_live(5, t0), "then the chat's pace applies");
+        assert!(holds.try_live(6, t0), "another chat has its own");
+        assert!(!holds.try_live(5, t0 + LIVE_GAP_PRIVATE / 2));
+        assert!(holds.try_live(5, t0 + LIVE_GAP_PRIVATE));
+        for _ in 0..LIVE_BURST {
+            assert!(holds.try_live(-7, t0));
+        }
+        assert!(!holds.try_live(-7, t0 + LIVE_GAP_PRIVATE), "a group's pace is slower");
+        assert!(holds.try_live(-7, t0 + LIVE_GAP_GROUP));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn under_the_rate_nothing_waits() {

@@ -17,7 +17,7 @@ impl Tg {
     /// its keyboard. Returns its message id; `None` when it gave way or was refused (the next
     /// change tries again).
     pub async fn send_preview(&self, to: Target, text: DraftText<'_>, stop: &InlineKeyboardMarkup) -> Option<i32> {
-        if self.gives_way(to.chat_id).await {
+        if self.live_gives_way(to.chat_id).await {
             return None;
         }
         let request = |text: &str, html: bool| {
@@ -56,7 +56,7 @@ impl Tg {
         text: DraftText<'_>,
         stop: &InlineKeyboardMarkup,
     ) -> DraftSent {
-        if self.gives_way(to.chat_id).await {
+        if self.live_gives_way(to.chat_id).await {
             return DraftSent::Skipped;
         }
         let request = |text: &str, html: bool| {

@@ -27,6 +27,16 @@ impl Tg {
         }
     }
 
+    /// Notes that update `update_id` (message `message_id` in `to`) was marked accepted before a
+    /// restart, so its outcome is shown when it comes. Sends nothing.
+    pub fn react_recovered(&self, update_id: i64, to: Target, message_id: i64) {
+        if let Ok(message_id) = i32::try_from(message_id)
+            && self.live.reactions
+        {
+            self.reactions.recovered(update_id, to.chat_id, message_id);
+        }
+    }
+
     /// Marks the messages of `update_ids` with `outcome` (those marked accepted). Returns at
     /// once.
     pub fn react_finished(self: &Arc<Self>, update_ids: &[i64], outcome: Outcome) {

@@ -5,8 +5,9 @@
 //!
 //! Best effort: one call per change (a refusal drops the message's reactions, a 429 or a busy
 //! pace skips that change), one sender per message at a time so the reactions land in order,
-//! and nothing waits for them. Kept in memory only: after a restart a recovered answer leaves
-//! the accepted mark as it was.
+//! and nothing waits for them. Kept in memory: after a restart, a prompt recovered from the
+//! journal is noted again ([`Reactions::recovered`], from its journaled update), so its answer
+//! still gets its outcome.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -97,6 +98,17 @@ impl Reactions {
         Some(m)
     }
 
+    /// Notes that update `update_id` (message `message_id` in `chat`) was accepted before a
+    /// restart (its journal says so) and shows [`ACCEPTED`] already: nothing to send now, its
+    /// outcome is ([`finish`](Self::finish)).
+    pub fn recovered(&self, update_id: i64, chat: i64, message_id: i32) {
+        if self.accept(update_id, chat, message_id).is_some()
+            && let Some(marked) = self.lock().0.get_mut(&update_id)
+        {
+            marked.sending = false;
+        }
+    }
+
     /// Notes how the work on `update_id` ended. Returns the message and reaction to send when
     /// the caller is to be its sender; `None` when a sender is at work (it sends this next) or
     /// the update was never marked (reactions off, refused, or from before a restart).
@@ -167,6 +179,17 @@ mod tests {
             None,
             "a refused message is not tried again"
         );
+    }
+
+    #[test]
+    fn a_recovered_mark_sends_nothing_until_its_outcome() {
+        let r = Reactions::default();
+        r.recovered(4, 42, 10);
+        assert!(r.accept(4, 42, 10).is_none(), "known: not marked again");
+        let (m, emoji) = r
+            .finish(4, Outcome::Answered)
+            .unwrap_or_else(|| panic!("idle: the caller sends the outcome"));
+        assert_eq!((m.chat, m.message_id, emoji), (42, 10, ANSWERED));
     }
 
     #[test]

@@ -4,7 +4,6 @@
 
 use super::{Delivery, progress_text};
 use crate::telegram::inbound::journal::Answering;
-use crate::telegram::inbound::update::sender_of;
 use crate::telegram::outbound::api::{DraftSent, DraftText};
 use crate::telegram::outbound::live::draft::{DraftStream, Shown};
 use crate::telegram::outbound::live::preview::stop_button;
@@ -50,7 +49,7 @@ impl Delivery {
                         .answers()
                         .ids
                         .first()
-                        .and_then(|u| sender_of(*u))
+                        .and_then(|u| self.ledger.sender_of(*u))
                         .unwrap_or_default();
                     if let Some(id) = self.tg.send_preview(self.to, text, &stop_button(preview.asker)).await {
                         self.marks.set(self.to, id);
