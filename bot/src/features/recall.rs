@@ -11,21 +11,15 @@ use super::port::chat_key;
 use super::{HostFeature, Services, SessionPlace};
 use async_trait::async_trait;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::extensions::{Extension, ExtensionFactory};
-use volcanic_recall::{ChatKey, Recall, RecallExtension};
-
-/// How often the background pass looks for session files that grew. A search catches its own
-/// chat up first, so this only keeps that catch-up short.
-const EVERY: Duration = Duration::from_secs(5);
+use volcanic_recall::{ChatKey, Pace, Recall, RecallExtension};
 
 /// The recall feature (see the module docs).
 pub struct RecallFeature {
     recall: Arc<Recall>,
     shutdown: CancellationToken,
-    pass: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for RecallFeature {
@@ -41,7 +35,6 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
     Ok(Some(Arc::new(RecallFeature {
         recall: Arc::new(recall_of(&services.state_dir)),
         shutdown: services.shutdown.clone(),
-        pass: Mutex::default(),
     })))
 }
 
@@ -84,18 +77,18 @@ impl HostFeature for RecallFeature {
     }
 
     fn start(&self) {
-        let task = tokio::spawn(self.recall.clone().run(EVERY, self.shutdown.clone()));
-        *self.pass.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
-    }
-
-    async fn stop(&self) {
-        // `run` returns at shutdown at once; a pass under way stops after its current chat.
-        let task = self.pass.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task
-            && let Err(e) = task.await
-        {
-            tracing::warn!("recall indexing ended badly: {e}");
+        // The indexing thread ends when this sender is dropped, at shutdown; a pass under way
+        // stops after its current chat and is not waited for (what it committed stays).
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        if let Err(e) = self.recall.clone().spawn_indexer(Pace::default(), rx) {
+            tracing::warn!("recall: no background indexing (searches still index their chat): {e}");
+            return;
         }
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            drop(tx);
+        });
     }
 
     fn chat_files(&self, chat_key: &str) -> Vec<PathBuf> {

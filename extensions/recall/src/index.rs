@@ -83,7 +83,7 @@ impl Recall {
     }
 
     /// Whether `chat` has a file longer than last seen indexed, or no index file.
-    fn needs_catch_up(&self, chat: &ChatKey) -> bool {
+    pub(crate) fn needs_catch_up(&self, chat: &ChatKey) -> bool {
         if !self.index_file(chat).exists() {
             return true;
         }
@@ -262,35 +262,4 @@ fn session_id(path: &Path) -> String {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     })
-}
-
-impl Recall {
-    /// Catches every chat up at once and then every `every`, on a blocking thread, until `stop`
-    /// is cancelled (returns at once; a pass under way stops after its current chat, and losing
-    /// it midway loses nothing, see the crate docs).
-    pub async fn run(
-        self: std::sync::Arc<Self>,
-        every: std::time::Duration,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        loop {
-            let (me, until) = (self.clone(), stop.clone());
-            let pass = tokio::task::spawn_blocking(move || me.catch_up_all(&until));
-            // Shutdown does not wait for a long pass (a rebuild): it stops after the chat under
-            // way; what it committed stays, the rest is indexed at the next start.
-            let done = tokio::select! {
-                () = stop.cancelled() => return,
-                done = pass => done,
-            };
-            match done {
-                Ok(c) if c.rows > 0 => tracing::debug!(rows = c.rows, bytes = c.bytes, "recall: indexed"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "recall: the indexing pass stopped"),
-            }
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(every) => {}
-            }
-        }
-    }
 }

@@ -26,9 +26,11 @@
 //!   transaction, so a `kill -9` mid-indexing loses nothing and indexes nothing twice.
 //! - Only whole lines are indexed (up to the last newline); a file that shrank (a torn tail cut
 //!   off by the store) is indexed again from its start.
-//! - Off the request path: [`Recall::run`] catches up every chat on an interval on a blocking
-//!   thread; a search first catches up its own chat, so it always sees every line written.
+//! - Off the request path: [`Recall::spawn_indexer`] catches up every chat on an interval on a
+//!   thread of its own at nice 19, a few chats at a time, keeping no index open it did not find
+//!   open; a search first catches up its own chat, so it always sees every line written.
 
+mod background;
 mod error;
 pub mod extract;
 mod index;
@@ -38,6 +40,7 @@ mod status;
 mod store;
 mod tool;
 
+pub use background::Pace;
 pub use error::{RecallError, Result};
 pub use index::Caught;
 pub use query::{Query, Terms};

@@ -102,13 +102,30 @@ impl Recall {
     /// Runs `f` on `chat`'s index under the chat's lock. An index that is missing is made; one
     /// SQLite cannot read (at opening or inside `f`) is set aside, logged, made anew and `f` runs
     /// again on it (it fills from the session files as `f` catches up).
-    pub(crate) fn with_index<T>(&self, chat: &ChatKey, mut f: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_index<T>(&self, chat: &ChatKey, f: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+        self.with_index_kept(chat, true, f)
+    }
+
+    /// [`Recall::catch_up`] for the background pass: an index that was not kept open is closed
+    /// again afterwards (a pass over every chat must not fill memory with connections).
+    pub(crate) fn catch_up_quietly(&self, chat: &ChatKey) -> Result<crate::Caught> {
+        let was_open = self.open.lock().unwrap_or_else(|e| e.into_inner()).contains_key(chat);
+        self.with_index_kept(chat, was_open, |c| self.catch_up_in(c, chat))
+    }
+
+    /// [`Recall::with_index`], keeping the connection open afterwards only when `keep`.
+    fn with_index_kept<T>(
+        &self,
+        chat: &ChatKey,
+        keep: bool,
+        mut f: impl FnMut(&mut Connection) -> Result<T>,
+    ) -> Result<T> {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.index_file(chat);
         let first = self.connection(chat, &path).and_then(|mut c| {
             let out = f(&mut c.conn);
-            if out.is_ok() {
+            if out.is_ok() && keep {
                 self.keep(chat, c);
             }
             out
@@ -118,7 +135,9 @@ impl Recall {
                 self.set_aside(&path, &e)?;
                 let mut c = Open::new(&path)?;
                 let out = f(&mut c.conn)?;
-                self.keep(chat, c);
+                if keep {
+                    self.keep(chat, c);
+                }
                 Ok(out)
             }
             other => other,
@@ -284,6 +303,9 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     c.pragma_update(None, "synchronous", "OFF").map_err(sql)?;
     // A kept connection's log is cut back to 1 MiB after each checkpoint.
     c.pragma_update(None, "journal_size_limit", 1 << 20).map_err(sql)?;
+    // 256 KiB of page cache (SQLite's default is 2 MiB): one chat's index is small, and up to
+    // KEEP_OPEN of them stay open.
+    c.pragma_update(None, "cache_size", -256).map_err(sql)?;
     c.execute_batch(TABLES).map_err(sql)?;
     let version: Option<String> = c
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))

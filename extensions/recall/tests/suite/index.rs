@@ -95,3 +95,54 @@ fn the_background_pass_indexes_every_chat_with_new_lines() {
     let third = s.recall.catch_up_all(&tokio_util::sync::CancellationToken::new());
     assert_eq!((third.files, third.rows), (1, 1));
 }
+
+#[test]
+fn the_indexing_thread_runs_at_nice_19_keeps_no_index_open_and_ends_when_told() {
+    let s = State::new();
+    s.write("1/main/a.jsonl", &transcript::session("s", T0, 2, |_| "alpha".into()));
+    s.write("2/main/a.jsonl", &transcript::session("t", T0, 3, |_| "beta".into()));
+    let recall = std::sync::Arc::new(volcanic_recall::Recall::new(
+        s.dir.path().join("sessions"),
+        s.dir.path().join("recall"),
+    ));
+    let pace = volcanic_recall::Pace {
+        first_after: std::time::Duration::ZERO,
+        every: std::time::Duration::from_millis(20),
+        chats_per_tick: 1,
+        pause: std::time::Duration::from_millis(5),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = recall.clone().spawn_indexer(pace, rx).unwrap();
+    let index = |chat: &str| s.dir.path().join("recall").join(format!("{chat}.sqlite"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !(index("1").exists() && index("2").exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the thread indexed no chat in 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(nice_of("recall-index"), Some(19));
+    drop(tx);
+    thread.join().unwrap();
+    // A closed index has no write-ahead log left; a kept one would.
+    for chat in ["1", "2"] {
+        let wal = s.dir.path().join("recall").join(format!("{chat}.sqlite-wal"));
+        assert!(!wal.exists(), "{} left open", wal.display());
+    }
+    assert_eq!((s.rows("1"), s.rows("2")), (2, 3));
+}
+
+/// The nice value of this process's thread named `name` (`/proc/self/task/*/stat`, field 19).
+fn nice_of(name: &str) -> Option<i64> {
+    std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|t| {
+        let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        if comm.trim_end() != name {
+            return None;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+        // Fields after the command's closing parenthesis start at field 3.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        rest.split(' ').nth(16)?.parse().ok()
+    })
+}
