@@ -30,8 +30,12 @@ impl std::fmt::Debug for RecallFeature {
     }
 }
 
-/// Always built (the `[memory] enabled` gate is wired when part A lands).
+/// Built unless `[memory] enabled = false` (recall is part of memory: docs/memory.md), in the
+/// console too (its session searches its own past sessions). Errors: a bad `[memory]` section.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
+    if !super::memory::settings(services)?.enabled {
+        return Ok(None);
+    }
     Ok(Some(Arc::new(RecallFeature {
         recall: Arc::new(recall_of(&services.state_dir)),
         shutdown: services.shutdown.clone(),
@@ -140,5 +144,15 @@ mod tests {
             key_of(&place(None, None)),
         ];
         assert_eq!(keys, ["42", "g100", "a2a-bob", "--srv-ws-g100--"].map(String::from));
+    }
+
+    #[test]
+    fn memory_turned_off_turns_recall_off_too() {
+        let built = |toml: &str| build(&crate::features::tests::services(toml)).map(|f| f.map(|f| f.name()));
+        assert_eq!(built("").unwrap(), Some("recall"));
+        assert_eq!(built("[memory]\nenabled = true\n").unwrap(), Some("recall"));
+        assert_eq!(built("[memory]\nenabled = false\n").unwrap(), None);
+        let bad = built("[memory]\nenabled = \"no\"\n").unwrap_err();
+        assert!(format!("{bad:#}").contains("memory"), "{bad:#}");
     }
 }

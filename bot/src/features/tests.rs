@@ -4,7 +4,7 @@ use super::*;
 use volcanic_core::processes::ProcessEnvironmentOptions;
 
 /// Services of a console-like host (no Telegram) for the config `toml`.
-fn services(toml: &str) -> Services {
+pub(super) fn services(toml: &str) -> Services {
     let config = Config::parse(toml, Path::new("test.toml")).unwrap();
     Services::new(
         Arc::new(config),
