@@ -108,6 +108,7 @@ impl HostFeature for RecallFeature {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::features::port::{CallerGrant, Target};

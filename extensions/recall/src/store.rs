@@ -56,7 +56,8 @@ impl std::fmt::Display for ChatKey {
 }
 
 /// Every chat's recall index (see the crate docs). Its methods block on files and SQLite: call
-/// them from a blocking thread (`tokio::task::spawn_blocking`), as the tool and [`Recall::run`] do.
+/// them from a blocking thread (`tokio::task::spawn_blocking`), as the tool does (the background
+/// pass has a thread of its own, [`Recall::spawn_indexer`]).
 #[derive(Debug)]
 pub struct Recall {
     pub(crate) sessions: PathBuf,

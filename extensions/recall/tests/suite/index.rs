@@ -112,7 +112,10 @@ fn the_indexing_thread_runs_at_nice_19_keeps_no_index_open_and_ends_when_told() 
         pause: std::time::Duration::from_millis(5),
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    let thread = recall.clone().spawn_indexer(pace, rx).unwrap();
+    let thread = recall
+        .clone()
+        .spawn_indexer(pace, rx)
+        .unwrap_or_else(|e| panic!("thread: {e}"));
     let index = |chat: &str| s.dir.path().join("recall").join(format!("{chat}.sqlite"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !(index("1").exists() && index("2").exists()) {
@@ -124,7 +127,7 @@ fn the_indexing_thread_runs_at_nice_19_keeps_no_index_open_and_ends_when_told() 
     }
     assert_eq!(nice_of("recall-index"), Some(19));
     drop(tx);
-    thread.join().unwrap();
+    assert!(thread.join().is_ok(), "the indexing thread panicked");
     // A closed index has no write-ahead log left; a kept one would.
     for chat in ["1", "2"] {
         let wal = s.dir.path().join("recall").join(format!("{chat}.sqlite-wal"));
