@@ -15,6 +15,7 @@
 
 mod checks;
 mod reach;
+mod recall;
 mod sandbox;
 
 pub use reach::{describe, get_me};
@@ -101,6 +102,7 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
     out.push(sandbox::check(&config, volcanic_sandbox::KernelSupport::probe()));
     out.push(checks::folder("state_dir", &config.state_dir));
     out.push(checks::folder("workspaces_dir", &config.workspaces_dir));
+    out.push(recall::check(&config.state_dir));
     out.push(checks::folder(
         "memory",
         &config.state_dir.join(crate::features::memory::files::FOLDER),

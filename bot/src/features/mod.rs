@@ -29,6 +29,7 @@ pub mod mcp;
 pub mod memory;
 pub mod network;
 pub mod port;
+pub mod recall;
 pub mod scheduler;
 
 use crate::config::Config;
@@ -57,6 +58,7 @@ pub const FEATURES: &[Build] = &[
     a2a_client::build,
     a2a_server::build,
     mcp::build,
+    recall::build,
     network::build,
     memory::build,
     #[cfg(any(test, feature = "example-feature"))]

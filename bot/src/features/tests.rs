@@ -4,7 +4,7 @@ use super::*;
 use volcanic_core::processes::ProcessEnvironmentOptions;
 
 /// Services of a console-like host (no Telegram) for the config `toml`.
-fn services(toml: &str) -> Services {
+pub(super) fn services(toml: &str) -> Services {
     let config = Config::parse(toml, Path::new("test.toml")).unwrap();
     Services::new(
         Arc::new(config),
@@ -48,9 +48,10 @@ fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
 #[test]
 fn without_telegram_only_the_features_that_need_no_chat_are_built() {
     let features = Features::build(&services("[example]\nreply = \"hi\"\n")).unwrap();
-    assert_eq!(format!("{features:?}"), "[\"example\"]");
+    // Recall needs no chat: the console's session searches its own past sessions.
+    assert_eq!(format!("{features:?}"), "[\"recall\", \"example\"]");
     let none = Features::build(&services("[memory]\nmax_chars = 100\n")).unwrap();
-    assert_eq!(format!("{none:?}"), "[]");
+    assert_eq!(format!("{none:?}"), "[\"recall\"]");
 }
 
 #[test]

@@ -33,6 +33,8 @@ mod memory_scopes;
 mod memory_support;
 mod poison;
 mod questions;
+mod recall;
+mod recall_kill;
 mod responses;
 mod sandbox;
 mod sandbox_allow;

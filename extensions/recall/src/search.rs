@@ -1,0 +1,207 @@
+//! Searching a chat's index: BM25-ranked rows, each with its snippet read back from its session
+//! file (the index keeps no text).
+
+use crate::error::{RecallError, Result};
+use crate::extract::said;
+use crate::query::{Query, Terms};
+use crate::store::{ChatKey, Recall};
+use rusqlite::{Connection, params};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use volcanic_abstractions::sessions::SessionEntry;
+
+/// Words of context a snippet keeps before its first matched word.
+const BEFORE: usize = 10;
+/// Words a snippet keeps in all.
+const WORDS: usize = 36;
+
+/// One hit of a search.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Hit {
+    /// When it was said, epoch ms.
+    pub at_ms: i64,
+    /// The session's id.
+    pub session: String,
+    /// The entry's id in it.
+    pub entry: String,
+    /// Who said it (see [`crate::extract::Said::who`]).
+    pub who: String,
+    /// Up to 36 words around the first match, matched words marked `**word**`, `…` where cut.
+    pub snippet: String,
+}
+
+impl Recall {
+    /// The best hits for `query` in `chat`'s sessions, best first (BM25 over entries with any of
+    /// the words), after catching the index up; `query.skip` left out. Errors: the index cannot
+    /// be made or read even after a rebuild, or the session folder cannot be read.
+    pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
+        let dir = self.chat_sessions(chat);
+        self.with_index(chat, |c| {
+            self.catch_up_in(c, chat)?;
+            let skipped = |r: &Row| {
+                query
+                    .skip
+                    .as_ref()
+                    .is_some_and(|(session, entries)| r.session == *session && entries.contains(&r.entry))
+            };
+            let extra = query.skip.as_ref().map_or(0, |(_, e)| e.len());
+            let hits = ranked(c, query, query.limit + extra)?;
+            Ok(hits
+                .into_iter()
+                .filter(|r| !skipped(r))
+                .take(query.limit)
+                .map(|r| Hit {
+                    snippet: read_snippet(&dir.join(&r.path), r.off, r.len, &query.terms),
+                    at_ms: r.at_ms,
+                    session: r.session,
+                    entry: r.entry,
+                    who: r.who,
+                })
+                .collect())
+        })
+    }
+}
+
+/// A ranked row before its snippet is read.
+struct Row {
+    at_ms: i64,
+    session: String,
+    entry: String,
+    who: String,
+    path: String,
+    off: u64,
+    len: usize,
+}
+
+fn ranked(c: &Connection, query: &Query, limit: usize) -> Result<Vec<Row>> {
+    let index = c.path().map(std::path::PathBuf::from).unwrap_or_default();
+    let sql = |source| RecallError::Sqlite {
+        path: index.clone(),
+        source,
+    };
+    let mut stmt = c
+        .prepare_cached(
+            "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
+             FROM words JOIN said s ON s.id = words.rowid JOIN files f ON f.id = s.file
+             WHERE words MATCH ?1 AND s.at >= ?2 AND s.at < ?3
+             ORDER BY bm25(words) LIMIT ?4",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map(
+            params![
+                query.terms.fts(),
+                query.since_ms.unwrap_or(i64::MIN),
+                query.until_ms.unwrap_or(i64::MAX),
+                limit as i64
+            ],
+            |r| {
+                Ok(Row {
+                    at_ms: r.get(0)?,
+                    session: r.get(1)?,
+                    entry: r.get(2)?,
+                    who: r.get(3)?,
+                    path: r.get(4)?,
+                    off: r.get(5)?,
+                    len: r.get(6)?,
+                })
+            },
+        )
+        .map_err(sql)?;
+    rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql)
+}
+
+/// The snippet of the entry at `off` (`len` bytes) of `file`; a note when the file no longer has
+/// it (a session file deleted by hand).
+fn read_snippet(file: &Path, off: u64, len: usize, terms: &Terms) -> String {
+    let mut line = vec![0; len];
+    let read = std::fs::File::open(file).and_then(|f| f.read_exact_at(&mut line, off));
+    let text = read
+        .ok()
+        .and_then(|()| SessionEntry::from_json(&line).ok())
+        .as_ref()
+        .and_then(said)
+        .map(|s| s.text);
+    match text {
+        Some(t) => snippet(&t, terms),
+        None => "(its session file no longer has this entry)".to_owned(),
+    }
+}
+
+/// Up to [`WORDS`] words of `text` around its first word matching `terms`, matched words marked
+/// `**word**`, whitespace runs as one space, `…` where cut.
+pub(crate) fn snippet(text: &str, terms: &Terms) -> String {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, ch) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (ch.is_alphanumeric() && i < text.len(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            (true, Some(_)) | (false, None) => {}
+        }
+    }
+    let hit = |&(s, e): &(usize, usize)| terms.matches(&text[s..e].to_lowercase());
+    let first = spans.iter().position(hit).unwrap_or(0);
+    let from = first.saturating_sub(BEFORE);
+    let to = (from + WORDS).min(spans.len());
+    let Some((&(head, _), &(_, tail))) = spans.get(from).zip(spans.get(to.saturating_sub(1))) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if from > 0 {
+        out.push('…');
+    }
+    let mut at = head;
+    for span in &spans[from..to] {
+        out.push_str(&text[at..span.0]);
+        if hit(span) {
+            out.push_str("**");
+            out.push_str(&text[span.0..span.1]);
+            out.push_str("**");
+        } else {
+            out.push_str(&text[span.0..span.1]);
+        }
+        at = span.1;
+    }
+    debug_assert_eq!(at, tail);
+    if to < spans.len() {
+        out.push('…');
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn terms(q: &str) -> Terms {
+        match Terms::parse(q) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_snippet_marks_matched_words_in_any_case() {
+        let s = snippet("We chose the Zebra plan.\nDeploy on Friday.", &terms("zebra deploy"));
+        assert_eq!(s, "We chose the **Zebra** plan. **Deploy** on Friday");
+    }
+
+    #[test]
+    fn a_long_text_is_cut_around_the_first_match() {
+        let words: Vec<String> = (0..100).map(|i| format!("w{i}")).collect();
+        let s = snippet(&words.join(" "), &terms("w50"));
+        let expected = format!(
+            "…{}…",
+            (40..76)
+                .map(|i| if i == 50 { "**w50**".to_owned() } else { format!("w{i}") })
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        assert_eq!(s, expected);
+    }
+}

@@ -1,0 +1,68 @@
+//! The state of the indexes, for `doctor`: read only, nothing is made, caught up or set aside.
+
+use crate::store::{ChatKey, Recall};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::path::Path;
+
+/// One chat's index as found on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatStatus {
+    /// Its chat.
+    pub chat: ChatKey,
+    /// Bytes on disk (the database and its write-ahead log).
+    pub bytes: u64,
+    /// Rows (indexed entries) and session files, or why the index could not be read (it is
+    /// rebuilt at its next use).
+    pub counts: Result<(u64, u64), String>,
+    /// When rows were last added, epoch ms (`None`: never).
+    pub last_indexed_ms: Option<i64>,
+}
+
+impl Recall {
+    /// Every index in the index folder, by chat key; empty when the folder is missing.
+    pub fn status(&self) -> Vec<ChatStatus> {
+        let Ok(dir) = std::fs::read_dir(&self.indexes) else {
+            return Vec::new();
+        };
+        let mut out: Vec<ChatStatus> = dir
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let stem = path.file_name()?.to_str()?.strip_suffix(".sqlite")?;
+                let chat = ChatKey::new(stem).ok()?;
+                Some(one(chat, &path))
+            })
+            .collect();
+        out.sort_by(|a, b| a.chat.as_str().cmp(b.chat.as_str()));
+        out
+    }
+}
+
+fn one(chat: ChatKey, path: &Path) -> ChatStatus {
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let mut wal = path.to_path_buf().into_os_string();
+    wal.push("-wal");
+    let bytes = size(path) + size(Path::new(&wal));
+    let read = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|c| {
+        let rows: u64 = c.query_row("SELECT count(*) FROM said", [], |r| r.get(0))?;
+        let files: u64 = c.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
+        let last: Option<String> = c
+            .query_row("SELECT value FROM meta WHERE key = 'last_indexed_ms'", [], |r| r.get(0))
+            .optional()?;
+        Ok(((rows, files), last.and_then(|v| v.parse().ok())))
+    });
+    match read {
+        Ok((counts, last_indexed_ms)) => ChatStatus {
+            chat,
+            bytes,
+            counts: Ok(counts),
+            last_indexed_ms,
+        },
+        Err(e) => ChatStatus {
+            chat,
+            bytes,
+            counts: Err(e.to_string()),
+            last_indexed_ms: None,
+        },
+    }
+}

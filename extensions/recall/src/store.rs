@@ -1,0 +1,329 @@
+//! [`Recall`]: the process-wide entry type: where the sessions and the indexes are, one lock per
+//! chat, and opening a chat's index (made when missing, set aside and remade when unreadable).
+
+use crate::error::{RecallError, Result};
+use rusqlite::{Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The index's schema version (`meta.schema`); an index of another version is rebuilt.
+const SCHEMA: &str = "1";
+
+/// The tables. `said` holds one row per indexed entry (where its line is, when, who); `words` is
+/// the contentless FTS5 index of its text under the same rowid (`contentless_delete` lets a file
+/// that shrank be indexed again; `detail=column`: no word positions, as no search asks for a
+/// phrase, which halves the index); `files` remembers per session file the byte offset indexed.
+const TABLES: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, session TEXT NOT NULL, indexed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS said(
+    id INTEGER PRIMARY KEY, file INTEGER NOT NULL, off INTEGER NOT NULL, len INTEGER NOT NULL,
+    at INTEGER NOT NULL, entry TEXT NOT NULL, who TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
+    text, content='', contentless_delete=1, detail=column, tokenize='unicode61 remove_diacritics 2');
+";
+
+/// A chat's key: the folder of its sessions under the sessions root (`123`, `g456` for a group
+/// and all its forum topics, `a2a-<caller>` for an A2A caller), and the name of its index file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChatKey(String);
+
+impl ChatKey {
+    /// Checks `key` is one folder name. Errors: [`RecallError::BadChatKey`].
+    pub fn new(key: impl Into<String>) -> Result<ChatKey> {
+        let key = key.into();
+        let bad = key.is_empty() || key == "." || key == ".." || key.contains(['/', '\\', '\0']);
+        if bad {
+            Err(RecallError::BadChatKey(key))
+        } else {
+            Ok(ChatKey(key))
+        }
+    }
+
+    /// The key as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ChatKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Every chat's recall index (see the crate docs). Its methods block on files and SQLite: call
+/// them from a blocking thread (`tokio::task::spawn_blocking`), as the tool does (the background
+/// pass has a thread of its own, [`Recall::spawn_indexer`]).
+#[derive(Debug)]
+pub struct Recall {
+    pub(crate) sessions: PathBuf,
+    pub(crate) indexes: PathBuf,
+    /// One lock per chat: one writer of a chat's index at a time in this process.
+    locks: Mutex<HashMap<ChatKey, Arc<Mutex<()>>>>,
+    /// Connections kept open between uses (opening and closing an index costs a checkpoint and
+    /// the creation of its log), at most [`KEEP_OPEN`].
+    open: Mutex<HashMap<ChatKey, Open>>,
+    /// Per session file, the offset indexed so far, as last seen (lets the periodic pass skip a
+    /// chat without opening its index when none of its files grew).
+    pub(crate) seen: Mutex<HashMap<PathBuf, u64>>,
+}
+
+impl Recall {
+    /// Recall over the session files under `sessions` (`<chat key>/**/*.jsonl`) with the indexes
+    /// in `indexes` (created when first needed).
+    pub fn new(sessions: impl Into<PathBuf>, indexes: impl Into<PathBuf>) -> Recall {
+        Recall {
+            sessions: sessions.into(),
+            indexes: indexes.into(),
+            locks: Mutex::default(),
+            open: Mutex::default(),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// The folder of the indexes.
+    pub fn index_dir(&self) -> &Path {
+        &self.indexes
+    }
+
+    /// The index file of `chat`.
+    pub fn index_file(&self, chat: &ChatKey) -> PathBuf {
+        self.indexes.join(format!("{}.sqlite", chat.0))
+    }
+
+    /// The folder of `chat`'s sessions.
+    pub(crate) fn chat_sessions(&self, chat: &ChatKey) -> PathBuf {
+        self.sessions.join(&chat.0)
+    }
+
+    /// Runs `f` on `chat`'s index under the chat's lock. An index that is missing is made; one
+    /// SQLite cannot read (at opening or inside `f`) is set aside, logged, made anew and `f` runs
+    /// again on it (it fills from the session files as `f` catches up).
+    pub(crate) fn with_index<T>(&self, chat: &ChatKey, f: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+        self.with_index_kept(chat, true, f)
+    }
+
+    /// [`Recall::catch_up`] for the background pass: an index that was not kept open is closed
+    /// again afterwards (a pass over every chat must not fill memory with connections).
+    pub(crate) fn catch_up_quietly(&self, chat: &ChatKey) -> Result<crate::Caught> {
+        let was_open = self.open.lock().unwrap_or_else(|e| e.into_inner()).contains_key(chat);
+        self.with_index_kept(chat, was_open, |c| self.catch_up_in(c, chat))
+    }
+
+    /// [`Recall::with_index`], keeping the connection open afterwards only when `keep`.
+    fn with_index_kept<T>(
+        &self,
+        chat: &ChatKey,
+        keep: bool,
+        mut f: impl FnMut(&mut Connection) -> Result<T>,
+    ) -> Result<T> {
+        let lock = self.lock(chat);
+        let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let path = self.index_file(chat);
+        let first = self.connection(chat, &path).and_then(|mut c| {
+            let out = f(&mut c.conn);
+            if out.is_ok() && keep {
+                self.keep(chat, c);
+            }
+            out
+        });
+        match first {
+            Err(e) if e.is_corrupt() => {
+                self.set_aside(&path, &e)?;
+                let mut c = Open::new(&path)?;
+                let out = f(&mut c.conn)?;
+                if keep {
+                    self.keep(chat, c);
+                }
+                Ok(out)
+            }
+            other => other,
+        }
+    }
+
+    /// `chat`'s kept connection if its file is still the one it opened (a file deleted or
+    /// replaced is opened anew), else a new one.
+    fn connection(&self, chat: &ChatKey, path: &Path) -> Result<Open> {
+        let kept = self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
+        match kept {
+            Some(c) if file_id(path) == Some(c.id) => Ok(c),
+            // A new file, or one not opened yet: what was seen indexed may not be in it.
+            Some(_) | None => {
+                self.forget_seen(chat);
+                Open::new(path)
+            }
+        }
+    }
+
+    /// Keeps `c` for the next use of `chat`, closing another one past [`KEEP_OPEN`].
+    fn keep(&self, chat: &ChatKey, c: Open) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= KEEP_OPEN
+            && let Some(other) = open.keys().next().cloned()
+        {
+            open.remove(&other);
+        }
+        open.insert(chat.clone(), c);
+    }
+
+    /// Deletes `chat`'s index so the next use builds it again from the session files.
+    pub fn forget_index(&self, chat: &ChatKey) -> Result<()> {
+        let lock = self.lock(chat);
+        let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let path = self.index_file(chat);
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
+        for p in index_files(&path) {
+            match std::fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(RecallError::Io {
+                        action: "delete",
+                        path: p,
+                        source,
+                    });
+                }
+            }
+        }
+        self.forget_seen(chat);
+        Ok(())
+    }
+
+    fn lock(&self, chat: &ChatKey) -> Arc<Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(chat.clone()).or_default().clone()
+    }
+
+    /// Drops what was seen of `chat`'s files (its index was remade or deleted).
+    fn forget_seen(&self, chat: &ChatKey) {
+        let dir = self.chat_sessions(chat);
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p, _| !p.starts_with(&dir));
+    }
+
+    /// Moves an unreadable index (and its `-wal`, `-shm`) to `<file>.corrupt-<unix time>`.
+    fn set_aside(&self, path: &Path, why: &RecallError) -> Result<()> {
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        tracing::warn!(index = %path.display(), error = %why, "recall index unreadable: set aside and rebuilt from the session files");
+        for p in index_files(path) {
+            let mut aside = p.clone().into_os_string();
+            aside.push(format!(".corrupt-{stamp}"));
+            match std::fs::rename(&p, &aside) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(RecallError::Io {
+                        action: "set aside",
+                        path: p,
+                        source,
+                    });
+                }
+            }
+        }
+        if let Some(chat) = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| ChatKey::new(s).ok())
+        {
+            self.forget_seen(&chat);
+        }
+        Ok(())
+    }
+}
+
+/// How many indexes stay open between uses.
+const KEEP_OPEN: usize = 64;
+
+/// An open index and the identity (device, inode) of the file it opened.
+struct Open {
+    conn: Connection,
+    id: (u64, u64),
+}
+
+impl std::fmt::Debug for Open {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Open").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl Open {
+    fn new(path: &Path) -> Result<Open> {
+        let conn = open(path)?;
+        let id = file_id(path).ok_or_else(|| RecallError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        })?;
+        Ok(Open { conn, id })
+    }
+}
+
+/// The (device, inode) of `path`, `None` when it is gone.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The index file and SQLite's companions of it.
+fn index_files(path: &Path) -> [PathBuf; 3] {
+    let with = |suffix: &str| {
+        let mut p = path.to_path_buf().into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    [path.to_path_buf(), with("-wal"), with("-shm")]
+}
+
+/// Opens (making when missing) the index at `path` with its tables; an index of another schema
+/// version counts as unreadable.
+pub(crate) fn open(path: &Path) -> Result<Connection> {
+    let sql = |source| RecallError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| RecallError::Io {
+            action: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let c = Connection::open(path).map_err(sql)?;
+    // WAL: searches read while the indexer writes. No fsync (`synchronous=OFF`): a killed
+    // process loses nothing (its writes are in the page cache), and what a power cut may lose or
+    // damage is derived data, given back by the session files (a damaged index is rebuilt). An
+    // fsync per checkpoint was most of the cost of indexing one new message.
+    c.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
+    c.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+    c.pragma_update(None, "synchronous", "OFF").map_err(sql)?;
+    // A kept connection's log is cut back to 1 MiB after each checkpoint.
+    c.pragma_update(None, "journal_size_limit", 1 << 20).map_err(sql)?;
+    // 256 KiB of page cache (SQLite's default is 2 MiB): one chat's index is small, and up to
+    // KEEP_OPEN of them stay open.
+    c.pragma_update(None, "cache_size", -256).map_err(sql)?;
+    c.execute_batch(TABLES).map_err(sql)?;
+    let version: Option<String> = c
+        .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
+        .optional()
+        .map_err(sql)?;
+    match version.as_deref() {
+        Some(SCHEMA) => {}
+        None => {
+            c.execute("INSERT INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA])
+                .map_err(sql)?;
+        }
+        Some(_) => {
+            return Err(sql(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                Some("another schema version".into()),
+            )));
+        }
+    }
+    Ok(c)
+}
