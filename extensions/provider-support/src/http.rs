@@ -68,7 +68,7 @@ impl ProviderConfig {
 
 /// The wait a server asks for: `retry-after-ms` (milliseconds), else `retry-after` in seconds
 /// or as an HTTP date (relative to `now`). Unparsable or negative values are ignored.
-pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
         && ms.is_finite()

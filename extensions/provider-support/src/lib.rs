@@ -44,7 +44,7 @@ pub use convert::{
     tool_arguments, tool_result_text,
 };
 pub use error::{ProviderError, Result};
-pub use http::{ProviderConfig, truncate};
+pub use http::{ProviderConfig, retry_after, truncate};
 pub use openai::{TOOL_IMAGES_LEAD, error_fields, push_tool_results, reasoning_effort};
 pub use provider::{RequestBody, SseProvider, WireApi, body_bytes, body_tree, registration};
 pub use stream::{EventMapper, start_tool_call};

@@ -41,12 +41,12 @@ pub enum SttError {
         service: String,
     },
     /// 429, still after the retries, or asking for a longer wait than [`MAX_RETRY_AFTER`].
-    #[error("{service} is rate-limiting the bot (HTTP 429{})", retry_after.map(|s| format!(", retry after {s} s")).unwrap_or_default())]
+    #[error("{service} is rate-limiting the bot (HTTP 429{})", retry_after.map(|d| format!(", retry after {} s", d.as_secs())).unwrap_or_default())]
     RateLimited {
         /// The service's host.
         service: String,
-        /// Its `retry-after`, in seconds.
-        retry_after: Option<u64>,
+        /// Its `retry-after` (or `retry-after-ms`).
+        retry_after: Option<Duration>,
     },
     /// Any other status (5xx after the retries, 400, 404, 415, …), with the start of its body.
     #[error("{service} answered HTTP {status}: {body}")]
@@ -93,7 +93,7 @@ impl SttError {
     fn retry_in(&self, attempt: u32) -> Option<Duration> {
         match self {
             SttError::RateLimited { retry_after, .. } => {
-                let wait = retry_after.map_or(BACKOFF * 2u32.pow(attempt), Duration::from_secs);
+                let wait = retry_after.unwrap_or(BACKOFF * 2u32.pow(attempt));
                 (wait <= MAX_RETRY_AFTER).then_some(wait)
             }
             SttError::Status { status, .. } if *status >= 500 => Some(BACKOFF * 2u32.pow(attempt)),
@@ -200,11 +200,7 @@ impl Transcriber {
         }
         let resp = req.send().await.map_err(|e| self.failed(&e))?;
         let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let retry_after = volcanic_provider_support::retry_after(resp.headers(), std::time::SystemTime::now());
         let text = resp.text().await.map_err(|e| self.failed(&e))?;
         let service = self.service.clone();
         match status {
@@ -297,8 +293,15 @@ mod tests {
         assert_eq!(s(503).retry_in(0), Some(BACKOFF));
         assert_eq!(s(502).retry_in(1), Some(BACKOFF * 2));
         assert_eq!(s(400).retry_in(0), None);
-        assert_eq!(limited(Some(3)).retry_in(0), Some(Duration::from_secs(3)));
-        assert_eq!(limited(Some(3600)).retry_in(0), None, "too long a wait is reported");
+        assert_eq!(
+            limited(Some(Duration::from_secs(3))).retry_in(0),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            limited(Some(Duration::from_secs(3600))).retry_in(0),
+            None,
+            "too long a wait is reported"
+        );
         assert_eq!(limited(None).retry_in(1), Some(BACKOFF * 2));
         let key = SttError::Unauthorized {
             service: service(),
