@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use std::io::Write;
-use std::process::Command;
 use std::time::Duration;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
@@ -18,32 +17,14 @@ const NOTICE: &str = "The bot's disk is full.";
 /// Starts the bot as `BotProcess::start` does, inside `unshare -Urm` with a 1 MiB tmpfs on
 /// `sessions`.
 fn start_on_small_disk(env: &Env, sessions: &std::path::Path) -> BotProcess {
-    let log = env.dir.path().join("bot-disk.log");
-    let out = std::fs::File::create(&log).unwrap();
-    let child = Command::new("unshare")
-        .args([
-            "-Urm",
-            "sh",
-            "-c",
-            "mount -t tmpfs -o size=1m tmpfs \"$1\" && shift && exec \"$@\"",
-            "sh",
-        ])
-        .arg(sessions)
-        .arg(env!("CARGO_BIN_EXE_volcanic-bot"))
-        .arg("--config")
-        .arg(env.dir.path().join("volcanic.toml"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .env("E2E_ANTHROPIC_KEY", "test-key")
-        .env("VOLCANIC_LOG", "info")
-        .current_dir(env.dir.path())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .expect("unshare (util-linux) must be installed for this test");
-    BotProcess { child, log }
+    let mount = "mount -t tmpfs -o size=1m tmpfs \"$1\" && shift && exec \"$@\"";
+    let program = ["unshare", "-Urm", "sh", "-c", mount, "sh"];
+    let wrapper: Vec<&std::ffi::OsStr> = program
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .chain([sessions.as_os_str()])
+        .collect();
+    BotProcess::start_wrapped(env, TOKEN, Some("info"), &[], &wrapper)
 }
 
 /// Fills the file system of `dir` as the bot sees it (through `/proc/<pid>/root`).

@@ -157,6 +157,18 @@ impl BotProcess {
 
     /// [`start_logging`](Self::start_logging) with `extra` variables in the bot's environment.
     pub fn start_with(env: &Env, token: &str, level: Option<&str>, extra: &[(&str, &str)]) -> BotProcess {
+        BotProcess::start_wrapped(env, token, level, extra, &[])
+    }
+
+    /// [`start_with`](Self::start_with) under `wrapper` (a program and its arguments, e.g.
+    /// `unshare -Urm ...`), which is given the bot's command line to run.
+    pub fn start_wrapped(
+        env: &Env,
+        token: &str,
+        level: Option<&str>,
+        extra: &[(&str, &str)],
+        wrapper: &[&std::ffi::OsStr],
+    ) -> BotProcess {
         let log = env.dir.path().join(format!(
             "bot-{}.log",
             std::time::SystemTime::now()
@@ -165,7 +177,15 @@ impl BotProcess {
                 .as_nanos()
         ));
         let out = std::fs::File::create(&log).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+        let bot = env!("CARGO_BIN_EXE_volcanic-bot");
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bot);
+                c
+            }
+            None => Command::new(bot),
+        };
         command
             .arg("--config")
             .arg(env.dir.path().join("volcanic.toml"))
@@ -184,7 +204,7 @@ impl BotProcess {
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()
-            .unwrap();
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", command.get_program()));
         BotProcess { child, log }
     }
 
