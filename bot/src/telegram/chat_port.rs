@@ -180,7 +180,7 @@ async fn deliver_earlier(host: &TelegramHost, conversation: &Conversation, key: 
         return;
     }
     match host.journal.delivery_resume_at(&key) {
-        Some(from) => output.answer(answer, Answering::delivery(key), from),
+        Some(from) => output.answer(answer, Answering::delivery(key), 0, from),
         None => tracing::info!(
             chat = conversation.target.chat_id,
             "a feature's answer was delivered before the restart"

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::*;
+use serde_json::json;
 use std::time::Duration;
 use volcanic_testkit::bot_api::{ApiCall, BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
@@ -226,4 +227,51 @@ async fn slash_stop_mid_answer_is_told_once_by_the_marked_partial_answer() {
     // Nothing running now: /stop says so.
     tg.push_update(updates::text_message(OWNER, OWNER, "/stop"));
     nth_text(&tg, OWNER, "Nothing is running.", 1, &bot).await;
+}
+
+/// Text the model writes before a tool call can go out early (a chunk finished while drafted);
+/// it is not the answer. A crash while the final answer is held back must not count those early
+/// chunks as the final's: after the restart the final is delivered, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_sent_early_before_a_tool_call_do_not_hide_the_final_after_a_crash() {
+    let model = ModelServer::start().await.unwrap();
+    // Over one message of text (its first chunk goes out early), then a tool call.
+    let call = json!({"command": "echo looked"});
+    model.push(long_answer(Duration::from_millis(20)).tool_call("call_1", "bash", call));
+    model.push(Turn::reply("THE FINAL ANSWER after the tool").delay(Duration::from_millis(500)));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let (env, bot) = start(&model, &tg, 100).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "look it up"));
+    nth_text(&tg, OWNER, "Paragraph 01:", 1, &bot).await;
+    // Telegram holds the final back for a minute: the bot waits, and dies meanwhile.
+    tg.fail_next_in("sendMessage", OWNER, 429, "Too Many Requests: retry after 60", Some(60));
+    let journal = env.dir.path().join("data/inbound.jsonl");
+    let read = || std::fs::read_to_string(&journal).unwrap_or_default();
+    eventually("the final's refusal to be journaled", &bot, || {
+        read().contains("\"refused\"")
+    })
+    .await;
+    assert!(
+        read().contains("\"dropped\""),
+        "the early chunk was forgotten: {}",
+        read()
+    );
+    assert_eq!(count(&tg, OWNER, "THE FINAL ANSWER"), 0);
+    bot.kill9();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_text(&tg, OWNER, "THE FINAL ANSWER after the tool", &bot).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count(&tg, OWNER, "THE FINAL ANSWER"), 1);
+    assert_eq!(
+        count(&tg, OWNER, "Paragraph 01:"),
+        1,
+        "the early chunk was not sent again"
+    );
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the model was not asked again\n{}",
+        bot.log()
+    );
 }

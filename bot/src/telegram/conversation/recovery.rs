@@ -158,8 +158,13 @@ fn deliver_held_back(conversation: &Conversation, group: &[Item], ids: Vec<i64>,
             "a chunk of this answer was on its way to Telegram when the bot stopped: counted as shown"
         );
     }
-    tracing::info!(chat, ?ids, from, "delivering an answer a crash held back");
-    conversation.output.answer(text, ids, from);
+    // After chunks sent early the rest was cut on its own: cut it the same way again.
+    let (rest, first) = group
+        .iter()
+        .find(|i| i.u.chunks.rest.is_some())
+        .map_or((text.as_str(), 0), |i| i.u.chunks.layout(&text));
+    tracing::info!(chat, ?ids, first, from, "delivering an answer a crash held back");
+    conversation.output.answer(rest.to_owned(), ids, first, from);
 }
 
 /// A prompt cut off after a tool started for it, or cut off a second time, is not run again:

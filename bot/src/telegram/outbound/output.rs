@@ -13,7 +13,7 @@
 mod preview;
 
 use crate::features::port::Target;
-use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress};
+use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress, Rest};
 use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
 use crate::telegram::outbound::ledger::Ledger;
@@ -50,10 +50,12 @@ enum Out {
         md: String,
         of: Answering,
     },
-    /// An answer (Markdown) for `of`, from chunk `from` on (0 unless recovering).
+    /// An answer (Markdown) for `of` whose first chunk has the index `first` (0 unless it is
+    /// the rest after chunks sent early), from chunk `from` on (`first` unless recovering).
     Answer {
         md: String,
         of: Answering,
+        first: usize,
         from: usize,
     },
     /// A failure shown to the chat, finishing `of`.
@@ -235,6 +237,7 @@ impl Output {
                     let _ = self.tx.send(Out::Answer {
                         md: live::STOPPED.into(),
                         of: Answering::default(),
+                        first: 0,
                         from: 0,
                     });
                 }
@@ -264,12 +267,15 @@ impl Output {
         }
     }
 
-    /// Sends `md` (an answer found in the transcript after a restart) for `of`, from chunk
-    /// `from` on (the chunks before it were delivered), then finishes it.
-    pub fn answer(&self, md: String, of: impl Into<Answering>, from: usize) {
+    /// Sends `md` (an answer found in the transcript after a restart, or what is left of it
+    /// after chunks sent early: [`Chunks::layout`](crate::telegram::inbound::journal::Chunks::layout))
+    /// for `of`, its first chunk numbered `first`, from the chunk numbered `from` on (the chunks
+    /// before it were delivered), then finishes it.
+    pub fn answer(&self, md: String, of: impl Into<Answering>, first: usize, from: usize) {
         let _ = self.tx.send(Out::Answer {
             md,
             of: of.into(),
+            first,
             from,
         });
     }
@@ -304,6 +310,7 @@ impl Output {
         let _ = self.tx.send(Out::Answer {
             md: markdown.into(),
             of: of.into(),
+            first: 0,
             from: 0,
         });
     }
@@ -389,7 +396,12 @@ impl Delivery {
                 tg.typing(to).await;
             }
             Out::Tool(name) if self.mode != Mode::Off => {
-                st.stream.get_or_insert_with(|| self.new_stream()).tool(name);
+                let stream = st.stream.get_or_insert_with(|| self.new_stream());
+                if stream.sent_early() {
+                    // Those chunks were not the answer: a crash must not count them as its own.
+                    self.journal.drop_early(&stream.answers().ids);
+                }
+                stream.tool(name);
             }
             Out::Tool(name) => {
                 st.tools.push(name);
@@ -410,28 +422,22 @@ impl Delivery {
                     return self.answer_into_preview(&md, &of, id).await;
                 }
                 match stream.map(|s| s.final_from(&md)) {
-                    None => self.answer(&md, &of, 0).await,
-                    Some(Final::From(from)) => self.answer(&md, &of, from).await,
-                    Some(Final::Rest { md: rest, first }) => {
+                    None => self.answer(&md, &of, 0, 0).await,
+                    Some(Final::From(from)) => self.answer(&md, &of, 0, from).await,
+                    Some(Final::Rest { md: rest, first, at }) => {
                         tracing::info!(
                             chat = to.chat_id,
                             first,
                             "the answer continues after its chunks sent early"
                         );
-                        let failed = self.failed_sends();
-                        self.send_chunks(
-                            markdown_chunks(&rest)
-                                .into_iter()
-                                .enumerate()
-                                .map(|(n, c)| (first + n, c)),
-                            &of,
-                        )
-                        .await;
-                        self.finish(&of, self.outcome_since(failed));
+                        let first32 = u32::try_from(first).unwrap_or(u32::MAX);
+                        // Recovery must cut the rest as it is cut here.
+                        self.journal.rest(&of.ids, Rest { first: first32, at });
+                        self.answer(&rest, &of, first, first).await;
                     }
                 }
             }
-            Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
+            Out::Answer { md, of, first, from } => self.answer(&md, &of, first, from).await,
             Out::Error { msg, of } => {
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
@@ -498,12 +504,12 @@ impl Delivery {
         stream.sent(with_text);
     }
 
-    /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then finishes
-    /// `of`.
-    async fn answer(&self, md: &str, of: &Answering, from: usize) {
+    /// Sends the chunks of `md`, numbered from `first`, from the one numbered `from` on, each
+    /// attempt journaled (`chunk`), then finishes `of`.
+    async fn answer(&self, md: &str, of: &Answering, first: usize, from: usize) {
         let failed = self.failed_sends();
-        self.send_chunks(markdown_chunks(md).into_iter().enumerate().skip(from), of)
-            .await;
+        let chunks = markdown_chunks(md).into_iter().enumerate().map(|(n, c)| (first + n, c));
+        self.send_chunks(chunks.filter(|(n, _)| *n >= from), of).await;
         self.finish(of, self.outcome_since(failed));
     }
 

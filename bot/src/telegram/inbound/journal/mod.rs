@@ -14,6 +14,8 @@
 //! {"t":"state","id":17,"s":"tool"|"retried"|"done"}
 //! {"t":"chunk","id":17,"n":0,"s":"sending"|"sent"|"refused"}   chunk n (0-based) of its answer
 //! {"t":"seen","id":17}                   the highest id, kept by a rewrite
+//! {"t":"rest","id":17,"first":2,"at":8190}   its answer goes on after chunks sent early ([`Rest`])
+//! {"t":"dropped","id":17}                its chunks so far were of text before a tool call
 //! {"t":"slot","k":"<key digest>",…}     a feature's prompt's answer, chunk by chunk ([`deliveries`])
 //! ```
 //!
@@ -51,8 +53,11 @@
 //! and the whole file is first copied aside to `inbound.jsonl.corrupt-<unix time>` and reported:
 //! the bot starts with every record it could read, and nothing is lost.
 
+mod chunks;
 pub mod deliveries;
 mod sync;
+
+pub use chunks::{ChunkState, Chunks, Rest};
 
 use deliveries::{DeliveryState, LineDeliveries, LineDelivery};
 use serde::{Deserialize, Serialize};
@@ -106,6 +111,16 @@ enum Record<'a> {
     Seen {
         id: i64,
     },
+    /// The update's answer goes on after its chunks sent early, cut as [`Rest`] says.
+    Rest {
+        id: i64,
+        first: u32,
+        at: usize,
+    },
+    /// The chunks recorded for the update were of text written before a tool call: forgotten.
+    Dropped {
+        id: i64,
+    },
     /// The answer of a prompt a feature handed in (see [`deliveries`]): chunk `n`'s attempt, or
     /// `done` (no `n`). Tagged `slot` on disk, as since the scheduler was its first user.
     #[serde(rename = "slot")]
@@ -157,57 +172,6 @@ impl From<Vec<i64>> for Answering {
             ids,
             deliveries: Vec::new(),
         }
-    }
-}
-
-/// What became of one attempt to hand a chunk of an answer to Telegram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChunkState {
-    /// The attempt is about to leave.
-    Sending,
-    /// Telegram took it.
-    Sent,
-    /// Telegram answered with an error (flood control, a refusal): not shown.
-    Refused,
-}
-
-/// How far the delivery of an answer got (chunks are sent in order).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Chunks {
-    /// The last chunk Telegram took.
-    pub delivered: Option<u32>,
-    /// A chunk whose attempt left with no answer recorded (the process died meanwhile): Telegram
-    /// may or may not show it.
-    pub in_flight: Option<u32>,
-}
-
-impl Chunks {
-    fn note(&mut self, n: u32, s: ChunkState) {
-        match s {
-            ChunkState::Sending => self.in_flight = Some(n),
-            ChunkState::Sent => {
-                self.delivered = self.delivered.max(Some(n));
-                if self.in_flight.is_some_and(|f| f <= n) {
-                    self.in_flight = None;
-                }
-            }
-            ChunkState::Refused => {
-                if self.in_flight == Some(n) {
-                    self.in_flight = None;
-                }
-            }
-        }
-    }
-
-    /// The first chunk to send when delivering the answer again: after the last one Telegram
-    /// took, and after one whose request was on the wire when the process died (its `sending`
-    /// mark was on disk before the request left, and Telegram applies a request it received
-    /// whether or not the bot reads the reply; the Bot API has no idempotency key to ask). A
-    /// chunk Telegram answered with an error is sent again.
-    pub fn resume_at(&self) -> usize {
-        let next = |n: Option<u32>| n.map_or(0, |n| n as usize + 1);
-        next(self.delivered).max(next(self.in_flight))
     }
 }
 
@@ -313,6 +277,16 @@ fn read(bytes: &[u8]) -> Read {
                 }
             }
             Ok(Record::Seen { id }) => out.last_id = out.last_id.max(Some(id)),
+            Ok(Record::Rest { id, first, at }) => {
+                if let Some(u) = out.updates.get_mut(&id) {
+                    u.chunks.rest = Some(Rest { first, at });
+                }
+            }
+            Ok(Record::Dropped { id }) => {
+                if let Some(u) = out.updates.get_mut(&id) {
+                    u.chunks.drop_early();
+                }
+            }
             Ok(Record::Delivery { k, n, s, at }) => out.deliveries.note(&k, n, s, at),
             Err(why) => match &mut out.unreadable {
                 Some((_, count)) => *count += 1,
@@ -503,6 +477,28 @@ impl Journal {
         self.append(&text, Progress::Started);
     }
 
+    /// Records that the chunks recorded for `ids` so far were sent early of text that was
+    /// followed by a tool call, not of the answer ([`Chunks`] forgets them).
+    pub fn drop_early(&self, ids: &[i64]) {
+        let text: String = ids.iter().map(|&id| line(&Record::Dropped { id })).collect();
+        self.append(&text, Progress::Started);
+    }
+
+    /// Records that the answer of `ids` goes on after its chunks sent early, cut as `rest` says.
+    pub fn rest(&self, ids: &[i64], rest: Rest) {
+        let text: String = ids
+            .iter()
+            .map(|&id| {
+                line(&Record::Rest {
+                    id,
+                    first: rest.first,
+                    at: rest.at,
+                })
+            })
+            .collect();
+        self.append(&text, Progress::Started);
+    }
+
     /// Records that the answer for `of` was delivered (or that there is none): its updates are
     /// `done`, its deliveries too.
     pub fn finish(&self, of: &Answering) {
@@ -594,6 +590,13 @@ fn unfinished_lines(u: &Unfinished) -> String {
     };
     if u.progress > written {
         text.push_str(&state(u.progress, None));
+    }
+    if let Some(r) = u.chunks.rest {
+        text.push_str(&line(&Record::Rest {
+            id: u.id,
+            first: r.first,
+            at: r.at,
+        }));
     }
     if let Some(n) = u.chunks.delivered {
         text.push_str(&line(&Record::Chunk {

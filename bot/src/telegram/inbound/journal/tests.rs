@@ -206,3 +206,59 @@ fn a_line_delivery_is_remembered_across_restarts() {
     let text = std::fs::read_to_string(dir.path().join("inbound.jsonl")).unwrap();
     assert_eq!(text.matches("\"slot\"").count(), 2, "one done line each: {text}");
 }
+
+#[test]
+fn chunks_sent_early_before_a_tool_call_are_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path()).unwrap();
+    let _ = j.accept(vec![(5, json!({"update_id": 5}))]).unwrap();
+    j.started(&[5], "d5");
+    let of: Answering = vec![5].into();
+    // Two chunks of text written before a tool call went out early.
+    for n in 0..2 {
+        j.chunk(&of, n, ChunkState::Sending);
+        j.chunk(&of, n, ChunkState::Sent);
+    }
+    j.drop_early(&[5]);
+    j.mark(5, Progress::Tool);
+    // The final answer's first chunk was on its way when the process died.
+    j.chunk(&of, 0, ChunkState::Sending);
+    drop(j);
+    for _ in 0..2 {
+        let (j, unfinished) = Journal::open(dir.path()).unwrap();
+        let u = &unfinished[0];
+        // The final goes on after its own chunk 0, not after the early chunks' marks.
+        assert_eq!((u.chunks.resume_at(), u.chunks.rest), (1, None));
+        drop(j);
+    }
+}
+
+#[test]
+fn the_rest_after_chunks_sent_early_is_cut_the_same_way_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path()).unwrap();
+    let _ = j.accept(vec![(6, json!({"update_id": 6}))]).unwrap();
+    j.started(&[6], "d6");
+    let of: Answering = vec![6].into();
+    j.chunk(&of, 0, ChunkState::Sent);
+    j.chunk(&of, 1, ChunkState::Sent);
+    j.rest(&[6], Rest { first: 2, at: 7 });
+    j.chunk(&of, 2, ChunkState::Sent);
+    drop(j);
+    let answer = "early. the rest";
+    for _ in 0..2 {
+        // Read, rewritten, read again: the same.
+        let (j, unfinished) = Journal::open(dir.path()).unwrap();
+        let u = &unfinished[0];
+        assert_eq!(u.chunks.rest, Some(Rest { first: 2, at: 7 }));
+        assert_eq!(u.chunks.resume_at(), 3);
+        assert_eq!(u.chunks.layout(answer), ("the rest", 2));
+        drop(j);
+    }
+    // An offset that is not in the text (not a character boundary, past its end): the whole.
+    let odd = Chunks {
+        rest: Some(Rest { first: 1, at: 99 }),
+        ..Chunks::default()
+    };
+    assert_eq!(odd.layout(answer), (answer, 0));
+}

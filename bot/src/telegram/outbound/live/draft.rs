@@ -68,6 +68,8 @@ pub enum Final {
         md: String,
         /// The index of its first chunk.
         first: usize,
+        /// The byte offset in the answer where `md` begins.
+        at: usize,
     },
 }
 
@@ -130,6 +132,11 @@ impl DraftStream {
             self.of = of;
             self.dirty = true;
         }
+    }
+
+    /// Whether chunks of the text were sent early (as messages, journaled).
+    pub fn sent_early(&self) -> bool {
+        !self.early.is_empty()
     }
 
     /// A tool started: the progress line shows it. Text written before a tool call is not the
@@ -216,6 +223,7 @@ impl DraftStream {
             Some(rest) if md.starts_with(self.text.get(..self.early_end).unwrap_or_default()) => Final::Rest {
                 md: rest.to_owned(),
                 first: self.early.len(),
+                at: self.early_end,
             },
             // Not the text the chunks came from: sent whole.
             _ => Final::From(0),
