@@ -102,6 +102,9 @@ pub enum RunStatus {
     /// Cut off by a crash or a shutdown after a tool had started (or after its one re-run), or
     /// stopped in the chat (`/stop`); not started again by itself.
     Interrupted,
+    /// Finished with nothing to say: a quiet job's model answered exactly `NOTHING`
+    /// (`docs/scheduling.md`, "Quiet check-ins"), so nothing was sent to the chat.
+    Quiet,
 }
 
 /// One slot's run.

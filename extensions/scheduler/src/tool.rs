@@ -346,6 +346,7 @@ pub fn line(v: &JobView, chat_zone: Tz) -> String {
             RunStatus::Error => "error",
             RunStatus::Skipped => "skipped",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Quiet => "quiet (nothing to say)",
         };
         let error = r
             .error
