@@ -33,6 +33,7 @@ mod memory_scopes;
 mod memory_support;
 mod poison;
 mod questions;
+mod quiet;
 mod recall;
 mod recall_kill;
 mod responses;

@@ -30,6 +30,9 @@ pub struct ScheduledRun {
     pub slot: DateTime<Utc>,
     /// The prompt with its envelope (`[Scheduled job …]`), as the model should see it.
     pub prompt: String,
+    /// A quiet check-in: an answer of exactly `NOTHING` ([`crate::envelope::is_nothing`]) is
+    /// not sent, and the run ends [`Answered::Quiet`].
+    pub quiet: bool,
     /// Call [`ToolStarted::record`] when the first tool of this prompt's run starts, before the
     /// tool runs: a run cut off after it is never started again by itself.
     pub tool_started: ToolStarted,
@@ -51,14 +54,24 @@ pub enum DeliveryError {
     Stopped(String),
 }
 
+/// How a scheduled prompt that ended well ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// Its answer went to the chat; what was delivered (e.g. `sent`).
+    Sent(String),
+    /// A quiet check-in's model had nothing to say (`NOTHING`): nothing was sent.
+    Quiet,
+}
+
 /// What the host does for the scheduler.
 #[async_trait]
 pub trait JobDelivery: Send + Sync {
     /// Runs `run.prompt` in the target's session, queued behind any run in progress, and returns
-    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`). The first
+    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`), or, for a
+    /// quiet run whose model answered `NOTHING`, [`Answered::Quiet`] with nothing sent. The first
     /// tool the prompt's run starts is reported through `run.tool_started` before it runs. A run
     /// that ended by an abort after a tool started is never `Ok`.
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError>;
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError>;
     /// Tells the chat something, without the model (missed runs, a disabled job, a run cut off),
     /// and returns once the chat has it: `Err` when it could not be delivered.
     async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError>;
@@ -275,6 +288,8 @@ pub struct NewJob {
     pub kind: JobKind,
     /// When.
     pub schedule: ScheduleSpec,
+    /// A quiet check-in ([`Job::quiet`]).
+    pub quiet: bool,
 }
 
 impl JobScheduler {
@@ -430,6 +445,7 @@ impl JobScheduler {
         let zone = zone_of(&job.schedule);
         let heading = crate::envelope::heading(job, slot, late);
         let prompt = match &job.kind {
+            JobKind::Prompt { text } if job.quiet => format!("{heading}\n{}\n{text}", crate::envelope::QUIET_NOTE),
             JobKind::Prompt { text } => format!("{heading}\n{text}"),
             JobKind::Watcher {
                 script,
@@ -480,10 +496,12 @@ impl JobScheduler {
             job_id: job.id.clone(),
             slot,
             prompt,
+            quiet: job.quiet && matches!(job.kind, JobKind::Prompt { .. }),
             tool_started: tool.clone(),
         };
         match self.inner.config.delivery.run_prompt(run).await {
-            Ok(delivery) => Outcome::Ok { delivery },
+            Ok(Answered::Sent(delivery)) => Outcome::Ok { delivery },
+            Ok(Answered::Quiet) => Outcome::Quiet,
             Err(DeliveryError::Failed(error)) => Outcome::Failed {
                 error,
                 delivery: Some("not delivered".into()),

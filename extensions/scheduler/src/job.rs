@@ -183,6 +183,11 @@ pub struct Job {
     pub schedule: ScheduleSpec,
     /// Paused jobs and finished one-shots are not enabled.
     pub enabled: bool,
+    /// A quiet check-in (prompt jobs): the model may answer exactly `NOTHING`, and then nothing
+    /// is sent to the chat and the run is recorded [`RunStatus::Quiet`]. Absent in older files:
+    /// not quiet.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub quiet: bool,
     /// Creation instant.
     pub created: DateTime<Utc>,
     /// The next slot (UTC); `None` when none is left.

@@ -31,7 +31,7 @@ pub mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
-    DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, OwnerOfWorkspace, ScheduledRun,
+    Answered, DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, OwnerOfWorkspace, ScheduledRun,
     SchedulerConfig, SchedulerError, ToolStarted, WorkspaceOwner,
 };
 pub use job::{Job, JobKind, JobOrigin, JobTarget, RunRecord, RunStatus, ScheduleSpec};

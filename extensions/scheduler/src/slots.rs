@@ -58,6 +58,8 @@ pub enum Outcome {
         /// chat is told instead.
         after_tool: bool,
     },
+    /// A quiet check-in had nothing to say: finished like [`Outcome::Ok`], nothing sent.
+    Quiet,
     /// Cut off by the host's shutdown: the record stays `running` on disk, and the next start
     /// resolves it as after a crash ([`on_load`]).
     CutOff,
@@ -205,17 +207,8 @@ pub fn finish(
     let Some(run) = job.running_record(slot) else { return };
     run.finished = Some(now);
     match outcome {
-        Outcome::Ok { delivery } => {
-            run.status = RunStatus::Ok;
-            run.error = None;
-            run.delivery = Some(delivery);
-            job.consecutive_failures = 0;
-            job.retry_at = None;
-            // A one-shot is done when its own slot ran (not an extra `run_now`).
-            if matches!(compiled, Compiled::At(at) if *at == slot) {
-                job.enabled = false;
-            }
-        }
+        Outcome::Ok { delivery } => succeeded(job, compiled, slot, RunStatus::Ok, delivery),
+        Outcome::Quiet => succeeded(job, compiled, slot, RunStatus::Quiet, QUIET_DELIVERY.into()),
         Outcome::CutOff => run.finished = None,
         Outcome::Stopped { error } => {
             run.status = RunStatus::Interrupted;
@@ -284,6 +277,24 @@ pub fn finish(
                 slot_failed(job, notes);
             }
         }
+    }
+}
+
+/// What a quiet run's record says was delivered.
+pub const QUIET_DELIVERY: &str = "nothing to say (quiet): nothing sent";
+
+/// The run of `slot` ended well (`status` [`RunStatus::Ok`] or [`RunStatus::Quiet`]).
+fn succeeded(job: &mut Job, compiled: &Compiled, slot: DateTime<Utc>, status: RunStatus, delivery: String) {
+    if let Some(run) = job.running_record(slot) {
+        run.status = status;
+        run.error = None;
+        run.delivery = Some(delivery);
+    }
+    job.consecutive_failures = 0;
+    job.retry_at = None;
+    // A one-shot is done when its own slot ran (not an extra `run_now`).
+    if matches!(compiled, Compiled::At(at) if *at == slot) {
+        job.enabled = false;
     }
 }
 

@@ -25,6 +25,7 @@ async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
         origin: JobOrigin::Chat,
         kind,
         schedule,
+        quiet: false,
     };
     h.scheduler
         .add(&h.ws, new)

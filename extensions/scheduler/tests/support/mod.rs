@@ -13,7 +13,7 @@ use volcanic_abstractions::processes::{
     ProcessGroup, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
 };
 use volcanic_scheduler::{
-    DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun, SchedulerConfig,
+    Answered, DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun, SchedulerConfig,
     WorkspaceOwner,
 };
 
@@ -57,6 +57,8 @@ pub struct Delivery {
     pub end: Mutex<Option<DeliveryError>>,
     /// Notices are not delivered while set.
     pub notify_fails: std::sync::atomic::AtomicBool,
+    /// Quiet runs answer `NOTHING` while set.
+    pub quiet: std::sync::atomic::AtomicBool,
 }
 
 impl Delivery {
@@ -112,10 +114,11 @@ impl Delivery {
 
 #[async_trait]
 impl JobDelivery for Delivery {
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
         if self.tool.load(std::sync::atomic::Ordering::SeqCst) {
             run.tool_started.record().unwrap_or_else(|e| panic!("{e}"));
         }
+        let quiet = run.quiet;
         if let Ok(mut r) = self.runs.lock() {
             r.push(run);
         }
@@ -130,7 +133,10 @@ impl JobDelivery for Delivery {
         if let Some(end) = self.end.lock().ok().and_then(|e| e.clone()) {
             return Err(end);
         }
-        Ok("sent".into())
+        if quiet && self.quiet.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(Answered::Quiet);
+        }
+        Ok(Answered::Sent("sent".into()))
     }
 
     async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError> {
