@@ -75,6 +75,13 @@ pub trait JobDelivery: Send + Sync {
     /// Tells the chat something, without the model (missed runs, a disabled job, a run cut off),
     /// and returns once the chat has it: `Err` when it could not be delivered.
     async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError>;
+    /// Takes what start-up's catch-up did ([`CaughtUp`], every chat's, possibly none; once per
+    /// start) into the host's "while I was down" reports, and returns once they hold it
+    /// durably. `Err` (the default: no report): each is told by its own note instead.
+    async fn while_down(&self, caught: &[CaughtUp]) -> Result<(), DeliveryError> {
+        let _ = caught;
+        Err(DeliveryError::Failed("no \"while I was down\" report".into()))
+    }
 }
 
 /// What the scheduler needs.
@@ -336,7 +343,7 @@ impl JobScheduler {
                 () = self.inner.wake.notified() => {}
                 () = sleep => {
                     // A bug in one job's arithmetic must not stop every chat's schedule.
-                    let fired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.fire_due()));
+                    let fired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.fire_due(None)));
                     if fired.is_err() {
                         tracing::error!("the scheduler's timer caught a panic; jobs due now may be late");
                     }
@@ -345,8 +352,9 @@ impl JobScheduler {
         }
     }
 
-    /// Starts every job due by now.
-    fn fire_due(&self) {
+    /// Starts every job due by now. With `caught` (start-up's catch-up), the slots found missed
+    /// are put there for the host's report instead of told one by one.
+    fn fire_due(&self, mut caught: Option<&mut Vec<CaughtUp>>) {
         let now = self.now();
         let mut starts = Vec::new();
         let mut notes = Vec::new();
@@ -366,7 +374,14 @@ impl JobScheduler {
                     continue;
                 };
                 let mut said = Vec::new();
-                let due = slots::on_due(&mut entry.job, &compiled, now, entry.active, &mut said);
+                let mut missed = None;
+                let due = slots::on_due(&mut entry.job, &compiled, now, entry.active, &mut said, &mut missed);
+                if let Some(m) = missed {
+                    match caught.as_deref_mut() {
+                        Some(c) => c.push(CaughtUp::missed(&entry.job, &m)),
+                        None => said.extend(m.note),
+                    }
+                }
                 if let Due::Start { slot, late } = due {
                     entry.active = true;
                     starts.push((key, entry.job.clone(), slot, late));
@@ -560,7 +575,9 @@ pub(crate) fn zone_of(spec: &ScheduleSpec) -> Option<String> {
 }
 
 mod actions;
+mod catch_up;
 mod loading;
 mod persist;
 pub use actions::JobView;
+pub use catch_up::CaughtUp;
 pub use persist::ToolStarted;

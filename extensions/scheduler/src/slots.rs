@@ -81,9 +81,34 @@ pub fn due_at(job: &Job) -> Option<DateTime<Utc>> {
     }
 }
 
+/// Slots a job missed (the bot was down, or the machine asleep) and what the catch-up rule did
+/// with them ([`on_due`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missed {
+    /// How many (a lower bound past 1,000).
+    pub count: u64,
+    /// The newest of them.
+    pub newest: DateTime<Utc>,
+    /// How late the newest is.
+    pub late: Duration,
+    /// `Some(grace window)`: past it, skipped; `None`: the newest runs now, the older ones
+    /// coalesced into it.
+    pub skipped: Option<Duration>,
+    /// What the chat is told outside a start-up report (`None`: nothing, e.g. one slot run a
+    /// moment late).
+    pub note: Option<String>,
+}
+
 /// The job's time came at `now`. `active` says a run of it is still going. Messages for the chat
-/// are pushed on `notes`.
-pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bool, notes: &mut Vec<String>) -> Due {
+/// are pushed on `notes`; the slots found missed, and what became of them, are set in `missed`.
+pub fn on_due(
+    job: &mut Job,
+    compiled: &Compiled,
+    now: DateTime<Utc>,
+    active: bool,
+    notes: &mut Vec<String>,
+    missed: &mut Option<Missed>,
+) -> Due {
     if !job.enabled {
         return Due::Nothing;
     }
@@ -121,7 +146,7 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
                 )),
                 ..RunRecord::new(newest, RunStatus::Skipped)
             });
-            notes.push(format!(
+            let note = format!(
                 "⏰ Job `{}` missed {} while the bot was down; the latest was {} ago, too late to run \
                  now (grace window {}). {}",
                 job.id,
@@ -129,21 +154,34 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
                 human(late),
                 human(grace),
                 next_note(job),
-            ));
+            );
+            *missed = Some(Missed {
+                count,
+                newest,
+                late,
+                skipped: Some(grace),
+                note: Some(note),
+            });
             if !compiled.is_recurring() {
                 job.enabled = false;
             }
             return Due::Nothing;
         }
         job.missed += skipped;
-        if skipped > 0 {
-            notes.push(format!(
-                "⏰ Job `{}` missed {} while the bot was down; running the latest now ({} late).",
-                job.id,
-                runs(count),
-                human(late)
-            ));
-        }
+        *missed = Some(Missed {
+            count,
+            newest,
+            late,
+            skipped: None,
+            note: (skipped > 0).then(|| {
+                format!(
+                    "⏰ Job `{}` missed {} while the bot was down; running the latest now ({} late).",
+                    job.id,
+                    runs(count),
+                    human(late)
+                )
+            }),
+        });
         start(job, newest, now);
         return Due::Start {
             slot: newest,
@@ -432,7 +470,8 @@ fn count_slots(compiled: &Compiled, first: DateTime<Utc>, now: DateTime<Utc>) ->
     (count, newest)
 }
 
-fn runs(n: u64) -> String {
+/// `1 run`, `3 runs`.
+pub fn runs(n: u64) -> String {
     if n == 1 { "1 run".into() } else { format!("{n} runs") }
 }
 

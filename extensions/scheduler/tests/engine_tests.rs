@@ -193,6 +193,49 @@ async fn a_downtime_past_the_grace_window_skips_and_says_so() {
 }
 
 #[tokio::test]
+async fn a_start_hands_its_catch_up_to_the_report_once_and_tells_nothing_itself() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let late = add(&h, prompt("daily report"), cron("0 9 * * *")).await;
+    let soon = add(&h, prompt("check the backups"), every(120, "2026-12-04T10:00:00Z")).await;
+    h.stop();
+    // Down until 10:04:10: the daily 09:00 slots are 1 h past their grace (skipped); the
+    // backups' 10:00, 10:02 and 10:04 slots coalesce into the newest, run now.
+    clock.set(utc("2026-12-04T10:04:10Z"));
+    let h = Harness::start_with(dir.path(), clock.clone(), |d| d.reports = Some(Default::default())).await;
+    let reports = h
+        .delivery
+        .reports
+        .as_ref()
+        .and_then(|r| r.lock().ok().map(|r| r.clone()));
+    let reports = reports.unwrap_or_default();
+    assert_eq!(reports.len(), 1, "handed over once per start: {reports:?}");
+    let line = |id: &str| {
+        reports[0]
+            .iter()
+            .find(|c| c.key.starts_with(&format!("j{id}@")))
+            .map(|c| (c.key.clone(), c.line.clone()))
+            .unwrap_or_else(|| panic!("no line for {id}: {reports:?}"))
+    };
+    let (key, text) = line(&late);
+    assert!(key.ends_with(":skipped"), "{key}");
+    assert!(
+        text.contains("missed 4 runs") && text.contains("Fri 2026-12-04 09:00 UTC"),
+        "{text}"
+    );
+    let (key, text) = line(&soon);
+    assert!(key.ends_with(":ran") && key.contains("2026-12-04T10:04:00"), "{key}");
+    assert!(text.contains("missed 3 runs") && text.contains("coalesced"), "{text}");
+    h.delivery.wait_runs(1).await;
+    assert!(
+        h.delivery.notes().is_empty(),
+        "the report told it: {:?}",
+        h.delivery.notes()
+    );
+}
+
+#[tokio::test]
 async fn a_job_never_overlaps_itself() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
