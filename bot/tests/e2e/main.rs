@@ -9,6 +9,7 @@ mod console;
 mod console_tty;
 mod deploy;
 mod doctor;
+mod down_report;
 mod exactly_once;
 mod features;
 mod flood;

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::scheduler::jobs_file;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -13,16 +14,6 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 
 /// How long the chat is watched for anything after a quiet run is recorded.
 const QUIET_WINDOW: Duration = Duration::from_secs(3);
-
-fn jobs(env: &Env) -> Value {
-    let path = env
-        .dir
-        .path()
-        .join("workspaces")
-        .join(OWNER.to_string())
-        .join(".volcanic/scheduler/jobs.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_default()).unwrap_or(Value::Null)
-}
 
 /// The job whose prompt contains `text`.
 fn job<'a>(all: &'a Value, text: &str) -> Option<&'a Value> {
@@ -74,7 +65,7 @@ async fn a_quiet_check_in_that_finds_nothing_sends_nothing_and_one_that_finds_so
     nth_text(&tg, OWNER, "quiet inbox check", 1, &bot).await;
     tg.push_update(updates::text_message(OWNER, OWNER, "and the deploys, only failures"));
     nth_text(&tg, OWNER, "quiet deploy check", 1, &bot).await;
-    let stored = jobs(&env);
+    let stored = jobs_file(&env, OWNER);
     assert_eq!(
         job(&stored, "inbox").map(|j| j["quiet"].clone()),
         Some(json!(true)),
@@ -85,7 +76,7 @@ async fn a_quiet_check_in_that_finds_nothing_sends_nothing_and_one_that_finds_so
     let before = calls_to_chat(&tg);
     let mut recorded = Value::Null;
     eventually("the inbox check recorded quiet", &bot, || {
-        recorded = jobs(&env);
+        recorded = jobs_file(&env, OWNER);
         job(&recorded, "inbox").is_some_and(|j| j["last_run"]["status"] == "quiet")
     })
     .await;
@@ -108,7 +99,7 @@ async fn a_quiet_check_in_that_finds_nothing_sends_nothing_and_one_that_finds_so
     let told = nth_text(&tg, OWNER, "deploy failed", 1, &bot).await;
     assert!(told.contains("Check-in"), "{told}");
     eventually("the deploy check recorded ok", &bot, || {
-        job(&jobs(&env), "deploys").is_some_and(|j| j["last_run"]["status"] == "ok")
+        job(&jobs_file(&env, OWNER), "deploys").is_some_and(|j| j["last_run"]["status"] == "ok")
     })
     .await;
     assert_eq!(count(&tg, OWNER, "NOTHING"), 0);

@@ -10,7 +10,7 @@
 
 use crate::features::a2a_server::pool::CallerPolicy;
 use crate::features::port::{
-    ChatPort, Delivered, LinePrompt, LineWatch, OwnSession, PortError, Target, answer_after, chat_key,
+    ChatPort, Delivered, DownLine, LinePrompt, LineWatch, OwnSession, PortError, Target, answer_after, chat_key,
 };
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_core::agent::PromptInput;
-use volcanic_scheduler::{Answered, DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted};
+use volcanic_scheduler::{
+    Answered, CaughtUp, DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted,
+};
 
 /// Delivers scheduled runs into chats through the host's [`ChatPort`].
 #[derive(Debug)]
@@ -338,6 +340,23 @@ impl JobDelivery for ChatJobDelivery {
             )));
         }
         Ok(Answered::Sent("sent".into()))
+    }
+
+    async fn while_down(&self, caught: &[CaughtUp]) -> Result<(), DeliveryError> {
+        let lines = caught
+            .iter()
+            .map(|c| {
+                let line = DownLine {
+                    key: c.key.clone(),
+                    text: c.line.clone(),
+                };
+                (target(c.target), line)
+            })
+            .collect();
+        self.chats
+            .while_down(lines)
+            .await
+            .map_err(|e| DeliveryError::Failed(e.to_string()))
     }
 
     async fn notify(&self, to: JobTarget, text: String) -> Result<(), DeliveryError> {
