@@ -58,7 +58,7 @@ pub struct Line {
 /// Where a chat's report stands on disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Sent {
+enum Stage {
     /// Lines gathered, not sent yet.
     #[default]
     Gathering,
@@ -77,7 +77,7 @@ struct Record {
     thread: Option<i32>,
     /// The newest report's lines.
     lines: Vec<Line>,
-    state: Sent,
+    state: Stage,
     /// The newest report's message, once sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     message_id: Option<i32>,
@@ -93,13 +93,13 @@ impl Record {
     /// Adds `new` to the report being gathered (a sent one is filed as reported first); lines
     /// reported or gathered before are dropped. Returns whether anything was added.
     fn gather(&mut self, new: Vec<Line>) -> bool {
-        if self.state != Sent::Gathering {
+        if self.state != Stage::Gathering {
             // `Sending` found at start-up: Telegram may show it (the one limit), so it counts.
             let done = std::mem::take(&mut self.lines);
             self.reported.extend(done.into_iter().map(|l| l.key));
             let extra = self.reported.len().saturating_sub(REPORTED_KEPT);
             self.reported.drain(..extra);
-            self.state = Sent::Gathering;
+            self.state = Stage::Gathering;
             self.message_id = None;
             self.pressed.clear();
         }
@@ -328,7 +328,7 @@ impl DownReport {
         entries
             .flatten()
             .filter_map(|e| match store_file::load_json::<Record>(&e.path()) {
-                Ok(Loaded::Ok(r)) if r.state == Sent::Gathering && !r.lines.is_empty() => Some(r.target()),
+                Ok(Loaded::Ok(r)) if r.state == Stage::Gathering && !r.lines.is_empty() => Some(r.target()),
                 _ => None,
             })
             .collect()
@@ -340,10 +340,10 @@ impl DownReport {
         let record = {
             let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
             let mut record = self.load(to);
-            if record.state != Sent::Gathering || record.lines.is_empty() {
+            if record.state != Stage::Gathering || record.lines.is_empty() {
                 return;
             }
-            record.state = Sent::Sending;
+            record.state = Stage::Sending;
             if let Err(e) = store_file::save_json(&self.path(to), &record) {
                 tracing::error!(
                     chat = to.chat_id,
@@ -358,7 +358,7 @@ impl DownReport {
         let mut now = self.load(to);
         match sent {
             Ok(m) => {
-                now.state = Sent::Sent;
+                now.state = Stage::Sent;
                 now.message_id = Some(m.id.0);
                 tracing::info!(chat = to.chat_id, lines = now.lines.len(), "sent the down report");
             }
@@ -367,7 +367,7 @@ impl DownReport {
                     chat = to.chat_id,
                     "the down report was not taken (sent after the next restart): {e}"
                 );
-                now.state = Sent::Gathering;
+                now.state = Stage::Gathering;
             }
         }
         if let Err(e) = store_file::save_json(&self.path(to), &now) {

@@ -19,10 +19,10 @@ fn a_line_reported_before_is_never_reported_again() {
         "gathered twice"
     );
     // Sent (or on the wire when the bot died): its keys are reported.
-    r.state = Sent::Sending;
+    r.state = Stage::Sending;
     r.message_id = Some(7);
     assert!(!r.gather(vec![line("u1:tool", "again", Some(1))]));
-    assert_eq!(r.state, Sent::Gathering, "a new report is gathered");
+    assert_eq!(r.state, Stage::Gathering, "a new report is gathered");
     assert!(r.lines.is_empty() && r.message_id.is_none());
     // What happened to the same message next time is news.
     assert!(r.gather(vec![line("u1:twice", "“a” — cut off twice.", Some(1))]));

@@ -11,7 +11,7 @@
 //!   cut off again in its one automatic re-run: the chat is told, with a Retry button.
 //!
 //! What happened to each message is told once per chat, with the scheduler's catch-up, in its
-//! "while I was down" report ([`down_report`](super::down_report)): a message not run again gets
+//! "while I was down" report ([`down_report`](super::down_report::DownReport)): a message not run again gets
 //! its Retry button there.
 //!
 //! A pressed Retry is an update of its own (a `callback_query`), journaled like a message and
