@@ -27,8 +27,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-/// How long the report waits for the scheduler's catch-up after recovery is done.
+/// How long the report waits for the scheduler's catch-up after start-up.
 pub const GATHER_BOUND: Duration = Duration::from_secs(10);
+
+/// How long it waits for recovery (a large session loads slowly) before it reports what it
+/// has; a conversation done later sends its lines as a report of their own.
+pub const RECOVERY_BOUND: Duration = Duration::from_secs(60);
 
 /// The report's first line.
 pub const HEADING: &str = "🔌 While I was down";
@@ -225,7 +229,8 @@ impl DownReport {
     }
 
     /// Recovery found `conversations` conversations with unfinished updates; each reports once
-    /// through [`recovered`](Self::recovered). Starts the bound on the wait for the scheduler.
+    /// through [`recovered`](Self::recovered). Starts the bounds on the waits for the scheduler
+    /// ([`GATHER_BOUND`]) and for recovery ([`RECOVERY_BOUND`]).
     pub fn expect(self: &Arc<Self>, conversations: usize) {
         {
             let mut g = self.state();
@@ -240,6 +245,15 @@ impl DownReport {
                 tracing::warn!("the scheduler's catch-up was not in after {GATHER_BOUND:?}: reporting without it");
             }
             me.close_if_ready().await;
+            tokio::time::sleep(RECOVERY_BOUND.saturating_sub(GATHER_BOUND)).await;
+            let stuck = std::mem::take(&mut me.state().recovering);
+            if stuck > 0 {
+                tracing::warn!(
+                    stuck,
+                    "recovery had not reported after {RECOVERY_BOUND:?}: reporting without it"
+                );
+                me.close_if_ready().await;
+            }
         });
         let me = self.clone();
         tokio::spawn(async move { me.close_if_ready().await });
