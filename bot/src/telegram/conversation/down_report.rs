@@ -391,11 +391,18 @@ impl DownReport {
 
     /// The Retry of update `kept` under message `message_id` of `to` was pressed: if that
     /// message is the chat's report, the report as it reads now (the line marked retrying, its
-    /// button gone), to edit it with. `None` for any other message.
+    /// button gone), to edit it with. `None` for any other message. A press can come before the
+    /// report's id is on disk (Telegram showed it before the bot read the reply): a report whose
+    /// line holds that Retry is then taken to be the message.
     pub fn pressed(&self, to: Target, message_id: i64, kept: i64) -> Option<(String, Option<InlineKeyboardMarkup>)> {
         let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
         let mut record = self.load(to);
-        if record.message_id.map(i64::from) != Some(message_id) {
+        let offers = record.state != Stage::Gathering && record.lines.iter().any(|l| l.retry == Some(kept));
+        let is_report = match record.message_id {
+            Some(id) => i64::from(id) == message_id,
+            None => offers,
+        };
+        if !is_report {
             return None;
         }
         if !record.pressed.contains(&kept) {
