@@ -204,6 +204,17 @@ pub struct OwnSession {
     pub caller: Option<CallerGrant>,
 }
 
+/// One line of a chat's "while I was down" report (docs/exactly-once.md): what happened to
+/// something of the chat's while the bot was down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownLine {
+    /// What it is about and what happened (e.g. `j<job>@<slot>:skipped`): a line whose key
+    /// was reported before is not reported again.
+    pub key: String,
+    /// What the chat reads.
+    pub text: String,
+}
+
 /// How a host feature reaches the host's chats (see the module docs).
 #[async_trait]
 pub trait ChatPort: Send + Sync + std::fmt::Debug {
@@ -233,6 +244,15 @@ pub trait ChatPort: Send + Sync + std::fmt::Debug {
     /// is not asked again (its answer is delivered from where delivery stopped, or its cut-off
     /// run goes on). Errors: shutting down, the session cannot be opened, the prompt was refused.
     async fn deliver(&self, prompt: LinePrompt) -> Result<Delivered, PortError>;
+
+    /// Hands what start-up's catch-up did (every chat's lines, once per start) to the chats'
+    /// "while I was down" reports, each sent once with what crash recovery found; returns once
+    /// they hold the lines durably. Errors: no report is kept (the default) or it could not be
+    /// written: the feature tells each chat itself.
+    async fn while_down(&self, lines: Vec<(Target, DownLine)>) -> Result<(), PortError> {
+        let _ = lines;
+        Err(PortError::Refused("no \"while I was down\" report here".into()))
+    }
 
     /// A session of the feature's own (see [`OwnSession`]): the host's factory, the workspace's
     /// extensions, every feature's for its place, then the spec's own. Resumes the scope's most

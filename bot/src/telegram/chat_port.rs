@@ -3,11 +3,12 @@
 //! the journal's delivery bookkeeping), none of which a feature sees.
 
 use crate::features::port::{
-    ChatPort, Delivered, LinePrompt, OwnSession, PRESS_DATA_LIMIT, PortError, PressButton, Target, UrlButton,
+    ChatPort, Delivered, DownLine, LinePrompt, OwnSession, PRESS_DATA_LIMIT, PortError, PressButton, Target, UrlButton,
     settled_answer,
 };
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::conversation::down_report::Line;
 use crate::telegram::inbound::journal::{Answering, prompt_digest};
 use crate::telegram::outbound::api::Tg;
 use async_trait::async_trait;
@@ -111,6 +112,25 @@ impl ChatPort for TelegramPort {
             .await
             .map_err(|e| PortError::Session(format!("{e:#}")))?;
         deliver_in(&host, &conversation, &session, prompt).await
+    }
+
+    async fn while_down(&self, lines: Vec<(Target, DownLine)>) -> Result<(), PortError> {
+        let lines = lines
+            .into_iter()
+            .map(|(to, l)| {
+                let line = Line {
+                    key: l.key,
+                    text: l.text,
+                    retry: None,
+                };
+                (to, line)
+            })
+            .collect();
+        self.host()?
+            .down_report
+            .caught_up(lines)
+            .await
+            .map_err(|e| PortError::Refused(format!("cannot write the down report: {e}")))
     }
 
     async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {

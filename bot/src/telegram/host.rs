@@ -59,6 +59,8 @@ pub struct TelegramHost {
     pub shutdown: CancellationToken,
     /// `[voice]`: transcription; `None` without the section.
     pub voice: Option<Arc<crate::telegram::voice::Voice>>,
+    /// The "while I was down" report of this start.
+    pub down_report: Arc<crate::telegram::conversation::down_report::DownReport>,
 }
 
 impl std::fmt::Debug for TelegramHost {
@@ -175,6 +177,10 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         config: config.clone(),
         access,
         chats,
+        down_report: Arc::new(crate::telegram::conversation::down_report::DownReport::new(
+            &config.state_dir,
+            tg.clone(),
+        )),
         tg,
         journal,
         pending,

@@ -85,12 +85,32 @@ async fn a_follow_up_queued_behind_a_run_keeps_its_own_progress() {
     wait_text(&tg, OWNER, "answer to the follow-up", &bot).await;
     wait_text(&tg, OWNER, "I was restarted", &bot).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    // Only the message whose tool ran is reported; the follow-up never reached the model, so it
-    // ran (once) instead.
+    // One report: a Retry only for the message whose tool ran; the follow-up never reached the
+    // model, so it ran (once) instead, as the report says.
     let notices = retry_notices(&tg, OWNER);
     assert_eq!(notices.len(), 1, "{:?}", texts(&tg, OWNER));
-    assert!(notices[0].contains("run the long job"), "{}", notices[0]);
-    assert!(!notices[0].contains("follow-up"), "{}", notices[0]);
+    assert!(
+        notices[0].contains("“run the long job” — I was restarted"),
+        "{}",
+        notices[0]
+    );
+    assert!(
+        notices[0].contains("“and then this follow-up” — it had not reached me yet: answered now"),
+        "{}",
+        notices[0]
+    );
+    let report = tg
+        .messages(OWNER)
+        .into_iter()
+        .find(|m| m.reply_markup.is_some())
+        .unwrap();
+    assert_eq!(
+        report.reply_markup.unwrap()["inline_keyboard"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(count(&tg, OWNER, "answer to the follow-up"), 1);
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "{}", bot.log());
@@ -165,9 +185,20 @@ async fn a_pressed_retry_survives_a_crash_of_its_own_run() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(count(&tg, OWNER, "the retried answer"), 1);
     assert_eq!(count(&tg, OWNER, "never delivered"), 0);
-    // The one notice became "Retrying"; no second notice came (no tool ran in the retried run).
+    // The first report's line was marked "Retrying" (its button gone); no second Retry came (no
+    // tool ran in the retried run): the second report says it was run again.
     assert_eq!(retry_notices(&tg, OWNER).len(), 0, "{:?}", texts(&tg, OWNER));
-    assert_eq!(count(&tg, OWNER, "I was restarted"), 0, "{:?}", texts(&tg, OWNER));
+    assert_eq!(count(&tg, OWNER, "I was restarted"), 1, "{:?}", texts(&tg, OWNER));
+    assert_eq!(
+        count(
+            &tg,
+            OWNER,
+            "“deploy the thing” — cut off before any tool ran: run again now"
+        ),
+        1,
+        "{:?}",
+        texts(&tg, OWNER)
+    );
     assert_eq!(count(&tg, OWNER, "Retrying"), 1, "{:?}", texts(&tg, OWNER));
     // The retried prompt is in the conversation once, after the first one.
     let requests = wait_requests(&model, 3, &bot).await;

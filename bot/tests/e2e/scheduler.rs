@@ -12,7 +12,7 @@ use std::time::Duration;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
-fn jobs_file(env: &Env, chat: i64) -> Value {
+pub(crate) fn jobs_file(env: &Env, chat: i64) -> Value {
     let path = env
         .dir
         .path()
@@ -273,7 +273,7 @@ fn plant_job(env: &Env, chat: i64, job: Value) {
 }
 
 /// A prompt job of `OWNER` with `schedule`, first due at `first`.
-fn prompt_job(id: &str, text: &str, schedule: Value, first: DateTime<Utc>) -> Value {
+pub(crate) fn prompt_job(id: &str, text: &str, schedule: Value, first: DateTime<Utc>) -> Value {
     json!({
         "id": id,
         "target": {"chat_id": OWNER},
@@ -384,7 +384,8 @@ async fn a_scheduled_run_killed_before_its_tool_is_run_again_once() {
     let rerun = conversation(&model.requests()[1]);
     assert!(rerun.contains("Report on the backup."), "{rerun}");
 
-    // A further restart has nothing left to do: the answer came once and nothing was said.
+    // A further restart has nothing left to do: the answer came once, and the only word of the
+    // cut is the first restart's "while I was down" report.
     assert_eq!(bot.terminate(T), Some(0));
     let bot = BotProcess::start(&env, TOKEN);
     eventually("jobs loaded", &bot, || {
@@ -398,7 +399,13 @@ async fn a_scheduled_run_killed_before_its_tool_is_run_again_once() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(count(&tg, OWNER, "Backup report: all good"), 1);
     assert_eq!(count(&tg, OWNER, "never delivered"), 0);
-    assert_eq!(count(&tg, OWNER, "cut off"), 0, "{:?}", texts(&tg, OWNER));
+    assert_eq!(count(&tg, OWNER, "cut off"), 1, "{:?}", texts(&tg, OWNER));
+    assert_eq!(
+        count(&tg, OWNER, "cut off before any tool ran; run again now"),
+        1,
+        "{:?}",
+        texts(&tg, OWNER)
+    );
     assert_eq!(model.requests().len(), 2);
 }
 

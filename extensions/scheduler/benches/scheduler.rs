@@ -22,7 +22,7 @@ use volcanic_abstractions::processes::{
 };
 use volcanic_scheduler::job::{Job, JobKind, JobsFile, SCHEMA_VERSION, ScheduleSpec};
 use volcanic_scheduler::{
-    DeliveryError, JobDelivery, JobScheduler, JobTarget, ScheduledRun, SchedulerConfig, SystemClock,
+    Answered, DeliveryError, JobDelivery, JobScheduler, JobTarget, ScheduledRun, SchedulerConfig, SystemClock,
 };
 
 const ZONES: [&str; 6] = [
@@ -59,10 +59,10 @@ struct Lateness {
 
 #[async_trait]
 impl JobDelivery for Lateness {
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
         let late = (Utc::now() - run.slot).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0;
         self.ms.lock().unwrap().push(late);
-        Ok("sent".into())
+        Ok(Answered::Sent("sent".into()))
     }
     async fn notify(&self, _target: JobTarget, _text: String) -> Result<(), DeliveryError> {
         Ok(())
@@ -110,6 +110,7 @@ fn job(id: String, chat: i64, schedule: ScheduleSpec, created: DateTime<Utc>, ne
         },
         schedule,
         enabled: true,
+        quiet: false,
         created,
         next_run: Some(next_run),
         last_run: None,

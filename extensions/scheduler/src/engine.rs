@@ -30,6 +30,9 @@ pub struct ScheduledRun {
     pub slot: DateTime<Utc>,
     /// The prompt with its envelope (`[Scheduled job …]`), as the model should see it.
     pub prompt: String,
+    /// A quiet check-in: an answer of exactly `NOTHING` ([`crate::envelope::is_nothing`]) is
+    /// not sent, and the run ends [`Answered::Quiet`].
+    pub quiet: bool,
     /// Call [`ToolStarted::record`] when the first tool of this prompt's run starts, before the
     /// tool runs: a run cut off after it is never started again by itself.
     pub tool_started: ToolStarted,
@@ -51,17 +54,34 @@ pub enum DeliveryError {
     Stopped(String),
 }
 
+/// How a scheduled prompt that ended well ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answered {
+    /// Its answer went to the chat; what was delivered (e.g. `sent`).
+    Sent(String),
+    /// A quiet check-in's model had nothing to say (`NOTHING`): nothing was sent.
+    Quiet,
+}
+
 /// What the host does for the scheduler.
 #[async_trait]
 pub trait JobDelivery: Send + Sync {
     /// Runs `run.prompt` in the target's session, queued behind any run in progress, and returns
-    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`). The first
+    /// once its answer went to the chat: `Ok` with what was delivered (e.g. `sent`), or, for a
+    /// quiet run whose model answered `NOTHING`, [`Answered::Quiet`] with nothing sent. The first
     /// tool the prompt's run starts is reported through `run.tool_started` before it runs. A run
     /// that ended by an abort after a tool started is never `Ok`.
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError>;
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError>;
     /// Tells the chat something, without the model (missed runs, a disabled job, a run cut off),
     /// and returns once the chat has it: `Err` when it could not be delivered.
     async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError>;
+    /// Takes what start-up's catch-up did ([`CaughtUp`], every chat's, possibly none; once per
+    /// start) into the host's "while I was down" reports, and returns once they hold it
+    /// durably. `Err` (the default: no report): each is told by its own note instead.
+    async fn while_down(&self, caught: &[CaughtUp]) -> Result<(), DeliveryError> {
+        let _ = caught;
+        Err(DeliveryError::Failed("no \"while I was down\" report".into()))
+    }
 }
 
 /// What the scheduler needs.
@@ -275,6 +295,8 @@ pub struct NewJob {
     pub kind: JobKind,
     /// When.
     pub schedule: ScheduleSpec,
+    /// A quiet check-in ([`Job::quiet`]).
+    pub quiet: bool,
 }
 
 impl JobScheduler {
@@ -321,7 +343,7 @@ impl JobScheduler {
                 () = self.inner.wake.notified() => {}
                 () = sleep => {
                     // A bug in one job's arithmetic must not stop every chat's schedule.
-                    let fired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.fire_due()));
+                    let fired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.fire_due(None)));
                     if fired.is_err() {
                         tracing::error!("the scheduler's timer caught a panic; jobs due now may be late");
                     }
@@ -330,8 +352,9 @@ impl JobScheduler {
         }
     }
 
-    /// Starts every job due by now.
-    fn fire_due(&self) {
+    /// Starts every job due by now. With `caught` (start-up's catch-up), the slots found missed
+    /// are put there for the host's report instead of told one by one.
+    fn fire_due(&self, mut caught: Option<&mut Vec<CaughtUp>>) {
         let now = self.now();
         let mut starts = Vec::new();
         let mut notes = Vec::new();
@@ -351,7 +374,14 @@ impl JobScheduler {
                     continue;
                 };
                 let mut said = Vec::new();
-                let due = slots::on_due(&mut entry.job, &compiled, now, entry.active, &mut said);
+                let mut missed = None;
+                let due = slots::on_due(&mut entry.job, &compiled, now, entry.active, &mut said, &mut missed);
+                if let Some(m) = missed {
+                    match caught.as_deref_mut() {
+                        Some(c) => c.push(CaughtUp::missed(&entry.job, &m)),
+                        None => said.extend(m.note),
+                    }
+                }
                 if let Due::Start { slot, late } = due {
                     entry.active = true;
                     starts.push((key, entry.job.clone(), slot, late));
@@ -430,6 +460,7 @@ impl JobScheduler {
         let zone = zone_of(&job.schedule);
         let heading = crate::envelope::heading(job, slot, late);
         let prompt = match &job.kind {
+            JobKind::Prompt { text } if job.quiet => format!("{heading}\n{}\n{text}", crate::envelope::QUIET_NOTE),
             JobKind::Prompt { text } => format!("{heading}\n{text}"),
             JobKind::Watcher {
                 script,
@@ -480,10 +511,12 @@ impl JobScheduler {
             job_id: job.id.clone(),
             slot,
             prompt,
+            quiet: job.quiet && matches!(job.kind, JobKind::Prompt { .. }),
             tool_started: tool.clone(),
         };
         match self.inner.config.delivery.run_prompt(run).await {
-            Ok(delivery) => Outcome::Ok { delivery },
+            Ok(Answered::Sent(delivery)) => Outcome::Ok { delivery },
+            Ok(Answered::Quiet) => Outcome::Quiet,
             Err(DeliveryError::Failed(error)) => Outcome::Failed {
                 error,
                 delivery: Some("not delivered".into()),
@@ -542,7 +575,9 @@ pub(crate) fn zone_of(spec: &ScheduleSpec) -> Option<String> {
 }
 
 mod actions;
+mod catch_up;
 mod loading;
 mod persist;
 pub use actions::JobView;
+pub use catch_up::CaughtUp;
 pub use persist::ToolStarted;

@@ -28,6 +28,25 @@ pub fn heading(job: &Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) -
     )
 }
 
+/// The word a quiet check-in's model answers with when there is nothing to tell
+/// ([`QUIET_NOTE`]).
+pub const NOTHING: &str = "NOTHING";
+
+/// The line after a quiet job's heading: the model may stay silent. A word rather than a tool:
+/// every model can say it, it costs no tool round trip, and the answer is the run's end
+/// (docs/scheduling.md, "Quiet check-ins").
+pub const QUIET_NOTE: &str = "This is a quiet check-in: if nothing needs the user's attention, answer with      exactly NOTHING (that word alone) and nothing is sent to the chat; otherwise answer as usual and it      is sent.";
+
+/// Whether a quiet check-in's answer says there is nothing to tell: exactly [`NOTHING`], spaces
+/// around it, a final full stop and Markdown emphasis aside (models add them).
+pub fn is_nothing(answer: &str) -> bool {
+    let t = answer
+        .trim()
+        .trim_matches(|c| c == '*' || c == '_' || c == '`')
+        .trim_end_matches('.');
+    t == NOTHING
+}
+
 /// A watcher's output as the agent's prompt.
 pub fn watcher_prompt(heading: &str, script: &str, instructions: Option<&str>, output: &str) -> String {
     let instructions = instructions.map_or(String::new(), |t| format!("\n{t}"));
@@ -90,4 +109,25 @@ pub fn clip(text: &str, max: usize) -> String {
     let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_word_alone_is_nothing_to_say() {
+        for quiet in ["NOTHING", " NOTHING\n", "NOTHING.", "**NOTHING**", "`NOTHING`"] {
+            assert!(is_nothing(quiet), "{quiet:?}");
+        }
+        for told in [
+            "nothing",
+            "NOTHING urgent, but the build is red",
+            "Nothing to report.",
+            "",
+            "NOTHINGS",
+        ] {
+            assert!(!is_nothing(told), "{told:?}");
+        }
+    }
 }

@@ -102,6 +102,9 @@ pub enum RunStatus {
     /// Cut off by a crash or a shutdown after a tool had started (or after its one re-run), or
     /// stopped in the chat (`/stop`); not started again by itself.
     Interrupted,
+    /// Finished with nothing to say: a quiet job's model answered exactly `NOTHING`
+    /// (`docs/scheduling.md`, "Quiet check-ins"), so nothing was sent to the chat.
+    Quiet,
 }
 
 /// One slot's run.
@@ -180,6 +183,11 @@ pub struct Job {
     pub schedule: ScheduleSpec,
     /// Paused jobs and finished one-shots are not enabled.
     pub enabled: bool,
+    /// A quiet check-in (prompt jobs): the model may answer exactly `NOTHING`, and then nothing
+    /// is sent to the chat and the run is recorded [`RunStatus::Quiet`]. Absent in older files:
+    /// not quiet.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub quiet: bool,
     /// Creation instant.
     pub created: DateTime<Utc>,
     /// The next slot (UTC); `None` when none is left.

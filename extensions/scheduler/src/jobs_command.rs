@@ -12,6 +12,11 @@ use volcanic_abstractions::ui::NotifyLevel;
 /// The button that closes the menu.
 const DONE: &str = "Done";
 
+/// The actions of a job's buttons, before its id: `Quiet <id>` makes a prompt job a quiet
+/// check-in, `Chatty <id>` makes it answer every run again.
+const QUIET: &str = "Quiet";
+const CHATTY: &str = "Chatty";
+
 /// Shows the chat's jobs and applies the chosen action.
 pub async fn run(
     scheduler: &JobScheduler,
@@ -56,6 +61,11 @@ pub async fn run(
         } else if v.job.next_run.is_some() {
             options.push(format!("Resume {}", v.job.id));
         }
+        if v.job.quiet {
+            options.push(format!("{CHATTY} {}", v.job.id));
+        } else if matches!(v.job.kind, crate::job::JobKind::Prompt { .. }) {
+            options.push(format!("{QUIET} {}", v.job.id));
+        }
         options.push(format!("Remove {}", v.job.id));
     }
     options.push(DONE.to_owned());
@@ -74,6 +84,10 @@ pub async fn run(
             .set_enabled(&ws, target, id, true)
             .await
             .map(|v| format!("Resumed job {id}: {}", crate::tool::line(&v, zone))),
+        QUIET | CHATTY => scheduler
+            .set_quiet(&ws, target, id, action == QUIET)
+            .await
+            .map(|v| format!("Job {id}: {}", crate::tool::line(&v, zone))),
         "Remove" => scheduler
             .remove(&ws, target, id)
             .await

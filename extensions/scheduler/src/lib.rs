@@ -31,8 +31,8 @@ pub mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
-    DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, OwnerOfWorkspace, ScheduledRun,
-    SchedulerConfig, SchedulerError, ToolStarted, WorkspaceOwner,
+    Answered, CaughtUp, DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, OwnerOfWorkspace,
+    ScheduledRun, SchedulerConfig, SchedulerError, ToolStarted, WorkspaceOwner,
 };
 pub use job::{Job, JobKind, JobOrigin, JobTarget, RunRecord, RunStatus, ScheduleSpec};
 pub use slots::MAX_CONSECUTIVE_FAILURES;

@@ -58,6 +58,8 @@ pub enum Outcome {
         /// chat is told instead.
         after_tool: bool,
     },
+    /// A quiet check-in had nothing to say: finished like [`Outcome::Ok`], nothing sent.
+    Quiet,
     /// Cut off by the host's shutdown: the record stays `running` on disk, and the next start
     /// resolves it as after a crash ([`on_load`]).
     CutOff,
@@ -79,9 +81,34 @@ pub fn due_at(job: &Job) -> Option<DateTime<Utc>> {
     }
 }
 
+/// Slots a job missed (the bot was down, or the machine asleep) and what the catch-up rule did
+/// with them ([`on_due`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missed {
+    /// How many (a lower bound past 1,000).
+    pub count: u64,
+    /// The newest of them.
+    pub newest: DateTime<Utc>,
+    /// How late the newest is.
+    pub late: Duration,
+    /// `Some(grace window)`: past it, skipped; `None`: the newest runs now, the older ones
+    /// coalesced into it.
+    pub skipped: Option<Duration>,
+    /// What the chat is told outside a start-up report (`None`: nothing, e.g. one slot run a
+    /// moment late).
+    pub note: Option<String>,
+}
+
 /// The job's time came at `now`. `active` says a run of it is still going. Messages for the chat
-/// are pushed on `notes`.
-pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bool, notes: &mut Vec<String>) -> Due {
+/// are pushed on `notes`; the slots found missed, and what became of them, are set in `missed`.
+pub fn on_due(
+    job: &mut Job,
+    compiled: &Compiled,
+    now: DateTime<Utc>,
+    active: bool,
+    notes: &mut Vec<String>,
+    missed: &mut Option<Missed>,
+) -> Due {
     if !job.enabled {
         return Due::Nothing;
     }
@@ -119,7 +146,7 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
                 )),
                 ..RunRecord::new(newest, RunStatus::Skipped)
             });
-            notes.push(format!(
+            let note = format!(
                 "⏰ Job `{}` missed {} while the bot was down; the latest was {} ago, too late to run \
                  now (grace window {}). {}",
                 job.id,
@@ -127,21 +154,34 @@ pub fn on_due(job: &mut Job, compiled: &Compiled, now: DateTime<Utc>, active: bo
                 human(late),
                 human(grace),
                 next_note(job),
-            ));
+            );
+            *missed = Some(Missed {
+                count,
+                newest,
+                late,
+                skipped: Some(grace),
+                note: Some(note),
+            });
             if !compiled.is_recurring() {
                 job.enabled = false;
             }
             return Due::Nothing;
         }
         job.missed += skipped;
-        if skipped > 0 {
-            notes.push(format!(
-                "⏰ Job `{}` missed {} while the bot was down; running the latest now ({} late).",
-                job.id,
-                runs(count),
-                human(late)
-            ));
-        }
+        *missed = Some(Missed {
+            count,
+            newest,
+            late,
+            skipped: None,
+            note: (skipped > 0).then(|| {
+                format!(
+                    "⏰ Job `{}` missed {} while the bot was down; running the latest now ({} late).",
+                    job.id,
+                    runs(count),
+                    human(late)
+                )
+            }),
+        });
         start(job, newest, now);
         return Due::Start {
             slot: newest,
@@ -205,17 +245,8 @@ pub fn finish(
     let Some(run) = job.running_record(slot) else { return };
     run.finished = Some(now);
     match outcome {
-        Outcome::Ok { delivery } => {
-            run.status = RunStatus::Ok;
-            run.error = None;
-            run.delivery = Some(delivery);
-            job.consecutive_failures = 0;
-            job.retry_at = None;
-            // A one-shot is done when its own slot ran (not an extra `run_now`).
-            if matches!(compiled, Compiled::At(at) if *at == slot) {
-                job.enabled = false;
-            }
-        }
+        Outcome::Ok { delivery } => succeeded(job, compiled, slot, RunStatus::Ok, delivery),
+        Outcome::Quiet => succeeded(job, compiled, slot, RunStatus::Quiet, QUIET_DELIVERY.into()),
         Outcome::CutOff => run.finished = None,
         Outcome::Stopped { error } => {
             run.status = RunStatus::Interrupted;
@@ -284,6 +315,24 @@ pub fn finish(
                 slot_failed(job, notes);
             }
         }
+    }
+}
+
+/// What a quiet run's record says was delivered.
+pub const QUIET_DELIVERY: &str = "nothing to say (quiet): nothing sent";
+
+/// The run of `slot` ended well (`status` [`RunStatus::Ok`] or [`RunStatus::Quiet`]).
+fn succeeded(job: &mut Job, compiled: &Compiled, slot: DateTime<Utc>, status: RunStatus, delivery: String) {
+    if let Some(run) = job.running_record(slot) {
+        run.status = status;
+        run.error = None;
+        run.delivery = Some(delivery);
+    }
+    job.consecutive_failures = 0;
+    job.retry_at = None;
+    // A one-shot is done when its own slot ran (not an extra `run_now`).
+    if matches!(compiled, Compiled::At(at) if *at == slot) {
+        job.enabled = false;
     }
 }
 
@@ -421,7 +470,8 @@ fn count_slots(compiled: &Compiled, first: DateTime<Utc>, now: DateTime<Utc>) ->
     (count, newest)
 }
 
-fn runs(n: u64) -> String {
+/// `1 run`, `3 runs`.
+pub fn runs(n: u64) -> String {
     if n == 1 { "1 run".into() } else { format!("{n} runs") }
 }
 

@@ -89,7 +89,15 @@ pub struct ScheduleArgs {
     /// Watcher timeout (default 60s, at most 10m).
     #[serde(default)]
     pub timeout: Option<String>,
+    /// Prompt jobs: a quiet check-in ("tell me only if something's urgent"). At each run you
+    /// may answer exactly NOTHING, and then nothing is sent to the chat.
+    #[serde(default)]
+    pub quiet: Option<bool>,
 }
+
+/// Why a watcher cannot be made quiet.
+pub const QUIET_WATCHER: &str =
+    "only prompt jobs can be quiet: a watcher is quiet already (nothing happens when its script prints nothing)";
 
 /// The `schedule` tool of one chat.
 #[derive(Debug, Clone)]
@@ -138,6 +146,7 @@ impl TypedTool for ScheduleTool {
         vec![
             "When the user asks to be reminded or for something to happen later or repeatedly, use schedule (not sleep or at/cron in bash).".into(),
             "After schedule add, tell the user the next run times it reported.".into(),
+            "For a check-in that should speak only when something needs the user (\"tell me only if something's urgent\"), add it with quiet: true.".into(),
         ]
     }
     async fn run(
@@ -314,11 +323,16 @@ pub fn build_job(
                 }
             }
         };
+        let quiet = a.quiet.unwrap_or(false);
+        if quiet && !matches!(kind, JobKind::Prompt { .. }) {
+            return Err(ToolError::msg(QUIET_WATCHER));
+        }
         Ok(NewJob {
             target,
             origin: JobOrigin::Chat,
             kind,
             schedule,
+            quiet,
         })
     }
 }
@@ -331,6 +345,11 @@ pub fn line(v: &JobView, chat_zone: Tz) -> String {
     } else {
         let times: Vec<String> = v.upcoming.iter().map(|t| local(*t, chat_zone)).collect();
         format!(" Next: {}.", times.join("; "))
+    };
+    let quiet = if job.quiet {
+        " (quiet: tells only what needs you)"
+    } else {
+        ""
     };
     let state = if job.enabled {
         String::new()
@@ -346,6 +365,7 @@ pub fn line(v: &JobView, chat_zone: Tz) -> String {
             RunStatus::Error => "error",
             RunStatus::Skipped => "skipped",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Quiet => "quiet (nothing to say)",
         };
         let error = r
             .error
@@ -353,7 +373,11 @@ pub fn line(v: &JobView, chat_zone: Tz) -> String {
             .map_or(String::new(), |e| format!(": {}", crate::envelope::clip(e, 120)));
         format!(" Last run: {status}{error}.")
     });
-    format!("{}, {}{state}.{next}{last}", what(&job.kind), describe(&job.schedule))
+    format!(
+        "{}, {}{quiet}{state}.{next}{last}",
+        what(&job.kind),
+        describe(&job.schedule)
+    )
 }
 
 fn details(v: &JobView) -> serde_json::Value {

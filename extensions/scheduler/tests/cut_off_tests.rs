@@ -25,6 +25,7 @@ async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
         origin: JobOrigin::Chat,
         kind,
         schedule,
+        quiet: false,
     };
     h.scheduler
         .add(&h.ws, new)
@@ -120,12 +121,13 @@ async fn a_crash_after_a_tool_started_is_told_once_and_never_rerun() {
     // The mark was on disk before the delivery went on (the tool ran after it).
     assert_eq!(h.stored()["jobs"][0]["last_run"]["tool_started"], SLOT);
 
-    let h2 = restart(h, dir.path(), &clock, "2026-12-01T09:01:00Z").await;
-    // The notice is not delivered the first time: the restart after tells it again. (Set
-    // before the notice's task gets to run: the test's runtime has one thread.)
-    h2.delivery
-        .notify_fails
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    // The notice is not delivered the first time: the restart after tells it again.
+    h.stop();
+    clock.set(utc("2026-12-01T09:01:00Z"));
+    let h2 = Harness::start_with(dir.path(), clock.clone(), |d| {
+        d.notify_fails.store(true, std::sync::atomic::Ordering::SeqCst);
+    })
+    .await;
     let stored = h2
         .wait_stored("interrupted, untold", |v| {
             v["jobs"][0]["last_run"]["status"] == "interrupted" && v["jobs"][0]["last_run"]["untold"] == true

@@ -29,6 +29,10 @@ fn every(secs: u64, anchor: &str) -> ScheduleSpec {
 }
 
 async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
+    add_job(h, kind, schedule, false).await
+}
+
+async fn add_job(h: &Harness, kind: JobKind, schedule: ScheduleSpec, quiet: bool) -> String {
     h.scheduler
         .add(
             &h.ws,
@@ -37,12 +41,57 @@ async fn add(h: &Harness, kind: JobKind, schedule: ScheduleSpec) -> String {
                 origin: JobOrigin::Chat,
                 kind,
                 schedule,
+                quiet,
             },
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .job
         .id
+}
+
+#[tokio::test]
+async fn a_quiet_job_is_told_it_may_say_nothing_and_its_silence_is_recorded_quiet() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T09:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let id = add_job(&h, prompt("check the inbox"), every(3600, "2026-12-01T10:00:00Z"), true).await;
+    assert_eq!(h.stored()["jobs"][0]["quiet"], true);
+    h.delivery.quiet.store(true, std::sync::atomic::Ordering::SeqCst);
+    clock.advance(Duration::hours(1));
+    h.delivery.wait_runs(1).await;
+    let run = h.delivery.nth_run(0);
+    assert!(run.quiet);
+    assert!(
+        run.prompt.contains(volcanic_scheduler::envelope::QUIET_NOTE) && run.prompt.ends_with("check the inbox"),
+        "{}",
+        run.prompt
+    );
+    let job = h
+        .wait_job("quiet", |j| {
+            j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Quiet)
+        })
+        .await;
+    assert_eq!(job.consecutive_failures, 0);
+    assert!(h.delivery.notes().is_empty(), "{:?}", h.delivery.notes());
+    // Not quiet any more: the next run's prompt has no such line, and `quiet` leaves the file.
+    h.scheduler
+        .set_quiet(&h.ws, CHAT, &id, false)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(h.stored()["jobs"][0].get("quiet").is_none(), "{}", h.stored());
+    clock.advance(Duration::hours(1));
+    h.delivery.wait_runs(2).await;
+    assert!(!h.delivery.nth_run(1).prompt.contains("quiet check-in"));
+    // A watcher cannot be made quiet.
+    let w = JobKind::Watcher {
+        script: "w.sh".into(),
+        timeout_secs: 5,
+        text: None,
+    };
+    let wid = add(&h, w, every(3600, "2026-12-01T20:00:00Z")).await;
+    let refused = h.scheduler.set_quiet(&h.ws, CHAT, &wid, true).await;
+    assert!(refused.is_err_and(|e| e.to_string().contains("only prompt jobs")));
 }
 
 #[tokio::test]
@@ -141,6 +190,49 @@ async fn a_downtime_past_the_grace_window_skips_and_says_so() {
     h.delivery.wait_note("too late to run").await;
     assert_eq!(h.delivery.notes().len(), 1);
     h.wait_stored("missed on disk", |v| v["jobs"][0]["missed"] == 4).await;
+}
+
+#[tokio::test]
+async fn a_start_hands_its_catch_up_to_the_report_once_and_tells_nothing_itself() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let clock = ManualClock::new(utc("2026-12-01T08:00:00Z"));
+    let h = Harness::start(dir.path(), clock.clone()).await;
+    let late = add(&h, prompt("daily report"), cron("0 9 * * *")).await;
+    let soon = add(&h, prompt("check the backups"), every(120, "2026-12-04T10:00:00Z")).await;
+    h.stop();
+    // Down until 10:04:10: the daily 09:00 slots are 1 h past their grace (skipped); the
+    // backups' 10:00, 10:02 and 10:04 slots coalesce into the newest, run now.
+    clock.set(utc("2026-12-04T10:04:10Z"));
+    let h = Harness::start_with(dir.path(), clock.clone(), |d| d.reports = Some(Default::default())).await;
+    let reports = h
+        .delivery
+        .reports
+        .as_ref()
+        .and_then(|r| r.lock().ok().map(|r| r.clone()));
+    let reports = reports.unwrap_or_default();
+    assert_eq!(reports.len(), 1, "handed over once per start: {reports:?}");
+    let line = |id: &str| {
+        reports[0]
+            .iter()
+            .find(|c| c.key.starts_with(&format!("j{id}@")))
+            .map(|c| (c.key.clone(), c.line.clone()))
+            .unwrap_or_else(|| panic!("no line for {id}: {reports:?}"))
+    };
+    let (key, text) = line(&late);
+    assert!(key.ends_with(":skipped"), "{key}");
+    assert!(
+        text.contains("missed 4 runs") && text.contains("Fri 2026-12-04 09:00 UTC"),
+        "{text}"
+    );
+    let (key, text) = line(&soon);
+    assert!(key.ends_with(":ran") && key.contains("2026-12-04T10:04:00"), "{key}");
+    assert!(text.contains("missed 3 runs") && text.contains("coalesced"), "{text}");
+    h.delivery.wait_runs(1).await;
+    assert!(
+        h.delivery.notes().is_empty(),
+        "the report told it: {:?}",
+        h.delivery.notes()
+    );
 }
 
 #[tokio::test]

@@ -4,10 +4,14 @@
 //! scheduler unless a tool had started); a run the shutdown cut off is left to the next start,
 //! which follows the message rule (re-run once if no tool had started, else the chat is told);
 //! a `/stop` is recorded as such. The first tool the prompt's run starts is recorded in the job's
-//! file before it runs ([`ToolStarted`]). What the model says is not judged.
+//! file before it runs ([`ToolStarted`]). What the model says is not judged, but for a quiet
+//! check-in's `NOTHING`: such a job runs in a session of its own and only an answer with
+//! something to say is told to the chat.
 
 use crate::features::a2a_server::pool::CallerPolicy;
-use crate::features::port::{ChatPort, Delivered, LinePrompt, LineWatch, PortError, Target, answer_after};
+use crate::features::port::{
+    ChatPort, Delivered, DownLine, LinePrompt, LineWatch, OwnSession, PortError, Target, answer_after, chat_key,
+};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_core::agent::PromptInput;
-use volcanic_scheduler::{DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted};
+use volcanic_scheduler::{
+    Answered, CaughtUp, DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted,
+};
 
 /// Delivers scheduled runs into chats through the host's [`ChatPort`].
 #[derive(Debug)]
@@ -139,41 +145,87 @@ pub fn job_target(t: Target) -> JobTarget {
 impl ChatJobDelivery {
     /// A job of the caller `name`: run in a session of the caller's own (its tools, its
     /// workspace), never in the chat's; its answer is told to the chat, marked as the caller's.
-    /// Exactly once, as for the chat's own jobs: a run cut off by a crash before any tool is
-    /// asked again, after a tool it is not; a slot whose answer the job's transcript already
-    /// holds is not asked again but told from there, unless it was told before the crash
-    /// ([`TOLD_FILE`] beside the job's session file names the last slot told).
     async fn run_as_caller(
         &self,
         name: &str,
         run: ScheduledRun,
         watch: Arc<RunWatch>,
-    ) -> Result<String, DeliveryError> {
-        let failed = |why: String| DeliveryError::Failed(why);
+    ) -> Result<Answered, DeliveryError> {
         let policy = self.callers.get(name).ok_or_else(|| {
-            failed(format!(
+            DeliveryError::Failed(format!(
                 "the A2A caller `{name}` is no longer configured ([[a2a.server.callers]]): its job was not run"
             ))
         })?;
         let to = target(run.target);
         let spec = super::super::a2a_server::job_session(&self.workspaces_root, name, policy, to, &run.job_id);
+        let heading = format!("Scheduled job {} of the A2A caller `{name}`", run.job_id);
+        self.run_own(spec, heading, " (run as the A2A caller)", run, watch)
+            .await
+    }
+
+    /// A quiet check-in of the chat's own: run in a session of the job's own (the chat's
+    /// workspace, tools and settings, scope `<chat>/quiet-<id>`), so nothing shows in the chat
+    /// while it checks and its hourly "nothing" does not fill the chat's context; an answer
+    /// other than `NOTHING` is told to the chat (docs/scheduling.md, "Quiet check-ins").
+    async fn run_quiet(&self, run: ScheduledRun, watch: Arc<RunWatch>) -> Result<Answered, DeliveryError> {
+        let to = target(run.target);
+        let chat = chat_key(to.chat_id);
+        // The id comes from a file the agent can edit: only its letters and digits name a folder.
+        let id: String = run
+            .job_id
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(32)
+            .collect();
+        let spec = OwnSession {
+            cwd: self.workspaces_root.join(&chat),
+            scope: format!("{chat}/quiet-{id}"),
+            acts_for: Some(to),
+            model: None,
+            ui: None,
+            extra_extensions: Vec::new(),
+            caller: None,
+        };
+        let heading = format!("🔔 Check-in {}", run.job_id);
+        self.run_own(spec, heading, " (quiet check-in)", run, watch).await
+    }
+
+    /// Runs `run` in the session `spec` makes and tells the chat its answer under `heading`
+    /// (`how` is added to the recorded delivery), unless it is a quiet run's `NOTHING`. Exactly
+    /// once, as for the chat's own jobs: a run cut off by a crash before any tool is asked
+    /// again, after a tool it is not; a slot whose answer the job's transcript already holds is
+    /// not asked again but told from there, unless it was told before the crash ([`TOLD_FILE`]
+    /// beside the job's session file names the last slot told).
+    async fn run_own(
+        &self,
+        spec: OwnSession,
+        heading: String,
+        how: &str,
+        run: ScheduledRun,
+        watch: Arc<RunWatch>,
+    ) -> Result<Answered, DeliveryError> {
+        let failed = |why: String| DeliveryError::Failed(why);
+        let to = target(run.target);
         let session = self
             .chats
             .own_session(spec)
             .await
-            .map_err(|e| failed(format!("cannot open the caller's session: {e:#}")))?;
+            .map_err(|e| failed(format!("cannot open the job's session: {e:#}")))?;
         let key = slot_key(&run.prompt).to_owned();
         let told = session
             .session_file()
             .and_then(|f| f.parent().map(|d| d.join(TOLD_FILE)));
+        let quiet = |answer: &str| run.quiet && volcanic_scheduler::envelope::is_nothing(answer);
         if let Some(answer) = slot_answer(&session.messages(), &key) {
             session.dispose().await;
-            if told.as_deref().is_some_and(|f| was_told(f, &key)) {
-                return Ok("sent before the restart (run as the A2A caller)".into());
+            if quiet(&answer) {
+                return Ok(Answered::Quiet);
             }
-            self.tell_caller_answer(name, &run.job_id, to, &answer, told.as_deref(), &key)
-                .await?;
-            return Ok("sent (an answer the slot already had, run as the A2A caller)".into());
+            if told.as_deref().is_some_and(|f| was_told(f, &key)) {
+                return Ok(Answered::Sent(format!("sent before the restart{how}")));
+            }
+            self.tell_answer(&heading, to, &answer, told.as_deref(), &key).await?;
+            return Ok(Answered::Sent(format!("sent (an answer the slot already had{how})")));
         }
         let listener = session.subscribe(move |e| watch.on_event(e));
         let prompted = tokio::select! {
@@ -194,43 +246,41 @@ impl ChatJobDelivery {
                 failed(e)
             }
         })?;
-        let heading = run.prompt.lines().next().unwrap_or_default();
-        outcome(&messages, heading, self.stopping(), run.tool_started.was_recorded())?;
+        let first_line = run.prompt.lines().next().unwrap_or_default();
+        outcome(&messages, first_line, self.stopping(), run.tool_started.was_recorded())?;
         let answer = slot_answer(&messages, &key).unwrap_or_default();
-        self.tell_caller_answer(name, &run.job_id, to, &answer, told.as_deref(), &key)
-            .await?;
-        Ok("sent (run as the A2A caller)".into())
+        if quiet(&answer) {
+            return Ok(Answered::Quiet);
+        }
+        self.tell_answer(&heading, to, &answer, told.as_deref(), &key).await?;
+        Ok(Answered::Sent(format!("sent{how}")))
     }
 
-    /// Tells the chat `to` the `answer` of the job `job_id` of the caller `name`, then notes
-    /// slot `key` as told in `told`. (A crash between the two tells it again: the window is the
-    /// write of one small file.)
-    async fn tell_caller_answer(
+    /// Tells the chat `to` a job's `answer` under `heading`, then notes slot `key` as told in
+    /// `told`. (A crash between the two tells it again: the window is the write of one small
+    /// file.)
+    async fn tell_answer(
         &self,
-        name: &str,
-        job_id: &str,
+        heading: &str,
         to: Target,
         answer: &str,
         told: Option<&std::path::Path>,
         key: &str,
     ) -> Result<(), DeliveryError> {
         self.chats
-            .notice(
-                to,
-                format!("Scheduled job {job_id} of the A2A caller `{name}`:\n\n{answer}"),
-            )
+            .notice(to, format!("{heading}:\n\n{answer}"))
             .await
             .map_err(|e| DeliveryError::Failed(e.to_string()))?;
         if let Some(file) = told
             && let Err(e) = std::fs::write(file, key)
         {
-            tracing::warn!(file = %file.display(), "cannot note a caller's job as told: {e}");
+            tracing::warn!(file = %file.display(), "cannot note a job's answer as told: {e}");
         }
         Ok(())
     }
 }
 
-/// Beside a caller's job session file: the [`slot_key`] of the last slot whose answer was told.
+/// Beside a job's own session file (a caller's job, a quiet check-in): the [`slot_key`] of the last slot whose answer was told.
 const TOLD_FILE: &str = "told-slot";
 
 /// Whether `file` names slot `key` as told.
@@ -248,7 +298,7 @@ fn slot_answer(messages: &[Message], key: &str) -> Option<String> {
 
 #[async_trait]
 impl JobDelivery for ChatJobDelivery {
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
         let heading = run.prompt.lines().next().unwrap_or_default().to_owned();
         let watch = Arc::new(RunWatch {
             heading: heading.clone(),
@@ -256,6 +306,7 @@ impl JobDelivery for ChatJobDelivery {
             state: Mutex::default(),
         });
         match &run.origin {
+            JobOrigin::Chat if run.quiet => return self.run_quiet(run, watch).await,
             JobOrigin::Chat => {}
             JobOrigin::Caller { name } => {
                 let name = name.clone();
@@ -278,7 +329,7 @@ impl JobDelivery for ChatJobDelivery {
             }
         })?;
         let (messages, undelivered) = match delivered {
-            Delivered::Earlier => return Ok("sent (an answer the slot already had)".into()),
+            Delivered::Earlier => return Ok(Answered::Sent("sent (an answer the slot already had)".into())),
             Delivered::Ran { messages, undelivered } => (messages, undelivered),
         };
         let tool = run.tool_started.was_recorded();
@@ -288,7 +339,24 @@ impl JobDelivery for ChatJobDelivery {
                 "{undelivered} part(s) of the answer could not be sent to Telegram"
             )));
         }
-        Ok("sent".into())
+        Ok(Answered::Sent("sent".into()))
+    }
+
+    async fn while_down(&self, caught: &[CaughtUp]) -> Result<(), DeliveryError> {
+        let lines = caught
+            .iter()
+            .map(|c| {
+                let line = DownLine {
+                    key: c.key.clone(),
+                    text: c.line.clone(),
+                };
+                (target(c.target), line)
+            })
+            .collect();
+        self.chats
+            .while_down(lines)
+            .await
+            .map_err(|e| DeliveryError::Failed(e.to_string()))
     }
 
     async fn notify(&self, to: JobTarget, text: String) -> Result<(), DeliveryError> {

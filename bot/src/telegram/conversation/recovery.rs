@@ -10,6 +10,10 @@
 //! - its run was cut off after a tool ran (`tool`): the chat is told, with a Retry button;
 //!   cut off again in its one automatic re-run: the chat is told, with a Retry button.
 //!
+//! What happened to each message is told once per chat, with the scheduler's catch-up, in its
+//! "while I was down" report ([`down_report`](super::down_report::DownReport)): a message not run again gets
+//! its Retry button there.
+//!
 //! A pressed Retry is an update of its own (a `callback_query`), journaled like a message and
 //! finished only when the retried run's answer is delivered: its copy of the message stays in
 //! `<state_dir>/retry/` until then, so a crash during the retried run is recovered like any
@@ -20,6 +24,7 @@
 use crate::features::port::{Target, answer_after};
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::conversation::down_report::{self, Line};
 use crate::telegram::inbound::journal::{Progress, Unfinished, prompt_digest};
 use crate::telegram::inbound::merge::Ticket;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
@@ -65,6 +70,7 @@ pub fn recover(host: &Arc<TelegramHost>, unfinished: Vec<Unfinished>) {
             }
         }
     }
+    host.down_report.expect(by_conversation.len());
     for items in by_conversation.into_values() {
         let Some(first) = items.first() else { continue };
         let conversation = host.chats.conversation(Target {
@@ -89,6 +95,11 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
     let (mut again, started): (Vec<Item>, Vec<Item>) = items
         .into_iter()
         .partition(|i| i.u.progress == Progress::Accepted && i.u.retries == 0);
+    let mut lines: Vec<Line> = again
+        .iter()
+        .map(|i| line(i, "answered", "it had not reached me yet: answered now.", None))
+        .collect();
+    let mut offers: Vec<Vec<Item>> = Vec::new();
     let session = match host.chats.session(&conversation).await {
         Ok(s) => Some(s),
         Err(e) => {
@@ -107,16 +118,23 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
         let at = digest.as_deref().and_then(|d| locate(&messages, d));
         if let Some((index, text)) = at.and_then(|i| answer_after(&messages, i)) {
             if answered.insert(index) {
+                lines.extend(group.first().map(|lead| held_back_line(lead, &group)));
                 deliver_held_back(&conversation, &group, ids, text);
             } else {
                 conversation.output.done(ids);
             }
             continue;
         }
-        if offer_retry_instead(host, &group, &ids).await {
+        if not_run_again(&group) {
+            offers.push(group);
             continue;
         }
         host.journal.mark_all(&ids, Progress::Retried);
+        lines.extend(
+            group
+                .first()
+                .map(|lead| line(lead, "rerun", "cut off before any tool ran: run again now.", None)),
+        );
         let last = messages.len().checked_sub(1);
         match (&session, digest) {
             (Some(session), Some(d)) if at.is_some() && at == last && session.is_idle() => {
@@ -125,6 +143,7 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
             _ => again.extend(group),
         }
     }
+    offer_retries(host, target, lines, offers).await;
     // New prompts of this conversation may go now; what runs again lines up behind them.
     drop(turn);
     again.sort_by_key(|i| i.u.id);
@@ -167,24 +186,78 @@ fn deliver_held_back(conversation: &Conversation, group: &[Item], ids: Vec<i64>,
     conversation.output.answer(rest.to_owned(), ids, first, from);
 }
 
-/// A prompt cut off after a tool started for it, or cut off a second time, is not run again:
-/// the chat is told, with a Retry button. Returns whether that was the case.
-async fn offer_retry_instead(host: &TelegramHost, group: &[Item], ids: &[i64]) -> bool {
-    let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
-    let retried = group.iter().any(|i| i.u.retries > 0);
-    let Some(lead) = group.first().filter(|_| tool || retried) else {
-        return false;
-    };
-    let quoted: String = lead.m.text.chars().take(200).collect();
-    let text = if tool {
-        texts::interrupted(&quoted)
+/// A prompt cut off after a tool started for it, or cut off a second time, is not run again.
+fn not_run_again(group: &[Item]) -> bool {
+    group.iter().any(|i| i.u.progress == Progress::Tool || i.u.retries > 0)
+}
+
+/// The report's line for `lead`'s message: `what` happened to it (`kind` names the outcome in
+/// its key), a Retry button for `retry`.
+fn line(lead: &Item, kind: &str, what: &str, retry: Option<i64>) -> Line {
+    Line {
+        key: format!("u{}:{kind}", lead.u.id),
+        text: format!("{} — {what}", down_report::quote(&lead.m.text)),
+        retry,
+    }
+}
+
+/// The line of an answer the transcript held back, delivered now (whole, or from a chunk on).
+fn held_back_line(lead: &Item, group: &[Item]) -> Line {
+    let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
+    if from == 0 {
+        line(lead, "held", "my answer was written but not sent: sent now.", None)
     } else {
-        texts::interrupted_twice(&quoted)
-    };
-    host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
-    host.journal.mark_all(ids, Progress::Done);
-    host.tg.react_finished(ids, Outcome::Failed);
-    true
+        line(lead, "rest", "my answer was cut off: the rest was sent now.", None)
+    }
+}
+
+/// Tells the chat what recovery did (`lines`) and offers a Retry for each of `offers` (prompts
+/// not run again) in its down report; their updates are finished once the report holds them.
+/// If the report cannot be written, each is offered in a message of its own, as before.
+async fn offer_retries(host: &TelegramHost, target: Target, mut lines: Vec<Line>, offers: Vec<Vec<Item>>) {
+    for group in &offers {
+        let Some(lead) = group.first() else { continue };
+        host.keep_for_retry(lead.u.id, &lead.message_update);
+        let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
+        lines.push(if tool {
+            line(
+                lead,
+                "tool",
+                "I was restarted while working on your message, after a tool had started (it may have had \
+                 effects): not run again on my own. Retry runs it again.",
+                Some(lead.u.id),
+            )
+        } else {
+            line(
+                lead,
+                "twice",
+                "I was restarted twice while working on your message (no tool had run): not run again on my \
+                 own. Retry runs it again.",
+                Some(lead.u.id),
+            )
+        });
+    }
+    let kept = host.down_report.recovered(target, lines).await;
+    for group in offers {
+        let Some(lead) = group.first() else { continue };
+        if let Err(e) = &kept {
+            tracing::error!(
+                chat = target.chat_id,
+                "cannot write the down report: {e}; a Retry is offered on its own"
+            );
+            let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
+            let quoted: String = lead.m.text.chars().take(200).collect();
+            let text = if tool {
+                texts::interrupted(&quoted)
+            } else {
+                texts::interrupted_twice(&quoted)
+            };
+            host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
+        }
+        let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
+        host.journal.mark_all(&ids, Progress::Done);
+        host.tg.react_finished(&ids, Outcome::Failed);
+    }
 }
 
 /// Continues the run a crash cut off right after `group`'s prompt (digest `digest`, the
@@ -291,13 +364,18 @@ impl TelegramHost {
         }
     }
 
-    /// Tells the chat that the run of `m` (update `update_id`) was cut off (`text`), keeping the
-    /// message for a Retry button.
-    pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage, text: &str) {
+    /// Keeps the update `update_id` (`update`) for a Retry button.
+    fn keep_for_retry(&self, update_id: i64, update: &Value) {
         let path = self.retry_file(update_id);
         if let Err(e) = crate::telegram::conversation::store_file::save_json(&path, update) {
             tracing::error!(file = %path.display(), "cannot keep the interrupted update for a retry: {e}");
         }
+    }
+
+    /// Tells the chat that the run of `m` (update `update_id`) was cut off (`text`), keeping the
+    /// message for a Retry button.
+    pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage, text: &str) {
+        self.keep_for_retry(update_id, update);
         let button = InlineKeyboardButton::callback("Retry", format!("{RETRY_PREFIX}{update_id}"));
         let to = Target {
             chat_id: m.chat_id,
@@ -327,7 +405,18 @@ impl TelegramHost {
         let update = load(&pressed);
         if let Ok(id) = i32::try_from(button_message) {
             let tg = self.tg.clone();
-            tokio::spawn(async move { tg.edit_progress(target, id, "🔁 Retrying.").await });
+            // Under the down report, only the pressed line changes.
+            let report = self.down_report.pressed(target, button_message, kept);
+            tokio::spawn(async move {
+                match report {
+                    Some((text, markup)) => {
+                        if let Err(e) = tg.edit_with_buttons(target, id, &text, markup).await {
+                            tracing::warn!(chat = target.chat_id, "cannot mark a Retry in the down report: {e}");
+                        }
+                    }
+                    None => tg.edit_progress(target, id, "🔁 Retrying.").await,
+                }
+            });
         }
         match update.map(|u| update::parse(&u)) {
             Some(Inbound::Message(m)) if m.chat_id == target.chat_id => {

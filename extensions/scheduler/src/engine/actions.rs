@@ -67,6 +67,7 @@ impl JobScheduler {
                 kind: new.kind,
                 schedule: new.schedule,
                 enabled: true,
+                quiet: new.quiet,
                 created: now,
                 next_run,
                 last_run: None,
@@ -205,6 +206,26 @@ impl JobScheduler {
                 }
             }
             job.enabled = enabled;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Makes a prompt job quiet (its model may answer `NOTHING`, and nothing is sent) or not.
+    /// Errors: no such job in the chat, a watcher (quiet already when its script prints
+    /// nothing), the file cannot be written.
+    pub async fn set_quiet(
+        &self,
+        ws: &Path,
+        target: JobTarget,
+        id: &str,
+        quiet: bool,
+    ) -> Result<JobView, SchedulerError> {
+        self.change(ws, target, id, |job, _, _| {
+            if quiet && !matches!(job.kind, crate::job::JobKind::Prompt { .. }) {
+                return Err(SchedulerError::Invalid(crate::tool::QUIET_WATCHER.into()));
+            }
+            job.quiet = quiet;
             Ok(())
         })
         .await

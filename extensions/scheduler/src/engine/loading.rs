@@ -1,7 +1,7 @@
 //! Loading workspaces' jobs: at start-up (every workspace) and on first use (a new chat).
 
 use super::WorkspaceOwner;
-use super::{Entry, JobScheduler, Key, LoadReport, Workspace};
+use super::{CaughtUp, Entry, JobScheduler, Key, LoadReport, Workspace};
 use crate::job::{Job, JobOrigin, JobTarget, RunStatus, ScheduleSpec};
 use crate::slots::{self, Due};
 use crate::store::{self, Loaded, StoreError};
@@ -17,9 +17,18 @@ struct Read {
 impl JobScheduler {
     /// Loads every workspace under the configured root that has a jobs file (those already
     /// loaded are kept). Runs a crash or a shutdown cut off are started again once if no tool of
-    /// them had started, else recorded `interrupted` and their chats told ([`slots::on_load`]);
-    /// overdue jobs are handled by the timer at once (missed-run rules).
+    /// them had started, else recorded `interrupted` ([`slots::on_load`]); overdue jobs are
+    /// caught up at once (missed-run rules). What became of each is handed to the host's "while
+    /// I was down" report once ([`JobDelivery::while_down`](super::JobDelivery::while_down)),
+    /// or told note by note without one.
     pub async fn load_all(&self) -> LoadReport {
+        let mut caught = Vec::new();
+        let report = self.load_all_into(&mut caught).await;
+        self.report_caught_up(caught).await;
+        report
+    }
+
+    async fn load_all_into(&self, caught: &mut Vec<CaughtUp>) -> LoadReport {
         let _loading = self.inner.loading.lock().await;
         let root = self.inner.config.workspaces_root.clone();
         let read = tokio::task::spawn_blocking(move || {
@@ -49,8 +58,10 @@ impl JobScheduler {
                 Err(e) => report.errors.push(e.to_string()),
                 Ok(Loaded::Missing | Loaded::Ok(_)) => {}
             }
-            report.jobs += self.insert(r).await;
+            report.jobs += self.insert(r, Some(&mut *caught)).await;
         }
+        // Overdue jobs now, so their catch-up is in the report (the timer finds them done).
+        self.fire_due(Some(caught));
         self.inner.wake.notify_one();
         report
     }
@@ -76,7 +87,7 @@ impl JobScheduler {
             tracing::warn!(file = %aside.display(), "jobs.json was corrupt ({reason}) and was set aside");
         }
         let failed = loaded.as_ref().err().map(|e| e.to_string());
-        self.insert(Read { ws: ws.clone(), loaded }).await;
+        self.insert(Read { ws: ws.clone(), loaded }, None).await;
         self.inner.wake.notify_one();
         let id = self.state().by_path.get(&ws).copied();
         match (failed, id) {
@@ -89,8 +100,9 @@ impl JobScheduler {
         }
     }
 
-    /// Puts a read workspace in the state (unless loaded meanwhile); returns its job count.
-    async fn insert(&self, r: Read) -> usize {
+    /// Puts a read workspace in the state (unless loaded meanwhile); returns its job count. Its
+    /// cut-off runs go to `caught` (start-up's report) when given, else their chats are told.
+    async fn insert(&self, r: Read, caught: Option<&mut Vec<CaughtUp>>) -> usize {
         let (jobs, set_aside) = match r.loaded {
             Ok(Loaded::Ok(file)) => (file.jobs, None),
             Ok(Loaded::Missing) => (Vec::new(), None),
@@ -177,6 +189,10 @@ impl JobScheduler {
         if changed {
             self.persist_logged(id).await;
         }
+        let rerun_lines: Vec<CaughtUp> = reruns
+            .iter()
+            .map(|(_, job, slot, _)| CaughtUp::rerun(job, *slot))
+            .collect();
         for (index, job, slot, late) in reruns {
             let key = Key {
                 ws: id,
@@ -186,9 +202,24 @@ impl JobScheduler {
             let me = self.clone();
             tokio::spawn(async move { me.run(key, job, slot, late).await });
         }
-        if untold {
-            let me = self.clone();
-            tokio::spawn(async move { me.tell_cut_offs(id).await });
+        match caught {
+            Some(caught) => {
+                caught.extend(rerun_lines);
+                let st = self.state();
+                for e in st.ws(id).into_iter().flat_map(|w| w.entries()) {
+                    let records = e.job.last_run.as_deref().into_iter().chain(e.job.history.iter());
+                    caught.extend(
+                        records
+                            .filter(|r| r.status == RunStatus::Interrupted && r.untold)
+                            .map(|r| CaughtUp::cut(id, &e.job, r)),
+                    );
+                }
+            }
+            None if untold => {
+                let me = self.clone();
+                tokio::spawn(async move { me.tell_cut_offs(id).await });
+            }
+            None => {}
         }
         count
     }
@@ -219,27 +250,7 @@ impl JobScheduler {
                 tracing::warn!(job = %id, "the chat could not be told of a cut-off run (told again after the next restart): {e}");
                 continue;
             }
-            let mut st = self.state();
-            let told = st
-                .ws_mut(ws)
-                .and_then(|w| w.jobs.iter_mut().flatten().find(|e| e.job.id == id))
-                .map(|e| {
-                    for r in e
-                        .job
-                        .last_run
-                        .as_deref_mut()
-                        .into_iter()
-                        .chain(e.job.history.iter_mut())
-                    {
-                        if r.slot == slot && r.status == RunStatus::Interrupted {
-                            r.untold = false;
-                        }
-                    }
-                })
-                .is_some();
-            if told {
-                st.touch(ws);
-            }
+            self.mark_told(ws, &id, slot);
         }
         self.persist_logged(ws).await;
     }

@@ -13,8 +13,8 @@ use volcanic_abstractions::processes::{
     ProcessGroup, ProcessSpawnContext, ProcessSpawnError, ProcessSpawnPolicy, ProcessSpawnRequest, SecretRedactor,
 };
 use volcanic_scheduler::{
-    DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun, SchedulerConfig,
-    WorkspaceOwner,
+    Answered, CaughtUp, DeliveryError, Job, JobDelivery, JobScheduler, JobTarget, ManualClock, ScheduledRun,
+    SchedulerConfig, WorkspaceOwner,
 };
 
 pub const CHAT: JobTarget = JobTarget {
@@ -57,6 +57,11 @@ pub struct Delivery {
     pub end: Mutex<Option<DeliveryError>>,
     /// Notices are not delivered while set.
     pub notify_fails: std::sync::atomic::AtomicBool,
+    /// Quiet runs answer `NOTHING` while set.
+    pub quiet: std::sync::atomic::AtomicBool,
+    /// While set, start-up's catch-up goes to a "while I was down" report, kept here (each
+    /// hand-over in order).
+    pub reports: Option<Mutex<Vec<Vec<CaughtUp>>>>,
 }
 
 impl Delivery {
@@ -112,10 +117,11 @@ impl Delivery {
 
 #[async_trait]
 impl JobDelivery for Delivery {
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<String, DeliveryError> {
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
         if self.tool.load(std::sync::atomic::Ordering::SeqCst) {
             run.tool_started.record().unwrap_or_else(|e| panic!("{e}"));
         }
+        let quiet = run.quiet;
         if let Ok(mut r) = self.runs.lock() {
             r.push(run);
         }
@@ -130,7 +136,22 @@ impl JobDelivery for Delivery {
         if let Some(end) = self.end.lock().ok().and_then(|e| e.clone()) {
             return Err(end);
         }
-        Ok("sent".into())
+        if quiet && self.quiet.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(Answered::Quiet);
+        }
+        Ok(Answered::Sent("sent".into()))
+    }
+
+    async fn while_down(&self, caught: &[CaughtUp]) -> Result<(), DeliveryError> {
+        match &self.reports {
+            Some(r) => {
+                if let Ok(mut r) = r.lock() {
+                    r.push(caught.to_vec());
+                }
+                Ok(())
+            }
+            None => Err(DeliveryError::Failed("no report in this test".into())),
+        }
     }
 
     async fn notify(&self, target: JobTarget, text: String) -> Result<(), DeliveryError> {
@@ -213,9 +234,17 @@ pub struct Harness {
 
 impl Harness {
     pub async fn start(root: &Path, clock: ManualClock) -> Harness {
+        Harness::start_with(root, clock, |_| {}).await
+    }
+
+    /// [`Harness::start`] with `prepare` applied to the delivery before the jobs are loaded
+    /// (start-up tells its catch-up while loading).
+    pub async fn start_with(root: &Path, clock: ManualClock, prepare: impl FnOnce(&mut Delivery)) -> Harness {
         let ws = root.join("42");
         std::fs::create_dir_all(&ws).unwrap_or_else(|e| panic!("{e}"));
-        let (scheduler, delivery) = Harness::unloaded(root, &clock);
+        let mut delivery = Delivery::default();
+        prepare(&mut delivery);
+        let (scheduler, delivery) = Harness::unloaded_with(root, &clock, Arc::new(delivery));
         let report = scheduler.load_all().await;
         let shutdown = CancellationToken::new();
         scheduler.start(shutdown.clone());
@@ -232,7 +261,11 @@ impl Harness {
 
     /// A scheduler over `root` that has loaded nothing and runs no timer yet.
     pub fn unloaded(root: &Path, clock: &ManualClock) -> (JobScheduler, Arc<Delivery>) {
-        let delivery = Arc::new(Delivery::default());
+        Harness::unloaded_with(root, clock, Arc::new(Delivery::default()))
+    }
+
+    /// [`Harness::unloaded`] delivering through `delivery`.
+    pub fn unloaded_with(root: &Path, clock: &ManualClock, delivery: Arc<Delivery>) -> (JobScheduler, Arc<Delivery>) {
         let scheduler = JobScheduler::new(SchedulerConfig {
             clock: Arc::new(clock.clone()),
             delivery: delivery.clone(),
