@@ -173,6 +173,7 @@ impl Chats {
                     tg: self.deps.tg.clone(),
                     target,
                 })),
+                spend_gate: None,
             })
             .await?;
         let output = conversation.output.clone();
@@ -228,6 +229,7 @@ impl Chats {
                 ui: spec.ui,
                 channel: None,
                 no_skill_hooks: !workspace_code,
+                spend_gate: None,
             })
             .await?)
     }
