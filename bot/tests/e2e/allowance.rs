@@ -24,15 +24,22 @@ fn billed(text: &str) -> Turn {
     Turn::reply(text).usage(1000, 1000, 0, 0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daily_cap_stops_requests_tells_the_person_and_the_owner_and_a_top_up_lets_the_next_through() {
+/// The model double with `answers` billed 1000 + 1000 tokens each, the Bot API double, and the
+/// bot on them with the priced config.
+async fn start(answers: &[&str]) -> (ModelServer, BotApiServer, Env, BotProcess) {
     let model = ModelServer::start().await.unwrap();
-    for t in ["first answer", "second answer", "after the top-up"] {
+    for t in answers {
         model.push(billed(t));
     }
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let env = Env::new(&model.url(), &config(&tg));
     let bot = BotProcess::start(&env, TOKEN);
+    (model, tg, env, bot)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_cap_stops_requests_tells_the_person_and_the_owner_and_a_top_up_lets_the_next_through() {
+    let (model, tg, _env, bot) = start(&["first answer", "second answer", "after the top-up"]).await;
     // The owner opened a private chat with the bot (where its top-up buttons go) and looks.
     tg.push_update(updates::text_message(OWNER, OWNER, "/allowance"));
     wait_text(
@@ -83,13 +90,7 @@ async fn the_daily_cap_stops_requests_tells_the_person_and_the_owner_and_a_top_u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spend_survives_kill_9_and_no_request_is_made_once_spent() {
-    let model = ModelServer::start().await.unwrap();
-    for t in ["first answer", "second answer", "never"] {
-        model.push(billed(t));
-    }
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(&model.url(), &config(&tg));
-    let bot = BotProcess::start(&env, TOKEN);
+    let (model, tg, env, bot) = start(&["first answer", "second answer", "never"]).await;
     tg.push_update(updates::text_message(FRIEND, FRIEND, "one"));
     wait_text(&tg, FRIEND, "first answer", &bot).await;
     tg.push_update(updates::text_message(FRIEND, FRIEND, "two"));
