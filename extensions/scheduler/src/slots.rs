@@ -22,6 +22,8 @@ const MAX_COUNTED_SLOTS: u64 = 1_000;
 
 /// Errors quoted in a note to the chat, characters.
 const NOTE_ERROR_CHARS: usize = 500;
+/// The error of a run the bot's shutdown cut off, until the next start resolves it.
+pub const SHUTDOWN_CUT_OFF: &str = "cut off by the bot's shutdown; the next start runs it again or says why not";
 
 /// A run lateness the chat is told about (a late run says how late it is).
 const TELL_LATE_AFTER: Duration = Duration::seconds(60);
@@ -58,8 +60,8 @@ pub enum Outcome {
         /// chat is told instead.
         after_tool: bool,
     },
-    /// Cut off by the host's shutdown: the record stays `running` on disk, and the next start
-    /// resolves it as after a crash ([`on_load`]).
+    /// Cut off by the host's shutdown: recorded `interrupted` (with `shutdown` set), and the
+    /// next start resolves it as after a crash ([`on_load`]).
     CutOff,
     /// Stopped in the chat (`/stop`): recorded `interrupted`, not retried.
     Stopped {
@@ -216,7 +218,12 @@ pub fn finish(
                 job.enabled = false;
             }
         }
-        Outcome::CutOff => run.finished = None,
+        Outcome::CutOff => {
+            run.status = RunStatus::Interrupted;
+            run.error = Some(SHUTDOWN_CUT_OFF.to_owned());
+            run.delivery = Some("not delivered".into());
+            run.shutdown = true;
+        }
         Outcome::Stopped { error } => {
             run.status = RunStatus::Interrupted;
             run.error = Some(error);
@@ -295,6 +302,16 @@ pub fn finish(
 /// is `None` for a schedule this build cannot read (never re-run). Returns whether the job
 /// changed.
 pub fn on_load(job: &mut Job, compiled: Option<&Compiled>, now: DateTime<Utc>) -> (Due, bool) {
+    // A run the shutdown recorded `interrupted` is resolved as one a crash left `running`.
+    for run in job.last_run.as_deref_mut().into_iter().chain(job.history.iter_mut()) {
+        if run.shutdown {
+            run.shutdown = false;
+            run.status = RunStatus::Running;
+            run.finished = None;
+            run.error = None;
+            run.delivery = None;
+        }
+    }
     let mut due = Due::Nothing;
     let mut cut: Vec<DateTime<Utc>> = Vec::new();
     let newer_due = job.next_run.is_some_and(|n| n <= now);
