@@ -8,21 +8,26 @@
 #     .testdeps/package-lock.json;
 #   - Python (.testdeps/venv): a2a-sdk, uvicorn and mcp, every package pinned in
 #     .testdeps/requirements.txt;
-#   - Debian: espeak-ng and opus-tools (opusenc), which the voice tests speak real notes with.
+#   - Debian: espeak-ng and opus-tools (opusenc), which the voice tests speak real notes with;
+#     podman, busybox-static and binutils (objcopy), with which the container test builds the
+#     image (bot/tests/e2e/container.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The voice tests' Debian packages, when missing: `apt-get update` once, then install. Without
-# root or apt the voice tests fail, naming what to install.
+# The voice and container tests' Debian packages, when missing: `apt-get update` once, then
+# install. Without root or apt those tests fail, naming what to install.
 missing=""
 command -v espeak-ng > /dev/null || missing="$missing espeak-ng"
 command -v opusenc > /dev/null || missing="$missing opus-tools"
+command -v podman > /dev/null || missing="$missing podman"
+command -v busybox > /dev/null || missing="$missing busybox-static"
+command -v objcopy > /dev/null || missing="$missing binutils"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
     apt-get update -qq
     # shellcheck disable=SC2086 # one word per package
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
   else
-    echo "voice tests need:$missing (apt-get install$missing, as root)" >&2
+    echo "voice and container tests need:$missing (apt-get install$missing, as root)" >&2
   fi
 fi
 # Reinstall only when the lock file changed since the last install.

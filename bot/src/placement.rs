@@ -4,9 +4,10 @@
 //! keys and `state_dir` every chat's sessions, access list and Google tokens, so both belong
 //! outside `workspaces_dir`; the defaults (`config/volcanic.toml`, `data`, `workspaces`, all
 //! relative to the directory the bot starts in) are three separate folders. This is a warning at
-//! start, not a refusal: nothing here is a sandbox (an agent runs as the bot's OS user and can
-//! read whatever that user can; docs/security.md), but a state or config inside the
-//! workspaces is one `ls` or `cat` away for every agent and easily shared along with them.
+//! start and a note of `doctor` (both from [`warnings`]), not a refusal: the sandbox keeps
+//! `state_dir` and the config's folder from agent processes wherever they lie (docs/sandbox.md),
+//! but without it a state or config inside the workspaces is one `ls` or `cat` away for every
+//! agent, and it is easily shared along with them.
 
 use crate::config::Config;
 use std::path::Path;

@@ -156,14 +156,7 @@ async fn probe_model(
     })
     .await;
     let key = model.key();
-    let fix = format!(
-        "check the provider's key (environment variable or api_key), its base_url ({}) and that `{key}` exists there",
-        if model.base_url.is_empty() {
-            "the default"
-        } else {
-            model.base_url.as_str()
-        }
-    );
+    let fix = model_fix(model);
     match outcome {
         Ok(Ok(())) => Check::ok(what, format!("{key} answered a one-token request")),
         Ok(Err(e)) => Check::fail(what, format!("{key}: {e}"), fix),
@@ -173,6 +166,27 @@ async fn probe_model(
             fix,
         ),
     }
+}
+
+/// What to do when `model`'s one-token request fails. Claude Code is a program on this machine
+/// with its own login, not a key: its error names the part that is missing (the program, the
+/// login, the sandbox's reach) and how to fix it. The other providers are reached over HTTP
+/// with a key.
+fn model_fix(model: &volcanic_abstractions::model::Model) -> String {
+    if model.provider == volcanic_claude_code::PROVIDER {
+        return "do what the message says: Claude Code runs here as the `claude` program with its own login, \
+                not an API key (docs/providers.md, \"Claude Code\")"
+            .to_owned();
+    }
+    format!(
+        "check the provider's key (environment variable or api_key), its base_url ({}) and that `{}` exists there",
+        if model.base_url.is_empty() {
+            "the default"
+        } else {
+            model.base_url.as_str()
+        },
+        model.key()
+    )
 }
 
 /// Google's token endpoint is asked to exchange a code that does not exist: `invalid_grant`

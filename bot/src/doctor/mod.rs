@@ -20,7 +20,7 @@ mod sandbox;
 
 pub use reach::{describe, get_me};
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use std::path::Path;
 
 /// How a check came out.
@@ -86,11 +86,8 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
     let config = match Config::load(path, required) {
         Ok(c) => c,
         Err(e) => {
-            out.push(Check::fail(
-                "config",
-                e.to_string(),
-                "fix what the message names; config/volcanic.example.toml documents every key",
-            ));
+            let fix = config_fix(&e);
+            out.push(Check::fail("config", e.to_string(), fix));
             return out;
         }
     };
@@ -111,6 +108,26 @@ async fn collect(path: &Path, required: bool) -> Vec<Check> {
     out.push(checks::lock(&config.state_dir, &holder));
     out.extend(checks::listener(&config, holder.ok()).await);
     out
+}
+
+/// What to do about a config that does not load: a missing file is created from the examples,
+/// one the bot's user cannot read is made readable, a wrong key is fixed where the message says.
+fn config_fix(error: &ConfigError) -> String {
+    match error {
+        ConfigError::Read { path, error } if error.kind() == std::io::ErrorKind::NotFound => format!(
+            "create it: copy config/volcanic.example.toml (every key, documented) or deploy/volcanic.toml (a \
+             service's) to {}, or name another file with --config or VOLCANIC_CONFIG",
+            path.display()
+        ),
+        ConfigError::Read { path, .. } => format!(
+            "make {} readable by the bot's user (e.g. `chown root:volcanic` and `chmod 640`), or name another \
+             file with --config",
+            path.display()
+        ),
+        ConfigError::Parse { .. } | ConfigError::Invalid { .. } => {
+            "fix what the message names; config/volcanic.example.toml documents every key".to_owned()
+        }
+    }
 }
 
 /// The feature sections (`[a2a]`, `[mcp]`, …), checked as the bot's start checks them: each
@@ -161,13 +178,10 @@ fn config_checks(config: &Config, path: &Path) -> Vec<Check> {
             format!("no file at {}: the defaults apply", shown.display()),
         ));
     }
+    // As the bot at start, which warns and runs (`crate::placement`): a note, not a failure.
     let file = path.exists().then_some(path);
     for warning in crate::placement::warnings(config, file) {
-        out.push(Check::fail(
-            "config",
-            warning,
-            "give state_dir and workspaces_dir separate folders, and keep the config outside the workspaces",
-        ));
+        out.push(Check::note("placement", warning));
     }
     if let Some(warning) = crate::placement::root_warning() {
         out.push(Check::note("user", warning));
@@ -238,5 +252,68 @@ mod tests {
             env!("CARGO_PKG_VERSION")
         );
         assert_eq!(text, want);
+    }
+
+    #[test]
+    fn a_state_dir_inside_the_workspaces_is_a_note_as_the_bot_only_warns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("volcanic.toml");
+        let text = format!(
+            "state_dir = \"{0}/workspaces/state\"\nworkspaces_dir = \"{0}/workspaces\"\n",
+            dir.path().display()
+        );
+        std::fs::write(&path, &text).unwrap();
+        let config = Config::load(&path, true).unwrap();
+        let checks = config_checks(&config, &path);
+        let placement: Vec<&Check> = checks.iter().filter(|c| c.what == "placement").collect();
+        assert_eq!(placement.len(), 1, "{checks:?}");
+        assert_eq!(placement[0].status, Status::Note);
+        // The same sentence the bot logs at start.
+        assert_eq!(placement[0].detail, crate::placement::warnings(&config, Some(&path))[0]);
+    }
+
+    #[tokio::test]
+    async fn a_missing_config_file_is_told_how_to_create_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("volcanic.toml");
+        let checks = collect(&path, true).await;
+        assert_eq!(checks.len(), 1, "{checks:?}");
+        assert_eq!(checks[0].status, Status::Fail);
+        assert!(checks[0].detail.starts_with("cannot read config file"), "{checks:?}");
+        let fix = checks[0].fix.clone().unwrap();
+        assert!(fix.starts_with("create it: copy config/volcanic.example.toml"), "{fix}");
+        assert!(fix.contains(&path.display().to_string()), "{fix}");
+        // A file that is there but wrong keeps the fix that points at the key.
+        std::fs::write(&path, "modle = 1\n").unwrap();
+        let checks = collect(&path, true).await;
+        let fix = checks[0].fix.clone().unwrap();
+        assert!(fix.starts_with("fix what the message names"), "{checks:?}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_claude_is_told_to_install_it_not_to_check_a_key() {
+        // The built-in providers get a key variable nobody sets: only `claude` is tried. The
+        // sandbox is off: this test's folder is no agent's workspace.
+        let text = "[sandbox]\nmode = \"off\"\n\
+                    [providers.claude-code]\ncommand = \"/nonexistent/volcanic-test/claude\"\n\
+                    [providers.anthropic]\nbase_url = \"http://127.0.0.1:9\"\napi_key_env = \"VOLCANIC_TEST_UNSET\"\n\
+                    [providers.openai]\nbase_url = \"http://127.0.0.1:9\"\napi_key_env = \"VOLCANIC_TEST_UNSET\"\n";
+        let config = Config::parse(text, Path::new("test.toml")).unwrap();
+        let checks = checks::models(&config).await;
+        let claude = checks
+            .iter()
+            .find(|c| c.what == "model claude-code")
+            .unwrap_or_else(|| panic!("{checks:?}"));
+        assert_eq!(claude.status, Status::Fail, "{claude:?}");
+        assert!(
+            claude.detail.contains("was not found: install Claude Code"),
+            "{claude:?}"
+        );
+        let fix = claude.fix.clone().unwrap();
+        assert!(
+            fix.starts_with("do what the message says: Claude Code runs here"),
+            "{fix}"
+        );
+        assert!(!fix.contains("check the provider's key"), "{fix}");
     }
 }

@@ -8,6 +8,7 @@ mod claude_code;
 mod compaction;
 mod console;
 mod console_tty;
+mod container;
 mod deploy;
 mod doctor;
 mod down_report;

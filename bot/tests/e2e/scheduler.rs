@@ -529,3 +529,50 @@ async fn jobs_reports_a_jobs_file_that_was_set_aside() {
     );
     assert_eq!(model.requests().len(), 0, "/jobs never reaches the model");
 }
+
+/// SIGTERM while a scheduled prompt streams (no tool yet): the bot stops within its bound and
+/// `jobs.json` says `interrupted` while it is down (not `running`), marked for the next start,
+/// which runs the slot once more and records it ok.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_cut_off_by_sigterm_is_recorded_interrupted_and_run_again_once() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("never delivered").stall_after(2));
+    model.push(Turn::reply("📬 Inbox: nothing urgent."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let at = Utc::now() + chrono::Duration::seconds(4);
+    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job("inb001", "Check the inbox.", schedule, at));
+
+    let bot = BotProcess::start(&env, TOKEN);
+    wait_requests(&model, 1, &bot).await;
+    assert_eq!(bot.terminate(T), Some(0));
+    let run = &jobs_file(&env, OWNER)["jobs"][0]["last_run"];
+    assert_eq!(run["status"], "interrupted", "{run:#}");
+    assert_eq!(run["shutdown"], true, "{run:#}");
+    assert!(run["finished"].is_string(), "{run:#}");
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("cut off by the bot's shutdown"),
+        "{run:#}"
+    );
+
+    let bot = BotProcess::start(&env, TOKEN);
+    nth_text(&tg, OWNER, "Inbox: nothing urgent", 1, &bot).await;
+    let jobs = wait_jobs(&env, OWNER, "the re-run recorded ok", &bot, |v| {
+        v["jobs"][0]["last_run"]["status"] == "ok"
+    })
+    .await;
+    let run = &jobs["jobs"][0]["last_run"];
+    assert_eq!(
+        (run["rerun"].as_bool(), run["attempts"].as_u64(), run.get("shutdown")),
+        (Some(true), Some(2), None),
+        "{run:#}"
+    );
+    assert_eq!(count(&tg, OWNER, "never delivered"), 0);
+    assert_eq!(model.requests().len(), 2);
+    assert_eq!(bot.terminate(T), Some(0));
+}

@@ -1,6 +1,7 @@
 //! The JSON-RPC binding: `POST /a2a`, one request per body, answered in the dialect asked (A2A
 //! 1.0 by `A2A-Version: 1.0` and PascalCase methods; 0.3 by its `message/send`-style names).
-//! Errors carry the spec's codes (A2A 1.0 §5.4, §9.4) and never become an HTTP 500.
+//! Errors carry the spec's codes (A2A 1.0 §5.4, §9.4) and never become an HTTP 500; a
+//! notification (no `id`) gets no answer, only `204 No Content` (JSON-RPC 2.0 §4.1).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -37,6 +38,18 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 
 fn error_response(id: &Value, e: &A2AError) -> Response {
     json_response(StatusCode::OK, &rpc_error(id, e))
+}
+
+/// A notification (a request without `id`): JSON-RPC 2.0 §4.1 says the server must not reply,
+/// so the answer is `204 No Content` with no body. Every A2A method has a result its caller
+/// needs (a task, a push config), so none is run for a caller that asked for no answer: an agent
+/// run nobody hears of would only spend. Logged, so the caller's owner can find it.
+fn notification(method: &str) -> Response {
+    tracing::info!(
+        method,
+        "A2A JSON-RPC notification (no id) not run: A2A methods need an id"
+    );
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Handles one JSON-RPC request.
@@ -97,6 +110,9 @@ pub(crate) async fn handle(State(server): State<Arc<A2aServer>>, headers: Header
     let Some(method) = request.get("method").and_then(Value::as_str) else {
         return error_response(&id, &A2AError::invalid_request("method must be a string"));
     };
+    if !request.contains_key("id") {
+        return notification(method);
+    }
     let version = headers
         .get("a2a-version")
         .and_then(|v| v.to_str().ok())

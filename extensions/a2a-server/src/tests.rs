@@ -191,6 +191,29 @@ async fn protocol_errors_carry_the_spec_codes() {
 }
 
 #[tokio::test]
+async fn a_notification_gets_no_answer_and_is_not_run() {
+    let server = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
+    for method in ["SendMessage", "NoSuchMethod"] {
+        let mut request = send("hi");
+        request["method"] = json!(method);
+        let Some(fields) = request.as_object_mut() else {
+            panic!("{request}")
+        };
+        fields.remove("id");
+        let (status, body, _) = call(&server, Some(ALICE), "application/json", request).await;
+        assert_eq!((status, body), (StatusCode::NO_CONTENT, Value::Null), "{method}");
+    }
+    let b = rpc_as(&server, ALICE, rpc("ListTasks", json!({}))).await;
+    assert_eq!(b["result"]["tasks"], json!([]), "{b}");
+    // A request whose id is null is not a notification: it is answered.
+    let mut request = send("hi");
+    request["id"] = Value::Null;
+    let b = rpc_as(&server, ALICE, request).await;
+    assert_eq!(b["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{b}");
+    assert_eq!(b["id"], Value::Null, "{b}");
+}
+
+#[tokio::test]
 async fn a_push_config_to_loopback_is_refused_without_the_switch() {
     let server = A2aServer::new(config(None), Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
     let b = rpc_as(&server, ALICE, send("hi")).await;

@@ -321,9 +321,18 @@ impl McpHost {
         let Some(Tokens(dir, redactor)) = &self.tokens else {
             return Err("Sign-ins are kept per chat: use /mcp login in a Telegram chat.".into());
         };
-        let (url, client) = self.remote(chat, scope, name)?;
+        let (url, mut client) = self.remote(chat, scope, name)?;
         let file = oauth::TokenFile::new(dir, chat, name, redactor.clone());
-        let challenge = oauth::probe_challenge(&url).await;
+        // After a 403 for scope, a step-up: the refused call's challenge, and the scopes granted
+        // so far with those it asks for (the new token must not lose what the old one could do).
+        let step_up = self.live(scope).and_then(|l| l.scope_challenge(name));
+        let challenge = match step_up {
+            Some(c) => {
+                client.scopes = oauth::step_up_scopes(&client.scopes, &file, &c);
+                Some(c)
+            }
+            None => oauth::probe_challenge(&url).await,
+        };
         let login = oauth::Login::begin(&url, &client, redirect_uri, challenge.as_deref(), file)
             .await
             .map_err(|e| format!("Cannot start the sign-in to `{name}`: {e}"))?;

@@ -276,20 +276,26 @@ pub async fn probe_challenge(server_url: &str) -> Option<String> {
 }
 
 /// Scopes for a new sign-in after a 403 `insufficient_scope` (MCP 2025-11-25, "Scope challenge
-/// handling"): those granted so far (from `store`) and those the challenge's `scope` names, so
-/// the new token keeps what the old one could do.
-pub fn step_up_scopes(store: &TokenFile, challenge: &str) -> Vec<String> {
-    let mut scopes: Vec<String> = store
+/// handling"): those of `configured` (the client's `scopes` in the config), those granted so far
+/// (from `store`) and those the challenge's `scope` names, each once, so the new token keeps
+/// what the old one could do.
+pub fn step_up_scopes(configured: &[String], store: &TokenFile, challenge: &str) -> Vec<String> {
+    let granted = store
         .read()
         .ok()
         .flatten()
         .map(|c| c.granted_scopes)
         .unwrap_or_default();
-    if let Some(asked) = challenge_param(challenge, "scope") {
-        for s in asked.split_whitespace() {
-            if !scopes.iter().any(|x| x == s) {
-                scopes.push(s.to_owned());
-            }
+    let asked = challenge_param(challenge, "scope").unwrap_or_default();
+    let mut scopes: Vec<String> = Vec::new();
+    let all = configured
+        .iter()
+        .cloned()
+        .chain(granted)
+        .chain(asked.split_whitespace().map(str::to_owned));
+    for s in all {
+        if !scopes.contains(&s) {
+            scopes.push(s);
         }
     }
     scopes
@@ -401,6 +407,34 @@ mod tests {
         assert_eq!(challenge_param(c, "scope").as_deref(), Some("mcp:write"));
         assert_eq!(challenge_param(c, "error").as_deref(), Some("insufficient_scope"));
         assert_eq!(challenge_param(c, "realm"), None);
+    }
+
+    #[tokio::test]
+    async fn a_step_up_keeps_the_configured_and_granted_scopes_and_adds_the_asked_ones() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = TokenFile::new(dir.path(), "123", "remote", Arc::new(Keep(Default::default())));
+        let challenge = r#"Bearer error="insufficient_scope", scope="files:write tools""#;
+        // Nothing stored yet: what the config names and what the challenge asks for.
+        let configured = vec!["profile".to_owned()];
+        assert_eq!(
+            step_up_scopes(&configured, &file, challenge),
+            ["profile", "files:write", "tools"]
+        );
+        let json = serde_json::json!({
+            "client_id": "cid",
+            "token_response": {"access_token": "access-abcdef", "token_type": "bearer"},
+            "granted_scopes": ["tools", "files:read"],
+        });
+        let creds: StoredCredentials = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+        file.save(creds).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            step_up_scopes(&configured, &file, challenge),
+            ["profile", "tools", "files:read", "files:write"]
+        );
+        assert_eq!(
+            step_up_scopes(&[], &file, "Bearer error=\"insufficient_scope\""),
+            ["tools", "files:read"]
+        );
     }
 
     #[tokio::test]

@@ -217,6 +217,14 @@ impl ChatServers {
         }
     }
 
+    /// The `WWW-Authenticate` challenge of server `name`'s last call refused for scope (HTTP
+    /// 403 `insufficient_scope`), if its connection had one.
+    pub(crate) fn scope_challenge(&self, name: &str) -> Option<String> {
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        let server = servers.iter().find(|s| s.spec.name == name)?;
+        server.link.connection()?.insufficient_scope()
+    }
+
     /// The spec of server `name` of this session (the workspace's too, once started).
     pub(crate) fn spec(&self, name: &str) -> Option<(ServerSpec, bool)> {
         let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -276,6 +276,9 @@ struct Inner {
     /// Held while a jobs file is read and put in the state: start-up's load and a chat's first
     /// use must not both read (and both try to set aside) the same corrupt file.
     loading: tokio::sync::Mutex<()>,
+    /// Runs whose outcome is not on disk yet (an entry stops being `active` just before its
+    /// outcome is written): shutdown waits for both.
+    recording: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for JobScheduler {
@@ -308,6 +311,7 @@ impl JobScheduler {
                 state: Mutex::new(State::default()),
                 wake: tokio::sync::Notify::new(),
                 loading: tokio::sync::Mutex::new(()),
+                recording: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
     }
@@ -419,6 +423,8 @@ impl JobScheduler {
 
     /// One attempt: record the slot durably, run, record the outcome.
     async fn run(&self, key: Key, job: Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.inner.recording.fetch_add(1, SeqCst);
         let tool = ToolStarted::new(self.clone(), key, &job.id, slot);
         let outcome = match self.persist(key.ws).await {
             Err(e) => Outcome::Failed {
@@ -443,6 +449,7 @@ impl JobScheduler {
             }
         }
         self.persist_logged(key.ws).await;
+        self.inner.recording.fetch_sub(1, SeqCst);
         self.inner.wake.notify_one();
         for text in notes {
             let _ = self.inner.config.delivery.notify(job.target, text).await;

@@ -87,7 +87,7 @@ pub enum ScheduleSpec {
 }
 
 /// The outcome of a run (`running` while it goes; a crash leaves it and the next start makes it
-/// `interrupted`).
+/// `interrupted`, a shutdown makes it `interrupted` at once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -142,6 +142,10 @@ pub struct RunRecord {
     /// sent, cleared once it reached the chat (a crash in between tells it again).
     #[serde(default, skip_serializing_if = "is_false")]
     pub untold: bool,
+    /// Recorded `interrupted` by the bot's shutdown, which cut it off: the next start resolves
+    /// it as a run a crash left `running` (re-run once, or the chat told; [`crate::slots::on_load`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub shutdown: bool,
 }
 
 impl RunRecord {
@@ -158,7 +162,14 @@ impl RunRecord {
             tool_started: None,
             rerun: false,
             untold: false,
+            shutdown: false,
         }
+    }
+
+    /// Whether the run was left unfinished by a crash (still `running`) or cut off by a
+    /// shutdown, for the next start to resolve.
+    pub fn left_unfinished(&self) -> bool {
+        self.status == RunStatus::Running || self.shutdown
     }
 }
 

@@ -22,6 +22,8 @@ const MAX_COUNTED_SLOTS: u64 = 1_000;
 
 /// Errors quoted in a note to the chat, characters.
 const NOTE_ERROR_CHARS: usize = 500;
+/// The error of a run the bot's shutdown cut off, until the next start resolves it.
+pub const SHUTDOWN_CUT_OFF: &str = "cut off by the bot's shutdown; the next start runs it again or says why not";
 
 /// A run lateness the chat is told about (a late run says how late it is).
 const TELL_LATE_AFTER: Duration = Duration::seconds(60);
@@ -60,8 +62,8 @@ pub enum Outcome {
     },
     /// A quiet check-in had nothing to say: finished like [`Outcome::Ok`], nothing sent.
     Quiet,
-    /// Cut off by the host's shutdown: the record stays `running` on disk, and the next start
-    /// resolves it as after a crash ([`on_load`]).
+    /// Cut off by the host's shutdown: recorded `interrupted` (with `shutdown` set), and the
+    /// next start resolves it as after a crash ([`on_load`]).
     CutOff,
     /// Stopped in the chat (`/stop`): recorded `interrupted`, not retried.
     Stopped {
@@ -247,7 +249,12 @@ pub fn finish(
     match outcome {
         Outcome::Ok { delivery } => succeeded(job, compiled, slot, RunStatus::Ok, delivery),
         Outcome::Quiet => succeeded(job, compiled, slot, RunStatus::Quiet, QUIET_DELIVERY.into()),
-        Outcome::CutOff => run.finished = None,
+        Outcome::CutOff => {
+            run.status = RunStatus::Interrupted;
+            run.error = Some(SHUTDOWN_CUT_OFF.to_owned());
+            run.delivery = Some("not delivered".into());
+            run.shutdown = true;
+        }
         Outcome::Stopped { error } => {
             run.status = RunStatus::Interrupted;
             run.error = Some(error);
@@ -344,6 +351,16 @@ fn succeeded(job: &mut Job, compiled: &Compiled, slot: DateTime<Utc>, status: Ru
 /// is `None` for a schedule this build cannot read (never re-run). Returns whether the job
 /// changed.
 pub fn on_load(job: &mut Job, compiled: Option<&Compiled>, now: DateTime<Utc>) -> (Due, bool) {
+    // A run the shutdown recorded `interrupted` is resolved as one a crash left `running`.
+    for run in job.last_run.as_deref_mut().into_iter().chain(job.history.iter_mut()) {
+        if run.shutdown {
+            run.shutdown = false;
+            run.status = RunStatus::Running;
+            run.finished = None;
+            run.error = None;
+            run.delivery = None;
+        }
+    }
     let mut due = Due::Nothing;
     let mut cut: Vec<DateTime<Utc>> = Vec::new();
     let newer_due = job.next_run.is_some_and(|n| n <= now);

@@ -206,14 +206,21 @@ async fn a_shutdown_leaves_the_slot_to_the_restart_which_follows_the_message_rul
     clock.set(utc(SLOT));
     h.delivery.wait_runs(1).await;
     h.wait_job("cut off", |j| {
-        j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Running)
+        j.last_run.as_ref().is_some_and(|r| r.status == RunStatus::Interrupted)
     })
     .await;
     h.scheduler.wait_runs_recorded(std::time::Duration::from_secs(5)).await;
-    assert_eq!(
-        h.stored()["jobs"][0]["last_run"]["status"],
-        "running",
-        "left to the restart"
+    // On disk while the bot is down: interrupted, and marked for the restart to resolve.
+    let run = &h.stored()["jobs"][0]["last_run"];
+    assert_eq!(run["status"], "interrupted", "{run}");
+    assert_eq!(run["shutdown"], true, "{run}");
+    assert!(run["finished"].is_string(), "{run}");
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("cut off by the bot's shutdown"),
+        "{run}"
     );
 
     // The restart runs it again (no tool had started); this time a tool starts and the
@@ -226,16 +233,17 @@ async fn a_shutdown_leaves_the_slot_to_the_restart_which_follows_the_message_rul
     }
     h2.delivery.wait_runs(1).await;
     h2.wait_stored("cut after its tool", |v| {
-        v["jobs"][0]["last_run"]["tool_started"].is_string() && v["jobs"][0]["last_run"]["status"] == "running"
+        v["jobs"][0]["last_run"]["tool_started"].is_string() && v["jobs"][0]["last_run"]["status"] == "interrupted"
     })
     .await;
     h2.scheduler.wait_runs_recorded(std::time::Duration::from_secs(5)).await;
     let h3 = restart(h2, dir.path(), &clock, "2026-12-01T09:00:40Z").await;
     h3.delivery.wait_note("after a tool had started").await;
     assert_eq!(h3.delivery.run_count(), 0);
+    let last = h3.jobs().await[0].last_run.clone();
     assert_eq!(
-        h3.jobs().await[0].last_run.as_ref().map(|r| r.status),
-        Some(RunStatus::Interrupted)
+        last.as_ref().map(|r| (r.status, r.shutdown)),
+        Some((RunStatus::Interrupted, false))
     );
 }
 

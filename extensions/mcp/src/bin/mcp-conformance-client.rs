@@ -113,7 +113,7 @@ async fn main() -> anyhow::Result<()> {
                     tool.name
                 ));
                 conn.stop();
-                let scopes = step_up_scopes(&store, &challenge);
+                let scopes = step_up_scopes(&[], &store, &challenge);
                 sign_in(&url, &challenge, scopes, &store).await?;
                 let auth = authorized_client(&url, store.clone()).await?;
                 (conn, tools) =

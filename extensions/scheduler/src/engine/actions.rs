@@ -140,7 +140,7 @@ impl JobScheduler {
         let deadline = tokio::time::Instant::now() + limit;
         while tokio::time::Instant::now() < deadline {
             let active = self.state().workspaces.iter().any(|w| w.entries().any(|e| e.active));
-            if !active {
+            if !active && self.inner.recording.load(std::sync::atomic::Ordering::SeqCst) == 0 {
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;

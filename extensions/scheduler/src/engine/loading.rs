@@ -2,7 +2,7 @@
 
 use super::WorkspaceOwner;
 use super::{CaughtUp, Entry, JobScheduler, Key, LoadReport, Workspace};
-use crate::job::{Job, JobOrigin, JobTarget, RunStatus, ScheduleSpec};
+use crate::job::{Job, JobOrigin, JobTarget, RunRecord, RunStatus, ScheduleSpec};
 use crate::slots::{self, Due};
 use crate::store::{self, Loaded, StoreError};
 use std::path::{Path, PathBuf};
@@ -135,7 +135,7 @@ impl JobScheduler {
             // Runs a crash or a shutdown left `running`: re-run once, or told (the message rule).
             let records = || job.last_run.as_deref().into_iter().chain(job.history.iter());
             let mut due = Due::Nothing;
-            if runnable && records().any(|r| r.status == RunStatus::Running) {
+            if runnable && records().any(RunRecord::left_unfinished) {
                 // Compiled only here: a cron's year table is large and most jobs have no such run.
                 let compiled = crate::timing::Compiled::compile(&job.schedule).ok();
                 let cut;
