@@ -36,8 +36,9 @@ impl Recall {
     /// be made or read even after a rebuild, or the session folder cannot be read.
     pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
         let dir = self.chat_sessions(chat);
-        self.with_index(chat, |c| {
-            self.catch_up_in(c, chat)?;
+        self.with_index(chat, |index| {
+            self.catch_up_in(index, chat)?;
+            let c = &index.conn;
             let skipped = |r: &Row| {
                 query
                     .skip

@@ -2,6 +2,7 @@
 //! chat, and opening a chat's index (made when missing, set aside and remade when unreadable).
 
 use crate::error::{RecallError, Result};
+use crate::seen::{SeenMap, manifest_of};
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -64,12 +65,14 @@ pub struct Recall {
     pub(crate) indexes: PathBuf,
     /// One lock per chat: one writer of a chat's index at a time in this process.
     locks: Mutex<HashMap<ChatKey, Arc<Mutex<()>>>>,
-    /// Connections kept open between uses (opening and closing an index costs a checkpoint and
-    /// the creation of its log), at most [`KEEP_OPEN`].
-    open: Mutex<HashMap<ChatKey, Open>>,
-    /// Per session file, the offset indexed so far, as last seen (lets the periodic pass skip a
-    /// chat without opening its index when none of its files grew).
-    pub(crate) seen: Mutex<HashMap<PathBuf, u64>>,
+    /// Connections kept open between uses, least recently used first (opening and closing an
+    /// index costs a checkpoint and the creation of its log), at most [`KEEP_OPEN`].
+    open: Mutex<Vec<(ChatKey, Open)>>,
+    /// Per chat, what is indexed as last seen, kept in its manifest (lets the periodic pass
+    /// skip a chat without opening its index when none of its files grew: `seen.rs`).
+    pub(crate) seen: Mutex<SeenMap>,
+    /// When a run last started or ended (the background pass holds back meanwhile).
+    pub(crate) activity: crate::background::Activity,
 }
 
 impl Recall {
@@ -82,6 +85,7 @@ impl Recall {
             locks: Mutex::default(),
             open: Mutex::default(),
             seen: Mutex::default(),
+            activity: crate::background::Activity::default(),
         }
     }
 
@@ -95,6 +99,14 @@ impl Recall {
         self.indexes.join(format!("{}.sqlite", chat.0))
     }
 
+    /// Every file of `chat`'s index on disk: the index, SQLite's companions of it and its
+    /// manifest (what moves with a chat whose key changes).
+    pub fn chat_index_files(&self, chat: &ChatKey) -> Vec<PathBuf> {
+        let index = self.index_file(chat);
+        let manifest = manifest_of(&index);
+        index_files(&index).into_iter().chain([manifest]).collect()
+    }
+
     /// The folder of `chat`'s sessions.
     pub(crate) fn chat_sessions(&self, chat: &ChatKey) -> PathBuf {
         self.sessions.join(&chat.0)
@@ -103,43 +115,37 @@ impl Recall {
     /// Runs `f` on `chat`'s index under the chat's lock. An index that is missing is made; one
     /// SQLite cannot read (at opening or inside `f`) is set aside, logged, made anew and `f` runs
     /// again on it (it fills from the session files as `f` catches up).
-    pub(crate) fn with_index<T>(&self, chat: &ChatKey, f: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_index<T>(&self, chat: &ChatKey, f: impl FnMut(&mut Open) -> Result<T>) -> Result<T> {
         self.with_index_kept(chat, true, f)
     }
 
     /// [`Recall::catch_up`] for the background pass: an index that was not kept open is closed
     /// again afterwards (a pass over every chat must not fill memory with connections).
     pub(crate) fn catch_up_quietly(&self, chat: &ChatKey) -> Result<crate::Caught> {
-        let was_open = self.open.lock().unwrap_or_else(|e| e.into_inner()).contains_key(chat);
+        let was_open = self.lru().iter().any(|(c, _)| c == chat);
         self.with_index_kept(chat, was_open, |c| self.catch_up_in(c, chat))
     }
 
-    /// [`Recall::with_index`], keeping the connection open afterwards only when `keep`.
-    fn with_index_kept<T>(
-        &self,
-        chat: &ChatKey,
-        keep: bool,
-        mut f: impl FnMut(&mut Connection) -> Result<T>,
-    ) -> Result<T> {
+    /// [`Recall::with_index`], keeping the connection open afterwards only when `keep` (else
+    /// closing it and writing the chat's manifest).
+    fn with_index_kept<T>(&self, chat: &ChatKey, keep: bool, mut f: impl FnMut(&mut Open) -> Result<T>) -> Result<T> {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.index_file(chat);
-        let first = self.connection(chat, &path).and_then(|mut c| {
-            let out = f(&mut c.conn);
+        let mut done = |mut c: Open| {
+            let out = f(&mut c);
             if out.is_ok() && keep {
                 self.keep(chat, c);
+            } else {
+                drop(c);
+                self.save_seen(chat);
             }
             out
-        });
-        match first {
+        };
+        match self.connection(chat, &path).and_then(&mut done) {
             Err(e) if e.is_corrupt() => {
                 self.set_aside(&path, &e)?;
-                let mut c = Open::new(&path)?;
-                let out = f(&mut c.conn)?;
-                if keep {
-                    self.keep(chat, c);
-                }
-                Ok(out)
+                done(Open::new(&path)?)
             }
             other => other,
         }
@@ -148,63 +154,76 @@ impl Recall {
     /// `chat`'s kept connection if its file is still the one it opened (a file deleted or
     /// replaced is opened anew), else a new one.
     fn connection(&self, chat: &ChatKey, path: &Path) -> Result<Open> {
-        let kept = self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
-        match kept {
+        match self.take_kept(chat) {
             Some(c) if file_id(path) == Some(c.id) => Ok(c),
-            // A new file, or one not opened yet: what was seen indexed may not be in it.
-            Some(_) | None => {
-                self.forget_seen(chat);
-                Open::new(path)
+            Some(_) | None => Open::new(path),
+        }
+    }
+
+    /// Keeps `c` as the most recently used index; past [`KEEP_OPEN`] the least recently used
+    /// one is closed (outside the list's lock: closing checkpoints its log) and its manifest
+    /// written.
+    fn keep(&self, chat: &ChatKey, c: Open) {
+        let evicted = {
+            let mut open = self.lru();
+            open.push((chat.clone(), c));
+            (open.len() > KEEP_OPEN).then(|| open.remove(0))
+        };
+        if let Some((other, conn)) = evicted {
+            drop(conn);
+            self.save_seen(&other);
+        }
+    }
+
+    /// `chat`'s connection, out of the kept ones.
+    fn take_kept(&self, chat: &ChatKey) -> Option<Open> {
+        let mut open = self.lru();
+        let at = open.iter().position(|(c, _)| c == chat);
+        at.map(|i| open.remove(i).1)
+    }
+
+    fn lru(&self) -> std::sync::MutexGuard<'_, Vec<(ChatKey, Open)>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes `chat`'s manifest if what is known indexed changed since (a failure is logged: the
+    /// chat is then only caught up once more than needed).
+    pub(crate) fn save_seen(&self, chat: &ChatKey) {
+        let dirty = self.seen.lock().unwrap_or_else(|e| e.into_inner()).take_dirty(chat);
+        if let Some(seen) = dirty {
+            let path = manifest_of(&self.index_file(chat));
+            if let Err(e) = crate::seen::write(&path, &seen) {
+                tracing::debug!(manifest = %path.display(), error = %e, "recall: manifest not written");
             }
         }
     }
 
-    /// Keeps `c` for the next use of `chat`, closing another one past [`KEEP_OPEN`].
-    fn keep(&self, chat: &ChatKey, c: Open) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if open.len() >= KEEP_OPEN
-            && let Some(other) = open.keys().next().cloned()
-        {
-            open.remove(&other);
-        }
-        open.insert(chat.clone(), c);
-    }
-
-    /// Deletes `chat`'s index so the next use builds it again from the session files.
+    /// Deletes `chat`'s index (and its manifest) so the next use builds it again from the
+    /// session files.
     pub fn forget_index(&self, chat: &ChatKey) -> Result<()> {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let path = self.index_file(chat);
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
-        for p in index_files(&path) {
-            match std::fs::remove_file(&p) {
+        drop(self.take_kept(chat));
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).forget(chat);
+        for p in &self.chat_index_files(chat) {
+            match std::fs::remove_file(p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => {
                     return Err(RecallError::Io {
                         action: "delete",
-                        path: p,
+                        path: p.clone(),
                         source,
                     });
                 }
             }
         }
-        self.forget_seen(chat);
         Ok(())
     }
 
     fn lock(&self, chat: &ChatKey) -> Arc<Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         locks.entry(chat.clone()).or_default().clone()
-    }
-
-    /// Drops what was seen of `chat`'s files (its index was remade or deleted).
-    fn forget_seen(&self, chat: &ChatKey) {
-        let dir = self.chat_sessions(chat);
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p, _| !p.starts_with(&dir));
     }
 
     /// Moves an unreadable index (and its `-wal`, `-shm`) to `<file>.corrupt-<unix time>`.
@@ -226,24 +245,29 @@ impl Recall {
                 }
             }
         }
-        if let Some(chat) = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .and_then(|s| ChatKey::new(s).ok())
-        {
-            self.forget_seen(&chat);
-        }
+        // The manifest names the old file's inode: stale without being touched.
         Ok(())
     }
 }
 
-/// How many indexes stay open between uses.
-const KEEP_OPEN: usize = 64;
+impl Drop for Recall {
+    /// Writes the manifests of the chats whose indexes stayed open (a killed process loses
+    /// them: those chats are caught up once more than needed at the next start).
+    fn drop(&mut self) {
+        let dirty = self.seen.lock().unwrap_or_else(|e| e.into_inner()).dirty_chats();
+        for chat in dirty {
+            self.save_seen(&chat);
+        }
+    }
+}
+
+/// How many indexes stay open between uses (each holds at most 256 KiB of page cache).
+const KEEP_OPEN: usize = 16;
 
 /// An open index and the identity (device, inode) of the file it opened.
-struct Open {
-    conn: Connection,
-    id: (u64, u64),
+pub(crate) struct Open {
+    pub conn: Connection,
+    pub id: (u64, u64),
 }
 
 impl std::fmt::Debug for Open {
@@ -265,7 +289,7 @@ impl Open {
 }
 
 /// The (device, inode) of `path`, `None` when it is gone.
-fn file_id(path: &Path) -> Option<(u64, u64)> {
+pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
