@@ -142,6 +142,8 @@ impl Recall {
                 }
             }
         }
+        // Also the manifests of chats that searches caught up since the last pass.
+        self.save_manifests();
         if rows > 0 {
             tracing::debug!(rows, chats = due.len(), "recall: indexed");
             release_memory();

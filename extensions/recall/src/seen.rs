@@ -62,16 +62,15 @@ impl SeenMap {
         }
     }
 
-    /// `chat`'s offsets if they changed since its manifest was written (marked written).
-    pub fn take_dirty(&mut self, chat: &ChatKey) -> Option<Seen> {
-        let seen = self.0.get_mut(chat).filter(|s| s.dirty)?;
-        seen.dirty = false;
-        Some(seen.clone())
-    }
-
-    /// Every chat whose offsets changed since its manifest was written.
-    pub fn dirty_chats(&self) -> Vec<ChatKey> {
-        self.0.iter().filter(|(_, s)| s.dirty).map(|(c, _)| c.clone()).collect()
+    /// The offsets of every chat whose offsets changed since its manifest was written (marked
+    /// written).
+    pub fn take_dirty(&mut self) -> Vec<(ChatKey, Seen)> {
+        let mut out = Vec::new();
+        for (chat, seen) in self.0.iter_mut().filter(|(_, s)| s.dirty) {
+            seen.dirty = false;
+            out.push((chat.clone(), seen.clone()));
+        }
+        out
     }
 
     /// Drops `chat`'s offsets (its index was deleted).
@@ -122,10 +121,10 @@ mod tests {
         assert_eq!(path, dir.path().join("42.seen"));
         let mut map = SeenMap::default();
         map.record(&key("42"), (1, 7), BTreeMap::from([("main/a.jsonl".to_owned(), 120)]));
-        let Some(seen) = map.take_dirty(&key("42")) else {
+        let Some((_, seen)) = map.take_dirty().pop() else {
             panic!("a recorded change is dirty");
         };
-        assert_eq!(map.take_dirty(&key("42")), None, "written once");
+        assert_eq!(map.take_dirty(), vec![], "written once");
         write(&path, &seen).unwrap_or_else(|e| panic!("{e}"));
 
         let mut after_restart = SeenMap::default();

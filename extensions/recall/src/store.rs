@@ -126,8 +126,7 @@ impl Recall {
         self.with_index_kept(chat, was_open, |c| self.catch_up_in(c, chat))
     }
 
-    /// [`Recall::with_index`], keeping the connection open afterwards only when `keep` (else
-    /// closing it and writing the chat's manifest).
+    /// [`Recall::with_index`], keeping the connection open afterwards only when `keep`.
     fn with_index_kept<T>(&self, chat: &ChatKey, keep: bool, mut f: impl FnMut(&mut Open) -> Result<T>) -> Result<T> {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -136,9 +135,6 @@ impl Recall {
             let out = f(&mut c);
             if out.is_ok() && keep {
                 self.keep(chat, c);
-            } else {
-                drop(c);
-                self.save_seen(chat);
             }
             out
         };
@@ -161,18 +157,15 @@ impl Recall {
     }
 
     /// Keeps `c` as the most recently used index; past [`KEEP_OPEN`] the least recently used
-    /// one is closed (outside the list's lock: closing checkpoints its log) and its manifest
-    /// written.
+    /// one is closed (outside the list's lock). Its manifest is written by the next background
+    /// pass, off the path of the search that evicted it.
     fn keep(&self, chat: &ChatKey, c: Open) {
         let evicted = {
             let mut open = self.lru();
             open.push((chat.clone(), c));
             (open.len() > KEEP_OPEN).then(|| open.remove(0))
         };
-        if let Some((other, conn)) = evicted {
-            drop(conn);
-            self.save_seen(&other);
-        }
+        drop(evicted);
     }
 
     /// `chat`'s connection, out of the kept ones.
@@ -186,12 +179,13 @@ impl Recall {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Writes `chat`'s manifest if what is known indexed changed since (a failure is logged: the
-    /// chat is then only caught up once more than needed).
-    pub(crate) fn save_seen(&self, chat: &ChatKey) {
-        let dirty = self.seen.lock().unwrap_or_else(|e| e.into_inner()).take_dirty(chat);
-        if let Some(seen) = dirty {
-            let path = manifest_of(&self.index_file(chat));
+    /// Writes the manifest of every chat whose indexed offsets changed since its last one (a
+    /// failure is logged: that chat is then caught up once more than needed). Called by the
+    /// background pass after each pass and when `Recall` is dropped.
+    pub(crate) fn save_manifests(&self) {
+        let dirty = self.seen.lock().unwrap_or_else(|e| e.into_inner()).take_dirty();
+        for (chat, seen) in dirty {
+            let path = manifest_of(&self.index_file(&chat));
             if let Err(e) = crate::seen::write(&path, &seen) {
                 tracing::debug!(manifest = %path.display(), error = %e, "recall: manifest not written");
             }
@@ -226,14 +220,21 @@ impl Recall {
         locks.entry(chat.clone()).or_default().clone()
     }
 
-    /// Moves an unreadable index (and its `-wal`, `-shm`) to `<file>.corrupt-<unix time>`.
+    /// Moves an unreadable index (and its non-empty companions) to `<file>.corrupt-<unix time>`.
     fn set_aside(&self, path: &Path, why: &RecallError) -> Result<()> {
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         tracing::warn!(index = %path.display(), error = %why, "recall index unreadable: set aside and rebuilt from the session files");
         for p in index_files(path) {
             let mut aside = p.clone().into_os_string();
             aside.push(format!(".corrupt-{stamp}"));
-            match std::fs::rename(&p, &aside) {
+            // An empty journal tells nothing: removed, not kept.
+            let empty = p != path && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0);
+            let moved = if empty {
+                std::fs::remove_file(&p)
+            } else {
+                std::fs::rename(&p, &aside)
+            };
+            match moved {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => {
@@ -254,10 +255,7 @@ impl Drop for Recall {
     /// Writes the manifests of the chats whose indexes stayed open (a killed process loses
     /// them: those chats are caught up once more than needed at the next start).
     fn drop(&mut self) {
-        let dirty = self.seen.lock().unwrap_or_else(|e| e.into_inner()).dirty_chats();
-        for chat in dirty {
-            self.save_seen(&chat);
-        }
+        self.save_manifests();
     }
 }
 
@@ -294,14 +292,15 @@ pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// The index file and SQLite's companions of it.
-fn index_files(path: &Path) -> [PathBuf; 3] {
+/// The index file and SQLite's companions of it (`-wal` and `-shm` of indexes made before the
+/// rollback journal).
+fn index_files(path: &Path) -> [PathBuf; 4] {
     let with = |suffix: &str| {
         let mut p = path.to_path_buf().into_os_string();
         p.push(suffix);
         PathBuf::from(p)
     };
-    [path.to_path_buf(), with("-wal"), with("-shm")]
+    [path.to_path_buf(), with("-journal"), with("-wal"), with("-shm")]
 }
 
 /// Opens (making when missing) the index at `path` with its tables; an index of another schema
@@ -319,18 +318,24 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
         })?;
     }
     let c = Connection::open(path).map_err(sql)?;
-    // WAL: searches read while the indexer writes. No fsync (`synchronous=OFF`): a killed
-    // process loses nothing (its writes are in the page cache), and what a power cut may lose or
-    // damage is derived data, given back by the session files (a damaged index is rebuilt). An
-    // fsync per checkpoint was most of the cost of indexing one new message.
+    // A rollback journal, truncated at each commit, not WAL: every use of most chats opens and
+    // closes their index, and WAL's open (the log and its shared-memory index made) and close
+    // (a checkpoint, the log deleted) cost more than the journal's truncation; readers and
+    // writers of one chat take turns under its lock anyway. No fsync (`synchronous=OFF`): a
+    // killed process loses nothing (the journal and the pages are in the page cache, a hot
+    // journal rolls an unfinished transaction back at the next open), and what a power cut may
+    // lose or damage is derived data, given back by the session files (a damaged index is
+    // rebuilt). An fsync per commit was most of the cost of indexing one new message.
     c.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
-    c.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
-    c.pragma_update(None, "synchronous", "OFF").map_err(sql)?;
-    // A kept connection's log is cut back to 1 MiB after each checkpoint.
-    c.pragma_update(None, "journal_size_limit", 1 << 20).map_err(sql)?;
-    // 256 KiB of page cache (SQLite's default is 2 MiB): one chat's index is small, and up to
-    // KEEP_OPEN of them stay open.
-    c.pragma_update(None, "cache_size", -256).map_err(sql)?;
+    c.execute_batch(PRAGMAS).map_err(sql)?;
+    let user_version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
+    match user_version {
+        // Made by this version: nothing to create or check.
+        VERSION => return Ok(c),
+        // New, or made before the version was in the header: the tables and `meta.schema`.
+        0 => {}
+        _ => return Err(other_schema(path)),
+    }
     c.execute_batch(TABLES).map_err(sql)?;
     let version: Option<String> = c
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
@@ -342,12 +347,28 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
             c.execute("INSERT INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA])
                 .map_err(sql)?;
         }
-        Some(_) => {
-            return Err(sql(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
-                Some("another schema version".into()),
-            )));
-        }
+        Some(_) => return Err(other_schema(path)),
     }
+    c.pragma_update(None, "user_version", VERSION).map_err(sql)?;
     Ok(c)
+}
+
+/// The connection's settings (see [`open`]); `cache_size`: 256 KiB of page cache (SQLite's
+/// default is 2 MiB), as one chat's index is small and up to [`KEEP_OPEN`] stay open.
+const PRAGMAS: &str = "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = OFF; \
+    PRAGMA journal_size_limit = 1048576; PRAGMA cache_size = -256;";
+
+/// `PRAGMA user_version` of an index of schema [`SCHEMA`] (in the file's header: read without
+/// parsing the schema, so opening a made index runs no `CREATE`).
+const VERSION: i64 = 1;
+
+/// An index of another schema version: unreadable for this build (set aside and rebuilt).
+fn other_schema(path: &Path) -> RecallError {
+    RecallError::Sqlite {
+        path: path.to_path_buf(),
+        source: rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            Some("another schema version".into()),
+        ),
+    }
 }
