@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use volcanic_abstractions::sessions::{SessionEntry, SessionHeader};
 
-/// At most this many bytes of one file per transaction (bounds memory on a first indexing).
-const CHUNK: u64 = 8 << 20;
+/// At most this many bytes of one file per transaction: bounds memory on a first indexing, and
+/// how long the index is locked against another process's reader (`doctor`) while it is written.
+const CHUNK: u64 = 1 << 20;
 
 /// What one catch-up did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -234,7 +235,15 @@ fn index_chunk(c: &mut Connection, path: &Path, rel: &str) -> Result<(u64, u64, 
     let want = (len - from).min(CHUNK);
     let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
     file.seek(SeekFrom::Start(from)).map_err(|e| io("read", e))?;
-    file.take(want).read_to_end(&mut buf).map_err(|e| io("read", e))?;
+    let mut rest = std::io::BufReader::new(file.take(len - from));
+    (&mut rest)
+        .take(want)
+        .read_to_end(&mut buf)
+        .map_err(|e| io("read", e))?;
+    if memchr_last(&buf).is_none() {
+        // One line longer than a chunk: read on to its end (if it has one yet).
+        std::io::BufRead::read_until(&mut rest, b'\n', &mut buf).map_err(|e| io("read", e))?;
+    }
     // Whole lines only: a line still being written waits for its newline.
     let Some(last_nl) = memchr_last(&buf) else {
         tx.commit().map_err(sql)?;

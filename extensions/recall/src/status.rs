@@ -1,4 +1,6 @@
-//! The state of the indexes, for `doctor`: read only, nothing is made, caught up or set aside.
+//! The state of the indexes, for `doctor`: nothing is made, caught up or set aside. The index
+//! is opened for writing (never created) so that a journal a killed bot left behind is rolled
+//! back, as the bot's next use would (a read-only connection cannot read past a hot journal).
 
 use crate::store::{ChatKey, Recall};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -47,7 +49,9 @@ fn one(chat: ChatKey, path: &Path) -> ChatStatus {
         size(Path::new(&p))
     };
     let bytes = size(path) + companion("-journal") + companion("-wal");
-    let read = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|c| {
+    let writable = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE);
+    let read = writable.or_else(|_| Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY));
+    let read = read.and_then(|c| {
         // The bot may be writing it: wait for its transaction rather than report it unreadable.
         c.busy_timeout(std::time::Duration::from_secs(2))?;
         let rows: u64 = c.query_row("SELECT count(*) FROM said", [], |r| r.get(0))?;

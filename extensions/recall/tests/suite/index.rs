@@ -255,3 +255,14 @@ fn the_pass_holds_back_while_runs_start_and_end() {
     drop(tx);
     assert!(thread.join().is_ok(), "the indexing thread panicked");
 }
+
+#[test]
+fn a_line_longer_than_a_chunk_is_indexed_whole() {
+    let s = State::new();
+    let long = format!("albatross {}", "word ".repeat(300_000));
+    let text = header("s", T0) + &user("a", None, T0, &long, None) + &user("b", None, T0, "petrel", None);
+    assert!(text.len() > 1 << 20, "the line must pass one chunk");
+    s.write("1/main/a.jsonl", &text);
+    assert_eq!(s.search("1", "albatross").len(), 1);
+    assert_eq!(s.search("1", "petrel").len(), 1);
+}
