@@ -207,7 +207,11 @@ async fn the_console_keeps_its_working_directorys_memory_for_the_next_session() 
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "Noted.\n");
     let first = model.requests().remove(0);
-    assert!(tool_names(&first).contains(&"memory".to_owned()), "{:?}", tool_names(&first));
+    assert!(
+        tool_names(&first).contains(&"memory".to_owned()),
+        "{:?}",
+        tool_names(&first)
+    );
     assert!(
         system(&first).contains("(nothing remembered yet)"),
         "{}",

@@ -71,8 +71,9 @@ impl Recall {
         }
     }
 
-    /// The chats a pass would catch up (see [`Recall::needs_catch_up`]), sorted: learned from
-    /// file lengths and the manifests, without opening an index.
+    /// The chats a pass would catch up, sorted: those without an index file, or with a session
+    /// file whose length is not the one last seen indexed (in memory, else in the chat's
+    /// manifest), learned without opening an index.
     pub fn due_chats(&self) -> Vec<ChatKey> {
         self.chats().into_iter().filter(|c| self.needs_catch_up(c)).collect()
     }
