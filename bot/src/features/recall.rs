@@ -96,14 +96,11 @@ impl HostFeature for RecallFeature {
     }
 
     fn chat_files(&self, chat_key: &str) -> Vec<PathBuf> {
-        // Moved with a group that becomes a supergroup; its write-ahead log goes with it.
+        // Moved with a group that becomes a supergroup, with SQLite's companions and the manifest.
         let Ok(chat) = ChatKey::new(chat_key) else {
             return Vec::new();
         };
-        let file = self.recall.index_file(&chat);
-        let mut wal = file.clone().into_os_string();
-        wal.push("-wal");
-        vec![file, PathBuf::from(wal)]
+        self.recall.chat_index_files(&chat)
     }
 }
 

@@ -48,10 +48,11 @@ fn stuck(_: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
 #[test]
 fn without_telegram_only_the_features_that_need_no_chat_are_built() {
     let features = Features::build(&services("[example]\nreply = \"hi\"\n")).unwrap();
-    // Recall needs no chat: the console's session searches its own past sessions.
-    assert_eq!(format!("{features:?}"), "[\"recall\", \"example\"]");
+    // Recall and memory need no chat: the console's session searches its own past sessions and
+    // keeps its working directory's memory.
+    assert_eq!(format!("{features:?}"), "[\"recall\", \"memory\", \"example\"]");
     let none = Features::build(&services("[memory]\nmax_chars = 100\n")).unwrap();
-    assert_eq!(format!("{none:?}"), "[\"recall\"]");
+    assert_eq!(format!("{none:?}"), "[\"recall\", \"memory\"]");
 }
 
 #[test]

@@ -189,3 +189,54 @@ async fn disabled_memory_offers_no_tool_and_no_prompt_block() {
     assert!(!tool_names(&r).contains(&"memory".to_owned()), "{:?}", tool_names(&r));
     assert!(!system(&r).contains("A seeded fact"), "{}", system(&r));
 }
+
+/// The console has memory as a chat has: its working directory's, kept in the Volcanic home
+/// (`~/.volcanic/agent/memory/<the directory's session folder name>.json`), shown in the next
+/// session's system prompt; no global facts (no owner to ask).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_keeps_its_working_directorys_memory_for_the_next_session() {
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::new().tool_call(
+        "m1",
+        "memory",
+        json!({"action": "add", "text": "Prefers tabs over spaces"}),
+    ));
+    model.push(Turn::reply("Noted."));
+    let env = Env::new(&model.url(), "");
+    let out = env.console(&["-p", "I prefer tabs, remember it"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "Noted.\n");
+    let first = model.requests().remove(0);
+    assert!(
+        tool_names(&first).contains(&"memory".to_owned()),
+        "{:?}",
+        tool_names(&first)
+    );
+    assert!(
+        system(&first).contains("(nothing remembered yet)"),
+        "{}",
+        system(&first)
+    );
+
+    // A new console session (no --session) in the same directory is shown the fact.
+    model.push(Turn::reply("Tabs."));
+    let out = env.console(&["-p", "tabs or spaces?"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let next = model.requests().pop().unwrap();
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert!(
+        system(&next).contains(&format!("- [1] {today}: Prefers tabs over spaces")),
+        "{}",
+        system(&next)
+    );
+    assert!(!system(&next).contains("global, every chat"), "{}", system(&next));
+    let folder = env.home().join(".volcanic/agent/memory");
+    let workspace = std::fs::canonicalize(env.workspace()).unwrap();
+    let scope = volcanic_core::sessions::cwd_scope(&workspace);
+    let names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .collect();
+    assert_eq!(names, vec![format!("{scope}.json")]);
+}

@@ -1,11 +1,13 @@
 //! The background indexing pass: one thread of its own at the lowest CPU priority, started well
-//! after start-up, a few chats at a time, keeping no index open that was not open already, so
-//! it does not compete with the message path or start-up (docs/benchmarks.md "Recall").
+//! after start-up, a few chats at a time and only while no run is starting or ending, keeping
+//! no index open that was not open already, so it does not compete with the message path or
+//! start-up (docs/benchmarks.md "Recall").
 
-use crate::store::{ChatKey, Recall};
+use crate::store::Recall;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// When and how much the background pass indexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,21 +20,87 @@ pub struct Pace {
     pub chats_per_tick: usize,
     /// Between two groups of chats within a pass.
     pub pause: Duration,
+    /// A group waits until no run started or ended ([`Recall::note_activity`]) for this long...
+    pub quiet: Duration,
+    /// ...but at most this long: a bot that is never quiet still gets indexed, one group per
+    /// this much time.
+    pub hold_at_most: Duration,
 }
 
 impl Default for Pace {
-    /// The bot's pace: first pass 30 s after start, then every 5 s; 8 chats, then 200 ms off.
+    /// The bot's pace: first pass 30 s after start, then every 5 s; 8 chats, then 200 ms off;
+    /// each group after 2 s without a run starting or ending, or after 60 s held back.
     fn default() -> Pace {
         Pace {
             first_after: Duration::from_secs(30),
             every: Duration::from_secs(5),
             chats_per_tick: 8,
             pause: Duration::from_millis(200),
+            quiet: Duration::from_secs(2),
+            hold_at_most: Duration::from_secs(60),
+        }
+    }
+}
+
+/// When a run last started or ended, as milliseconds after `origin` (0: never).
+#[derive(Debug)]
+pub(crate) struct Activity {
+    origin: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Default for Activity {
+    fn default() -> Activity {
+        Activity {
+            origin: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Activity {
+    fn now_ms(&self) -> u64 {
+        // At least 1, so that a stamp is never read as "never".
+        u64::try_from(self.origin.elapsed().as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    /// How long since the last stamp; `None`: none yet.
+    fn since(&self) -> Option<Duration> {
+        match self.last_ms.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(Duration::from_millis(self.now_ms().saturating_sub(at))),
         }
     }
 }
 
 impl Recall {
+    /// Notes that a run started or ended in some session: the background pass holds back its
+    /// next group until the bot has been quiet for [`Pace::quiet`]. One atomic store: cheap
+    /// enough for the message path.
+    pub fn note_activity(&self) {
+        let a = &self.activity;
+        a.last_ms.store(a.now_ms(), Ordering::Relaxed);
+    }
+
+    /// Waits until no activity for `pace.quiet` (at most `pace.hold_at_most`); false when told
+    /// to stop.
+    fn wait_for_quiet(&self, pace: &Pace, stop: &Receiver<()>) -> bool {
+        let held = Instant::now();
+        loop {
+            let since = self.activity.since().unwrap_or(Duration::MAX);
+            let held_for = held.elapsed();
+            if since >= pace.quiet || held_for >= pace.hold_at_most {
+                return true;
+            }
+            let wait = (pace.quiet - since).min(pace.hold_at_most - held_for);
+            if !sleep(stop, wait) {
+                return false;
+            }
+        }
+    }
+
     /// Starts the background pass on a thread named `recall-index` at nice 19 (see the module
     /// docs); it ends when `stop` is dropped or sends (checked between chats; what a pass
     /// committed stays, the rest is indexed at the next start). Errors: the thread cannot start.
@@ -55,10 +123,13 @@ impl Recall {
 
     /// One pass over the chats whose files grew; false when told to stop.
     fn pass(&self, pace: &Pace, stop: &Receiver<()>) -> bool {
-        let due: Vec<ChatKey> = self.chats().into_iter().filter(|c| self.needs_catch_up(c)).collect();
+        let due = self.due_chats();
         let mut rows = 0;
         for (i, group) in due.chunks(pace.chats_per_tick.max(1)).enumerate() {
             if i > 0 && !sleep(stop, pace.pause) {
+                return false;
+            }
+            if !self.wait_for_quiet(pace, stop) {
                 return false;
             }
             for chat in group {
@@ -71,6 +142,8 @@ impl Recall {
                 }
             }
         }
+        // Also the manifests of chats that searches caught up since the last pass.
+        self.save_manifests();
         if rows > 0 {
             tracing::debug!(rows, chats = due.len(), "recall: indexed");
             release_memory();

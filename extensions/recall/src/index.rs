@@ -3,15 +3,18 @@
 
 use crate::error::{RecallError, Result};
 use crate::extract::said;
-use crate::store::{ChatKey, Recall};
+use crate::seen::manifest_of;
+use crate::store::{ChatKey, Open, Recall, file_id};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 use volcanic_abstractions::sessions::{SessionEntry, SessionHeader};
 
-/// At most this many bytes of one file per transaction (bounds memory on a first indexing).
-const CHUNK: u64 = 8 << 20;
+/// At most this many bytes of one file per transaction: bounds memory on a first indexing, and
+/// how long the index is locked against another process's reader (`doctor`) while it is written.
+const CHUNK: u64 = 1 << 20;
 
 /// What one catch-up did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,7 +39,7 @@ impl Recall {
     /// `stop` is cancelled (checked between chats); a chat that fails is logged and the others go
     /// on. Returns the sum.
     pub fn catch_up_all(&self, stop: &tokio_util::sync::CancellationToken) -> Caught {
-        let due: Vec<ChatKey> = self.chats().into_iter().filter(|c| self.needs_catch_up(c)).collect();
+        let due = self.due_chats();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
         let one = |chats: &[ChatKey]| {
             let mut sum = Caught::default();
@@ -68,6 +71,13 @@ impl Recall {
         }
     }
 
+    /// The chats a pass would catch up, sorted: those without an index file, or with a session
+    /// file whose length is not the one last seen indexed (in memory, else in the chat's
+    /// manifest), learned without opening an index.
+    pub fn due_chats(&self) -> Vec<ChatKey> {
+        self.chats().into_iter().filter(|c| self.needs_catch_up(c)).collect()
+    }
+
     /// Every chat key with a sessions folder, sorted.
     pub fn chats(&self) -> Vec<ChatKey> {
         let Ok(dir) = std::fs::read_dir(&self.sessions) else {
@@ -82,41 +92,74 @@ impl Recall {
         keys
     }
 
-    /// Whether `chat` has a file longer than last seen indexed, or no index file.
+    /// Whether `chat` may have lines not indexed yet: it has no index file, or a session file
+    /// whose length is not the one last seen indexed (in memory, else in its manifest). Reads
+    /// only file metadata and the manifest, never the index.
     pub(crate) fn needs_catch_up(&self, chat: &ChatKey) -> bool {
-        if !self.index_file(chat).exists() {
+        let index = self.index_file(chat);
+        let Some(id) = file_id(&index) else {
             return true;
-        }
-        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        session_files(&self.chat_sessions(chat))
-            .iter()
-            .any(|(path, len)| seen.get(path) != Some(len))
+        };
+        let root = self.chat_sessions(chat);
+        let now: Vec<(String, u64)> = session_files(&root)
+            .into_iter()
+            .map(|(path, len)| (relative(&root, &path), len))
+            .collect();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        !seen
+            .get_or_load(chat, &manifest_of(&index))
+            .is_some_and(|s| s.covers(id, &now))
     }
 
-    pub(crate) fn catch_up_in(&self, c: &mut Connection, chat: &ChatKey) -> Result<Caught> {
+    /// Indexes the new whole lines of `chat`'s session files into `index`: the files whose
+    /// length differs from the offset its `files` table holds (the truth; the manifest is only
+    /// the background pass's hint), and records what is indexed now for the manifest.
+    pub(crate) fn catch_up_in(&self, index: &mut Open, chat: &ChatKey) -> Result<Caught> {
         let root = self.chat_sessions(chat);
+        let c = &mut index.conn;
+        let known = indexed_offsets(c)?;
+        let mut seen = BTreeMap::new();
         let mut caught = Caught::default();
         for (path, len) in session_files(&root) {
-            if self.seen.lock().unwrap_or_else(|e| e.into_inner()).get(&path) == Some(&len) {
+            let rel = relative(&root, &path);
+            if known.get(&rel) == Some(&len) {
+                seen.insert(rel, len);
                 continue;
             }
             caught.files += 1;
-            let rel = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
             loop {
                 let (rows, bytes, indexed, len) = index_chunk(c, &path, &rel)?;
                 caught.rows += rows;
                 caught.bytes += bytes;
                 if bytes == 0 || indexed >= len {
-                    self.seen
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(path.clone(), indexed.max(len));
+                    // A torn last line counts as seen until the file changes again.
+                    seen.insert(rel, indexed.max(len));
                     break;
                 }
             }
         }
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(chat, index.id, seen);
         Ok(caught)
     }
+}
+
+/// `path` under `root` as the index stores it.
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned()
+}
+
+/// Every session file the index knows, with the bytes indexed.
+fn indexed_offsets(c: &Connection) -> Result<BTreeMap<String, u64>> {
+    let sql = |source| RecallError::Sqlite {
+        path: c.path().map(PathBuf::from).unwrap_or_default(),
+        source,
+    };
+    let mut stmt = c.prepare_cached("SELECT path, indexed FROM files").map_err(sql)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(sql)?;
+    rows.collect::<std::result::Result<_, _>>().map_err(sql)
 }
 
 /// Every `*.jsonl` under `root` (a chat's topics and callers' contexts are sub-folders) with its
@@ -193,7 +236,15 @@ fn index_chunk(c: &mut Connection, path: &Path, rel: &str) -> Result<(u64, u64, 
     let want = (len - from).min(CHUNK);
     let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
     file.seek(SeekFrom::Start(from)).map_err(|e| io("read", e))?;
-    file.take(want).read_to_end(&mut buf).map_err(|e| io("read", e))?;
+    let mut rest = std::io::BufReader::new(file.take(len - from));
+    (&mut rest)
+        .take(want)
+        .read_to_end(&mut buf)
+        .map_err(|e| io("read", e))?;
+    if memchr_last(&buf).is_none() {
+        // One line longer than a chunk: read on to its end (if it has one yet).
+        std::io::BufRead::read_until(&mut rest, b'\n', &mut buf).map_err(|e| io("read", e))?;
+    }
     // Whole lines only: a line still being written waits for its newline.
     let Some(last_nl) = memchr_last(&buf) else {
         tx.commit().map_err(sql)?;

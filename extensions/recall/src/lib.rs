@@ -36,6 +36,7 @@ pub mod extract;
 mod index;
 mod query;
 mod search;
+mod seen;
 mod status;
 mod store;
 mod tool;

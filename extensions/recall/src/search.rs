@@ -36,8 +36,9 @@ impl Recall {
     /// be made or read even after a rebuild, or the session folder cannot be read.
     pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
         let dir = self.chat_sessions(chat);
-        self.with_index(chat, |c| {
-            self.catch_up_in(c, chat)?;
+        self.with_index(chat, |index| {
+            self.catch_up_in(index, chat)?;
+            let c = &index.conn;
             let skipped = |r: &Row| {
                 query
                     .skip
@@ -73,20 +74,28 @@ struct Row {
     len: usize,
 }
 
+/// The best rows by BM25 (FTS5's `rank`), then their places.
+const BEST: &str = "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
+    FROM (SELECT rowid AS id, rank FROM words WHERE words MATCH ?1 ORDER BY rank LIMIT ?4) AS h
+    JOIN said s ON s.id = h.id JOIN files f ON f.id = s.file
+    WHERE s.at >= ?2 AND s.at < ?3 ORDER BY h.rank";
+
+/// The best rows by BM25 among those said between `?2` and `?3` (epoch ms).
+const WINDOWED: &str = "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
+    FROM words JOIN said s ON s.id = words.rowid JOIN files f ON f.id = s.file
+    WHERE words MATCH ?1 AND s.at >= ?2 AND s.at < ?3
+    ORDER BY bm25(words) LIMIT ?4";
+
 fn ranked(c: &Connection, query: &Query, limit: usize) -> Result<Vec<Row>> {
     let index = c.path().map(std::path::PathBuf::from).unwrap_or_default();
     let sql = |source| RecallError::Sqlite {
         path: index.clone(),
         source,
     };
-    let mut stmt = c
-        .prepare_cached(
-            "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
-             FROM words JOIN said s ON s.id = words.rowid JOIN files f ON f.id = s.file
-             WHERE words MATCH ?1 AND s.at >= ?2 AND s.at < ?3
-             ORDER BY bm25(words) LIMIT ?4",
-        )
-        .map_err(sql)?;
+    // Without a window, FTS5 sorts its own matches by rank and only the best `limit` rows are
+    // joined; with one, every match is joined to be filtered before the best are taken.
+    let windowed = query.since_ms.is_some() || query.until_ms.is_some();
+    let mut stmt = c.prepare_cached(if windowed { WINDOWED } else { BEST }).map_err(sql)?;
     let rows = stmt
         .query_map(
             params![

@@ -1,4 +1,6 @@
-//! The state of the indexes, for `doctor`: read only, nothing is made, caught up or set aside.
+//! The state of the indexes, for `doctor`: nothing is made, caught up or set aside. The index
+//! is opened for writing (never created) so that a journal a killed bot left behind is rolled
+//! back, as the bot's next use would (a read-only connection cannot read past a hot journal).
 
 use crate::store::{ChatKey, Recall};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -9,7 +11,8 @@ use std::path::Path;
 pub struct ChatStatus {
     /// Its chat.
     pub chat: ChatKey,
-    /// Bytes on disk (the database and its write-ahead log).
+    /// Bytes on disk (the database and its journal, or the write-ahead log of an index made
+    /// before the rollback journal).
     pub bytes: u64,
     /// Rows (indexed entries) and session files, or why the index could not be read (it is
     /// rebuilt at its next use).
@@ -40,10 +43,17 @@ impl Recall {
 
 fn one(chat: ChatKey, path: &Path) -> ChatStatus {
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    let mut wal = path.to_path_buf().into_os_string();
-    wal.push("-wal");
-    let bytes = size(path) + size(Path::new(&wal));
-    let read = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|c| {
+    let companion = |suffix: &str| {
+        let mut p = path.to_path_buf().into_os_string();
+        p.push(suffix);
+        size(Path::new(&p))
+    };
+    let bytes = size(path) + companion("-journal") + companion("-wal");
+    let writable = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE);
+    let read = writable.or_else(|_| Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY));
+    let read = read.and_then(|c| {
+        // The bot may be writing it: wait for its transaction rather than report it unreadable.
+        c.busy_timeout(std::time::Duration::from_secs(2))?;
         let rows: u64 = c.query_row("SELECT count(*) FROM said", [], |r| r.get(0))?;
         let files: u64 = c.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
         let last: Option<String> = c

@@ -2,6 +2,7 @@
 //! chat, and opening a chat's index (made when missing, set aside and remade when unreadable).
 
 use crate::error::{RecallError, Result};
+use crate::seen::{SeenMap, manifest_of};
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -64,12 +65,14 @@ pub struct Recall {
     pub(crate) indexes: PathBuf,
     /// One lock per chat: one writer of a chat's index at a time in this process.
     locks: Mutex<HashMap<ChatKey, Arc<Mutex<()>>>>,
-    /// Connections kept open between uses (opening and closing an index costs a checkpoint and
-    /// the creation of its log), at most [`KEEP_OPEN`].
-    open: Mutex<HashMap<ChatKey, Open>>,
-    /// Per session file, the offset indexed so far, as last seen (lets the periodic pass skip a
-    /// chat without opening its index when none of its files grew).
-    pub(crate) seen: Mutex<HashMap<PathBuf, u64>>,
+    /// Connections kept open between uses, least recently used first (opening and closing an
+    /// index costs a checkpoint and the creation of its log), at most [`KEEP_OPEN`].
+    open: Mutex<Vec<(ChatKey, Open)>>,
+    /// Per chat, what is indexed as last seen, kept in its manifest (lets the periodic pass
+    /// skip a chat without opening its index when none of its files grew: `seen.rs`).
+    pub(crate) seen: Mutex<SeenMap>,
+    /// When a run last started or ended (the background pass holds back meanwhile).
+    pub(crate) activity: crate::background::Activity,
 }
 
 impl Recall {
@@ -82,6 +85,7 @@ impl Recall {
             locks: Mutex::default(),
             open: Mutex::default(),
             seen: Mutex::default(),
+            activity: crate::background::Activity::default(),
         }
     }
 
@@ -95,6 +99,14 @@ impl Recall {
         self.indexes.join(format!("{}.sqlite", chat.0))
     }
 
+    /// Every file of `chat`'s index on disk: the index, SQLite's companions of it and its
+    /// manifest (what moves with a chat whose key changes).
+    pub fn chat_index_files(&self, chat: &ChatKey) -> Vec<PathBuf> {
+        let index = self.index_file(chat);
+        let manifest = manifest_of(&index);
+        index_files(&index).into_iter().chain([manifest]).collect()
+    }
+
     /// The folder of `chat`'s sessions.
     pub(crate) fn chat_sessions(&self, chat: &ChatKey) -> PathBuf {
         self.sessions.join(&chat.0)
@@ -103,43 +115,33 @@ impl Recall {
     /// Runs `f` on `chat`'s index under the chat's lock. An index that is missing is made; one
     /// SQLite cannot read (at opening or inside `f`) is set aside, logged, made anew and `f` runs
     /// again on it (it fills from the session files as `f` catches up).
-    pub(crate) fn with_index<T>(&self, chat: &ChatKey, f: impl FnMut(&mut Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_index<T>(&self, chat: &ChatKey, f: impl FnMut(&mut Open) -> Result<T>) -> Result<T> {
         self.with_index_kept(chat, true, f)
     }
 
     /// [`Recall::catch_up`] for the background pass: an index that was not kept open is closed
     /// again afterwards (a pass over every chat must not fill memory with connections).
     pub(crate) fn catch_up_quietly(&self, chat: &ChatKey) -> Result<crate::Caught> {
-        let was_open = self.open.lock().unwrap_or_else(|e| e.into_inner()).contains_key(chat);
+        let was_open = self.lru().iter().any(|(c, _)| c == chat);
         self.with_index_kept(chat, was_open, |c| self.catch_up_in(c, chat))
     }
 
     /// [`Recall::with_index`], keeping the connection open afterwards only when `keep`.
-    fn with_index_kept<T>(
-        &self,
-        chat: &ChatKey,
-        keep: bool,
-        mut f: impl FnMut(&mut Connection) -> Result<T>,
-    ) -> Result<T> {
+    fn with_index_kept<T>(&self, chat: &ChatKey, keep: bool, mut f: impl FnMut(&mut Open) -> Result<T>) -> Result<T> {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
         let path = self.index_file(chat);
-        let first = self.connection(chat, &path).and_then(|mut c| {
-            let out = f(&mut c.conn);
+        let mut done = |mut c: Open| {
+            let out = f(&mut c);
             if out.is_ok() && keep {
                 self.keep(chat, c);
             }
             out
-        });
-        match first {
+        };
+        match self.connection(chat, &path).and_then(&mut done) {
             Err(e) if e.is_corrupt() => {
                 self.set_aside(&path, &e)?;
-                let mut c = Open::new(&path)?;
-                let out = f(&mut c.conn)?;
-                if keep {
-                    self.keep(chat, c);
-                }
-                Ok(out)
+                done(Open::new(&path)?)
             }
             other => other,
         }
@@ -148,48 +150,68 @@ impl Recall {
     /// `chat`'s kept connection if its file is still the one it opened (a file deleted or
     /// replaced is opened anew), else a new one.
     fn connection(&self, chat: &ChatKey, path: &Path) -> Result<Open> {
-        let kept = self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
-        match kept {
+        match self.take_kept(chat) {
             Some(c) if file_id(path) == Some(c.id) => Ok(c),
-            // A new file, or one not opened yet: what was seen indexed may not be in it.
-            Some(_) | None => {
-                self.forget_seen(chat);
-                Open::new(path)
+            Some(_) | None => Open::new(path),
+        }
+    }
+
+    /// Keeps `c` as the most recently used index; past [`KEEP_OPEN`] the least recently used
+    /// one is closed (outside the list's lock). Its manifest is written by the next background
+    /// pass, off the path of the search that evicted it.
+    fn keep(&self, chat: &ChatKey, c: Open) {
+        let evicted = {
+            let mut open = self.lru();
+            open.push((chat.clone(), c));
+            (open.len() > KEEP_OPEN).then(|| open.remove(0))
+        };
+        drop(evicted);
+    }
+
+    /// `chat`'s connection, out of the kept ones.
+    fn take_kept(&self, chat: &ChatKey) -> Option<Open> {
+        let mut open = self.lru();
+        let at = open.iter().position(|(c, _)| c == chat);
+        at.map(|i| open.remove(i).1)
+    }
+
+    fn lru(&self) -> std::sync::MutexGuard<'_, Vec<(ChatKey, Open)>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the manifest of every chat whose indexed offsets changed since its last one (a
+    /// failure is logged: that chat is then caught up once more than needed). Called by the
+    /// background pass after each pass and when `Recall` is dropped.
+    pub(crate) fn save_manifests(&self) {
+        let dirty = self.seen.lock().unwrap_or_else(|e| e.into_inner()).take_dirty();
+        for (chat, seen) in dirty {
+            let path = manifest_of(&self.index_file(&chat));
+            if let Err(e) = crate::seen::write(&path, &seen) {
+                tracing::debug!(manifest = %path.display(), error = %e, "recall: manifest not written");
             }
         }
     }
 
-    /// Keeps `c` for the next use of `chat`, closing another one past [`KEEP_OPEN`].
-    fn keep(&self, chat: &ChatKey, c: Open) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if open.len() >= KEEP_OPEN
-            && let Some(other) = open.keys().next().cloned()
-        {
-            open.remove(&other);
-        }
-        open.insert(chat.clone(), c);
-    }
-
-    /// Deletes `chat`'s index so the next use builds it again from the session files.
+    /// Deletes `chat`'s index (and its manifest) so the next use builds it again from the
+    /// session files.
     pub fn forget_index(&self, chat: &ChatKey) -> Result<()> {
         let lock = self.lock(chat);
         let _held = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let path = self.index_file(chat);
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(chat);
-        for p in index_files(&path) {
-            match std::fs::remove_file(&p) {
+        drop(self.take_kept(chat));
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).forget(chat);
+        for p in &self.chat_index_files(chat) {
+            match std::fs::remove_file(p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => {
                     return Err(RecallError::Io {
                         action: "delete",
-                        path: p,
+                        path: p.clone(),
                         source,
                     });
                 }
             }
         }
-        self.forget_seen(chat);
         Ok(())
     }
 
@@ -198,23 +220,21 @@ impl Recall {
         locks.entry(chat.clone()).or_default().clone()
     }
 
-    /// Drops what was seen of `chat`'s files (its index was remade or deleted).
-    fn forget_seen(&self, chat: &ChatKey) {
-        let dir = self.chat_sessions(chat);
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p, _| !p.starts_with(&dir));
-    }
-
-    /// Moves an unreadable index (and its `-wal`, `-shm`) to `<file>.corrupt-<unix time>`.
+    /// Moves an unreadable index (and its non-empty companions) to `<file>.corrupt-<unix time>`.
     fn set_aside(&self, path: &Path, why: &RecallError) -> Result<()> {
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         tracing::warn!(index = %path.display(), error = %why, "recall index unreadable: set aside and rebuilt from the session files");
         for p in index_files(path) {
             let mut aside = p.clone().into_os_string();
             aside.push(format!(".corrupt-{stamp}"));
-            match std::fs::rename(&p, &aside) {
+            // An empty journal tells nothing: removed, not kept.
+            let empty = p != path && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0);
+            let moved = if empty {
+                std::fs::remove_file(&p)
+            } else {
+                std::fs::rename(&p, &aside)
+            };
+            match moved {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => {
@@ -226,24 +246,26 @@ impl Recall {
                 }
             }
         }
-        if let Some(chat) = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .and_then(|s| ChatKey::new(s).ok())
-        {
-            self.forget_seen(&chat);
-        }
+        // The manifest names the old file's inode: stale without being touched.
         Ok(())
     }
 }
 
-/// How many indexes stay open between uses.
-const KEEP_OPEN: usize = 64;
+impl Drop for Recall {
+    /// Writes the manifests of the chats whose indexes stayed open (a killed process loses
+    /// them: those chats are caught up once more than needed at the next start).
+    fn drop(&mut self) {
+        self.save_manifests();
+    }
+}
+
+/// How many indexes stay open between uses (each holds at most 256 KiB of page cache).
+const KEEP_OPEN: usize = 16;
 
 /// An open index and the identity (device, inode) of the file it opened.
-struct Open {
-    conn: Connection,
-    id: (u64, u64),
+pub(crate) struct Open {
+    pub conn: Connection,
+    pub id: (u64, u64),
 }
 
 impl std::fmt::Debug for Open {
@@ -265,19 +287,20 @@ impl Open {
 }
 
 /// The (device, inode) of `path`, `None` when it is gone.
-fn file_id(path: &Path) -> Option<(u64, u64)> {
+pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// The index file and SQLite's companions of it.
-fn index_files(path: &Path) -> [PathBuf; 3] {
+/// The index file and SQLite's companions of it (`-wal` and `-shm` of indexes made before the
+/// rollback journal).
+fn index_files(path: &Path) -> [PathBuf; 4] {
     let with = |suffix: &str| {
         let mut p = path.to_path_buf().into_os_string();
         p.push(suffix);
         PathBuf::from(p)
     };
-    [path.to_path_buf(), with("-wal"), with("-shm")]
+    [path.to_path_buf(), with("-journal"), with("-wal"), with("-shm")]
 }
 
 /// Opens (making when missing) the index at `path` with its tables; an index of another schema
@@ -295,18 +318,24 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
         })?;
     }
     let c = Connection::open(path).map_err(sql)?;
-    // WAL: searches read while the indexer writes. No fsync (`synchronous=OFF`): a killed
-    // process loses nothing (its writes are in the page cache), and what a power cut may lose or
-    // damage is derived data, given back by the session files (a damaged index is rebuilt). An
-    // fsync per checkpoint was most of the cost of indexing one new message.
+    // A rollback journal, truncated at each commit, not WAL: every use of most chats opens and
+    // closes their index, and WAL's open (the log and its shared-memory index made) and close
+    // (a checkpoint, the log deleted) cost more than the journal's truncation; readers and
+    // writers of one chat take turns under its lock anyway. No fsync (`synchronous=OFF`): a
+    // killed process loses nothing (the journal and the pages are in the page cache, a hot
+    // journal rolls an unfinished transaction back at the next open), and what a power cut may
+    // lose or damage is derived data, given back by the session files (a damaged index is
+    // rebuilt). An fsync per commit was most of the cost of indexing one new message.
     c.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
-    c.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
-    c.pragma_update(None, "synchronous", "OFF").map_err(sql)?;
-    // A kept connection's log is cut back to 1 MiB after each checkpoint.
-    c.pragma_update(None, "journal_size_limit", 1 << 20).map_err(sql)?;
-    // 256 KiB of page cache (SQLite's default is 2 MiB): one chat's index is small, and up to
-    // KEEP_OPEN of them stay open.
-    c.pragma_update(None, "cache_size", -256).map_err(sql)?;
+    c.execute_batch(PRAGMAS).map_err(sql)?;
+    let user_version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
+    match user_version {
+        // Made by this version: nothing to create or check.
+        VERSION => return Ok(c),
+        // New, or made before the version was in the header: the tables and `meta.schema`.
+        0 => {}
+        _ => return Err(other_schema(path)),
+    }
     c.execute_batch(TABLES).map_err(sql)?;
     let version: Option<String> = c
         .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
@@ -318,12 +347,28 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
             c.execute("INSERT INTO meta(key, value) VALUES ('schema', ?1)", [SCHEMA])
                 .map_err(sql)?;
         }
-        Some(_) => {
-            return Err(sql(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
-                Some("another schema version".into()),
-            )));
-        }
+        Some(_) => return Err(other_schema(path)),
     }
+    c.pragma_update(None, "user_version", VERSION).map_err(sql)?;
     Ok(c)
+}
+
+/// The connection's settings (see [`open`]); `cache_size`: 256 KiB of page cache (SQLite's
+/// default is 2 MiB), as one chat's index is small and up to [`KEEP_OPEN`] stay open.
+const PRAGMAS: &str = "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = OFF; \
+    PRAGMA journal_size_limit = 1048576; PRAGMA cache_size = -256;";
+
+/// `PRAGMA user_version` of an index of schema [`SCHEMA`] (in the file's header: read without
+/// parsing the schema, so opening a made index runs no `CREATE`).
+const VERSION: i64 = 1;
+
+/// An index of another schema version: unreadable for this build (set aside and rebuilt).
+fn other_schema(path: &Path) -> RecallError {
+    RecallError::Sqlite {
+        path: path.to_path_buf(),
+        source: rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            Some("another schema version".into()),
+        ),
+    }
 }

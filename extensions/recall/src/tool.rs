@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use chrono::{NaiveDate, TimeZone};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi};
+use volcanic_abstractions::extensions::events::{AgentEndEvent, AgentStartEvent};
+use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, ExtensionApiExt};
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::sessions::EntryKind;
 use volcanic_abstractions::tools::{ToolError, ToolInvocation, ToolResult, TypedTool, typed};
@@ -40,6 +41,17 @@ impl Extension for RecallExtension {
             chat: self.chat.clone(),
             zone: self.zone,
         }));
+        // The background pass holds back while runs start and end (background.rs).
+        let recall = self.recall.clone();
+        api.on::<AgentStartEvent, _>(move |_e, _ctx, _cancel| {
+            recall.note_activity();
+            Box::pin(async { Ok(()) })
+        });
+        let recall = self.recall.clone();
+        api.on::<AgentEndEvent, _>(move |_e, _ctx, _cancel| {
+            recall.note_activity();
+            Box::pin(async { Ok(()) })
+        });
         Ok(())
     }
 }

@@ -82,11 +82,12 @@ pub struct MemoryFeature {
     consent: Option<Arc<OwnerConsent>>,
 }
 
-/// Builds it in the Telegram host unless `[memory] enabled = false`. Memory is a chat's (and an
-/// A2A caller's): the console, which has no chat, has none (its section is still checked).
+/// Builds it unless `[memory] enabled = false`: in the Telegram host (a chat's memory, an A2A
+/// caller's) and in the console (its working directory's memory, as recall searches that
+/// directory's sessions; no global facts, as there is no owner to ask).
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
     let s = settings(services)?;
-    if !s.enabled || services.chats.is_none() {
+    if !s.enabled {
         return Ok(None);
     }
     let files = Arc::new(StateFiles::new(&services.state_dir));
@@ -202,7 +203,13 @@ impl HostFeature for MemoryFeature {
                 consent: None,
                 auto: self.auto,
             },
-            (None, None) => return Vec::new(),
+            // The console: its working directory's memory (the folder name of its sessions).
+            (None, None) => Setup {
+                key: volcanic_core::sessions::cwd_scope(place.workspace),
+                global: false,
+                consent: None,
+                auto: self.auto,
+            },
             (None, Some(chat)) => Setup {
                 key: chat_key(chat.chat_id),
                 global: true,

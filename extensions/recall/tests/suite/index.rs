@@ -110,6 +110,8 @@ fn the_indexing_thread_runs_at_nice_19_keeps_no_index_open_and_ends_when_told() 
         every: std::time::Duration::from_millis(20),
         chats_per_tick: 1,
         pause: std::time::Duration::from_millis(5),
+        quiet: std::time::Duration::ZERO,
+        hold_at_most: std::time::Duration::ZERO,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = recall
@@ -128,12 +130,22 @@ fn the_indexing_thread_runs_at_nice_19_keeps_no_index_open_and_ends_when_told() 
     assert_eq!(nice_of("recall-index"), Some(19));
     drop(tx);
     assert!(thread.join().is_ok(), "the indexing thread panicked");
-    // A closed index has no write-ahead log left; a kept one would.
-    for chat in ["1", "2"] {
-        let wal = s.dir.path().join("recall").join(format!("{chat}.sqlite-wal"));
-        assert!(!wal.exists(), "{} left open", wal.display());
-    }
+    // No file of the index folder is open in this process any more.
+    let recall_dir = s.dir.path().join("recall");
+    let open: Vec<_> = open_files()
+        .into_iter()
+        .filter(|p| p.starts_with(&recall_dir))
+        .collect();
+    assert_eq!(open, Vec::<std::path::PathBuf>::new(), "indexes left open");
     assert_eq!((s.rows("1"), s.rows("2")), (2, 3));
+}
+
+/// The files this process has open (`/proc/self/fd`).
+fn open_files() -> Vec<std::path::PathBuf> {
+    let fds = std::fs::read_dir("/proc/self/fd").unwrap_or_else(|e| panic!("/proc/self/fd: {e}"));
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .collect()
 }
 
 /// The nice value of this process's thread named `name` (`/proc/self/task/*/stat`, field 19).
@@ -148,4 +160,109 @@ fn nice_of(name: &str) -> Option<i64> {
         let rest = &stat[stat.rfind(')')? + 2..];
         rest.split(' ').nth(16)?.parse().ok()
     })
+}
+
+#[test]
+fn after_a_restart_a_pass_opens_only_the_indexes_of_chats_whose_files_grew() {
+    let mut s = State::new();
+    s.write("1/main/a.jsonl", &transcript::session("s", T0, 2, |_| "alpha".into()));
+    s.write("2/main/a.jsonl", &transcript::session("t", T0, 3, |_| "beta".into()));
+    let all = tokio_util::sync::CancellationToken::new();
+    assert_eq!(s.recall.catch_up_all(&all).rows, 5);
+    s.restart();
+    assert_eq!(s.recall.due_chats(), vec![], "the manifests say both are caught up");
+    // Chat 2's index garbled in place (same file): a pass that opened it would set it aside.
+    let garbage = vec![0x5a_u8; 8192];
+    std::fs::write(s.index_file("2"), &garbage).unwrap_or_else(|e| panic!("{e}"));
+    s.append("1/main/a.jsonl", &user("n1", None, T0, "gamma", None));
+    assert_eq!(s.recall.due_chats(), vec![key("1")]);
+    let pass = s.recall.catch_up_all(&all);
+    assert_eq!((pass.files, pass.rows), (1, 1));
+    assert_eq!(
+        std::fs::read(s.index_file("2")).ok(),
+        Some(garbage),
+        "chat 2 not opened"
+    );
+    assert_eq!(
+        files_named(&s.dir.path().join("recall"), ".corrupt-"),
+        Vec::<String>::new()
+    );
+    // A search still reads the index itself, and rebuilds the garbled one.
+    assert_eq!(s.search("2", "beta").len(), 3);
+}
+
+#[test]
+fn a_manifest_that_says_more_than_the_index_holds_does_not_hide_lines_from_search() {
+    let mut s = State::new();
+    s.write("1/main/a.jsonl", &transcript::session("s", T0, 2, |_| "alpha".into()));
+    assert_eq!(s.search("1", "alpha").len(), 2);
+    s.restart();
+    // As after a power cut that kept the manifest but not the index's last pages: the file
+    // grew, the manifest was written for the new length, the index holds the old one.
+    s.append("1/main/a.jsonl", &user("n1", None, T0, "gamma", None));
+    let grown = std::fs::metadata(s.dir.path().join("sessions/1/main/a.jsonl"))
+        .map(|m| m.len())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let manifest = s.dir.path().join("recall/1.seen");
+    let text = std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{e}"));
+    let mut seen: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    seen["files"]["main/a.jsonl"] = grown.into();
+    std::fs::write(&manifest, seen.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.recall.due_chats(), vec![], "the pass trusts the manifest");
+    assert_eq!(
+        s.search("1", "gamma").len(),
+        1,
+        "a search reads the index's own offsets"
+    );
+}
+
+#[test]
+fn the_pass_holds_back_while_runs_start_and_end() {
+    let s = State::new();
+    s.write("1/main/a.jsonl", &transcript::session("s", T0, 2, |_| "alpha".into()));
+    let recall = std::sync::Arc::new(volcanic_recall::Recall::new(
+        s.dir.path().join("sessions"),
+        s.dir.path().join("recall"),
+    ));
+    let ms = std::time::Duration::from_millis;
+    let pace = volcanic_recall::Pace {
+        first_after: std::time::Duration::ZERO,
+        every: ms(20),
+        chats_per_tick: 1,
+        pause: ms(5),
+        quiet: ms(1000),
+        hold_at_most: std::time::Duration::from_secs(60),
+    };
+    recall.note_activity();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = recall
+        .clone()
+        .spawn_indexer(pace, rx)
+        .unwrap_or_else(|e| panic!("thread: {e}"));
+    let index = s.index_file("1");
+    // Busy for 1.5 s: a run starts or ends every 50 ms.
+    let busy_until = std::time::Instant::now() + ms(1500);
+    while std::time::Instant::now() < busy_until {
+        recall.note_activity();
+        std::thread::sleep(ms(50));
+        assert!(!index.exists(), "indexed while runs were starting");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !index.exists() {
+        assert!(std::time::Instant::now() < deadline, "not indexed once quiet");
+        std::thread::sleep(ms(10));
+    }
+    drop(tx);
+    assert!(thread.join().is_ok(), "the indexing thread panicked");
+}
+
+#[test]
+fn a_line_longer_than_a_chunk_is_indexed_whole() {
+    let s = State::new();
+    let long = format!("albatross {}", "word ".repeat(300_000));
+    let text = header("s", T0) + &user("a", None, T0, &long, None) + &user("b", None, T0, "petrel", None);
+    assert!(text.len() > 1 << 20, "the line must pass one chunk");
+    s.write("1/main/a.jsonl", &text);
+    assert_eq!(s.search("1", "albatross").len(), 1);
+    assert_eq!(s.search("1", "petrel").len(), 1);
 }
