@@ -16,21 +16,54 @@ use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
 /// The transcription key the bot reads from `E2E_VOICE_KEY`.
-const KEY: &str = "sk-voice-e2e-key-0123456789";
+pub(crate) const KEY: &str = "sk-voice-e2e-key-0123456789";
 
 /// The bot with the model, Bot API and audio doubles.
-struct Voice {
-    model: ModelServer,
-    tg: BotApiServer,
-    audio: AudioServer,
-    env: Env,
-    bot: BotProcess,
+pub(crate) struct Voice {
+    pub(crate) model: ModelServer,
+    pub(crate) tg: BotApiServer,
+    pub(crate) audio: AudioServer,
+    pub(crate) env: Env,
+    pub(crate) bot: BotProcess,
+}
+
+/// The doubles and the state of a [`Voice`] whose bot was killed.
+pub(crate) struct Stopped {
+    pub(crate) model: ModelServer,
+    pub(crate) tg: BotApiServer,
+    pub(crate) audio: AudioServer,
+    pub(crate) env: Env,
+}
+
+impl Stopped {
+    /// Starts the bot again on the same state and doubles.
+    pub(crate) async fn restart(self) -> Voice {
+        let bot = start_bot(&self.env, &self.tg).await;
+        let Stopped { model, tg, audio, env } = self;
+        Voice {
+            model,
+            tg,
+            audio,
+            env,
+            bot,
+        }
+    }
+}
+
+/// Starts the bot on `env` with [`KEY`] and waits until it polls.
+pub(crate) async fn start_bot(env: &Env, tg: &BotApiServer) -> BotProcess {
+    let bot = BotProcess::start_with(env, TOKEN, Some("info"), &[("E2E_VOICE_KEY", KEY)]);
+    let polls = tg.get_updates_calls().len();
+    tg.wait_for(|s| s.get_updates_calls().len() > polls, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    bot
 }
 
 impl Voice {
     /// Starts everything; the audio double wants `double_key`, the bot has [`KEY`]; `extra` goes
     /// into `[voice]`, `top` at the config's top level.
-    async fn start(double_key: &str, top: &str, extra: &str) -> Voice {
+    pub(crate) async fn start(double_key: &str, top: &str, extra: &str) -> Voice {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
         let audio = AudioServer::start(Some(double_key)).await.unwrap();
@@ -39,10 +72,7 @@ impl Voice {
             url = audio.base_url()
         );
         let env = Env::new(&model.url(), &format!("{top}\n{}{voice}", telegram_config(&tg, "")));
-        let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_VOICE_KEY", KEY)]);
-        tg.wait_for(|s| !s.get_updates_calls().is_empty(), T)
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+        let bot = start_bot(&env, &tg).await;
         Voice {
             model,
             tg,
@@ -52,9 +82,22 @@ impl Voice {
         }
     }
 
+    /// Kills the bot with `kill -9`.
+    pub(crate) fn kill9(self) -> Stopped {
+        let Voice {
+            model,
+            tg,
+            audio,
+            env,
+            bot,
+        } = self;
+        bot.kill9();
+        Stopped { model, tg, audio, env }
+    }
+
     /// A real spoken note of `text`, registered with the Bot API double: its file id, bytes and
     /// duration (whole seconds). Fails naming the package when espeak-ng or opusenc is missing.
-    fn note(&self, text: &str, stem: &str) -> (String, Vec<u8>, u32) {
+    pub(crate) fn note(&self, text: &str, stem: &str) -> (String, Vec<u8>, u32) {
         let (path, secs) = speak::spoken_note(text, self.env.dir.path(), stem).unwrap_or_else(|e| panic!("{e}"));
         let bytes = std::fs::read(path).unwrap();
         (self.tg.add_file(bytes.clone(), ""), bytes, secs)
@@ -77,11 +120,11 @@ impl Voice {
         (name, std::fs::read(entries[0].path()).unwrap())
     }
 
-    async fn wait_text(&self, needle: &str) {
+    pub(crate) async fn wait_text(&self, needle: &str) {
         wait_text(&self.tg, OWNER, needle, &self.bot).await;
     }
 
-    async fn requests(&self, n: usize) -> Vec<RecordedRequest> {
+    pub(crate) async fn requests(&self, n: usize) -> Vec<RecordedRequest> {
         wait_requests(&self.model, n, &self.bot).await
     }
 }

@@ -226,6 +226,9 @@ impl Ctx<'_> {
         let mut unseen = Vec::new();
         for part in parts {
             let Some(media) = &part.message.media else { continue };
+            if voice::answer::spoke(&part.message) {
+                self.output.heard(part.update_id);
+            }
             match self.receive(&part.message, media).await? {
                 Received::Image(image) => out.images.push(image),
                 Received::Refused(notice) => out.notices.push(notice),

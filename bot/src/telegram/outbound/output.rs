@@ -23,6 +23,8 @@ use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::{Chunk, markdown_chunks};
 use crate::telegram::outbound::texts;
+use crate::telegram::voice::Speech;
+use crate::telegram::voice::answer::{TextPart, VOICE_CHUNK};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
@@ -50,11 +52,13 @@ enum Out {
         md: String,
         of: Answering,
     },
-    /// An answer (Markdown) for `of`, from chunk `from` on (0 unless recovering).
+    /// An answer (Markdown) for `of`, from chunk `from` on (0 unless recovering); spoken where
+    /// the chat wants it when `speak` (the model's answers, not notices).
     Answer {
         md: String,
         of: Answering,
         from: usize,
+        speak: bool,
     },
     /// A failure shown to the chat, finishing `of`.
     Error {
@@ -88,6 +92,8 @@ pub struct Output {
     stopping: Arc<AtomicBool>,
     /// A full disk was told ([`Output::short_of`]) and has not been found over since.
     disk_told: Arc<AtomicBool>,
+    /// Answers with voice (`[voice]`), shared with the delivery task.
+    speech: Option<Arc<Speech>>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -98,12 +104,14 @@ impl Output {
     /// `marks` remembers the progress message on disk while it is shown.
     /// `journal` records which answer chunk is being sent and when updates are done.
     /// `ledger` says who sent the prompt an answer is for (a group preview's Stop is theirs).
+    /// `speech` speaks answers (`/voice on|auto`; `None` without `[voice]`).
     pub fn spawn(
         tg: Arc<Tg>,
         journal: Arc<Journal>,
         marks: Arc<ProgressMarks>,
         ledger: Arc<Ledger>,
         to: Target,
+        speech: Option<Arc<Speech>>,
     ) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -120,6 +128,7 @@ impl Output {
             mode,
             draft: draft.clone(),
             preview: preview.clone(),
+            speech: speech.clone(),
         };
         tokio::spawn(delivery.run(rx));
         Output {
@@ -131,6 +140,14 @@ impl Output {
             preview,
             stopping: Arc::default(),
             disk_told: Arc::default(),
+            speech,
+        }
+    }
+
+    /// Notes that update `id` brought a voice note: under `/voice auto` its answer is spoken.
+    pub fn heard(&self, id: i64) {
+        if let Some(s) = &self.speech {
+            s.heard(id);
         }
     }
 
@@ -236,6 +253,7 @@ impl Output {
                         md: live::STOPPED.into(),
                         of: Answering::default(),
                         from: 0,
+                        speak: false,
                     });
                 }
                 Some(Out::RunEnd)
@@ -271,6 +289,7 @@ impl Output {
             md,
             of: of.into(),
             from,
+            speak: true,
         });
     }
 
@@ -305,6 +324,7 @@ impl Output {
             md: markdown.into(),
             of: of.into(),
             from: 0,
+            speak: false,
         });
     }
 
@@ -336,6 +356,8 @@ struct Delivery {
     draft: Arc<AtomicI64>,
     /// Shared with [`Output::shows_preview`].
     preview: Arc<AtomicI64>,
+    /// Answers with voice.
+    speech: Option<Arc<Speech>>,
 }
 
 impl Delivery {
@@ -407,11 +429,15 @@ impl Delivery {
                 let stream = st.stream.take();
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
-                    return self.answer_into_preview(&md, &of, id).await;
+                    // A spoken answer replaces its preview.
+                    if !self.speech.as_ref().is_some_and(|s| s.speaks(&md, &of)) {
+                        return self.answer_into_preview(&md, &of, id).await;
+                    }
+                    self.drop_preview(id).await;
                 }
                 match stream.map(|s| s.final_from(&md)) {
-                    None => self.answer(&md, &of, 0).await,
-                    Some(Final::From(from)) => self.answer(&md, &of, from).await,
+                    None => self.answer(&md, &of, 0, true).await,
+                    Some(Final::From(from)) => self.answer(&md, &of, from, true).await,
                     Some(Final::Rest { md: rest, first }) => {
                         tracing::info!(
                             chat = to.chat_id,
@@ -431,7 +457,7 @@ impl Delivery {
                     }
                 }
             }
-            Out::Answer { md, of, from } => self.answer(&md, &of, from).await,
+            Out::Answer { md, of, from, speak } => self.answer(&md, &of, from, speak).await,
             Out::Error { msg, of } => {
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
@@ -498,12 +524,26 @@ impl Delivery {
         stream.sent(with_text);
     }
 
-    /// Sends the chunks of `md` from `from` on, each attempt journaled (`chunk`), then finishes
-    /// `of`.
-    async fn answer(&self, md: &str, of: &Answering, from: usize) {
+    /// Sends the chunks of `md` from `from` on (journal numbers: [`voice::answer`](crate::telegram::voice::answer)
+    /// after a voice message), each attempt journaled (`chunk`), then finishes `of`. Spoken first
+    /// when the chat wants it and `speak`.
+    async fn answer(&self, md: &str, of: &Answering, from: usize, speak: bool) {
         let failed = self.failed_sends();
-        self.send_chunks(markdown_chunks(md).into_iter().enumerate().skip(from), of)
-            .await;
+        let chunks = markdown_chunks(md);
+        let text = match self.speech.as_ref().filter(|_| speak) {
+            Some(s) => {
+                let report = self.reporter(of, u32::try_from(VOICE_CHUNK).unwrap_or(u32::MAX));
+                s.deliver(&self.tg, self.to, (md, &chunks), of, from, &report).await
+            }
+            None => TextPart::text(from),
+        };
+        let rest = chunks.into_iter().enumerate().skip(text.from);
+        self.send_chunks(rest.map(|(n, c)| (n + text.base, c)), of).await;
+        if let Some(notice) = text.notice
+            && let Err(e) = self.tg.send_plain(self.to, &notice, None).await
+        {
+            tracing::error!(chat = self.to.chat_id, "cannot tell why the answer was not spoken: {e}");
+        }
         self.finish(of, self.outcome_since(failed));
     }
 

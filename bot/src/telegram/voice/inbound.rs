@@ -39,7 +39,7 @@ pub async fn hear(host: &TelegramHost, chat_id: i64, media: &InMedia, path: &str
     }
     let file = match host.chats.workspace(chat_id) {
         Ok(dir) => dir.join(path),
-        Err(e) => return Some(failed(voice, what, &super::SttError::Read(e))),
+        Err(e) => return Some(failed(voice, what, &super::AudioError::File(e))),
     };
     let name = path.rsplit('/').next().unwrap_or(path);
     let audio = Audio {
@@ -73,7 +73,7 @@ pub async fn hear(host: &TelegramHost, chat_id: i64, media: &InMedia, path: &str
     }
 }
 
-fn failed(voice: &Voice, what: &str, e: &super::SttError) -> Heard {
+fn failed(voice: &Voice, what: &str, e: &super::AudioError) -> Heard {
     Heard {
         line: texts::not_transcribed(what, &e.to_string()),
         notice: texts::failed(what, e, &voice.config),
