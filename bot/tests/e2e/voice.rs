@@ -134,7 +134,9 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
     let v = Voice::start(KEY, "", "").await;
     let said = "what is the weather like in Lisbon today";
     v.audio.set_transcript(said);
-    v.model.push(Turn::reply("Sunny, 21 degrees."));
+    // The model takes a moment: the draft shows what was heard meanwhile.
+    v.model
+        .push(Turn::reply("Sunny, 21 degrees.").delay(std::time::Duration::from_millis(700)));
     let (file, bytes, secs) = v.note(said, "weather");
     v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
     v.wait_text("Sunny, 21 degrees.").await;
@@ -156,7 +158,8 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
     assert_eq!(sent, parse_opus(&bytes).unwrap());
     assert!((sent.seconds.ceil() as u32) == secs, "{sent:?} vs {secs} s");
 
-    // The model heard it, marked as a voice note with its duration; the user saw the quote first.
+    // The model heard it, marked as a voice note with its duration; the user saw the quote on the
+    // draft while the answer was written, and then only the answer.
     let requests = v.requests(1).await;
     let text = last_user_text(&requests[0]);
     assert!(
@@ -168,8 +171,13 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
         !conversation(&requests[0]).contains(KEY),
         "the key never reaches the model"
     );
-    let shown = texts(&v.tg, OWNER);
-    assert_eq!(shown, [format!("🎤 “{said}”"), "Sunny, 21 degrees.".to_owned()]);
+    assert_eq!(texts(&v.tg, OWNER), ["Sunny, 21 degrees."]);
+    let drafts: Vec<String> =
+        v.tg.calls("sendMessageDraft")
+            .iter()
+            .filter_map(|c| c.text().map(str::to_owned))
+            .collect();
+    assert!(drafts.contains(&format!("🎤 “{said}”")), "{drafts:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -349,4 +357,37 @@ async fn a_service_that_does_not_answer_in_time_is_reported_once() {
     );
     let text = last_user_text(&v.requests(1).await[0]);
     assert!(text.contains("did not answer within 1 s)]"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_merged_into_one_prompt_keep_their_order_and_the_last_answer_is_the_services_prompt() {
+    let v = Voice::start(KEY, "", "").await;
+    v.model.push(Turn::reply("Should I call Anna or Jörg?"));
+    v.tg.push_update(updates::text_message(OWNER, OWNER, "who was it again?"));
+    v.wait_text("Anna or Jörg?").await;
+
+    // Two recordings sent as one album: one prompt, each heard as itself, in order.
+    let (a, a_bytes, a_secs) = v.note("call Anna first", "first");
+    let (b, b_bytes, b_secs) = v.note("then call Jörg", "second");
+    v.audio.set_transcript_for(&a_bytes, "call Anna first");
+    v.audio.set_transcript_for(&b_bytes, "then call Jörg");
+    v.model.push(Turn::reply("Both heard."));
+    for (file, secs, name) in [(&a, a_secs, "one.ogg"), (&b, b_secs, "two.ogg")] {
+        v.tg.push_update(updates::audio_message(OWNER, OWNER, file, secs, name, "audio/ogg").media_group("recordings"));
+    }
+    v.wait_text("Both heard.").await;
+    let requests = v.requests(2).await;
+    assert_eq!(requests.len(), 2, "one prompt for the album");
+    let text = last_user_text(&requests[1]);
+    let first = text
+        .find("transcribed]: call Anna first")
+        .unwrap_or_else(|| panic!("{text}"));
+    let second = text
+        .find("transcribed]: then call Jörg")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(first < second, "in the album's order: {text}");
+    let got = v.audio.transcriptions();
+    let prompts: Vec<Option<&str>> = got.iter().map(|t| t.prompt.as_deref()).collect();
+    assert_eq!(prompts, [Some("Should I call Anna or Jörg?"); 2]);
+    assert_eq!(v.audio.violations(), Vec::<String>::new());
 }

@@ -248,9 +248,12 @@ impl Ctx<'_> {
                     };
                     notes.push(texts::saved_note(noun(media.kind), &path, size, detail.as_deref()));
                     // Voice: the note's transcript follows its file's line.
-                    if let Some(heard) = voice::inbound::hear(self.host, part.message.chat_id, media, &path).await {
+                    if let Some(heard) = voice::inbound::hear(self.host, &part.message, media, &path).await {
                         notes.push(heard.line);
-                        out.notices.push(heard.notice);
+                        match heard.shown {
+                            Ok(quote) => self.output.heard_as(quote),
+                            Err(notice) => out.notices.push(notice),
+                        }
                     }
                 }
             }

@@ -42,6 +42,8 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 enum Out {
     RunStart,
     Tool(String),
+    /// What a voice note was heard as (`🎤 “…”`): the first line of the progress line or draft.
+    Heard(String),
     /// The answer so far (Markdown) for `of`, while the model writes it.
     Text {
         md: String,
@@ -336,6 +338,12 @@ impl Output {
         }
     }
 
+    /// Shows what a voice note was heard as (`quote`, `🎤 “…”`) on the progress line or the
+    /// draft until the answer comes; in a group with previews, as a message.
+    pub fn heard_as(&self, quote: String) {
+        let _ = self.tx.send(Out::Heard(quote));
+    }
+
     /// Sends a notice (Markdown) in order with the answers.
     pub fn notice(&self, markdown: impl Into<String>) {
         self.notice_for(markdown, Answering::default());
@@ -382,14 +390,15 @@ impl Delivery {
                 _ = typing.tick(), if st.running => self.tg.typing(self.to).await,
                 _ = edits.tick(), if st.dirty => {
                     if let Some(id) = st.progress {
-                        self.tg.edit_progress(self.to, id, &progress_text(&st.tools)).await;
+                        let line = progress_line(st.heard.as_deref(), &st.tools);
+                        self.tg.edit_progress(self.to, id, &line).await;
                     }
                     st.dirty = false;
                 }
                 () = draft_due, if due.is_some() => {
                     if let Some(stream) = st.stream.as_mut() {
                         match self.mode {
-                            Mode::Drafts => self.flush(stream).await,
+                            Mode::Drafts => self.flush(stream, st.heard.as_deref()).await,
                             Mode::Edits => self.flush_preview(stream, &mut st.preview).await,
                             Mode::Off => {}
                         }
@@ -415,17 +424,22 @@ impl Delivery {
             }
             Out::Tool(name) => {
                 st.tools.push(name);
-                if st.progress.is_none() {
-                    if let Ok(m) = tg.send_plain(to, &progress_text(&st.tools), None).await {
-                        st.progress = Some(m.id.0);
-                        self.marks.set(to, m.id.0);
-                    }
-                } else {
-                    st.dirty = true;
+                self.show_progress(st).await;
+            }
+            Out::Heard(quote) if self.mode == Mode::Edits => {
+                if let Err(e) = tg.send_plain(to, &quote, None).await {
+                    tracing::warn!(chat = to.chat_id, "cannot show what a voice note was heard as: {e}");
+                }
+            }
+            Out::Heard(quote) => {
+                st.heard = Some(quote);
+                if self.mode == Mode::Off {
+                    self.show_progress(st).await;
                 }
             }
             Out::Text { md, of } => st.stream.get_or_insert_with(|| self.new_stream()).text(md, of),
             Out::Final { md, of } => {
+                st.heard = None;
                 let stream = st.stream.take();
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
@@ -459,6 +473,7 @@ impl Delivery {
             }
             Out::Answer { md, of, from, speak } => self.answer(&md, &of, from, speak).await,
             Out::Error { msg, of } => {
+                st.heard = None;
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
@@ -477,6 +492,7 @@ impl Delivery {
                 st.running = false;
                 st.dirty = false;
                 st.tools.clear();
+                st.heard = None;
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
@@ -493,13 +509,26 @@ impl Delivery {
         }
     }
 
+    /// Sends the progress line (Mode::Off) or marks it for the next edit.
+    async fn show_progress(&self, st: &mut RunState) {
+        if st.progress.is_some() {
+            st.dirty = true;
+            return;
+        }
+        let line = progress_line(st.heard.as_deref(), &st.tools);
+        if let Ok(m) = self.tg.send_plain(self.to, &line, None).await {
+            st.progress = Some(m.id.0);
+            self.marks.set(self.to, m.id.0);
+        }
+    }
+
     fn new_stream(&self) -> DraftStream {
         DraftStream::new(self.tg.live().interval)
     }
 
     /// Sends what `stream` has finished as messages, then the draft (see
-    /// [`live::draft`]).
-    async fn flush(&self, stream: &mut DraftStream) {
+    /// [`live::draft`]), led by what a voice note was `heard` as.
+    async fn flush(&self, stream: &mut DraftStream, heard: Option<&str>) {
         let finished = stream.take_finished();
         if finished.first {
             // Durable before the chunk leaves: a crash before the answer is in the transcript
@@ -509,7 +538,10 @@ impl Delivery {
         for (n, chunk) in &finished.chunks {
             self.send_chunk(chunk, *n, &finished.of).await;
         }
-        let shown = stream.shown(progress_text);
+        let shown = match (stream.shown(|tools| progress_line(heard, tools)), heard) {
+            (Shown::Thinking, Some(quote)) => Shown::Progress(quote.to_owned()),
+            (shown, _) => shown,
+        };
         let text = match &shown {
             Shown::Thinking => DraftText::Thinking,
             Shown::Progress(line) => DraftText::Plain(line),
@@ -618,9 +650,20 @@ struct RunState {
     tools: Vec<String>,
     progress: Option<i32>,
     dirty: bool,
+    /// What the voice note being answered was heard as (`🎤 “…”`), until its answer.
+    heard: Option<String>,
     /// The answer being written (with live answers): drafted, or previewed in `preview`.
     stream: Option<DraftStream>,
     preview: preview::Preview,
+}
+
+/// The progress line, led by what a voice note was `heard` as (on a line of its own).
+fn progress_line(heard: Option<&str>, tools: &[String]) -> String {
+    match (heard, tools.is_empty()) {
+        (Some(quote), true) => quote.to_owned(),
+        (Some(quote), false) => format!("{quote}\n{}", progress_text(tools)),
+        (None, _) => progress_text(tools),
+    }
 }
 
 /// The progress line: the tools used so far, short.
@@ -645,5 +688,8 @@ mod tests {
         assert_eq!(progress_text(&["bash".into(), "read".into()]), "⚙️ bash → read");
         let many: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
         assert!(progress_text(&many).starts_with("⚙️ … +2 → t2"));
+        let heard = Some("🎤 “call Anna”");
+        assert_eq!(progress_line(heard, &[]), "🎤 “call Anna”");
+        assert_eq!(progress_line(heard, &["bash".into()]), "🎤 “call Anna”\n⚙️ bash");
     }
 }

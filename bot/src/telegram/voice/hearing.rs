@@ -64,15 +64,21 @@ impl Transcriber {
         &self.service.name
     }
 
-    /// The transcript of `audio` (trimmed), in `language` when given (ISO-639-1), trying again
+    /// The transcript of `audio` (trimmed), in `language` when given (ISO-639-1), with `prompt`
+    /// (the conversation so far, which helps with names and spelling) when given, trying again
     /// where it helps (see the module's docs).
-    pub async fn transcribe(&self, audio: Audio<'_>, language: Option<&str>) -> Result<String, AudioError> {
+    pub async fn transcribe(
+        &self,
+        audio: Audio<'_>,
+        language: Option<&str>,
+        prompt: Option<&str>,
+    ) -> Result<String, AudioError> {
         self.service
-            .retrying("transcription", |_| self.once(audio, language))
+            .retrying("transcription", |_| self.once(audio, language, prompt))
             .await
     }
 
-    async fn once(&self, audio: Audio<'_>, language: Option<&str>) -> Result<String, AudioError> {
+    async fn once(&self, audio: Audio<'_>, language: Option<&str>, prompt: Option<&str>) -> Result<String, AudioError> {
         let file = tokio::fs::File::open(audio.path).await.map_err(AudioError::File)?;
         let len = file.metadata().await.map_err(AudioError::File)?.len();
         let body = reqwest::Body::wrap_stream(chunks(file));
@@ -86,6 +92,9 @@ impl Transcriber {
             .text("response_format", "json");
         if let Some(lang) = language {
             form = form.text("language", lang.to_owned());
+        }
+        if let Some(prompt) = prompt {
+            form = form.text("prompt", prompt.to_owned());
         }
         let mut req = self.http.post(&self.url).multipart(form).timeout(self.service.timeout);
         if let Some(key) = &self.key {
