@@ -243,7 +243,9 @@ impl Ctx<'_> {
                             Some("not shown: too large".to_owned())
                         }
                         MediaKind::Photo => Some("not shown: not an image format the model reads".to_owned()),
-                        MediaKind::Voice | MediaKind::Audio | MediaKind::Video => media.duration.map(duration),
+                        MediaKind::Voice | MediaKind::Audio | MediaKind::Video | MediaKind::VideoNote => {
+                            media.duration.map(duration)
+                        }
                         MediaKind::Document => None,
                     };
                     notes.push(texts::saved_note(noun(media.kind), &path, size, detail.as_deref()));
@@ -367,6 +369,7 @@ fn noun(kind: MediaKind) -> &'static str {
         MediaKind::Voice => "voice note",
         MediaKind::Audio => "audio file",
         MediaKind::Video => "video",
+        MediaKind::VideoNote => "video note",
     }
 }
 
@@ -376,10 +379,11 @@ pub(crate) fn duration(secs: u64) -> String {
 }
 
 /// The name a received file gets in `inbox/` (before making it unique): the sender's file name,
-/// sanitised, or `<kind>-<local date and time>.<ext>`; a voice note is always `voice-<date>.ogg`.
+/// sanitised, or `<kind>-<local date and time>.<ext>`; a voice note is always `voice-<date>.ogg`,
+/// a video note `video-note-<date>.mp4` (neither has a name of its own).
 fn file_name(media: &InMedia, date: i64, tz: chrono_tz::Tz, image_type: Option<&str>) -> String {
     let given = match media.kind {
-        MediaKind::Photo | MediaKind::Voice => None,
+        MediaKind::Photo | MediaKind::Voice | MediaKind::VideoNote => None,
         MediaKind::Document | MediaKind::Audio | MediaKind::Video => media.file_name.as_deref().and_then(sanitize),
     };
     if let Some(name) = given {
@@ -395,6 +399,7 @@ fn file_name(media: &InMedia, date: i64, tz: chrono_tz::Tz, image_type: Option<&
         MediaKind::Voice => ("voice", "ogg"),
         MediaKind::Audio => ("audio", extension(mime).unwrap_or("mp3")),
         MediaKind::Video => ("video", extension(mime).unwrap_or("mp4")),
+        MediaKind::VideoNote => ("video-note", "mp4"),
         MediaKind::Document => ("file", extension(mime).unwrap_or("bin")),
     };
     format!("{prefix}-{stamp}.{ext}")

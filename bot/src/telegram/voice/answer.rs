@@ -217,10 +217,11 @@ impl Speech {
     }
 }
 
-/// Whether the user spoke `m` (a voice note): its answer is spoken under `/voice auto`.
+/// Whether the user spoke `m` (a voice note or a video note, recorded in the chat; an audio or
+/// video file is not): its answer is spoken under `/voice auto`.
 pub fn spoke(m: &InMessage) -> bool {
     m.media.as_ref().is_some_and(|media| match media.kind {
-        MediaKind::Voice => true,
+        MediaKind::Voice | MediaKind::VideoNote => true,
         MediaKind::Photo | MediaKind::Document | MediaKind::Audio | MediaKind::Video => false,
     })
 }

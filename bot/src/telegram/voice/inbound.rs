@@ -36,6 +36,7 @@ pub async fn hear(host: &TelegramHost, m: &InMessage, media: &InMedia, path: &st
         MediaKind::Voice => ("voice note", "audio/ogg"),
         MediaKind::Audio => ("audio file", "audio/mpeg"),
         MediaKind::Video => ("video", "video/mp4"),
+        MediaKind::VideoNote => ("video note", "video/mp4"),
         MediaKind::Photo | MediaKind::Document => return None,
     };
     let max = voice.config.max_seconds;
