@@ -175,3 +175,27 @@ async fn a_failed_synthesis_delivers_the_text_and_says_voice_failed() {
         "{shown:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_auto_a_video_note_is_spoken_to_and_a_video_file_is_not() {
+    let v = Voice::start(crate::voice::KEY, "", "").await;
+    v.voice_mode("auto", "Answers to voice notes are spoken").await;
+    v.speech("Nice wave.");
+    v.audio.set_transcript("hello there");
+    let clip = v.tg.add_file(b"pretend mp4 bytes".to_vec(), "");
+    v.model.push(Turn::reply("Nice wave."));
+    v.tg.push_update(updates::video_note_message(OWNER, OWNER, &clip, 2));
+    let sent = v.wait_voices(1).await;
+    assert_eq!(sent[0].visible_text.as_deref(), Some("Nice wave."));
+    let text = crate::kinds::last_user_text(&v.requests(1).await[0]);
+    assert!(text.contains("[video note saved: inbox/video-note-"), "{text}");
+    assert!(text.contains("[video note, 0:02, transcribed]: hello there"), "{text}");
+
+    v.model.push(Turn::reply("Nice film."));
+    v.tg.push_update(updates::video_message(OWNER, OWNER, &clip, 2, "film.mp4"));
+    v.wait_text("Nice film.").await;
+    assert_eq!(voices(&v).len(), 1, "a video file is not the user speaking");
+    let text = crate::kinds::last_user_text(&v.requests(2).await[1]);
+    assert!(text.contains("[video saved: inbox/film.mp4"), "{text}");
+    assert_eq!(v.audio.violations(), Vec::<String>::new());
+}
