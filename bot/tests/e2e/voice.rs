@@ -10,6 +10,7 @@ use crate::kinds::last_user_text;
 use crate::support::*;
 use chrono::{Datelike, TimeZone};
 use serde_json::{Value, json};
+use std::io::Write;
 use std::path::PathBuf;
 use volcanic_testkit::audio::{AudioServer, parse_opus, speak};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
@@ -38,7 +39,13 @@ pub(crate) struct Stopped {
 impl Stopped {
     /// Starts the bot again on the same state and doubles.
     pub(crate) async fn restart(self) -> Voice {
-        let bot = start_bot(&self.env, &self.tg).await;
+        self.start_wrapped(&[]).await
+    }
+
+    /// Starts the bot through `wrapper` (a program and its arguments, the bot's command line
+    /// appended).
+    pub(crate) async fn start_wrapped(self, wrapper: &[&std::ffi::OsStr]) -> Voice {
+        let bot = start_bot(&self.env, &self.tg, wrapper).await;
         let Stopped { model, tg, audio, env } = self;
         Voice {
             model,
@@ -50,9 +57,9 @@ impl Stopped {
     }
 }
 
-/// Starts the bot on `env` with [`KEY`] and waits until it polls.
-pub(crate) async fn start_bot(env: &Env, tg: &BotApiServer) -> BotProcess {
-    let bot = BotProcess::start_with(env, TOKEN, Some("info"), &[("E2E_VOICE_KEY", KEY)]);
+/// Starts the bot on `env` with [`KEY`] (through `wrapper`, if any) and waits until it polls.
+async fn start_bot(env: &Env, tg: &BotApiServer, wrapper: &[&std::ffi::OsStr]) -> BotProcess {
+    let bot = BotProcess::start_wrapped(env, TOKEN, Some("info"), &[("E2E_VOICE_KEY", KEY)], wrapper);
     let polls = tg.get_updates_calls().len();
     tg.wait_for(|s| s.get_updates_calls().len() > polls, T)
         .await
@@ -64,6 +71,11 @@ impl Voice {
     /// Starts everything; the audio double wants `double_key`, the bot has [`KEY`]; `extra` goes
     /// into `[voice]`, `top` at the config's top level.
     pub(crate) async fn start(double_key: &str, top: &str, extra: &str) -> Voice {
+        Voice::doubles(double_key, top, extra).await.restart().await
+    }
+
+    /// The doubles and the state of [`Voice::start`], the bot not started yet.
+    pub(crate) async fn doubles(double_key: &str, top: &str, extra: &str) -> Stopped {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
         let audio = AudioServer::start(Some(double_key)).await.unwrap();
@@ -72,14 +84,7 @@ impl Voice {
             url = audio.base_url()
         );
         let env = Env::new(&model.url(), &format!("{top}\n{}{voice}", telegram_config(&tg, "")));
-        let bot = start_bot(&env, &tg).await;
-        Voice {
-            model,
-            tg,
-            audio,
-            env,
-            bot,
-        }
+        Stopped { model, tg, audio, env }
     }
 
     /// Kills the bot with `kill -9`.
@@ -390,4 +395,52 @@ async fn notes_merged_into_one_prompt_keep_their_order_and_the_last_answer_is_th
     let prompts: Vec<Option<&str>> = got.iter().map(|t| t.prompt.as_deref()).collect();
     assert_eq!(prompts, [Some("Should I call Anna or Jörg?"); 2]);
     assert_eq!(v.audio.violations(), Vec::<String>::new());
+}
+
+/// A full disk where notes are saved: the bot runs in a mount namespace of its own (`unshare
+/// -Urm`) whose chat `inbox/` is a 1 MiB tmpfs, filled but for 4 KiB, less than the note. The
+/// note is not left half-written: the chat is told once, and once there is space the note is
+/// saved whole, once, and heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_meeting_a_full_disk_waits_and_is_saved_whole_once() {
+    let s = Voice::doubles(KEY, "", "").await;
+    let inbox = s.env.dir.path().join(format!("workspaces/{OWNER}/inbox"));
+    std::fs::create_dir_all(&inbox).unwrap();
+    let mount = "mount -t tmpfs -o size=1m tmpfs \"$1\" && shift && exec \"$@\"";
+    let program = ["unshare", "-Urm", "sh", "-c", mount, "sh"].map(std::ffi::OsStr::new);
+    let wrapper: Vec<&std::ffi::OsStr> = program.into_iter().chain([inbox.as_os_str()]).collect();
+    let v = s.start_wrapped(&wrapper).await;
+    let seen = std::path::PathBuf::from(format!("/proc/{}/root{}", v.bot.child.id(), inbox.display()));
+    let filler = seen.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap_or_else(|e| panic!("{e}\n{}", v.bot.log()));
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).and_then(|()| f.sync_all()).is_ok() {}
+    let full = f.metadata().unwrap().len();
+    f.set_len(full - 4096).unwrap();
+    f.sync_all().unwrap();
+    // Closed: an unlinked file still open would keep its space.
+    drop(f);
+
+    v.audio.set_transcript("saved on a full disk");
+    v.model.push(Turn::reply("Heard it after all."));
+    let (file, bytes, secs) = v.note(
+        "a note for a full disk, long enough to need more than four kilobytes",
+        "full",
+    );
+    assert!(bytes.len() > 4096, "{} bytes", bytes.len());
+    v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
+    v.wait_text("The bot's disk is full.").await;
+    std::fs::remove_file(&filler).unwrap();
+    v.wait_text("Heard it after all.").await;
+
+    let saved: Vec<_> = std::fs::read_dir(&seen).unwrap().flatten().collect();
+    assert_eq!(saved.len(), 1, "one file, none half-written: {saved:?}");
+    assert_eq!(std::fs::read(saved[0].path()).unwrap(), bytes);
+    assert_eq!(
+        v.tg.calls("getFile").len(),
+        1,
+        "downloaded once, saved when there was space"
+    );
+    assert_eq!(count(&v.tg, OWNER, "The bot's disk is full."), 1);
+    assert!(last_user_text(&v.requests(1).await[0]).contains("transcribed]: saved on a full disk"));
 }

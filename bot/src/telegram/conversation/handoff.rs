@@ -466,6 +466,18 @@ fn numbered(name: &str, n: u32) -> String {
 
 /// Writes `bytes` to a new file in `dir` named `name`, or `name` numbered when that exists;
 /// never replaces a file. Returns its path.
+/// Claims `len` bytes for `f` before anything is written, so a full disk fails at once (ENOSPC,
+/// waited out as a [shortage](crate::telegram::inbound::shortage)) rather than half-way through
+/// the file. A file system that cannot reserve (or an empty file) is just written.
+fn reserve(f: &tokio::fs::File, len: usize) -> std::io::Result<()> {
+    use nix::errno::Errno;
+    let Ok(len) = i64::try_from(len) else { return Ok(()) };
+    match nix::fcntl::posix_fallocate(f, 0, len) {
+        Err(e @ (Errno::ENOSPC | Errno::EDQUOT)) => Err(std::io::Error::from(e)),
+        Ok(()) | Err(_) => Ok(()),
+    }
+}
+
 async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     for n in 1..=1000 {
         let candidate = if n == 1 { name.to_owned() } else { numbered(name, n) };
@@ -477,8 +489,15 @@ async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Pa
             .await;
         match opened {
             Ok(mut f) => {
-                f.write_all(bytes).await?;
-                f.flush().await?;
+                let written = match reserve(&f, bytes.len()) {
+                    Ok(()) => f.write_all(bytes).await.and(f.flush().await),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = written {
+                    // Nothing half-written stays: the retry saves the file anew under its name.
+                    let _ = tokio::fs::remove_file(&path).await;
+                    return Err(e);
+                }
                 return Ok(path);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
