@@ -87,6 +87,12 @@ impl Voice {
         Stopped { model, tg, audio, env }
     }
 
+    /// The audio double as messages name the service (`127.0.0.1:<port>`).
+    pub(crate) fn service(&self) -> String {
+        let url = self.audio.base_url();
+        url.trim_start_matches("http://").trim_end_matches("/v1").to_owned()
+    }
+
     /// Kills the bot with `kill -9`.
     pub(crate) fn kill9(self) -> Stopped {
         let Voice {
@@ -281,12 +287,7 @@ async fn a_refused_key_is_reported_naming_the_service_and_the_variable() {
     v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
     v.wait_text("Noted that a note came.").await;
     assert_eq!(v.audio.requests(), 1, "a refused key is not tried again");
-    let service = v
-        .audio
-        .base_url()
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let service = v.service();
     let shown = texts(&v.tg, OWNER);
     assert_eq!(
         shown[0],

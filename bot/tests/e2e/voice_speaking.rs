@@ -159,12 +159,7 @@ async fn a_failed_synthesis_delivers_the_text_and_says_voice_failed() {
     v.wait_text("could not be spoken").await;
     assert_eq!(v.audio.requests(), 3, "a 5xx is tried again twice");
     assert!(voices(&v).is_empty());
-    let service = v
-        .audio
-        .base_url()
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let service = v.service();
     let shown = texts(&v.tg, OWNER);
     let n = shown.len();
     assert_eq!(shown[n - 2], "The answer, in writing.");

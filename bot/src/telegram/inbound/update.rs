@@ -562,7 +562,7 @@ mod tests {
             panic!("not a message")
         };
         assert_eq!(m.text, "", "a video note is a file: media.rs names it");
-        assert_eq!(m.media.map(|f| f.kind), Some(MediaKind::Video));
+        assert_eq!(m.media.map(|f| f.kind), Some(MediaKind::VideoNote));
         let reply = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7}, "text": "why?",
             "reply_to_message": {"message_id": 2, "from": {"id": 99}, "sticker": {"file_id": "s", "emoji": "🔥"}}}});
         let Inbound::Message(m) = parse(&reply) else {

@@ -144,7 +144,7 @@ mod tests {
             content: UserBody::Text("hi".into()),
             timestamp: 0,
         });
-        assert_eq!(context(&[user.clone()]), None, "nothing answered yet");
+        assert_eq!(context(std::slice::from_ref(&user)), None, "nothing answered yet");
         let msgs = vec![
             answer("Should I call   Anna\nor Jörg?", StopReason::Stop),
             user.clone(),
