@@ -12,6 +12,11 @@
 //! 2. Peak RSS growth of the bot while a 20 MB audio file is downloaded, saved and uploaded:
 //!    `VmHWM` after it (the peak reset through `/proc/<pid>/clear_refs` first) minus `VmRSS`
 //!    before.
+//! 3. Speaking (`/voice on`): from the model request reaching the model double to `sendVoice`
+//!    reaching the Bot API double, the speech service's own time (the double holds each answer
+//!    200 ms) left out: the answer streamed back, the speech request, the audio written to a
+//!    file with its length read, the upload. Beside it the same for a text answer (`/voice off`),
+//!    the part that is not speaking's.
 
 // A measurement binary, not library code: it panics on setup failure and prints its results.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
@@ -44,7 +49,10 @@ async fn setup() -> Setup {
     let audio = AudioServer::start(None).await.unwrap();
     audio.set_delay(SERVICE_TIME);
     audio.set_transcript("bench transcript");
-    let voice = format!("[voice]\nstt_base_url = \"{}\"\nmax_seconds = 7200\n", audio.base_url());
+    let voice = format!(
+        "[voice]\nstt_base_url = \"{url}\"\ntts_base_url = \"{url}\"\nmax_seconds = 7200\n",
+        url = audio.base_url()
+    );
     let env = Env::new(&model.url(), &tg.url(), &[FIRST_ID], "");
     let path = env.dir.path().join("volcanic.toml");
     let config = std::fs::read_to_string(&path).unwrap();
@@ -82,6 +90,35 @@ async fn added_latency(samples: usize) -> Vec<f64> {
         let after = model_at.duration_since(t.answered);
         added.push((before + after).as_secs_f64() * 1000.0);
     }
+    assert!(s.audio.violations().is_empty(), "{:?}", s.audio.violations());
+    added
+}
+
+/// Figure 3: `samples` answers to typed questions, one after the other, with `/voice mode`: from
+/// the model request to the answer's `sendVoice` (spoken) or `sendMessage` (text) reaching the
+/// Bot API double, the speech service's own time left out (ms).
+async fn answer_latency(samples: usize, mode: &str) -> Vec<f64> {
+    let s = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let speech = speak::tone_note(5, dir.path(), "answer").unwrap_or_else(|e| panic!("{e}"));
+    s.audio.set_speech(std::fs::read(speech).unwrap());
+    s.tg.push_update(updates::text_message(FIRST_ID, FIRST_ID, &format!("/voice {mode}")));
+    wait_all_answered(&s.tg, &s.bot, &[FIRST_ID], "Answers are", WAIT).await;
+    let (method, service) = match mode {
+        "on" => ("sendVoice", SERVICE_TIME),
+        _ => ("sendMessage", Duration::ZERO),
+    };
+    let mut added = Vec::new();
+    for n in 0..samples {
+        let marker = format!("answer number {n}");
+        s.model.push(Turn::reply(marker.clone()));
+        s.tg.push_update(updates::text_message(FIRST_ID, FIRST_ID, &format!("question {n}")));
+        wait_all_answered(&s.tg, &s.bot, &[FIRST_ID], &marker, WAIT).await;
+        let sent = s.tg.calls(method).last().unwrap().at;
+        let asked = s.model.requests().last().unwrap().at;
+        added.push(sent.duration_since(asked).saturating_sub(service).as_secs_f64() * 1000.0);
+    }
+    assert_eq!(s.audio.speeches().len(), if mode == "on" { samples } else { 0 });
     assert!(s.audio.violations().is_empty(), "{:?}", s.audio.violations());
     added
 }
@@ -138,6 +175,9 @@ fn main() {
         let added = added_latency(samples).await;
         eprintln!("added latency samples (ms): {added:.2?}");
         let growth = rss_growth(mb).await;
+        let spoken = answer_latency(samples, "on").await;
+        let written = answer_latency(samples, "off").await;
+        eprintln!("spoken answer samples (ms): {spoken:.2?}\nwritten answer samples (ms): {written:.2?}");
         println!(
             "\nvolcanic-bot voice bench ({}; binary {})",
             if full { "full" } else { "smoke" },
@@ -160,6 +200,21 @@ fn main() {
             "MiB",
             "<= 25 MiB",
             growth <= 25.0,
+        );
+        row(
+            &format!("spoken answer: model request to sendVoice p50 ({samples})"),
+            percentile(&spoken, 50.0),
+            "ms",
+            "(reported)",
+            true,
+        );
+        row("spoken answer p99", percentile(&spoken, 99.0), "ms", "(reported)", true);
+        row(
+            &format!("text answer: model request to sendMessage p50 ({samples})"),
+            percentile(&written, 50.0),
+            "ms",
+            "(reported)",
+            true,
         );
     });
 }

@@ -57,7 +57,7 @@ pub struct TelegramHost {
     pub features: Arc<Features>,
     /// Cancelled when shutdown begins (e.g. ends waiting out a [shortage](crate::telegram::inbound::shortage)).
     pub shutdown: CancellationToken,
-    /// `[voice]`: transcription; `None` without the section.
+    /// `[voice]`: transcription and speech; `None` without the section.
     pub voice: Option<Arc<crate::telegram::voice::Voice>>,
     /// The "while I was down" report of this start.
     pub down_report: Arc<crate::telegram::conversation::down_report::DownReport>,
@@ -163,6 +163,7 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
     let (factory, features) = build_features(&config, port.clone(), shutdown.clone())?;
     let marks = Arc::new(ProgressMarks::new(&config.state_dir));
     let pending = Arc::new(Pending::default());
+    let voice = voice(&config)?;
     let chats = Chats::new(ChatsDeps {
         factory,
         config: config.clone(),
@@ -172,6 +173,7 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         pending: pending.clone(),
         marks: marks.clone(),
         features: features.clone(),
+        voice: voice.clone(),
     });
     let host = Arc::new(TelegramHost {
         config: config.clone(),
@@ -189,7 +191,7 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
         bot_username: me.username.clone().unwrap_or_default(),
         features: features.clone(),
         shutdown: shutdown.clone(),
-        voice: voice(&config)?,
+        voice,
     });
     port.bind(Arc::downgrade(&host));
     // Each recovering chat takes its place in line before any new message can.
@@ -209,7 +211,12 @@ fn voice(config: &Config) -> anyhow::Result<Option<Arc<crate::telegram::voice::V
     let Some(voice) = &config.voice else { return Ok(None) };
     let http = reqwest::Client::builder().build().context("voice: HTTP client")?;
     let env = |name: &str| std::env::var(name).ok();
-    Ok(Some(Arc::new(crate::telegram::voice::Voice::new(http, voice, env))))
+    Ok(Some(Arc::new(crate::telegram::voice::Voice::new(
+        http,
+        voice,
+        env,
+        &config.state_dir,
+    ))))
 }
 
 /// The session factory and the host features, built on the host's services (the features get

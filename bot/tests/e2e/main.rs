@@ -67,3 +67,5 @@ mod telegram_slots;
 mod telegram_ui;
 mod telegram_webhook;
 mod voice;
+mod voice_kill;
+mod voice_speaking;

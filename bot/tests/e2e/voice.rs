@@ -10,39 +10,43 @@ use crate::kinds::last_user_text;
 use crate::support::*;
 use chrono::{Datelike, TimeZone};
 use serde_json::{Value, json};
+use std::io::Write;
 use std::path::PathBuf;
 use volcanic_testkit::audio::{AudioServer, parse_opus, speak};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, RecordedRequest, Turn};
 
 /// The transcription key the bot reads from `E2E_VOICE_KEY`.
-const KEY: &str = "sk-voice-e2e-key-0123456789";
+pub(crate) const KEY: &str = "sk-voice-e2e-key-0123456789";
 
 /// The bot with the model, Bot API and audio doubles.
-struct Voice {
-    model: ModelServer,
-    tg: BotApiServer,
-    audio: AudioServer,
-    env: Env,
-    bot: BotProcess,
+pub(crate) struct Voice {
+    pub(crate) model: ModelServer,
+    pub(crate) tg: BotApiServer,
+    pub(crate) audio: AudioServer,
+    pub(crate) env: Env,
+    pub(crate) bot: BotProcess,
 }
 
-impl Voice {
-    /// Starts everything; the audio double wants `double_key`, the bot has [`KEY`]; `extra` goes
-    /// into `[voice]`, `top` at the config's top level.
-    async fn start(double_key: &str, top: &str, extra: &str) -> Voice {
-        let model = ModelServer::start().await.unwrap();
-        let tg = BotApiServer::start(TOKEN).await.unwrap();
-        let audio = AudioServer::start(Some(double_key)).await.unwrap();
-        let voice = format!(
-            "[voice]\nstt_base_url = \"{url}\"\ntts_base_url = \"{url}\"\nstt_api_key_env = \"E2E_VOICE_KEY\"\n{extra}\n",
-            url = audio.base_url()
-        );
-        let env = Env::new(&model.url(), &format!("{top}\n{}{voice}", telegram_config(&tg, "")));
-        let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_VOICE_KEY", KEY)]);
-        tg.wait_for(|s| !s.get_updates_calls().is_empty(), T)
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+/// The doubles and the state of a [`Voice`] whose bot was killed.
+pub(crate) struct Stopped {
+    pub(crate) model: ModelServer,
+    pub(crate) tg: BotApiServer,
+    pub(crate) audio: AudioServer,
+    pub(crate) env: Env,
+}
+
+impl Stopped {
+    /// Starts the bot again on the same state and doubles.
+    pub(crate) async fn restart(self) -> Voice {
+        self.start_wrapped(&[]).await
+    }
+
+    /// Starts the bot through `wrapper` (a program and its arguments, the bot's command line
+    /// appended).
+    pub(crate) async fn start_wrapped(self, wrapper: &[&std::ffi::OsStr]) -> Voice {
+        let bot = start_bot(&self.env, &self.tg, wrapper).await;
+        let Stopped { model, tg, audio, env } = self;
         Voice {
             model,
             tg,
@@ -51,10 +55,60 @@ impl Voice {
             bot,
         }
     }
+}
+
+/// Starts the bot on `env` with [`KEY`] (through `wrapper`, if any) and waits until it polls.
+async fn start_bot(env: &Env, tg: &BotApiServer, wrapper: &[&std::ffi::OsStr]) -> BotProcess {
+    let bot = BotProcess::start_wrapped(env, TOKEN, Some("info"), &[("E2E_VOICE_KEY", KEY)], wrapper);
+    let polls = tg.get_updates_calls().len();
+    tg.wait_for(|s| s.get_updates_calls().len() > polls, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    bot
+}
+
+impl Voice {
+    /// Starts everything; the audio double wants `double_key`, the bot has [`KEY`]; `extra` goes
+    /// into `[voice]`, `top` at the config's top level.
+    pub(crate) async fn start(double_key: &str, top: &str, extra: &str) -> Voice {
+        Voice::doubles(double_key, top, extra).await.restart().await
+    }
+
+    /// The doubles and the state of [`Voice::start`], the bot not started yet.
+    pub(crate) async fn doubles(double_key: &str, top: &str, extra: &str) -> Stopped {
+        let model = ModelServer::start().await.unwrap();
+        let tg = BotApiServer::start(TOKEN).await.unwrap();
+        let audio = AudioServer::start(Some(double_key)).await.unwrap();
+        let voice = format!(
+            "[voice]\nstt_base_url = \"{url}\"\ntts_base_url = \"{url}\"\nstt_api_key_env = \"E2E_VOICE_KEY\"\n{extra}\n",
+            url = audio.base_url()
+        );
+        let env = Env::new(&model.url(), &format!("{top}\n{}{voice}", telegram_config(&tg, "")));
+        Stopped { model, tg, audio, env }
+    }
+
+    /// The audio double as messages name the service (`127.0.0.1:<port>`).
+    pub(crate) fn service(&self) -> String {
+        let url = self.audio.base_url();
+        url.trim_start_matches("http://").trim_end_matches("/v1").to_owned()
+    }
+
+    /// Kills the bot with `kill -9`.
+    pub(crate) fn kill9(self) -> Stopped {
+        let Voice {
+            model,
+            tg,
+            audio,
+            env,
+            bot,
+        } = self;
+        bot.kill9();
+        Stopped { model, tg, audio, env }
+    }
 
     /// A real spoken note of `text`, registered with the Bot API double: its file id, bytes and
     /// duration (whole seconds). Fails naming the package when espeak-ng or opusenc is missing.
-    fn note(&self, text: &str, stem: &str) -> (String, Vec<u8>, u32) {
+    pub(crate) fn note(&self, text: &str, stem: &str) -> (String, Vec<u8>, u32) {
         let (path, secs) = speak::spoken_note(text, self.env.dir.path(), stem).unwrap_or_else(|e| panic!("{e}"));
         let bytes = std::fs::read(path).unwrap();
         (self.tg.add_file(bytes.clone(), ""), bytes, secs)
@@ -77,11 +131,11 @@ impl Voice {
         (name, std::fs::read(entries[0].path()).unwrap())
     }
 
-    async fn wait_text(&self, needle: &str) {
+    pub(crate) async fn wait_text(&self, needle: &str) {
         wait_text(&self.tg, OWNER, needle, &self.bot).await;
     }
 
-    async fn requests(&self, n: usize) -> Vec<RecordedRequest> {
+    pub(crate) async fn requests(&self, n: usize) -> Vec<RecordedRequest> {
         wait_requests(&self.model, n, &self.bot).await
     }
 }
@@ -91,7 +145,9 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
     let v = Voice::start(KEY, "", "").await;
     let said = "what is the weather like in Lisbon today";
     v.audio.set_transcript(said);
-    v.model.push(Turn::reply("Sunny, 21 degrees."));
+    // The model takes a moment: the draft shows what was heard meanwhile.
+    v.model
+        .push(Turn::reply("Sunny, 21 degrees.").delay(std::time::Duration::from_millis(700)));
     let (file, bytes, secs) = v.note(said, "weather");
     v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
     v.wait_text("Sunny, 21 degrees.").await;
@@ -113,7 +169,8 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
     assert_eq!(sent, parse_opus(&bytes).unwrap());
     assert!((sent.seconds.ceil() as u32) == secs, "{sent:?} vs {secs} s");
 
-    // The model heard it, marked as a voice note with its duration; the user saw the quote first.
+    // The model heard it, marked as a voice note with its duration; the user saw the quote on the
+    // draft while the answer was written, and then only the answer.
     let requests = v.requests(1).await;
     let text = last_user_text(&requests[0]);
     assert!(
@@ -125,8 +182,13 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
         !conversation(&requests[0]).contains(KEY),
         "the key never reaches the model"
     );
-    let shown = texts(&v.tg, OWNER);
-    assert_eq!(shown, [format!("🎤 “{said}”"), "Sunny, 21 degrees.".to_owned()]);
+    assert_eq!(texts(&v.tg, OWNER), ["Sunny, 21 degrees."]);
+    let drafts: Vec<String> =
+        v.tg.calls("sendMessageDraft")
+            .iter()
+            .filter_map(|c| c.text().map(str::to_owned))
+            .collect();
+    assert!(drafts.contains(&format!("🎤 “{said}”")), "{drafts:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,12 +287,7 @@ async fn a_refused_key_is_reported_naming_the_service_and_the_variable() {
     v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
     v.wait_text("Noted that a note came.").await;
     assert_eq!(v.audio.requests(), 1, "a refused key is not tried again");
-    let service = v
-        .audio
-        .base_url()
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let service = v.service();
     let shown = texts(&v.tg, OWNER);
     assert_eq!(
         shown[0],
@@ -306,4 +363,85 @@ async fn a_service_that_does_not_answer_in_time_is_reported_once() {
     );
     let text = last_user_text(&v.requests(1).await[0]);
     assert!(text.contains("did not answer within 1 s)]"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_merged_into_one_prompt_keep_their_order_and_the_last_answer_is_the_services_prompt() {
+    let v = Voice::start(KEY, "", "").await;
+    v.model.push(Turn::reply("Should I call Anna or Jörg?"));
+    v.tg.push_update(updates::text_message(OWNER, OWNER, "who was it again?"));
+    v.wait_text("Anna or Jörg?").await;
+
+    // Two recordings sent as one album: one prompt, each heard as itself, in order.
+    let (a, a_bytes, a_secs) = v.note("call Anna first", "first");
+    let (b, b_bytes, b_secs) = v.note("then call Jörg", "second");
+    v.audio.set_transcript_for(&a_bytes, "call Anna first");
+    v.audio.set_transcript_for(&b_bytes, "then call Jörg");
+    v.model.push(Turn::reply("Both heard."));
+    for (file, secs, name) in [(&a, a_secs, "one.ogg"), (&b, b_secs, "two.ogg")] {
+        v.tg.push_update(updates::audio_message(OWNER, OWNER, file, secs, name, "audio/ogg").media_group("recordings"));
+    }
+    v.wait_text("Both heard.").await;
+    let requests = v.requests(2).await;
+    assert_eq!(requests.len(), 2, "one prompt for the album");
+    let text = last_user_text(&requests[1]);
+    let first = text
+        .find("transcribed]: call Anna first")
+        .unwrap_or_else(|| panic!("{text}"));
+    let second = text
+        .find("transcribed]: then call Jörg")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(first < second, "in the album's order: {text}");
+    let got = v.audio.transcriptions();
+    let prompts: Vec<Option<&str>> = got.iter().map(|t| t.prompt.as_deref()).collect();
+    assert_eq!(prompts, [Some("Should I call Anna or Jörg?"); 2]);
+    assert_eq!(v.audio.violations(), Vec::<String>::new());
+}
+
+/// A full disk where notes are saved: the bot runs in a mount namespace of its own (`unshare
+/// -Urm`) whose chat `inbox/` is a 1 MiB tmpfs, filled but for 4 KiB, less than the note. The
+/// note is not left half-written: the chat is told once, and once there is space the note is
+/// saved whole, once, and heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_meeting_a_full_disk_waits_and_is_saved_whole_once() {
+    let s = Voice::doubles(KEY, "", "").await;
+    let inbox = s.env.dir.path().join(format!("workspaces/{OWNER}/inbox"));
+    std::fs::create_dir_all(&inbox).unwrap();
+    let mount = "mount -t tmpfs -o size=1m tmpfs \"$1\" && shift && exec \"$@\"";
+    let program = ["unshare", "-Urm", "sh", "-c", mount, "sh"].map(std::ffi::OsStr::new);
+    let wrapper: Vec<&std::ffi::OsStr> = program.into_iter().chain([inbox.as_os_str()]).collect();
+    let v = s.start_wrapped(&wrapper).await;
+    let seen = std::path::PathBuf::from(format!("/proc/{}/root{}", v.bot.child.id(), inbox.display()));
+    let filler = seen.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap_or_else(|e| panic!("{e}\n{}", v.bot.log()));
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).and_then(|()| f.sync_all()).is_ok() {}
+    let full = f.metadata().unwrap().len();
+    f.set_len(full - 4096).unwrap();
+    f.sync_all().unwrap();
+    // Closed: an unlinked file still open would keep its space.
+    drop(f);
+
+    v.audio.set_transcript("saved on a full disk");
+    v.model.push(Turn::reply("Heard it after all."));
+    let (file, bytes, secs) = v.note(
+        "a note for a full disk, long enough to need more than four kilobytes",
+        "full",
+    );
+    assert!(bytes.len() > 4096, "{} bytes", bytes.len());
+    v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
+    v.wait_text("The bot's disk is full.").await;
+    std::fs::remove_file(&filler).unwrap();
+    v.wait_text("Heard it after all.").await;
+
+    let saved: Vec<_> = std::fs::read_dir(&seen).unwrap().flatten().collect();
+    assert_eq!(saved.len(), 1, "one file, none half-written: {saved:?}");
+    assert_eq!(std::fs::read(saved[0].path()).unwrap(), bytes);
+    assert_eq!(
+        v.tg.calls("getFile").len(),
+        1,
+        "downloaded once, saved when there was space"
+    );
+    assert_eq!(count(&v.tg, OWNER, "The bot's disk is full."), 1);
+    assert!(last_user_text(&v.requests(1).await[0]).contains("transcribed]: saved on a full disk"));
 }

@@ -8,7 +8,8 @@
 //! `response_format` (`json`, `text`, `verbose_json`), `temperature`; any other field is
 //! refused (400, as OpenAI refuses unknown arguments); files over 25 MB get 413. An `.ogg` /
 //! `.opus` file must be valid OGG/Opus ([`ogg::parse_opus`]): its duration is recorded. The
-//! answer carries the transcript the test set ([`AudioServer::set_transcript`]).
+//! answer carries the transcript the test set for that file
+//! ([`AudioServer::set_transcript_for`]), else for any ([`AudioServer::set_transcript`]).
 //!
 //! Speech: JSON `model`, `input` (1–4096 characters), `voice`, `response_format` (only `opus`
 //! is served: the test gives real OGG/Opus bytes with [`AudioServer::set_speech`]), optional
@@ -64,6 +65,8 @@ struct Failure {
 #[derive(Debug, Default)]
 struct State {
     transcript: String,
+    /// Transcripts by the uploaded file's bytes (before `transcript`).
+    by_file: Vec<(Vec<u8>, String)>,
     speech: Vec<u8>,
     failures: VecDeque<Failure>,
     delay: Duration,
@@ -176,6 +179,12 @@ impl AudioServer {
     /// What the next transcriptions answer.
     pub fn set_transcript(&self, text: &str) {
         text.clone_into(&mut self.shared.state().transcript);
+    }
+
+    /// What a transcription of exactly `file` answers (before [`set_transcript`](Self::set_transcript)'s
+    /// text): several notes, each heard as itself.
+    pub fn set_transcript_for(&self, file: &[u8], text: &str) {
+        self.shared.state().by_file.push((file.to_vec(), text.to_owned()));
     }
 
     /// The OGG/Opus bytes speech answers with.

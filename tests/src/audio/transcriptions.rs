@@ -117,7 +117,11 @@ pub(super) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
     } else {
         None
     };
-    let transcript = shared.state().transcript.clone();
+    let transcript = {
+        let s = shared.state();
+        let own = s.by_file.iter().find(|(f, _)| f.as_slice() == bytes.as_ref());
+        own.map_or_else(|| s.transcript.clone(), |(_, t)| t.clone())
+    };
     let answer = match response_format.as_str() {
         "json" => axum::Json(serde_json::json!({"text": transcript})).into_response(),
         "verbose_json" => axum::Json(serde_json::json!({

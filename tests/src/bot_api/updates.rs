@@ -241,6 +241,29 @@ pub fn audio_message(
     )
 }
 
+/// A video file (file `file_id`, named `file_name`) lasting `duration_secs`.
+pub fn video_message(
+    chat_id: i64,
+    from_user_id: i64,
+    file_id: &str,
+    duration_secs: u32,
+    file_name: &str,
+) -> MessageUpdate {
+    MessageUpdate::new(chat_id, from_user_id).set(
+        "video",
+        json!({"file_id": file_id, "duration": duration_secs, "file_name": file_name, "mime_type": "video/mp4",
+            "width": 640, "height": 360}),
+    )
+}
+
+/// A video note (a round video recorded in the chat; file `file_id`) lasting `duration_secs`.
+pub fn video_note_message(chat_id: i64, from_user_id: i64, file_id: &str, duration_secs: u32) -> MessageUpdate {
+    MessageUpdate::new(chat_id, from_user_id).set(
+        "video_note",
+        json!({"file_id": file_id, "duration": duration_secs, "length": 240}),
+    )
+}
+
 /// A sticker showing `emoji` (a regular, static one; no file behind it).
 pub fn sticker_message(chat_id: i64, from_user_id: i64, emoji: &str) -> MessageUpdate {
     MessageUpdate::new(chat_id, from_user_id).set(

@@ -114,8 +114,8 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "voice",
-        description: "Voice: the language notes are heard in",
-        help: Some("/voice [lang CODE] - show voice settings, or set the language voice notes are in"),
+        description: "Voice: spoken answers, the language notes are heard in",
+        help: Some("/voice [on|off|auto|lang CODE] - voice settings: spoken answers, the language of voice notes"),
         turn: Turn::Holds,
         owners: false,
         run: voice,

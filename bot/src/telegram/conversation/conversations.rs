@@ -73,6 +73,8 @@ pub struct ChatsDeps {
     pub marks: Arc<crate::telegram::outbound::progress_marks::ProgressMarks>,
     /// The host features, whose per-session extensions every chat session gets.
     pub features: Arc<Features>,
+    /// `[voice]`: a chat's answers may be spoken; `None` without the section.
+    pub voice: Option<Arc<crate::telegram::voice::Voice>>,
 }
 
 impl Chats {
@@ -111,6 +113,13 @@ impl Chats {
                         self.deps.marks.clone(),
                         ledger.clone(),
                         target,
+                        self.deps.voice.as_ref().map(|v| {
+                            Arc::new(crate::telegram::voice::Speech::new(
+                                v.clone(),
+                                self.deps.settings.clone(),
+                                chat_key(target.chat_id),
+                            ))
+                        }),
                     ),
                     last_active: Mutex::new(Instant::now()),
                     ledger,

@@ -226,6 +226,9 @@ impl Ctx<'_> {
         let mut unseen = Vec::new();
         for part in parts {
             let Some(media) = &part.message.media else { continue };
+            if voice::answer::spoke(&part.message) {
+                self.output.heard(part.update_id);
+            }
             match self.receive(&part.message, media).await? {
                 Received::Image(image) => out.images.push(image),
                 Received::Refused(notice) => out.notices.push(notice),
@@ -240,14 +243,19 @@ impl Ctx<'_> {
                             Some("not shown: too large".to_owned())
                         }
                         MediaKind::Photo => Some("not shown: not an image format the model reads".to_owned()),
-                        MediaKind::Voice | MediaKind::Audio | MediaKind::Video => media.duration.map(duration),
+                        MediaKind::Voice | MediaKind::Audio | MediaKind::Video | MediaKind::VideoNote => {
+                            media.duration.map(duration)
+                        }
                         MediaKind::Document => None,
                     };
                     notes.push(texts::saved_note(noun(media.kind), &path, size, detail.as_deref()));
                     // Voice: the note's transcript follows its file's line.
-                    if let Some(heard) = voice::inbound::hear(self.host, part.message.chat_id, media, &path).await {
+                    if let Some(heard) = voice::inbound::hear(self.host, &part.message, media, &path).await {
                         notes.push(heard.line);
-                        out.notices.push(heard.notice);
+                        match heard.shown {
+                            Ok(quote) => self.output.heard_as(quote),
+                            Err(notice) => out.notices.push(notice),
+                        }
                     }
                 }
             }
@@ -361,6 +369,7 @@ fn noun(kind: MediaKind) -> &'static str {
         MediaKind::Voice => "voice note",
         MediaKind::Audio => "audio file",
         MediaKind::Video => "video",
+        MediaKind::VideoNote => "video note",
     }
 }
 
@@ -370,10 +379,11 @@ pub(crate) fn duration(secs: u64) -> String {
 }
 
 /// The name a received file gets in `inbox/` (before making it unique): the sender's file name,
-/// sanitised, or `<kind>-<local date and time>.<ext>`; a voice note is always `voice-<date>.ogg`.
+/// sanitised, or `<kind>-<local date and time>.<ext>`; a voice note is always `voice-<date>.ogg`,
+/// a video note `video-note-<date>.mp4` (neither has a name of its own).
 fn file_name(media: &InMedia, date: i64, tz: chrono_tz::Tz, image_type: Option<&str>) -> String {
     let given = match media.kind {
-        MediaKind::Photo | MediaKind::Voice => None,
+        MediaKind::Photo | MediaKind::Voice | MediaKind::VideoNote => None,
         MediaKind::Document | MediaKind::Audio | MediaKind::Video => media.file_name.as_deref().and_then(sanitize),
     };
     if let Some(name) = given {
@@ -389,6 +399,7 @@ fn file_name(media: &InMedia, date: i64, tz: chrono_tz::Tz, image_type: Option<&
         MediaKind::Voice => ("voice", "ogg"),
         MediaKind::Audio => ("audio", extension(mime).unwrap_or("mp3")),
         MediaKind::Video => ("video", extension(mime).unwrap_or("mp4")),
+        MediaKind::VideoNote => ("video-note", "mp4"),
         MediaKind::Document => ("file", extension(mime).unwrap_or("bin")),
     };
     format!("{prefix}-{stamp}.{ext}")
@@ -455,6 +466,18 @@ fn numbered(name: &str, n: u32) -> String {
 
 /// Writes `bytes` to a new file in `dir` named `name`, or `name` numbered when that exists;
 /// never replaces a file. Returns its path.
+/// Claims `len` bytes for `f` before anything is written, so a full disk fails at once (ENOSPC,
+/// waited out as a [`shortage`]) rather than half-way through
+/// the file. A file system that cannot reserve (or an empty file) is just written.
+fn reserve(f: &tokio::fs::File, len: usize) -> std::io::Result<()> {
+    use nix::errno::Errno;
+    let Ok(len) = i64::try_from(len) else { return Ok(()) };
+    match nix::fcntl::posix_fallocate(f, 0, len) {
+        Err(e @ (Errno::ENOSPC | Errno::EDQUOT)) => Err(std::io::Error::from(e)),
+        Ok(()) | Err(_) => Ok(()),
+    }
+}
+
 async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     for n in 1..=1000 {
         let candidate = if n == 1 { name.to_owned() } else { numbered(name, n) };
@@ -466,8 +489,15 @@ async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Pa
             .await;
         match opened {
             Ok(mut f) => {
-                f.write_all(bytes).await?;
-                f.flush().await?;
+                let written = match reserve(&f, bytes.len()) {
+                    Ok(()) => f.write_all(bytes).await.and(f.flush().await),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = written {
+                    // Nothing half-written stays: the retry saves the file anew under its name.
+                    let _ = tokio::fs::remove_file(&path).await;
+                    return Err(e);
+                }
                 return Ok(path);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}

@@ -92,6 +92,9 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
         thread: first.m.thread,
     };
     let conversation = host.chats.conversation(target);
+    for i in items.iter().filter(|i| crate::telegram::voice::answer::spoke(&i.m)) {
+        conversation.output.heard(i.u.id);
+    }
     let (mut again, started): (Vec<Item>, Vec<Item>) = items
         .into_iter()
         .partition(|i| i.u.progress == Progress::Accepted && i.u.retries == 0);

@@ -26,6 +26,8 @@ pub struct ChatSettings {
     pub thinking: Option<ThinkingLevel>,
     /// `/voice lang CODE`: the language voice notes are transcribed in (ISO-639-1).
     pub voice_language: Option<String>,
+    /// `/voice on|off|auto`: whether its answers are spoken (`None`: off).
+    pub voice_reply: Option<crate::telegram::voice::Speaking>,
 }
 
 /// One chat's entry as the file holds it (unchecked; other keys kept as they are).
@@ -39,6 +41,8 @@ struct StoredSettings {
     thinking: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     voice_language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    voice_reply: Option<String>,
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
 }
@@ -166,11 +170,19 @@ impl SettingsStore {
                 None
             }
         });
+        let voice_reply = stored.voice_reply.as_deref().and_then(|v| {
+            let speaking = crate::telegram::voice::Speaking::parse(v);
+            if speaking.is_none() {
+                drop("voice_reply", v, "not on, off or auto".to_owned());
+            }
+            speaking
+        });
         ChatSettings {
             time_zone,
             model,
             thinking,
             voice_language,
+            voice_reply,
         }
     }
 
@@ -202,6 +214,9 @@ impl SettingsStore {
         }
         if after.voice_language != before.voice_language {
             stored.voice_language = after.voice_language;
+        }
+        if after.voice_reply != before.voice_reply {
+            stored.voice_reply = after.voice_reply.map(|v| v.as_str().to_owned());
         }
         save_json(&self.path, &*map)
     }
@@ -287,6 +302,7 @@ mod tests {
                 model: Some("anthropic/claude-sonnet-4-5".into()),
                 thinking: Some(ThinkingLevel::Low),
                 voice_language: None,
+                voice_reply: None,
             }
         );
         // Setting one key writes that key; the other ignored values and unknown keys stay.

@@ -55,8 +55,10 @@ pub enum MediaKind {
     Voice,
     /// `audio`: a music file.
     Audio,
-    /// `video` or `video_note`.
+    /// `video`: a video file.
     Video,
+    /// `video_note`: a round video message, recorded in the chat (the sender speaking).
+    VideoNote,
 }
 
 /// A file attached to a message, as the update describes it (nothing downloaded yet).
@@ -372,7 +374,7 @@ fn parse_media(m: &Value) -> Option<Box<InMedia>> {
         ("voice", MediaKind::Voice),
         ("audio", MediaKind::Audio),
         ("video", MediaKind::Video),
-        ("video_note", MediaKind::Video),
+        ("video_note", MediaKind::VideoNote),
     ]
     .into_iter()
     .find_map(|(key, kind)| m.get(key).and_then(|f| media_of(kind, f)))
@@ -474,6 +476,14 @@ mod tests {
             (media.kind, media.duration, media.file_size),
             (MediaKind::Voice, Some(7), None)
         );
+        for (key, kind) in [("video", MediaKind::Video), ("video_note", MediaKind::VideoNote)] {
+            let m = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7},
+                key: {"file_id": "f", "duration": 3}}});
+            let Inbound::Message(m) = parse(&m) else {
+                panic!("not a message")
+            };
+            assert_eq!(m.media.map(|media| media.kind), Some(kind), "{key}");
+        }
     }
 
     fn text_of(message: Value) -> String {
@@ -552,7 +562,7 @@ mod tests {
             panic!("not a message")
         };
         assert_eq!(m.text, "", "a video note is a file: media.rs names it");
-        assert_eq!(m.media.map(|f| f.kind), Some(MediaKind::Video));
+        assert_eq!(m.media.map(|f| f.kind), Some(MediaKind::VideoNote));
         let reply = json!({"message": {"chat": {"id": 7, "type": "private"}, "from": {"id": 7}, "text": "why?",
             "reply_to_message": {"message_id": 2, "from": {"id": 99}, "sticker": {"file_id": "s", "emoji": "🔥"}}}});
         let Inbound::Message(m) = parse(&reply) else {

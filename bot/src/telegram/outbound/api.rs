@@ -12,6 +12,7 @@ mod draft;
 mod pacing;
 mod preview;
 mod reaction;
+mod voice;
 
 pub use draft::{DraftSent, DraftText};
 

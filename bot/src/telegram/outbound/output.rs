@@ -23,6 +23,8 @@ use crate::telegram::outbound::live::{self, Mode};
 use crate::telegram::outbound::progress_marks::ProgressMarks;
 use crate::telegram::outbound::render::{Chunk, markdown_chunks};
 use crate::telegram::outbound::texts;
+use crate::telegram::voice::Speech;
+use crate::telegram::voice::answer::{TextPart, VOICE_CHUNK};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
@@ -40,6 +42,8 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 enum Out {
     RunStart,
     Tool(String),
+    /// What a voice note was heard as (`🎤 “…”`): the first line of the progress line or draft.
+    Heard(String),
     /// The answer so far (Markdown) for `of`, while the model writes it.
     Text {
         md: String,
@@ -51,12 +55,14 @@ enum Out {
         of: Answering,
     },
     /// An answer (Markdown) for `of` whose first chunk has the index `first` (0 unless it is
-    /// the rest after chunks sent early), from chunk `from` on (`first` unless recovering).
+    /// the rest after chunks sent early), from chunk `from` on (`first` unless recovering);
+    /// spoken where the chat wants it when `speak` (the model's answers, not notices).
     Answer {
         md: String,
         of: Answering,
         first: usize,
         from: usize,
+        speak: bool,
     },
     /// A failure shown to the chat, finishing `of`.
     Error {
@@ -90,6 +96,8 @@ pub struct Output {
     stopping: Arc<AtomicBool>,
     /// A full disk was told ([`Output::short_of`]) and has not been found over since.
     disk_told: Arc<AtomicBool>,
+    /// Answers with voice (`[voice]`), shared with the delivery task.
+    speech: Option<Arc<Speech>>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -100,12 +108,14 @@ impl Output {
     /// `marks` remembers the progress message on disk while it is shown.
     /// `journal` records which answer chunk is being sent and when updates are done.
     /// `ledger` says who sent the prompt an answer is for (a group preview's Stop is theirs).
+    /// `speech` speaks answers (`/voice on|auto`; `None` without `[voice]`).
     pub fn spawn(
         tg: Arc<Tg>,
         journal: Arc<Journal>,
         marks: Arc<ProgressMarks>,
         ledger: Arc<Ledger>,
         to: Target,
+        speech: Option<Arc<Speech>>,
     ) -> Output {
         let (tx, rx) = mpsc::unbounded_channel();
         let failed = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -122,6 +132,7 @@ impl Output {
             mode,
             draft: draft.clone(),
             preview: preview.clone(),
+            speech: speech.clone(),
         };
         tokio::spawn(delivery.run(rx));
         Output {
@@ -133,6 +144,14 @@ impl Output {
             preview,
             stopping: Arc::default(),
             disk_told: Arc::default(),
+            speech,
+        }
+    }
+
+    /// Notes that update `id` brought a voice note: under `/voice auto` its answer is spoken.
+    pub fn heard(&self, id: i64) {
+        if let Some(s) = &self.speech {
+            s.heard(id);
         }
     }
 
@@ -239,6 +258,7 @@ impl Output {
                         of: Answering::default(),
                         first: 0,
                         from: 0,
+                        speak: false,
                     });
                 }
                 Some(Out::RunEnd)
@@ -277,6 +297,7 @@ impl Output {
             of: of.into(),
             first,
             from,
+            speak: true,
         });
     }
 
@@ -312,6 +333,7 @@ impl Output {
             of: of.into(),
             first: 0,
             from: 0,
+            speak: false,
         });
     }
 
@@ -321,6 +343,12 @@ impl Output {
         if self.tx.send(Out::Flush(done)).is_ok() {
             let _ = delivered.await;
         }
+    }
+
+    /// Shows what a voice note was heard as (`quote`, `🎤 “…”`) on the progress line or the
+    /// draft until the answer comes; in a group with previews, as a message.
+    pub fn heard_as(&self, quote: String) {
+        let _ = self.tx.send(Out::Heard(quote));
     }
 
     /// Sends a notice (Markdown) in order with the answers.
@@ -343,6 +371,8 @@ struct Delivery {
     draft: Arc<AtomicI64>,
     /// Shared with [`Output::shows_preview`].
     preview: Arc<AtomicI64>,
+    /// Answers with voice.
+    speech: Option<Arc<Speech>>,
 }
 
 impl Delivery {
@@ -367,14 +397,15 @@ impl Delivery {
                 _ = typing.tick(), if st.running => self.tg.typing(self.to).await,
                 _ = edits.tick(), if st.dirty => {
                     if let Some(id) = st.progress {
-                        self.tg.edit_progress(self.to, id, &progress_text(&st.tools)).await;
+                        let line = progress_line(st.heard.as_deref(), &st.tools);
+                        self.tg.edit_progress(self.to, id, &line).await;
                     }
                     st.dirty = false;
                 }
                 () = draft_due, if due.is_some() => {
                     if let Some(stream) = st.stream.as_mut() {
                         match self.mode {
-                            Mode::Drafts => self.flush(stream).await,
+                            Mode::Drafts => self.flush(stream, st.heard.as_deref()).await,
                             Mode::Edits => self.flush_preview(stream, &mut st.preview).await,
                             Mode::Off => {}
                         }
@@ -405,25 +436,34 @@ impl Delivery {
             }
             Out::Tool(name) => {
                 st.tools.push(name);
-                if st.progress.is_none() {
-                    if let Ok(m) = tg.send_plain(to, &progress_text(&st.tools), None).await {
-                        st.progress = Some(m.id.0);
-                        self.marks.set(to, m.id.0);
-                    }
-                } else {
-                    st.dirty = true;
+                self.show_progress(st).await;
+            }
+            Out::Heard(quote) if self.mode == Mode::Edits => {
+                if let Err(e) = tg.send_plain(to, &quote, None).await {
+                    tracing::warn!(chat = to.chat_id, "cannot show what a voice note was heard as: {e}");
+                }
+            }
+            Out::Heard(quote) => {
+                st.heard = Some(quote);
+                if self.mode == Mode::Off {
+                    self.show_progress(st).await;
                 }
             }
             Out::Text { md, of } => st.stream.get_or_insert_with(|| self.new_stream()).text(md, of),
             Out::Final { md, of } => {
+                st.heard = None;
                 let stream = st.stream.take();
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
-                    return self.answer_into_preview(&md, &of, id).await;
+                    // A spoken answer replaces its preview.
+                    if !self.speech.as_ref().is_some_and(|s| s.speaks(&md, &of)) {
+                        return self.answer_into_preview(&md, &of, id).await;
+                    }
+                    self.drop_preview(id).await;
                 }
                 match stream.map(|s| s.final_from(&md)) {
-                    None => self.answer(&md, &of, 0, 0).await,
-                    Some(Final::From(from)) => self.answer(&md, &of, 0, from).await,
+                    None => self.answer(&md, &of, 0, 0, true).await,
+                    Some(Final::From(from)) => self.answer(&md, &of, 0, from, true).await,
                     Some(Final::Rest { md: rest, first, at }) => {
                         tracing::info!(
                             chat = to.chat_id,
@@ -433,12 +473,19 @@ impl Delivery {
                         let first32 = u32::try_from(first).unwrap_or(u32::MAX);
                         // Recovery must cut the rest as it is cut here.
                         self.journal.rest(&of.ids, Rest { first: first32, at });
-                        self.answer(&rest, &of, first, first).await;
+                        self.answer(&rest, &of, first, first, false).await;
                     }
                 }
             }
-            Out::Answer { md, of, first, from } => self.answer(&md, &of, first, from).await,
+            Out::Answer {
+                md,
+                of,
+                first,
+                from,
+                speak,
+            } => self.answer(&md, &of, first, from, speak).await,
             Out::Error { msg, of } => {
+                st.heard = None;
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
@@ -457,6 +504,7 @@ impl Delivery {
                 st.running = false;
                 st.dirty = false;
                 st.tools.clear();
+                st.heard = None;
                 st.stream = None;
                 self.draft.store(0, Ordering::SeqCst);
                 if let Some(id) = st.preview.take() {
@@ -473,13 +521,26 @@ impl Delivery {
         }
     }
 
+    /// Sends the progress line (Mode::Off) or marks it for the next edit.
+    async fn show_progress(&self, st: &mut RunState) {
+        if st.progress.is_some() {
+            st.dirty = true;
+            return;
+        }
+        let line = progress_line(st.heard.as_deref(), &st.tools);
+        if let Ok(m) = self.tg.send_plain(self.to, &line, None).await {
+            st.progress = Some(m.id.0);
+            self.marks.set(self.to, m.id.0);
+        }
+    }
+
     fn new_stream(&self) -> DraftStream {
         DraftStream::new(self.tg.live().interval)
     }
 
     /// Sends what `stream` has finished as messages, then the draft (see
-    /// [`live::draft`]).
-    async fn flush(&self, stream: &mut DraftStream) {
+    /// [`live::draft`]), led by what a voice note was `heard` as.
+    async fn flush(&self, stream: &mut DraftStream, heard: Option<&str>) {
         let finished = stream.take_finished();
         if finished.first {
             // Durable before the chunk leaves: a crash before the answer is in the transcript
@@ -489,7 +550,10 @@ impl Delivery {
         for (n, chunk) in &finished.chunks {
             self.send_chunk(chunk, *n, &finished.of).await;
         }
-        let shown = stream.shown(progress_text);
+        let shown = match (stream.shown(|tools| progress_line(heard, tools)), heard) {
+            (Shown::Thinking, Some(quote)) => Shown::Progress(quote.to_owned()),
+            (shown, _) => shown,
+        };
         let text = match &shown {
             Shown::Thinking => DraftText::Thinking,
             Shown::Progress(line) => DraftText::Plain(line),
@@ -504,12 +568,27 @@ impl Delivery {
         stream.sent(with_text);
     }
 
-    /// Sends the chunks of `md`, numbered from `first`, from the one numbered `from` on, each
-    /// attempt journaled (`chunk`), then finishes `of`.
-    async fn answer(&self, md: &str, of: &Answering, first: usize, from: usize) {
+    /// Sends the chunks of `md`, numbered from `first` (0 unless it is the rest after chunks
+    /// sent early; journal numbers: [`voice::answer`](crate::telegram::voice::answer) after a
+    /// voice message), from the one numbered `from` on, each attempt journaled (`chunk`), then
+    /// finishes `of`. Spoken first when the chat wants it and `speak` (never a rest).
+    async fn answer(&self, md: &str, of: &Answering, first: usize, from: usize, speak: bool) {
         let failed = self.failed_sends();
-        let chunks = markdown_chunks(md).into_iter().enumerate().map(|(n, c)| (first + n, c));
-        self.send_chunks(chunks.filter(|(n, _)| *n >= from), of).await;
+        let chunks = markdown_chunks(md);
+        let text = match self.speech.as_ref().filter(|_| speak && first == 0) {
+            Some(s) => {
+                let report = self.reporter(of, u32::try_from(VOICE_CHUNK).unwrap_or(u32::MAX));
+                s.deliver(&self.tg, self.to, (md, &chunks), of, from, &report).await
+            }
+            None => TextPart::rest(first, from),
+        };
+        let rest = chunks.into_iter().enumerate().skip(text.from);
+        self.send_chunks(rest.map(|(n, c)| (n + text.base, c)), of).await;
+        if let Some(notice) = text.notice
+            && let Err(e) = self.tg.send_plain(self.to, &notice, None).await
+        {
+            tracing::error!(chat = self.to.chat_id, "cannot tell why the answer was not spoken: {e}");
+        }
         self.finish(of, self.outcome_since(failed));
     }
 
@@ -584,9 +663,20 @@ struct RunState {
     tools: Vec<String>,
     progress: Option<i32>,
     dirty: bool,
+    /// What the voice note being answered was heard as (`🎤 “…”`), until its answer.
+    heard: Option<String>,
     /// The answer being written (with live answers): drafted, or previewed in `preview`.
     stream: Option<DraftStream>,
     preview: preview::Preview,
+}
+
+/// The progress line, led by what a voice note was `heard` as (on a line of its own).
+fn progress_line(heard: Option<&str>, tools: &[String]) -> String {
+    match (heard, tools.is_empty()) {
+        (Some(quote), true) => quote.to_owned(),
+        (Some(quote), false) => format!("{quote}\n{}", progress_text(tools)),
+        (None, _) => progress_text(tools),
+    }
 }
 
 /// The progress line: the tools used so far, short.
@@ -611,5 +701,8 @@ mod tests {
         assert_eq!(progress_text(&["bash".into(), "read".into()]), "⚙️ bash → read");
         let many: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
         assert!(progress_text(&many).starts_with("⚙️ … +2 → t2"));
+        let heard = Some("🎤 “call Anna”");
+        assert_eq!(progress_line(heard, &[]), "🎤 “call Anna”");
+        assert_eq!(progress_line(heard, &["bash".into()]), "🎤 “call Anna”\n⚙️ bash");
     }
 }

@@ -1,6 +1,9 @@
-//! `/voice`: shows the chat's voice settings; `/voice lang CODE` sets the language its notes are
-//! transcribed in (ISO-639-1), `/voice lang auto` leaves it to the service (or `[voice] language`).
+//! `/voice`: shows the chat's voice settings; `/voice on|off|auto` sets whether its answers are
+//! spoken (`auto`: the answers to voice notes); `/voice lang CODE` sets the language its notes
+//! are transcribed in (ISO-639-1), `/voice lang auto` leaves it to the service (or `[voice]
+//! language`).
 
+use super::Speaking;
 use crate::config::is_language;
 use crate::telegram::TelegramHost;
 
@@ -12,17 +15,40 @@ pub fn run(host: &TelegramHost, key: &str, args: &str) -> String {
     let mut words = args.split_whitespace();
     match (words.next(), words.next(), words.next()) {
         (None, ..) => {
-            let own = host.chats.settings().get(key).voice_language;
-            let lang = own.or_else(|| voice.config.language.clone());
+            let own = host.chats.settings().get(key);
+            let lang = own.voice_language.or_else(|| voice.config.language.clone());
             format!(
-                "Voice notes are transcribed by {} in {}. Change with /voice lang CODE (e.g. en, de) or /voice lang auto.",
+                "Voice notes are transcribed by {} in {}. Change with /voice lang CODE (e.g. en, de) or /voice lang auto. {}",
                 voice.stt.service(),
-                lang.map_or_else(|| "the language the service detects".to_owned(), |l| format!("`{l}`"))
+                lang.map_or_else(|| "the language the service detects".to_owned(), |l| format!("`{l}`")),
+                speaking(own.voice_reply.unwrap_or_default(), voice.tts.service())
             )
         }
         (Some("lang"), Some(code), None) => set_language(host, key, code),
+        (Some(word), None, _) => match Speaking::parse(&word.to_ascii_lowercase()) {
+            Some(s) => set_speaking(host, key, s, voice.tts.service()),
+            None => usage(),
+        },
         _ => usage(),
     }
+}
+
+/// What `s` means for the chat's answers (`service` speaks them).
+fn speaking(s: Speaking, service: &str) -> String {
+    match s {
+        Speaking::Off => "Answers are text (/voice on or /voice auto to hear them).".to_owned(),
+        Speaking::On => format!("Answers are spoken by {service}, with their text (/voice off to stop)."),
+        Speaking::Auto => {
+            format!("Answers to voice notes are spoken by {service}, with their text; typed messages get text.")
+        }
+    }
+}
+
+fn set_speaking(host: &TelegramHost, key: &str, s: Speaking, service: &str) -> String {
+    if let Err(e) = host.chats.settings().update(key, |c| c.voice_reply = Some(s)) {
+        return format!("⚠️ cannot save chat-settings.json: {e}");
+    }
+    speaking(s, service)
 }
 
 fn set_language(host: &TelegramHost, key: &str, code: &str) -> String {
@@ -45,5 +71,5 @@ fn set_language(host: &TelegramHost, key: &str, code: &str) -> String {
 }
 
 fn usage() -> String {
-    "Usage: /voice, or /voice lang CODE (e.g. en, de) or /voice lang auto.".to_owned()
+    "Usage: /voice, /voice on|off|auto (answers spoken: always, never, or to voice notes), or /voice lang CODE (e.g. en, de) or /voice lang auto.".to_owned()
 }

@@ -1,6 +1,6 @@
 //! What voice tells the chat and the model (compared against in tests).
 
-use super::SttError;
+use super::AudioError;
 use crate::config::VoiceConfig;
 use crate::telegram::conversation::handoff::duration;
 
@@ -53,24 +53,75 @@ pub fn too_long(what: &str, path: &str, secs: u64, max: u64) -> String {
 }
 
 /// For the user: one sentence naming the service and what to check.
-pub fn failed(what: &str, e: &SttError, config: &VoiceConfig) -> String {
-    let check = match e {
-        SttError::Unauthorized { .. } => format!(
-            "check the key in {} ([voice] stt_api_key_env) and that it may use {}",
-            config.stt_api_key_env, config.stt_model
-        ),
-        SttError::TooLarge { .. } => "send a shorter note, or lower [voice] max_seconds".to_owned(),
-        SttError::RateLimited { .. } => "wait a little, or check the account's rate limits and credit".to_owned(),
-        SttError::Status { status, .. } if *status >= 500 => "try again later; the service is failing".to_owned(),
-        SttError::Status { .. } | SttError::BadAnswer { .. } => format!(
-            "check [voice] stt_base_url ({}) and stt_model ({})",
-            config.stt_base_url, config.stt_model
-        ),
-        SttError::Timeout { .. } => "check the service, or raise [voice] timeout_secs".to_owned(),
-        SttError::Unreachable { .. } => format!("check [voice] stt_base_url ({}) and the network", config.stt_base_url),
-        SttError::Read(_) => "check the workspace's inbox/ folder".to_owned(),
-    };
+pub fn failed(what: &str, e: &AudioError, config: &VoiceConfig) -> String {
+    let check = check(
+        e,
+        &Keys {
+            side: "stt",
+            env: &config.stt_api_key_env,
+            model: &config.stt_model,
+            base_url: &config.stt_base_url,
+            too_large: "send a shorter note, or lower [voice] max_seconds",
+            file: "check the workspace's inbox/ folder",
+        },
+    );
     format!("🎤 The {what} could not be transcribed: {e}; {check}. The model got the note without its words.")
+}
+
+/// For the user, after the answer as text: it could not be spoken, in one sentence naming the
+/// service and what to check.
+pub fn not_spoken(e: &AudioError, config: &VoiceConfig) -> String {
+    let check = check(
+        e,
+        &Keys {
+            side: "tts",
+            env: &config.tts_api_key_env,
+            model: &config.tts_model,
+            base_url: &config.tts_base_url,
+            too_large: "lower [voice] tts_max_chars",
+            file: "check the free space under state_dir",
+        },
+    );
+    format!("🔈 The answer could not be spoken: {e}; {check}. It is above as text.")
+}
+
+/// For the user, after the answer as text: Telegram did not take its voice message (`why`).
+pub fn voice_refused(why: &str) -> String {
+    format!("🔈 Telegram did not take the answer's voice message ({why}). It is above as text.")
+}
+
+/// One service's keys, as [`check`] names them.
+struct Keys<'a> {
+    /// `stt` or `tts`: the keys' prefix.
+    side: &'a str,
+    env: &'a str,
+    model: &'a str,
+    base_url: &'a str,
+    /// What to do about a 413.
+    too_large: &'a str,
+    /// What to do about a local file that could not be used.
+    file: &'a str,
+}
+
+/// What to check after `e`, naming the keys.
+fn check(e: &AudioError, k: &Keys<'_>) -> String {
+    let side = k.side;
+    match e {
+        AudioError::Unauthorized { .. } => format!(
+            "check the key in {} ([voice] {side}_api_key_env) and that it may use {}",
+            k.env, k.model
+        ),
+        AudioError::TooLarge { .. } => k.too_large.to_owned(),
+        AudioError::RateLimited { .. } => "wait a little, or check the account's rate limits and credit".to_owned(),
+        AudioError::Status { status, .. } if *status >= 500 => "try again later; the service is failing".to_owned(),
+        AudioError::Status { .. } | AudioError::BadAnswer { .. } => format!(
+            "check [voice] {side}_base_url ({}) and {side}_model ({})",
+            k.base_url, k.model
+        ),
+        AudioError::Timeout { .. } => "check the service, or raise [voice] timeout_secs".to_owned(),
+        AudioError::Unreachable { .. } => format!("check [voice] {side}_base_url ({}) and the network", k.base_url),
+        AudioError::File(_) => k.file.to_owned(),
+    }
 }
 
 #[cfg(test)]
