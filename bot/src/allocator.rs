@@ -4,7 +4,8 @@
 //! whole transcript into one buffer that grows with the conversation. Measured with the soak
 //! benchmark (`bot/benches/soak.rs`, docs/benchmarks.md "Memory over a long run"): the heap in
 //! use stays under 15 MB while glibc's allocator keeps freed pages, so RSS grew with every
-//! thousand messages. Two measures keep it flat:
+//! thousand messages. Two measures hold it back (not flat yet: growth that no allocator setting
+//! changed remains, see the benchmark docs):
 //! - [`configure`], once at start, before any thread: big buffers are mapped on their own and
 //!   unmapped when freed, and fewer arenas hold free pages;
 //! - [`release_free`] after an eviction sweep: the free pages of every arena go back.
