@@ -62,8 +62,23 @@ enum Command {
     Doctor,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before any thread: glibc fixes its arena count when a thread first allocates.
+    allocator::configure();
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(start()),
+        Err(e) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("error: cannot start the async runtime: {e}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Everything after the allocator's set-up, on the runtime.
+async fn start() -> ExitCode {
     let cli = Cli::parse();
     // The console is a terminal UI: only warnings interleave with it by default.
     let default_level = match cli.command {

@@ -10,6 +10,7 @@ use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::Conversation;
 use crate::telegram::conversation::down_report::Line;
 use crate::telegram::inbound::journal::{Answering, prompt_digest};
+use crate::telegram::inbound::shortage;
 use crate::telegram::outbound::api::Tg;
 use async_trait::async_trait;
 use std::sync::{Arc, OnceLock, Weak};
@@ -110,7 +111,7 @@ impl ChatPort for TelegramPort {
             .chats
             .session(&conversation)
             .await
-            .map_err(|e| PortError::Session(format!("{e:#}")))?;
+            .map_err(|e| PortError::Session(format!("{:#}", shortage::plainly(e))))?;
         deliver_in(&host, &conversation, &session, prompt).await
     }
 
@@ -134,7 +135,7 @@ impl ChatPort for TelegramPort {
     }
 
     async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {
-        self.host()?.chats.own_session(spec).await
+        self.host()?.chats.own_session(spec).await.map_err(shortage::plainly)
     }
 }
 

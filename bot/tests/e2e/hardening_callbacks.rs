@@ -1,9 +1,8 @@
 //! Button presses obey the access rules of messages (issue 25), tried as the attacks: an allowed
 //! user presses a menu button (or an answer preview's Stop) in a group no longer allowed, a press
-//! arrives without a message
-//! (inline mode), and in a group one member answers the guard question asked for another, or
-//! presses it from another topic. Each is answered with a toast and changes nothing; the
-//! person asked and an owner still answer.
+//! arrives without a message (inline mode), and in a group one member answers the guard question
+//! (or a command's question) asked for another, or presses it from another topic. Each is
+//! answered with a toast and changes nothing; the person asked and an owner still answer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -216,4 +215,65 @@ async fn a_guard_question_is_answered_only_by_its_asker_or_an_owner_in_its_topic
         .filter_map(|c| c.param("text").cloned())
         .collect();
     assert_eq!(toasts.len(), 2, "only the refused presses got a toast: {toasts:?}");
+}
+
+/// The open question with a first button labelled `first` in the listed group: its message id
+/// and the data of that button.
+async fn buttons_of(tg: &BotApiServer, first: &str, bot: &BotProcess) -> (i64, String) {
+    let asked = |tg: &BotApiServer| {
+        tg.messages(LISTED).into_iter().find(|m| {
+            m.reply_markup
+                .as_ref()
+                .is_some_and(|k| k["inline_keyboard"][0][0]["text"] == first)
+        })
+    };
+    tg.wait_for(|s| asked(s).is_some(), T)
+        .await
+        .unwrap_or_else(|e| panic!("waiting for the question with {first:?}: {e}\n{}", bot.log()));
+    let q = asked(tg).unwrap();
+    let data = q.reply_markup.as_ref().unwrap()["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (q.message_id, data)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commands_question_in_a_group_is_answered_only_by_its_sender_or_an_owner() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg));
+    // The `ask` extension's `/ask` asks a yes/no question, then which colour.
+    let ws = env.dir.path().join("workspaces/g1001000000001/.volcanic");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("settings.json"), r#"{"extensions": ["ask"]}"#).unwrap();
+    let bot = BotProcess::start(&env, TOKEN);
+    let me = mention(&tg);
+    tg.push_update(updates::group_message(LISTED, FRIEND, &format!("/ask{me}"), None));
+    let (q, yes) = buttons_of(&tg, "Yes", &bot).await;
+
+    // Another member presses Yes on FRIEND's command's question: refused, still open.
+    tg.push_update(press(MEMBER, q, &yes));
+    wait_toast(&tg, &format!("This question is for User {FRIEND}."), &bot).await;
+    let open = tg.messages(LISTED).into_iter().find(|m| m.message_id == q).unwrap();
+    assert!(
+        open.reply_markup.is_some() && open.edits == 0,
+        "the question stays open"
+    );
+
+    // FRIEND answers it; the next question is FRIEND's too, and an owner may answer it.
+    tg.push_update(press(FRIEND, q, &yes));
+    let (colour, red) = buttons_of(&tg, "red", &bot).await;
+    tg.push_update(press(MEMBER, colour, &red));
+    let not_for = json!(format!("This question is for User {FRIEND}."));
+    let refused_twice = |tg: &BotApiServer| {
+        let toasts = tg.calls("answerCallbackQuery");
+        toasts.iter().filter(|c| c.param("text") == Some(&not_for)).count() == 2
+    };
+    tg.wait_for(refused_twice, T)
+        .await
+        .unwrap_or_else(|e| panic!("waiting for the second refusal: {e}\n{}", bot.log()));
+    tg.push_update(press(OWNER, colour, &red));
+    wait_text(&tg, LISTED, "What is your name?", &bot).await;
+    assert!(model.requests().is_empty(), "a command, not a prompt");
 }

@@ -3,7 +3,8 @@
 //!
 //! - [`SseProvider`] is the provider of every streamed HTTP API: generic over a [`WireApi`], it
 //!   builds the body, POSTs it, retries transient failures ([`ProviderConfig`]: backoff,
-//!   `retry-after`, idle and connect timeouts), honours cancellation, reads the response's SSE
+//!   `retry-after`, idle and connect timeouts) and waits out a shortage of descriptors or memory
+//!   on this machine met while connecting, honours cancellation, reads the response's SSE
 //!   events (idle timeout) through the API's [`EventMapper`], and turns every failure into the
 //!   stream's final `error` event. A provider crate names it for its API
 //!   (`pub type AnthropicProvider = SseProvider<Messages>;`) and registers it with its
@@ -35,6 +36,7 @@ mod error;
 mod http;
 mod openai;
 mod provider;
+mod shortage;
 mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -21,6 +21,7 @@ use crate::http::{
     Emitter, Interrupted, ProviderConfig, cancellable, cause_chain, event_stream, now_ms, retry_after, should_retry,
     truncate, within,
 };
+use crate::shortage::{Pauses, local_shortage};
 use crate::stream::{EventMapper, read_stream};
 
 /// Longest provider error text kept when the body is not the API's JSON error shape.
@@ -361,27 +362,60 @@ async fn attempt_once<W: WireApi>(
     cancel: &CancellationToken,
 ) -> Result<()> {
     let idle = inner.config.idle_timeout;
-    let request = inner
-        .client
-        .post(url)
-        .headers(headers.clone())
-        .body(body.clone())
-        .send();
-    let response = match within(cancel, idle, request).await {
-        Err(Interrupted::Cancelled) => return Err(ProviderError::Aborted),
-        Err(Interrupted::Idle) => return Err(ProviderError::Idle(idle)),
-        Ok(Err(error)) => {
+    let response = send(inner, url, headers, body, cancel).await?;
+    if !response.status().is_success() {
+        return Err(http_error::<W>(response, cancel, idle).await);
+    }
+    read_stream(response.bytes_stream(), mapper, emitter, cancel, idle).await
+}
+
+/// Sends the request and waits for the response's head. A shortage on this machine met while
+/// connecting ([`local_shortage`]) is waited out, however long it lasts, without counting as an
+/// attempt: the request never left, and the shortage says nothing about the provider.
+async fn send(
+    inner: &Inner,
+    url: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+    cancel: &CancellationToken,
+) -> Result<reqwest::Response> {
+    let idle = inner.config.idle_timeout;
+    let mut pauses = Pauses::default();
+    loop {
+        let request = inner
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .body(body.clone())
+            .send();
+        let error = match within(cancel, idle, request).await {
+            Err(Interrupted::Cancelled) => return Err(ProviderError::Aborted),
+            Err(Interrupted::Idle) => return Err(ProviderError::Idle(idle)),
+            Ok(Ok(response)) => {
+                if pauses.tries > 0 {
+                    tracing::info!(tries = pauses.tries, "{url}: resources are back");
+                }
+                return Ok(response);
+            }
+            Ok(Err(error)) => error,
+        };
+        if !local_shortage(&error) {
             return Err(ProviderError::Connect {
                 url: url.to_owned(),
                 detail: cause_chain(&error),
             });
         }
-        Ok(Ok(response)) => response,
-    };
-    if !response.status().is_success() {
-        return Err(http_error::<W>(response, cancel, idle).await);
+        let pause = pauses.next();
+        if pauses.tries == 1 {
+            tracing::warn!(
+                "{url}: this machine is short of descriptors or memory ({}); trying again until it is not",
+                cause_chain(&error)
+            );
+        }
+        if cancellable(cancel, tokio::time::sleep(pause)).await.is_none() {
+            return Err(ProviderError::Aborted);
+        }
     }
-    read_stream(response.bytes_stream(), mapper, emitter, cancel, idle).await
 }
 
 /// The error for a non-success response, from its status, headers and body.

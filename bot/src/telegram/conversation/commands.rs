@@ -11,6 +11,7 @@ use crate::features::{CommandCall, Turn};
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::menus;
 use crate::telegram::inbound::update::InMessage;
+use crate::telegram::outbound::ui::Asker;
 use crate::telegram::outbound::{failures, texts};
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -309,6 +310,12 @@ async fn run(host: &Arc<TelegramHost>, m: &InMessage, target: Target, name: &str
     if !session.commands().iter().any(|c| c.name == name) {
         return Some(texts::unknown_command(name));
     }
+    // The questions it asks are for its sender (or an owner), as a prompt's are.
+    let sender = Asker {
+        id: m.from_id,
+        name: m.from_name.clone(),
+    };
+    let _running = host.chats.conversation(target).ledger.command_of(sender);
     let line = if args.is_empty() {
         format!("/{name}")
     } else {

@@ -78,6 +78,28 @@ pub fn lack_in_text(text: &str) -> Option<Lack> {
     })
 }
 
+impl Lack {
+    /// What ran short, in words a chat may be shown.
+    pub fn words(self) -> &'static str {
+        match self {
+            Lack::Descriptors => "open files",
+            Lack::Memory => "memory",
+            Lack::Disk => "disk space",
+        }
+    }
+}
+
+/// `e` as a place that passes its text on to a chat may show it (a scheduled job's failure
+/// note, through the chat port): a shortage ([`lack_of_any`]) becomes a sentence saying what ran
+/// short, without the OS error's text; any other error is returned as it was (its type and
+/// causes kept).
+pub fn plainly(e: anyhow::Error) -> anyhow::Error {
+    match lack_of_any(&e) {
+        Some(lack) => anyhow::anyhow!("the bot's machine is short of {}", lack.words()),
+        None => e,
+    }
+}
+
 /// Waiting out one shortage, with a growing pause.
 #[derive(Debug)]
 pub struct Shortage {
@@ -191,6 +213,18 @@ mod tests {
             std::io::Error::from_raw_os_error(libc::EMFILE)
         );
         assert_eq!(lack_of_any(&text), Some(Lack::Descriptors));
+    }
+
+    #[test]
+    fn a_shortage_is_passed_on_without_the_os_text_and_other_errors_as_they_were() {
+        let emfile =
+            anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EMFILE)).context("opening the session");
+        let shown = format!("{:#}", plainly(emfile));
+        assert_eq!(shown, "the bot's machine is short of open files");
+        let other = anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EACCES)).context("opening the session");
+        let kept = plainly(other);
+        assert!(kept.downcast_ref::<std::io::Error>().is_some(), "the cause is kept");
+        assert!(format!("{kept:#}").starts_with("opening the session: "));
     }
 
     #[test]

@@ -41,6 +41,25 @@ struct State {
     queued: Vec<Group>,
     /// In the transcript, not answered yet.
     active: Vec<Group>,
+    /// Who sent the extension command running in the session ([`Ledger::command_of`]).
+    command: Option<Asker>,
+}
+
+/// An extension command running for its sender ([`Ledger::command_of`]); dropping it ends that.
+#[derive(Debug)]
+pub struct CommandRun {
+    ledger: Arc<Ledger>,
+    /// The sender, so a later command's note is not taken back by this one.
+    id: i64,
+}
+
+impl Drop for CommandRun {
+    fn drop(&mut self) {
+        let mut st = self.ledger.lock();
+        if st.command.as_ref().is_some_and(|a| a.id == self.id) {
+            st.command = None;
+        }
+    }
 }
 
 /// A conversation's prompts in flight (see the module docs).
@@ -75,8 +94,26 @@ impl Ledger {
     /// The sender of the prompt the run works on now (the newest in the transcript and not yet
     /// answered): whom its questions are for. `None` when that prompt is no one's message (a
     /// feature's, a resumed run's) or none is.
+    /// While no prompt is, the sender of the extension command running
+    /// ([`command_of`](Self::command_of)).
     pub fn asker(&self) -> Option<Asker> {
-        self.lock().active.last().and_then(|g| g.asker.clone())
+        let st = self.lock();
+        match st.active.last() {
+            Some(g) => g.asker.clone(),
+            None => st.command.clone(),
+        }
+    }
+
+    /// Notes that `asker`'s extension command runs in the session until the returned guard is
+    /// dropped: questions it asks are for `asker` ([`asker`](Self::asker)), unless a run is
+    /// working on a prompt meanwhile (its questions stay its sender's: deny by default).
+    pub fn command_of(self: &Arc<Self>, asker: Asker) -> CommandRun {
+        let id = asker.id;
+        self.lock().command = Some(asker);
+        CommandRun {
+            ledger: self.clone(),
+            id,
+        }
     }
 
     /// The sender of the prompt that includes update `update_id`, while it is queued or active.
@@ -283,6 +320,27 @@ mod tests {
             tool_name: "bash".into(),
             args: serde_json::Value::Null,
         }
+    }
+
+    #[test]
+    fn a_commands_questions_are_its_senders_unless_a_prompt_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, _) = Journal::open(dir.path()).unwrap();
+        let ledger = Arc::new(Ledger::new(Arc::new(journal), Arc::new(AtomicBool::new(false))));
+        let running = ledger.command_of(who(9, "Cy"));
+        assert_eq!(ledger.asker(), Some(who(9, "Cy")));
+        // A prompt in the transcript meanwhile: its sender's, never the command's.
+        ledger.queue(&[1], "first", who(7, "Ann"));
+        ledger.on_event(&user("first"));
+        assert_eq!(ledger.asker(), Some(who(7, "Ann")));
+        ledger.on_event(&answer(StopReason::Stop));
+        assert_eq!(ledger.asker(), Some(who(9, "Cy")));
+        // A later command's note is not taken back by an earlier one's end.
+        let later = ledger.command_of(who(10, "Di"));
+        drop(running);
+        assert_eq!(ledger.asker(), Some(who(10, "Di")));
+        drop(later);
+        assert_eq!(ledger.asker(), None, "no command runs");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
