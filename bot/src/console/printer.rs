@@ -134,7 +134,8 @@ impl Printer {
                 | AgentSessionEvent::AutoRetryEnd { .. }
                 | AgentSessionEvent::CompactionStart { .. }
                 | AgentSessionEvent::CompactionEnd { .. }
-                | AgentSessionEvent::SessionChanged { .. } => {}
+                | AgentSessionEvent::ModelFallback { .. }
+            | AgentSessionEvent::SessionChanged { .. } => {}
             },
             Mode::Text => {}
         }

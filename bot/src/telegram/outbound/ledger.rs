@@ -222,6 +222,7 @@ impl Ledger {
             | AgentSessionEvent::CompactionStart { .. }
             | AgentSessionEvent::CompactionEnd { .. }
             | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::ModelFallback { .. }
             | AgentSessionEvent::SessionChanged { .. } => Answering::default(),
         }
     }

@@ -253,6 +253,7 @@ impl Output {
             | AgentSessionEvent::CompactionStart { .. }
             | AgentSessionEvent::CompactionEnd { .. }
             | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::ModelFallback { .. }
             | AgentSessionEvent::SessionChanged { .. } => None,
         };
         let rest = take();
