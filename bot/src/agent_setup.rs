@@ -237,6 +237,7 @@ pub fn factory(
         processes,
         store,
         default_model: Some(config.model.clone()),
+        fallback_models: Vec::new(),
         default_thinking: config.thinking,
         default_time_zone: Some(config.default_time_zone),
         home_dir,
