@@ -10,6 +10,7 @@ mod console_tty;
 mod deploy;
 mod doctor;
 mod exactly_once;
+mod failover;
 mod features;
 mod flood;
 mod hardening_callbacks;
