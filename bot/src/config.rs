@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_core::models::CustomProviderConfig;
 
+pub mod allowance;
 mod http_limits;
 mod live;
 mod providers;

@@ -22,6 +22,7 @@
 
 pub mod a2a_client;
 pub mod a2a_server;
+pub mod allowance;
 pub mod calendar;
 #[cfg(any(test, feature = "example-feature"))]
 pub mod example;
@@ -61,6 +62,7 @@ pub const FEATURES: &[Build] = &[
     recall::build,
     network::build,
     memory::build,
+    allowance::build,
     #[cfg(any(test, feature = "example-feature"))]
     example::build,
 ];
@@ -273,6 +275,16 @@ pub trait HostFeature: Send + Sync {
     async fn press(&self, _press: Press<'_>) -> Option<String> {
         None
     }
+
+    /// The check before each model request of a session at `place` (allowances); `sender`
+    /// says whom the session's current run answers. `None`: this feature checks nothing.
+    fn spend_gate(
+        &self,
+        _place: &SessionPlace<'_>,
+        _sender: allowance::gate::Sender,
+    ) -> Option<Arc<dyn volcanic_abstractions::spend::SpendGate>> {
+        None
+    }
 }
 
 /// The page a browser lands on at the end of a sign-in (Google Calendar, an MCP server's
@@ -398,6 +410,16 @@ impl Features {
             let rest = data.strip_prefix(f.press_prefix()?)?;
             Some((f.clone(), rest))
         })
+    }
+
+    /// The first spend gate a feature gives a session at `place` (see
+    /// [`HostFeature::spend_gate`]).
+    pub fn spend_gate(
+        &self,
+        place: &SessionPlace<'_>,
+        sender: allowance::gate::Sender,
+    ) -> Option<Arc<dyn volcanic_abstractions::spend::SpendGate>> {
+        self.list.iter().find_map(|f| f.spend_gate(place, sender.clone()))
     }
 
     /// The files every feature keeps for the chat `chat_key`.

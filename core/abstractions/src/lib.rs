@@ -24,6 +24,7 @@ pub mod processes;
 pub mod provider;
 pub mod sessions;
 pub mod skills;
+pub mod spend;
 pub mod tools;
 pub mod ui;
 

@@ -157,6 +157,10 @@ pub struct CallerSection {
     pub chat: Option<i64>,
     /// Model (`provider/id`) of its new sessions.
     pub model: Option<String>,
+    /// What its tasks may spend per day, USD: accepted here, read and checked by the allowance
+    /// feature from the raw section (`features::allowance::caller_caps`).
+    #[allow(dead_code)]
+    pub daily_usd: Option<f64>,
 }
 
 fn yes() -> bool {

@@ -145,12 +145,19 @@ impl Chats {
         let topic = target.thread.map_or_else(|| "main".to_owned(), |t| t.to_string());
         let cwd = self.workspace(target.chat_id)?;
         let mut extra_extensions = crate::agent_setup::workspace_extensions(&cwd);
-        extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
+        let place = SessionPlace {
             chat: Some(target),
             time_zone: tz,
             workspace: &cwd,
             caller: None,
-        }));
+        };
+        extra_extensions.extend(self.deps.features.session_extensions(&place));
+        // Allowances count the sender of the message being answered (none for a delivery).
+        let ledger = conversation.ledger.clone();
+        let spend_gate = self
+            .deps
+            .features
+            .spend_gate(&place, Arc::new(move || ledger.asker().map(|a| a.id)));
         let session = self
             .deps
             .factory
@@ -174,6 +181,7 @@ impl Chats {
                     tg: self.deps.tg.clone(),
                     target,
                 })),
+                spend_gate,
             })
             .await?;
         let output = conversation.output.clone();
@@ -208,12 +216,14 @@ impl Chats {
         } else {
             Vec::new()
         };
-        extra_extensions.extend(self.deps.features.session_extensions(&SessionPlace {
+        let place = SessionPlace {
             chat: spec.acts_for,
             time_zone: tz,
             workspace: &cwd,
             caller: spec.caller.as_ref(),
-        }));
+        };
+        extra_extensions.extend(self.deps.features.session_extensions(&place));
+        let spend_gate = self.deps.features.spend_gate(&place, Arc::new(|| None));
         extra_extensions.extend(spec.extra_extensions);
         Ok(self
             .deps
@@ -230,6 +240,7 @@ impl Chats {
                 ui: spec.ui,
                 channel: None,
                 no_skill_hooks: !workspace_code,
+                spend_gate,
             })
             .await?)
     }

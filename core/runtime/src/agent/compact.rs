@@ -13,6 +13,7 @@ use volcanic_abstractions::messages::{AssistantMessage, StopReason};
 use volcanic_abstractions::model::ThinkingLevel;
 use volcanic_abstractions::provider::{AssistantMessageEvent, StreamOptions};
 use volcanic_abstractions::sessions::CompactionEntry;
+use volcanic_abstractions::spend::SpendPurpose;
 
 /// Why a compaction runs (the `reason` of `compaction_start`/`compaction_end`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,11 +123,23 @@ async fn run(
         Some(o) => inner.compactor.entry(&plan, &o.summary, Some(o)),
         None => {
             let context = inner.compactor.summary_request(&plan, &model, instructions.as_deref());
+            let session_id = inner.lock_manager().session_id().to_owned();
+            let max_tokens = inner.compactor.summary_max_tokens(&model);
+            let hold = super::spend::admit(
+                inner.spend_gate.as_ref(),
+                &session_id,
+                SpendPurpose::Compaction,
+                &model,
+                super::spend::request_tokens(&context),
+                Some(max_tokens),
+            )
+            .await
+            .map_err(|refused| CompactionError::Summary(refused.message))?;
             let options = StreamOptions {
                 thinking_level: ThinkingLevel::Off,
-                max_tokens: Some(inner.compactor.summary_max_tokens(&model)),
+                max_tokens: Some(max_tokens),
                 cancel: cancel.child_token(),
-                session_id: Some(inner.lock_manager().session_id().to_owned()),
+                session_id: Some(session_id),
                 cwd: Some(inner.cwd.clone()),
                 time_zone: Some(inner.zone_name()),
                 ..Default::default()
@@ -137,6 +150,9 @@ async fn run(
                 .unwrap_or_else(|e| e.into_inner())
                 .stream(&model, context, options);
             let reply = final_message(stream, cancel).await;
+            if let Some(hold) = hold {
+                hold.settle(&reply).await;
+            }
             match reply.stop_reason {
                 StopReason::Aborted => return Err(CompactionError::Aborted),
                 StopReason::Error => {

@@ -83,12 +83,16 @@ impl ExtensionContext for SessionCtx {
     }
 
     fn models(&self) -> Arc<dyn ModelCatalog> {
-        let reg = self
-            .inner
-            .upgrade()
-            .map(|i| i.models.read().unwrap_or_else(|e| e.into_inner()).clone())
-            .unwrap_or_default();
-        Arc::new(Catalog(reg))
+        let Some(inner) = self.inner.upgrade() else {
+            return Arc::new(Catalog::default());
+        };
+        let models = inner.models.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let session_id = inner.lock_manager().session_id().to_owned();
+        Arc::new(Catalog {
+            models,
+            gate: inner.spend_gate.clone(),
+            session_id,
+        })
     }
 
     fn model(&self) -> Option<Model> {
@@ -249,19 +253,49 @@ impl SessionView for View {
     }
 }
 
-struct Catalog(ModelRegistry);
+/// The session's models for nested calls; each call passes the session's spend gate.
+#[derive(Default)]
+struct Catalog {
+    models: ModelRegistry,
+    gate: Option<Arc<dyn volcanic_abstractions::spend::SpendGate>>,
+    session_id: String,
+}
 
 #[async_trait]
 impl ModelCatalog for Catalog {
     fn models(&self) -> Vec<Model> {
-        self.0.available()
+        self.models.available()
     }
     fn find(&self, key: &str) -> Option<Model> {
-        self.0.find(key)
+        self.models.find(key)
     }
+    /// A refused call is not made: its message is an error carrying the refusal's sentence.
     async fn complete(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> AssistantMessage {
+        let hold = super::spend::admit(
+            self.gate.as_ref(),
+            &self.session_id,
+            volcanic_abstractions::spend::SpendPurpose::Extension,
+            model,
+            super::spend::request_tokens(&context),
+            options.max_tokens,
+        )
+        .await;
+        let hold = match hold {
+            Ok(hold) => hold,
+            Err(refused) => {
+                let mut m =
+                    AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, crate::models::now_ms());
+                m.stop_reason = volcanic_abstractions::messages::StopReason::Error;
+                m.error_message = Some(refused.message);
+                return m;
+            }
+        };
         let cancel = options.cancel.clone();
-        let stream = self.0.stream(model, context, options);
-        super::compact::final_message(stream, &cancel).await
+        let stream = self.models.stream(model, context, options);
+        let reply = super::compact::final_message(stream, &cancel).await;
+        if let Some(hold) = hold {
+            hold.settle(&reply).await;
+        }
+        reply
     }
 }

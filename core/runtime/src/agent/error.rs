@@ -50,6 +50,10 @@ pub enum SessionError {
         #[source]
         source: BoxError,
     },
+    /// The host's spend gate refused a model request (an allowance is reached): the request
+    /// was not made. The refusal's text is the sentence for the user.
+    #[error(transparent)]
+    Allowance(#[from] volcanic_abstractions::spend::SpendRefused),
     /// A run's task was cancelled before the run ended (the async runtime is shutting down).
     #[error("the run was cut off: the program is shutting down")]
     RunCancelled,
@@ -79,6 +83,7 @@ impl SessionError {
             | SessionError::Cancelled
             | SessionError::Compaction(_)
             | SessionError::Command { .. }
+            | SessionError::Allowance(_)
             | SessionError::RunCancelled => None,
         }
     }

@@ -96,6 +96,9 @@ pub struct AgentSessionOptions {
     /// session serving someone whose tools do not include running commands: a hook its skills
     /// name would be code it wrote). Skills are still listed and `protected-paths` still guard.
     pub no_skill_hooks: bool,
+    /// The host's check before each model request of this session (turns, compaction
+    /// summaries, nested calls such as memory curation); `None`: no allowance applies.
+    pub spend_gate: Option<Arc<dyn volcanic_abstractions::spend::SpendGate>>,
 }
 
 /// Creates sessions.
@@ -234,6 +237,7 @@ impl AgentSessionFactory {
             next_listener: AtomicU64::new(0),
             ui: options.ui,
             channel: options.channel,
+            spend_gate: options.spend_gate,
             skill_hooks,
             prompt_builder,
             compactor: crate::compaction::Compactor::new(cfg.compaction),

@@ -135,6 +135,8 @@ pub(crate) struct Inner {
     pub next_listener: AtomicU64,
     pub ui: Option<Arc<dyn UserInterface>>,
     pub channel: Option<Arc<dyn ChatChannel>>,
+    /// The host's check before each model request (`agent::spend`).
+    pub spend_gate: Option<Arc<dyn volcanic_abstractions::spend::SpendGate>>,
     /// The skills' hooks and `protected-paths` guard.
     pub skill_hooks: crate::skill_hooks::SkillHookRunner,
     pub prompt_builder: SystemPromptBuilder,

@@ -27,6 +27,7 @@ mod prompt;
 mod run_loop;
 mod session;
 mod skills;
+mod spend;
 mod stream;
 mod tool_exec;
 

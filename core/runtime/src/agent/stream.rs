@@ -19,6 +19,7 @@ use volcanic_abstractions::model::Model;
 use volcanic_abstractions::provider::{
     AssistantMessageEvent, ProviderContext, ProviderStream, StreamOptions, is_context_overflow,
 };
+use volcanic_abstractions::spend::SpendPurpose;
 
 /// One model call, persisted (synced). `after_overflow`: this call retries one that overflowed;
 /// a second overflow is explained.
@@ -29,6 +30,16 @@ pub(crate) async fn stream_turn(
     after_overflow: bool,
 ) -> Result<AssistantMessage, SessionError> {
     let (model, context, options) = request(inner, system_prompt, cancel).await?;
+    let session_id = inner.lock_manager().session_id().to_owned();
+    let hold = super::spend::admit(
+        inner.spend_gate.as_ref(),
+        &session_id,
+        SpendPurpose::Turn,
+        &model,
+        super::compact::current_tokens(inner).tokens,
+        options.max_tokens,
+    )
+    .await?;
     let stream = inner
         .models
         .read()
@@ -36,6 +47,9 @@ pub(crate) async fn stream_turn(
         .stream(&model, context, options);
     let (message, started) = receive(inner, &model, stream, cancel).await;
     let message = finalize(inner, &model, message, after_overflow);
+    if let Some(hold) = hold {
+        hold.settle(&message).await;
+    }
     if !started {
         let start = Message::Assistant(message.clone());
         let host = AgentSessionEvent::MessageStart { message: start.clone() };

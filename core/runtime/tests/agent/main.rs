@@ -8,5 +8,6 @@ mod loop_tests;
 mod provider_tools_tests;
 mod resume_tests;
 mod skills_tests;
+mod spend_tests;
 mod submit_tests;
 mod support;

@@ -1,0 +1,113 @@
+//! The allowance check's cost per model request (goal: ≤ 0.1 ms, issue 30).
+//!
+//! `cargo bench -p volcanic-allowance --bench check` fills a store (in `/dev/shm` when there is
+//! one: filling takes 31,000 synced rounds) with 500 chats and 500 users spending on each of the
+//! last 62 days, then times, per request:
+//! - `check`: the decision alone ([`SpendStore::would_admit`] against a chat's and a user's
+//!   daily and monthly caps), the part that runs before every request;
+//! - `reserve+settle`: the whole durable round (two synced journal lines) in a folder under
+//!   `target/` (a real disk, not tmpfs), for the report.
+//!
+//! Without `--bench` (as `cargo test --all-targets` runs it) it is a smoke test with few rounds.
+#![allow(clippy::print_stdout)] // a bench binary reports on stdout
+
+use chrono::NaiveDate;
+use std::error::Error;
+use std::time::Instant;
+use volcanic_allowance::{Account, Cap, Charge, Decision, MicroUsd, SpendStore, Window};
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+const GOAL_CHECK_MS: f64 = 0.1;
+
+fn main() -> Result<()> {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (rounds, durable) = if bench { (200_000, 300) } else { (1_000, 5) };
+    let shm = std::path::Path::new("/dev/shm");
+    let filled = if shm.is_dir() {
+        tempfile::tempdir_in(shm)?
+    } else {
+        tempfile::tempdir()?
+    };
+    let store = SpendStore::open_with(filled.path(), 1_000_000)?;
+    let today = NaiveDate::from_ymd_opt(2026, 12, 6).ok_or("date")?;
+    fill(&store, today, if bench { 500 } else { 20 })?;
+
+    let chat = Account::Chat("250".into());
+    let user = Account::User("250".into());
+    let caps = caps(&chat, &user);
+    let charge = |n: usize| Charge {
+        request: format!("bench:{n}"),
+        day: today,
+        accounts: vec![chat.clone(), user.clone()],
+        estimate: MicroUsd::from_usd(0.01),
+    };
+    let probe = charge(0);
+    let start = Instant::now();
+    for _ in 0..rounds {
+        if store.would_admit(&probe, &caps) != Decision::Admitted {
+            return Err("the bench's caps refused the probe".into());
+        }
+    }
+    let check_ms = start.elapsed().as_secs_f64() * 1000.0 / rounds as f64;
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-data");
+    std::fs::create_dir_all(&root)?;
+    let disk = tempfile::tempdir_in(&root)?;
+    let store = SpendStore::open(disk.path())?;
+    let start = Instant::now();
+    for n in 1..=durable {
+        let c = charge(n);
+        if store.reserve(&c, &caps)? != Decision::Admitted {
+            return Err("the bench's caps refused a request".into());
+        }
+        store.settle(&c.request, MicroUsd::from_usd(0.001))?;
+    }
+    let round_ms = start.elapsed().as_secs_f64() * 1000.0 / durable as f64;
+
+    println!(
+        "check: {:.5} ms per request ({rounds} rounds; goal ≤ {GOAL_CHECK_MS} ms)",
+        check_ms
+    );
+    println!("reserve+settle (two synced lines): {round_ms:.3} ms per request ({durable} rounds)");
+    if check_ms > GOAL_CHECK_MS {
+        return Err(format!("the check took {check_ms:.5} ms, over its {GOAL_CHECK_MS} ms goal").into());
+    }
+    Ok(())
+}
+
+/// `accounts` chats and as many users with spend on each of the 62 days up to `today` (one
+/// snapshot's worth).
+fn fill(store: &SpendStore, today: NaiveDate, accounts: usize) -> Result<()> {
+    for back in 0..62u64 {
+        let day = today - chrono::Days::new(back);
+        for n in 0..accounts {
+            let id = format!("fill:{back}:{n}");
+            let charge = Charge {
+                request: id.clone(),
+                day,
+                accounts: vec![Account::Chat(n.to_string()), Account::User(n.to_string())],
+                estimate: MicroUsd(10),
+            };
+            if store.reserve(&charge, &[])? != Decision::Admitted {
+                return Err("an uncapped fill request was refused".into());
+            }
+            store.settle(&id, MicroUsd(7))?;
+        }
+    }
+    Ok(())
+}
+
+fn caps(chat: &Account, user: &Account) -> Vec<Cap> {
+    let cap = |account: &Account, window, usd| Cap {
+        account: account.clone(),
+        window,
+        limit: MicroUsd::from_usd(usd),
+    };
+    vec![
+        cap(chat, Window::Daily, 5.0),
+        cap(chat, Window::Monthly, 50.0),
+        cap(user, Window::Daily, 5.0),
+        cap(user, Window::Monthly, 50.0),
+    ]
+}

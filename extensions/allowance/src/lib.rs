@@ -1,0 +1,81 @@
+//! Spending allowances: how much each chat, person and A2A caller spent on model requests, per
+//! local day, kept so that the counts survive a crash exactly, and checked against caps before a
+//! request is made.
+//!
+//! # Model
+//!
+//! A model request pays from one or more [`Account`]s (a group message: the chat and its sender;
+//! an A2A task: the caller). Before the request, the host [`reserve`](SpendStore::reserve)s its
+//! estimated cost ([`Charge`]) against the [`Cap`]s that apply; the store admits it only when,
+//! for every cap, what the cap's window counts (settled spend plus open reservations) plus the
+//! estimate stays within the limit. Check and hold are one step under one lock, so two
+//! concurrent requests cannot both pass for the last cent. After the response the host
+//! [`settle`](SpendStore::settle)s what the provider reported, which replaces the hold.
+//!
+//! Amounts are [`MicroUsd`] (integers: sums are exact). Days and months are the chat's: the
+//! caller passes the local date ([`local_day`]); [`resets_at`] says when a window ends.
+//!
+//! # Files and the crash rule
+//!
+//! The store owns one folder: `journal-<n>.jsonl` (append-only, one JSON line per record) and
+//! `snapshot.json` (the folded state, naming the first journal not in it).
+//!
+//! - A `reserve` line is written and synced before the request is made; a `settle` line (the
+//!   request's idempotency key and its cost) after it. Replaying lines is idempotent: a key is
+//!   held once and settled once, so a replay after `kill -9` never counts a request twice.
+//! - A settled request is never lost: its line was synced before `settle` returned.
+//! - A request the crash cut off between its two lines is counted at its estimate when the
+//!   store opens again (it may have been made, and the estimate bounds it from above): the
+//!   cap's side of a crash is the safe side.
+//! - A torn last line (the write was cut off) is cut off the file; any other damage refuses to
+//!   open ([`StoreError::Damaged`]) rather than guess.
+//! - After [`COMPACT_AFTER`] lines the journal is folded into a new snapshot (new empty journal,
+//!   snapshot written aside, synced and renamed, old journal removed: every crash point leaves
+//!   a consistent pair). Snapshots keep the last [`KEEP_DAYS`] days of daily totals and the
+//!   month totals of those months, so the files do not grow without bound.
+//!
+//! Why a journal with holds rather than writing only the settled cost: a crash between the
+//! request and its record would lose the cost, and after a restart more requests than fit would
+//! pass. The price is one synced line per request before it goes out (about a millisecond on
+//! a local disk, next to a model request's seconds); the check itself is in memory (see the
+//! `check` bench).
+//!
+//! # For `/usage`
+//!
+//! - [`SpendStore::daily`]: an account's settled spend per local day over a date range (a chart
+//!   of the last 30 days: `daily(&Account::Chat(key), today - 29 days, today)`);
+//! - [`SpendStore::settled`] / [`SpendStore::counted`]: one account's spend in a [`Period`]
+//!   (today: `Period::Day(today)`, this month: `Period::month_of(today)`); `counted` adds open
+//!   holds;
+//! - [`SpendStore::top`]: the top N accounts of a kind ([`AccountKind::Chat`],
+//!   [`AccountKind::User`]) by settled spend in a period.
+//!
+//! ```
+//! use volcanic_allowance::{Account, Cap, Charge, Decision, MicroUsd, SpendStore, Window};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let store = SpendStore::open(dir.path())?;
+//! let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 6).ok_or("date")?;
+//! let chat = Account::Chat("42".into());
+//! let cap = Cap { account: chat.clone(), window: Window::Daily, limit: MicroUsd::from_usd(1.0) };
+//! let charge = Charge { request: "s1:1".into(), day, accounts: vec![chat.clone()], estimate: MicroUsd::from_usd(0.6) };
+//! assert_eq!(store.reserve(&charge, &[cap.clone()])?, Decision::Admitted);
+//! store.settle("s1:1", MicroUsd::from_usd(0.5))?;
+//! let second = Charge { request: "s1:2".into(), ..charge };
+//! assert!(matches!(store.reserve(&second, &[cap])?, Decision::Refused(_)));
+//! assert_eq!(store.daily(&chat, day, day), vec![(day, MicroUsd::from_usd(0.5))]);
+//! # Ok(()) }
+//! ```
+
+mod account;
+mod check;
+mod ledger;
+mod money;
+mod store;
+mod zone;
+
+pub use account::{Account, AccountKind, BadAccount, Period};
+pub use check::{Cap, Charge, Decision, Refusal, Window};
+pub use money::MicroUsd;
+pub use store::{COMPACT_AFTER, KEEP_DAYS, Result, SpendStore, StoreError};
+pub use zone::{local_day, resets_at};

@@ -1,0 +1,411 @@
+//! [`SpendStore`]: the ledger on disk. See the crate docs for the files and the crash rule.
+
+use crate::account::{Account, AccountKind, Period};
+use crate::check::{Cap, Charge, Decision, first_crossed};
+use crate::ledger::{Ledger, Open, Record, Total};
+use crate::money::MicroUsd;
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Days of daily totals a snapshot keeps, counted back from the newest day (two months, so the
+/// last 30 days and the whole current month are always there).
+pub const KEEP_DAYS: u64 = 62;
+
+/// Journal lines written before the journal is folded into a new snapshot.
+pub const COMPACT_AFTER: usize = 4096;
+
+const SNAPSHOT: &str = "snapshot.json";
+const SNAPSHOT_VERSION: u32 = 1;
+
+/// The store's errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file could not be read, written or synced (a full disk, a read-only folder).
+    #[error("spend store: cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done (`open`, `append to`, `sync`, ...).
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file holds something other than the store's records (a torn last line is not this: it
+    /// is cut off, as the crash rule says).
+    #[error(
+        "spend store: {path} line {line} is damaged ({reason}); move the folder aside to start \
+         the counts afresh"
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// Its line (1-based; 0 for a snapshot).
+        line: usize,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The request id was reserved before (ids must be unique per model request).
+    #[error("spend store: request `{0}` is reserved already")]
+    Duplicate(String),
+    /// A failed write could not be cut back off the journal, so nothing more is written.
+    #[error("spend store: a write failed and could not be undone; restart the bot to recover")]
+    Broken,
+}
+
+/// Result alias of the store.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// The spend store: settled spend and open reservations per account and local day, in a folder
+/// of its own. Thread-safe; every call that writes appends one synced line (blocking I/O: call
+/// it from a blocking thread in async code). Reads never touch the disk.
+#[derive(Debug)]
+pub struct SpendStore {
+    dir: PathBuf,
+    compact_after: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    ledger: Ledger,
+    journal: File,
+    generation: u64,
+    /// Bytes in the journal (a failed append is cut back to this).
+    len: u64,
+    /// Lines in the journal.
+    lines: usize,
+    broken: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    version: u32,
+    /// Journals numbered below this are folded in.
+    generation: u64,
+    totals: Vec<Total>,
+    open: Vec<(String, Open)>,
+}
+
+impl SpendStore {
+    /// Opens (or creates) the store in `dir`: the snapshot, then every newer journal (a torn
+    /// last line is cut off), then reservations no one settled counted at their estimate.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the folder cannot be read or written; [`StoreError::Damaged`]
+    /// when a file holds something else than the store's records.
+    pub fn open(dir: &Path) -> Result<SpendStore> {
+        SpendStore::open_with(dir, COMPACT_AFTER)
+    }
+
+    /// [`SpendStore::open`], folding the journal after `compact_after` lines (tests use few).
+    pub fn open_with(dir: &Path, compact_after: usize) -> Result<SpendStore> {
+        std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+        let (mut ledger, first) = read_snapshot(dir)?;
+        let mut journals = journals(dir)?;
+        journals.sort_unstable();
+        let mut generation = first;
+        let mut len = 0;
+        let mut lines = 0;
+        for g in journals {
+            let path = journal_path(dir, g);
+            if g < first {
+                // Folded into the snapshot; left by a compaction cut short.
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            (len, lines) = replay(&path, &mut ledger)?;
+            generation = g;
+        }
+        ledger.settle_orphans();
+        let journal = open_journal(dir, generation)?;
+        let store = SpendStore {
+            dir: dir.to_owned(),
+            compact_after: compact_after.max(1),
+            state: Mutex::new(State {
+                ledger,
+                journal,
+                generation,
+                len,
+                lines,
+                broken: false,
+            }),
+        };
+        if lines >= store.compact_after {
+            store.compact(&mut store.lock());
+        }
+        Ok(store)
+    }
+
+    /// Checks `charge` against `caps` and, when it fits, holds its estimate (one synced line).
+    /// Check and hold are one step under the store's lock, so two concurrent requests cannot
+    /// both pass for the last cent.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] for a request id reserved before; [`StoreError::Io`] when the
+    /// line could not be written (the request must not be made: nothing is held).
+    pub fn reserve(&self, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
+        let mut st = self.lock();
+        if st.ledger.is_known(&charge.request) {
+            return Err(StoreError::Duplicate(charge.request.clone()));
+        }
+        if let Some(refusal) = first_crossed(charge, caps, |a, p| st.ledger.counted(a, p)) {
+            return Ok(Decision::Refused(refusal));
+        }
+        let record = Record::Reserve {
+            id: charge.request.clone(),
+            day: charge.day,
+            accounts: charge.accounts.clone(),
+            micros: charge.estimate,
+        };
+        self.append(&mut st, &record)?;
+        Ok(Decision::Admitted)
+    }
+
+    /// Whether `charge` would be admitted now (no hold, no write): the check alone.
+    pub fn would_admit(&self, charge: &Charge, caps: &[Cap]) -> Decision {
+        let st = self.lock();
+        match first_crossed(charge, caps, |a, p| st.ledger.counted(a, p)) {
+            Some(r) => Decision::Refused(r),
+            None => Decision::Admitted,
+        }
+    }
+
+    /// Records what request `request` cost, replacing its reservation (one synced line). A
+    /// request that is not open (settled already, or never reserved) is left alone: settling
+    /// twice counts once.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the line could not be written (the reservation stays held, and
+    /// is counted at its estimate after a restart).
+    pub fn settle(&self, request: &str, cost: MicroUsd) -> Result<()> {
+        let mut st = self.lock();
+        if !st.ledger.is_open(request) {
+            return Ok(());
+        }
+        self.append(
+            &mut st,
+            &Record::Settle {
+                id: request.to_owned(),
+                micros: cost,
+            },
+        )?;
+        if st.lines >= self.compact_after {
+            self.compact(&mut st);
+        }
+        Ok(())
+    }
+
+    /// What counts against `account`'s caps in `period`: settled spend plus open reservations.
+    pub fn counted(&self, account: &Account, period: Period) -> MicroUsd {
+        self.lock().ledger.counted(account, period)
+    }
+
+    /// Settled spend of `account` in `period`.
+    pub fn settled(&self, account: &Account, period: Period) -> MicroUsd {
+        self.lock().ledger.settled(account, period)
+    }
+
+    /// Settled spend of `account` on each local day from `from` to `to` (inclusive), oldest
+    /// first, days without spend as zero. Days older than [`KEEP_DAYS`] before the newest day
+    /// may be gone (zero).
+    pub fn daily(&self, account: &Account, from: NaiveDate, to: NaiveDate) -> Vec<(NaiveDate, MicroUsd)> {
+        let st = self.lock();
+        from.iter_days()
+            .take_while(|d| *d <= to)
+            .map(|d| (d, st.ledger.settled(account, Period::Day(d))))
+            .collect()
+    }
+
+    /// The `n` accounts of `kind` with the most settled spend in `period`, largest first (ties
+    /// by account); accounts without spend are left out.
+    pub fn top(&self, kind: AccountKind, period: Period, n: usize) -> Vec<(Account, MicroUsd)> {
+        self.lock().ledger.top(kind, period, n)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes `record` as one line and syncs it, then applies it. A failed write is cut back off
+    /// the journal so the next line starts clean.
+    fn append(&self, st: &mut State, record: &Record) -> Result<()> {
+        if st.broken {
+            return Err(StoreError::Broken);
+        }
+        let path = journal_path(&self.dir, st.generation);
+        let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
+            action: "encode a line for",
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        let written = st.journal.write_all(&line).and_then(|()| st.journal.sync_data());
+        if let Err(source) = written {
+            if st
+                .journal
+                .set_len(st.len)
+                .and_then(|()| st.journal.sync_data())
+                .is_err()
+            {
+                st.broken = true;
+            }
+            return Err(StoreError::Io {
+                action: "append to",
+                path,
+                source,
+            });
+        }
+        st.len += line.len() as u64;
+        st.lines += 1;
+        st.ledger.apply(record);
+        Ok(())
+    }
+
+    /// Folds the journal into a new snapshot: a new empty journal first, then the snapshot
+    /// naming it (written aside, synced, renamed), then the old journal removed. A crash at any
+    /// step leaves either the old snapshot and every journal since, or the new one. A failure is
+    /// logged and tried again after as many lines.
+    fn compact(&self, st: &mut State) {
+        let next = st.generation + 1;
+        if let Some(newest) = st.ledger.newest() {
+            st.ledger.forget_before(newest - chrono::Days::new(KEEP_DAYS));
+        }
+        match self.write_snapshot(st, next) {
+            Ok(journal) => {
+                st.ledger.forget_done();
+                let old = journal_path(&self.dir, st.generation);
+                st.journal = journal;
+                st.generation = next;
+                st.len = 0;
+                st.lines = 0;
+                let _ = std::fs::remove_file(old);
+            }
+            Err(e) => {
+                tracing::warn!("spend store: could not fold the journal (tried again later): {e}");
+                st.lines = 0;
+            }
+        }
+    }
+
+    fn write_snapshot(&self, st: &State, next: u64) -> Result<File> {
+        let journal = open_journal(&self.dir, next)?;
+        let (totals, open) = st.ledger.parts();
+        let snapshot = Snapshot {
+            version: SNAPSHOT_VERSION,
+            generation: next,
+            totals,
+            open,
+        };
+        let path = self.dir.join(SNAPSHOT);
+        let tmp = self.dir.join(format!("{SNAPSHOT}.tmp"));
+        let bytes = serde_json::to_vec(&snapshot).map_err(|e| StoreError::Io {
+            action: "encode",
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
+        f.write_all(&bytes)
+            .and_then(|()| f.sync_all())
+            .map_err(io("write", &tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io("rename", &tmp))?;
+        sync_dir(&self.dir)?;
+        Ok(journal)
+    }
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.to_owned();
+    move |source| StoreError::Io { action, path, source }
+}
+
+fn journal_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("journal-{generation}.jsonl"))
+}
+
+/// The generations of the journals in `dir`.
+fn journals(dir: &Path) -> Result<Vec<u64>> {
+    let entries = std::fs::read_dir(dir).map_err(io("read", dir))?;
+    let mut out = Vec::new();
+    for e in entries {
+        let e = e.map_err(io("read", dir))?;
+        let name = e.file_name();
+        let gen_of = |n: &str| n.strip_prefix("journal-")?.strip_suffix(".jsonl")?.parse().ok();
+        if let Some(g) = name.to_str().and_then(gen_of) {
+            out.push(g);
+        }
+    }
+    Ok(out)
+}
+
+/// The snapshot's ledger and the first journal generation after it (an empty ledger and 0
+/// without one).
+fn read_snapshot(dir: &Path) -> Result<(Ledger, u64)> {
+    let path = dir.join(SNAPSHOT);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Ledger::default(), 0)),
+        Err(e) => return Err(io("read", &path)(e)),
+    };
+    let damaged = |reason: String| StoreError::Damaged {
+        path: path.clone(),
+        line: 0,
+        reason,
+    };
+    let s: Snapshot = serde_json::from_slice(&bytes).map_err(|e| damaged(e.to_string()))?;
+    if s.version != SNAPSHOT_VERSION {
+        return Err(damaged(format!("version {} is not {SNAPSHOT_VERSION}", s.version)));
+    }
+    Ok((Ledger::from_parts(s.totals, s.open), s.generation))
+}
+
+/// Applies a journal's lines to `ledger`; a torn last line (no newline: the write was cut off)
+/// is cut off the file. Returns the file's length and lines after that.
+fn replay(path: &Path, ledger: &mut Ledger) -> Result<(u64, usize)> {
+    let bytes = std::fs::read(path).map_err(io("read", path))?;
+    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = 0;
+    for (i, line) in bytes[..whole].split(|b| *b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let record: Record = serde_json::from_slice(line).map_err(|e| StoreError::Damaged {
+            path: path.to_owned(),
+            line: i + 1,
+            reason: e.to_string(),
+        })?;
+        ledger.apply(&record);
+        lines += 1;
+    }
+    if whole < bytes.len() {
+        tracing::warn!(path = %path.display(), "spend store: cutting off a torn last line");
+        let f = OpenOptions::new().write(true).open(path).map_err(io("open", path))?;
+        f.set_len(whole as u64)
+            .and_then(|()| f.sync_all())
+            .map_err(io("cut", path))?;
+    }
+    Ok((whole as u64, lines))
+}
+
+/// Opens the journal of `generation` for appending, creating it (and syncing the folder).
+fn open_journal(dir: &Path, generation: u64) -> Result<File> {
+    let path = journal_path(dir, generation);
+    let existed = path.exists();
+    let f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io("open", &path))?;
+    if !existed {
+        sync_dir(dir)?;
+    }
+    Ok(f)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io("sync", dir))
+}
