@@ -499,6 +499,31 @@ impl Tg {
         .await
     }
 
+    /// Sends `bytes` (a PNG or JPEG) as a photo named `file_name`, with an optional plain caption
+    /// (at most 1024 characters), under flood control for as long as it lasts.
+    pub async fn send_photo_bytes(
+        &self,
+        to: Target,
+        file_name: &str,
+        bytes: Vec<u8>,
+        caption: Option<&str>,
+    ) -> Result<Message, RequestError> {
+        use teloxide::types::InputFile;
+        self.journal.barrier().await;
+        self.with_flood_control(to.chat_id, Kind::Message, || {
+            let file = InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+            let mut req = self.bot.send_photo(ChatId(to.chat_id), file);
+            if let Some(t) = to.thread {
+                req = req.message_thread_id(ThreadId(MessageId(t)));
+            }
+            if let Some(c) = caption {
+                req = req.caption(c.to_owned());
+            }
+            req.into_future()
+        })
+        .await
+    }
+
     /// Sends `bytes` as a document named `file_name`, with an optional plain caption (at most
     /// 1024 characters, Telegram's caption limit), under flood control for as long as it lasts.
     pub async fn send_document_bytes(
