@@ -89,6 +89,21 @@ pub enum Attempt {
     Unknown,
 }
 
+/// An upload request (`sendPhoto`, `sendDocument`: no trait shares their setters) with the topic
+/// of `to` (a `Target`) and the optional plain `caption` (an `Option<&str>`).
+macro_rules! upload_options {
+    ($req:expr, $to:expr, $caption:expr) => {{
+        let mut req = $req;
+        if let Some(t) = $to.thread {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Some(c) = $caption {
+            req = req.caption(c.to_owned());
+        }
+        req
+    }};
+}
+
 impl Tg {
     /// Wraps a bot; sends wait for `journal`.
     pub fn new(bot: Bot, journal: Arc<Journal>) -> Self {
@@ -508,18 +523,10 @@ impl Tg {
         bytes: Vec<u8>,
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
-        use teloxide::types::InputFile;
         self.journal.barrier().await;
         self.with_flood_control(to.chat_id, Kind::Message, || {
-            let file = InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
-            let mut req = self.bot.send_photo(ChatId(to.chat_id), file);
-            if let Some(t) = to.thread {
-                req = req.message_thread_id(ThreadId(MessageId(t)));
-            }
-            if let Some(c) = caption {
-                req = req.caption(c.to_owned());
-            }
-            req.into_future()
+            let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+            upload_options!(self.bot.send_photo(ChatId(to.chat_id), file), to, caption).into_future()
         })
         .await
     }
@@ -533,18 +540,10 @@ impl Tg {
         bytes: Vec<u8>,
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
-        use teloxide::types::InputFile;
         self.journal.barrier().await;
         self.with_flood_control(to.chat_id, Kind::Message, || {
-            let file = InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
-            let mut req = self.bot.send_document(ChatId(to.chat_id), file);
-            if let Some(t) = to.thread {
-                req = req.message_thread_id(ThreadId(MessageId(t)));
-            }
-            if let Some(c) = caption {
-                req = req.caption(c.to_owned());
-            }
-            req.into_future()
+            let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+            upload_options!(self.bot.send_document(ChatId(to.chat_id), file), to, caption).into_future()
         })
         .await
     }
