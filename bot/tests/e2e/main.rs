@@ -3,6 +3,7 @@
 mod a2a;
 mod a2a_server;
 mod a2a_watch;
+mod allowance;
 mod claude_code;
 mod compaction;
 mod console;

@@ -119,6 +119,17 @@ fn usage(usd: f64) -> Usage {
     }
 }
 
+/// Spends `usd` through `g`, then asks for a cent more: the refusal's sentence ("" if admitted).
+async fn spend_then_ask(g: &dyn SpendGate, usd: f64) -> anyhow::Result<String> {
+    g.admit(&request(0, usd)).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    g.settle("s:0", &usage(usd)).await;
+    Ok(g.admit(&request(1, 0.01))
+        .await
+        .err()
+        .map(|e| e.message)
+        .unwrap_or_default())
+}
+
 fn chat_cap(usd: f64) -> AllowanceConfig {
     AllowanceConfig {
         chat_daily: Some(MicroUsd::from_usd(usd)),
@@ -203,15 +214,7 @@ async fn the_senders_own_cap_counts_across_chats() -> anyhow::Result<()> {
         user_daily: Some(MicroUsd::from_usd(0.2)),
         ..Default::default()
     })?;
-    let g = gate(&s, Some(7));
-    g.admit(&request(0, 0.2)).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    g.settle("s:0", &usage(0.2)).await;
-    let refused = g
-        .admit(&request(1, 0.01))
-        .await
-        .err()
-        .map(|e| e.message)
-        .unwrap_or_default();
+    let refused = spend_then_ask(&*gate(&s, Some(7)), 0.2).await?;
     assert!(
         refused.starts_with("Your daily allowance of $0.20 is reached"),
         "{refused}"
@@ -260,15 +263,7 @@ async fn an_a2a_caller_has_its_own_daily_cap() -> anyhow::Result<()> {
         name: "ops".into(),
         bash: false,
     };
-    let g = gate_for(&s, None, Some(&grant));
-    g.admit(&request(0, 0.1)).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    g.settle("s:0", &usage(0.1)).await;
-    let refused = g
-        .admit(&request(1, 0.01))
-        .await
-        .err()
-        .map(|e| e.message)
-        .unwrap_or_default();
+    let refused = spend_then_ask(&*gate_for(&s, None, Some(&grant)), 0.1).await?;
     assert!(
         refused.starts_with("This caller's daily allowance of $0.10 is reached"),
         "{refused}"

@@ -51,7 +51,7 @@ impl Hold {
     /// Records what the request cost: the final message's usage, priced from the catalogue when
     /// the provider gave no cost (an aborted or failed request settles at what it reported).
     pub async fn settle(self, message: &AssistantMessage) {
-        let mut usage = message.usage.clone();
+        let mut usage = message.usage;
         if usage.cost.total == 0.0 {
             usage.cost = self.model.cost_of(&usage);
         }

@@ -1,0 +1,108 @@
+//! Allowances through the real binary (issue 30): the model double bills known usage at the
+//! test config's prices; the daily cap stops requests and tells the person and the owner, the
+//! owner's top-up lets the next message through, the 80 % notice goes once, and the counts
+//! survive `kill -9`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::*;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::model_server::{ModelServer, Turn};
+
+/// The default model priced so that one request's estimate is about $0.105 (1000 output tokens
+/// at $100 per million, a few thousand input tokens at $1) and a reply billed 1000 + 1000 tokens
+/// costs $0.101: with a $0.25 daily cap two requests fit and the third would cross it.
+fn config(tg: &BotApiServer) -> String {
+    format!(
+        "{}\n[allowance]\nchat_daily_usd = 0.25\n\n[[providers.anthropic.models]]\nid = \"claude-sonnet-4-5\"\n\
+         context_window = 200000\nmax_tokens = 1000\ncost = {{ input = 1.0, output = 100.0, cache_read = 0.0, cache_write = 0.0 }}\n",
+        telegram_config(tg, "")
+    )
+}
+
+fn billed(text: &str) -> Turn {
+    Turn::reply(text).usage(1000, 1000, 0, 0)
+}
+
+/// The model double with `answers` billed 1000 + 1000 tokens each, the Bot API double, and the
+/// bot on them with the priced config.
+async fn start(answers: &[&str]) -> (ModelServer, BotApiServer, Env, BotProcess) {
+    let model = ModelServer::start().await.unwrap();
+    for t in answers {
+        model.push(billed(t));
+    }
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &config(&tg));
+    let bot = BotProcess::start(&env, TOKEN);
+    (model, tg, env, bot)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_cap_stops_requests_tells_the_person_and_the_owner_and_a_top_up_lets_the_next_through() {
+    let (model, tg, _env, bot) = start(&["first answer", "second answer", "after the top-up"]).await;
+    // The owner opened a private chat with the bot (where its top-up buttons go) and looks.
+    tg.push_update(updates::text_message(OWNER, OWNER, "/allowance"));
+    wait_text(
+        &tg,
+        OWNER,
+        "This chat: daily $0.00 of $0.25; monthly $0.00 of no limit",
+        &bot,
+    )
+    .await;
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "one"));
+    wait_text(&tg, FRIEND, "first answer", &bot).await;
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "two"));
+    wait_text(&tg, FRIEND, "second answer", &bot).await;
+    wait_text(
+        &tg,
+        FRIEND,
+        "This chat has used 80% of its daily allowance ($0.20 of $0.25).",
+        &bot,
+    )
+    .await;
+
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "three"));
+    wait_text(&tg, FRIEND, "This chat's daily allowance of $0.25 is reached", &bot).await;
+    let sentence = texts(&tg, FRIEND)
+        .into_iter()
+        .find(|t| t.contains("is reached"))
+        .unwrap();
+    assert!(sentence.contains("it resets at 00:00 on"), "{sentence}");
+    assert_eq!(model.requests().len(), 2, "the third request was not made");
+    wait_text(&tg, OWNER, "Chat 1002 reached its daily allowance of $0.25", &bot).await;
+
+    press_button(&tg, OWNER, "+$1").await;
+    let toasted = |s: &BotApiServer| {
+        s.calls("answerCallbackQuery").iter().any(|c| {
+            c.params["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("+$1 for chat:1002"))
+        })
+    };
+    tg.wait_for(toasted, T)
+        .await
+        .unwrap_or_else(|e| panic!("no toast: {e}\n{}", bot.log()));
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "four"));
+    wait_text(&tg, FRIEND, "after the top-up", &bot).await;
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(count(&tg, FRIEND, "80%"), 1, "the 80 % notice goes once per window");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spend_survives_kill_9_and_no_request_is_made_once_spent() {
+    let (model, tg, env, bot) = start(&["first answer", "second answer", "never"]).await;
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "one"));
+    wait_text(&tg, FRIEND, "first answer", &bot).await;
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "two"));
+    wait_text(&tg, FRIEND, "second answer", &bot).await;
+    bot.kill9();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "three"));
+    wait_text(&tg, FRIEND, "This chat's daily allowance of $0.25 is reached", &bot).await;
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "after the restart the spent chat makes no request"
+    );
+}
