@@ -82,11 +82,13 @@ fn encode(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, png::EncodingError> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
+    type Pixel = (u8, u8, u8);
+
     /// Decodes a PNG: its size and its RGB(A) pixels as `(r, g, b)`.
-    pub(crate) fn decode(png_bytes: &[u8]) -> ((u32, u32), Vec<(u8, u8, u8)>) {
+    fn decode(png_bytes: &[u8]) -> ((u32, u32), Vec<Pixel>) {
         let decoder = png::Decoder::new(png_bytes);
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size()];
@@ -99,7 +101,7 @@ pub(crate) mod tests {
         ((info.width, info.height), pixels)
     }
 
-    fn count(pixels: &[(u8, u8, u8)], c: RGBColor) -> usize {
+    fn count(pixels: &[Pixel], c: RGBColor) -> usize {
         pixels.iter().filter(|p| **p == (c.0, c.1, c.2)).count()
     }
 

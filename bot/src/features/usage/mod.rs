@@ -18,6 +18,9 @@ pub const CHART_DAYS: u32 = 30;
 /// Top chats and people an owner is shown.
 const TOP: usize = 5;
 
+/// Accounts with what they spent, most first.
+pub type Spenders = Vec<(Account, MicroUsd)>;
+
 /// One chat's spend, as `/usage` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Usage {
@@ -28,7 +31,7 @@ pub struct Usage {
     /// The chat's spend on each of the last [`CHART_DAYS`] days, oldest first.
     pub days: Vec<MicroUsd>,
     /// This month's top chats and people (`None` for someone who is not an owner).
-    pub top: Option<(Vec<(Account, MicroUsd)>, Vec<(Account, MicroUsd)>)>,
+    pub top: Option<(Spenders, Spenders)>,
 }
 
 /// What the chat `chat` (its chat key) spent up to local day `today`; `owner` adds the month's
