@@ -109,6 +109,14 @@ pub fn check_model(
     Ok(model)
 }
 
+/// Checks fallback models (`provider/id`s) as [`check_model`] does, naming `source`.
+pub fn check_fallbacks(models: &ModelRegistry, keys: &[String], source: &str) -> anyhow::Result<()> {
+    for key in keys {
+        check_model(models, key, source)?;
+    }
+    Ok(())
+}
+
 /// The policy every child process of a host starts through (tools, skill hooks, scheduler
 /// watchers and scripts, MCP servers), for `config` (reading the process environment for the key
 /// variables), confined by the sandbox `[sandbox]` asks for ([`sandbox`]); warns about secrets
@@ -231,12 +239,15 @@ pub fn factory(
     home_dir: Option<PathBuf>,
     context_root: Option<PathBuf>,
 ) -> anyhow::Result<AgentSessionFactory> {
+    let models = model_registry(config)?;
+    check_fallbacks(&models, &config.fallback_models, "config key `fallback_models`")?;
     Ok(AgentSessionFactory::new(FactoryConfig {
-        models: model_registry(config)?,
+        models,
         extensions: default_extensions(),
         processes,
         store,
         default_model: Some(config.model.clone()),
+        fallback_models: config.fallback_models.clone(),
         default_thinking: config.thinking,
         default_time_zone: Some(config.default_time_zone),
         home_dir,

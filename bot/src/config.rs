@@ -58,6 +58,7 @@ struct RawConfig {
     workspaces_dir: Option<PathBuf>,
     default_time_zone: Option<String>,
     model: Option<String>,
+    fallback_models: Option<Vec<String>>,
     thinking: Option<String>,
     queue_mode: Option<String>,
     session_idle_minutes: Option<f64>,
@@ -160,6 +161,9 @@ pub struct Config {
     pub default_time_zone: chrono_tz::Tz,
     /// `provider/id` for new sessions.
     pub model: String,
+    /// `fallback_models`: `provider/id`s a failed model call goes on with, in order (checked
+    /// against the registry by [`agent_setup::factory`](crate::agent_setup::factory)).
+    pub fallback_models: Vec<String>,
     /// Thinking level for new sessions.
     pub thinking: ThinkingLevel,
     /// Queueing during a run.
@@ -225,6 +229,7 @@ impl std::fmt::Debug for Config {
             .field("workspaces_dir", &self.workspaces_dir)
             .field("default_time_zone", &self.default_time_zone)
             .field("model", &self.model)
+            .field("fallback_models", &self.fallback_models)
             .field("thinking", &self.thinking)
             .field("queue_mode", &self.queue_mode)
             .field("session_idle", &self.session_idle)
@@ -293,6 +298,13 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
             format!("`{model}` must be provider/id, e.g. {DEFAULT_MODEL}"),
         ));
     }
+    let fallback_models = raw.fallback_models.unwrap_or_default();
+    if let Some(bad) = fallback_models.iter().find(|m| !m.contains('/')) {
+        return Err(invalid(
+            "fallback_models",
+            format!("`{bad}` must be provider/id, e.g. openai/gpt-4.1"),
+        ));
+    }
     let thinking = match raw.thinking {
         Some(t) => t
             .parse()
@@ -343,6 +355,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
         default_time_zone,
         model,
+        fallback_models,
         thinking,
         queue_mode,
         session_idle,

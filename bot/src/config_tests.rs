@@ -61,6 +61,7 @@ fn bad_values_name_their_key() {
             "http.public_url",
         ),
         ("session_idle_minutes = -5.0", "session_idle_minutes"),
+        ("fallback_models = [\"gpt-4.1\"]", "fallback_models"),
         (
             "[providers.local]\napi = \"grpc\"\nbase_url = \"http://x\"",
             "providers.local.api",

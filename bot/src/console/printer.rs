@@ -113,6 +113,14 @@ impl Printer {
                         error_message.as_deref().unwrap_or("?")
                     );
                 }
+                AgentSessionEvent::ModelFallback {
+                    from,
+                    to,
+                    error_message,
+                } => {
+                    self.finish_markdown(&mut stdout);
+                    let _ = writeln!(stdout, "\n{}", fallback_note(from, to, error_message));
+                }
                 AgentSessionEvent::ExtensionError {
                     extension,
                     event,
@@ -136,9 +144,24 @@ impl Printer {
                 | AgentSessionEvent::CompactionEnd { .. }
                 | AgentSessionEvent::SessionChanged { .. } => {}
             },
-            Mode::Text => {}
+            // A one-shot answer is stdout alone: the note goes to stderr.
+            Mode::Text => {
+                if let AgentSessionEvent::ModelFallback {
+                    from,
+                    to,
+                    error_message,
+                } = e
+                {
+                    eprintln!("{}", fallback_note(from, to, error_message));
+                }
+            }
         }
     }
+}
+
+/// The line saying a fallback model took over the turn.
+fn fallback_note(from: &str, to: &str, error: &str) -> String {
+    format!("↪ {from} failed ({error}); answering with {to}")
 }
 
 /// The terminal's width in columns (80 when stdout does not say).

@@ -32,6 +32,7 @@ pub mod network;
 pub mod port;
 pub mod recall;
 pub mod scheduler;
+pub mod usage;
 
 use crate::config::Config;
 use async_trait::async_trait;

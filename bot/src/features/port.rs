@@ -232,6 +232,14 @@ pub trait ChatPort: Send + Sync + std::fmt::Debug {
     /// a list after one of its entries was deleted. Errors as [`offer`](Self::offer).
     async fn edit(&self, to: Target, message_id: i64, text: &str, rows: &[Vec<PressButton>]) -> Result<(), PortError>;
 
+    /// Sends `png` (a PNG image) to `to` at once as a photo with the plain `caption` (at most
+    /// 1024 characters, Telegram's caption limit). Errors: [`PortError::Refused`] with the
+    /// service's words; a host that cannot send photos refuses every one (the default).
+    async fn send_photo(&self, to: Target, png: Vec<u8>, caption: &str) -> Result<(), PortError> {
+        let _ = (to, png, caption);
+        Err(PortError::Refused("this host cannot send photos".into()))
+    }
+
     /// Deletes message `message_id` of `to` (e.g. one carrying a pasted sign-in code).
     async fn delete(&self, to: Target, message_id: i64) -> Result<(), PortError>;
 

@@ -85,6 +85,14 @@ impl ChatPort for TelegramPort {
             .map_err(|e| PortError::Refused(e.to_string()))
     }
 
+    async fn send_photo(&self, to: Target, png: Vec<u8>, caption: &str) -> Result<(), PortError> {
+        self.api
+            .send_photo_bytes(to, "chart.png", png, Some(caption))
+            .await
+            .map(|_| ())
+            .map_err(|e| PortError::Refused(e.to_string()))
+    }
+
     async fn delete(&self, to: Target, message_id: i64) -> Result<(), PortError> {
         let id = i32::try_from(message_id).unwrap_or_default();
         self.api

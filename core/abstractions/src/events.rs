@@ -18,7 +18,9 @@
 //! agent_settled                                (idle, nothing queued)
 //! ```
 //!
-//! `extension_error`, `auto_retry_start/end` and `compaction_start/end` may appear anywhere inside.
+//! `extension_error`, `auto_retry_start/end` and `compaction_start/end` may appear anywhere inside;
+//! `model_fallback` comes between a failed assistant `message_end` and the next `message_start`
+//! of the same turn.
 //! A tool the provider ran itself ([`ProviderToolCall`](crate::messages::ProviderToolCall),
 //! e.g. Claude Code's) is shown with `tool_execution_start` and `tool_execution_end` among the
 //! assistant's `message_update`s, as its events stream in; no tool result message follows.
@@ -177,6 +179,20 @@ pub enum AgentSessionEvent {
         /// Error text.
         error: String,
     },
+    /// A model call failed in a way another provider could answer (overloaded, a server error,
+    /// a refused key, unreachable; after the provider's own retries), and the same turn goes on
+    /// with the next of the session's fallback models (`fallback_models`). Sent before that
+    /// model is asked; the failed message stays in the transcript (its error is not shown as the
+    /// turn's end). Keys are `provider/id`.
+    ModelFallback {
+        /// The model whose call failed.
+        from: String,
+        /// The model answering instead.
+        to: String,
+        /// Why `from` failed (its redacted `errorMessage`).
+        #[serde(rename = "errorMessage")]
+        error_message: String,
+    },
     /// The session file changed (`/new`, switch).
     SessionChanged {
         /// Session id.
@@ -208,6 +224,7 @@ impl AgentSessionEvent {
             AgentSessionEvent::CompactionStart { .. } => "compaction_start",
             AgentSessionEvent::CompactionEnd { .. } => "compaction_end",
             AgentSessionEvent::ExtensionError { .. } => "extension_error",
+            AgentSessionEvent::ModelFallback { .. } => "model_fallback",
             AgentSessionEvent::SessionChanged { .. } => "session_changed",
         }
     }

@@ -158,11 +158,18 @@ fn parse_period(code: &str) -> Option<Period> {
     chrono::NaiveDate::from_ymd_opt(y, mo, 1).map(|_| Period::Month(y, mo))
 }
 
-const COMMANDS: &[FeatureCommand] = &[FeatureCommand {
-    name: "allowance",
-    description: "Spending allowances of this chat and yours (owners change them)",
-    turn: Turn::Holds,
-}];
+const COMMANDS: &[FeatureCommand] = &[
+    FeatureCommand {
+        name: "allowance",
+        description: "Spending allowances of this chat and yours (owners change them)",
+        turn: Turn::Holds,
+    },
+    FeatureCommand {
+        name: "usage",
+        description: "What this chat spent today and this month, with a chart",
+        turn: Turn::Holds,
+    },
+];
 
 impl Allowances {
     /// What `/allowance <args>` from `from` in chat `chat` (zone `zone`) answers.
@@ -294,7 +301,11 @@ impl HostFeature for Allowances {
         COMMANDS
     }
 
-    async fn command(&self, _name: &str, call: CommandCall<'_>) -> Option<String> {
+    async fn command(&self, name: &str, call: CommandCall<'_>) -> Option<String> {
+        if name == "usage" {
+            let owner = self.shared.owners.contains(&call.message.from_id);
+            return super::usage::command(&self.shared.store, self.shared.port.as_deref(), call, owner).await;
+        }
         let zone = call.time_zone.parse().unwrap_or(chrono_tz::UTC);
         let text = self.run(call.message.from_id, &chat_key(call.message.chat_id), zone, call.args);
         let owner = self.shared.owners.contains(&call.message.from_id);
@@ -311,7 +322,10 @@ impl HostFeature for Allowances {
     }
 
     fn help(&self) -> &[&'static str] {
-        &["/allowance [chat 5/day | user <id> 10/month] - spending allowances (owners change them)"]
+        &[
+            "/allowance [chat 5/day | user <id> 10/month] - spending allowances (owners change them)",
+            "/usage - what this chat spent today and this month, with a chart",
+        ]
     }
 
     fn press_prefix(&self) -> Option<&'static str> {

@@ -121,6 +121,7 @@ impl LineWatch for RunWatch {
             | AgentSessionEvent::CompactionStart { .. }
             | AgentSessionEvent::CompactionEnd { .. }
             | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::ModelFallback { .. }
             | AgentSessionEvent::SessionChanged { .. } => {}
         }
     }

@@ -25,6 +25,8 @@ struct Call<'a> {
     /// The chat's key (its folder name).
     key: String,
     args: &'a str,
+    /// Whether the sender is an owner.
+    owner: bool,
 }
 
 /// A built-in's handler: the answer, or `None` when there is none to send.
@@ -92,7 +94,9 @@ const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "model",
         description: "Show or change the model",
-        help: Some("/model [provider/id] - show or change the model"),
+        help: Some(
+            "/model [provider/id] - show or change the model; /model fallback [provider/id ...] - fallback models",
+        ),
         turn: Turn::Holds,
         owners: false,
         run: model,
@@ -289,7 +293,17 @@ async fn run(host: &Arc<TelegramHost>, m: &InMessage, target: Target, name: &str
         if b.owners && !host.access.is_owner(m.from_id) {
             return Some(format!("Only an owner may /{name}."));
         }
-        return (b.run)(host, Call { target, key, args }).await;
+        let owner = host.access.is_owner(m.from_id);
+        return (b.run)(
+            host,
+            Call {
+                target,
+                key,
+                args,
+                owner,
+            },
+        )
+        .await;
     }
     if let Some((feature, _)) = host.features.command(name) {
         let zone = zone_name(host, &key);
@@ -391,6 +405,11 @@ fn model<'a>(host: &'a Arc<TelegramHost>, c: Call<'a>) -> BoxFuture<'a, Option<S
             Ok(s) => s,
             Err(e) => return Some(e),
         };
+        let (head, rest) = c.args.split_once(char::is_whitespace).unwrap_or((c.args, ""));
+        if head == "fallback" {
+            let answer = super::fallback::command(host, &session, &c.key, c.target, c.owner, rest).await;
+            return Some(answer);
+        }
         let models = session.available_models();
         if c.args.is_empty() {
             let current = session.model().map(|m| m.key());

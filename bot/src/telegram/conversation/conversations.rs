@@ -177,6 +177,7 @@ impl Chats {
                 session: SessionSelect::ContinueRecent,
                 time_zone: Some(tz),
                 model: settings.model.clone(),
+                fallback_models: settings.fallback_models.clone(),
                 thinking: settings.thinking,
                 no_skill_hooks: false,
                 ui: Some(Arc::new(TelegramUi {
@@ -243,6 +244,7 @@ impl Chats {
                 session: SessionSelect::ContinueRecent,
                 time_zone: Some(tz),
                 model: spec.model.or(settings.model),
+                fallback_models: settings.fallback_models,
                 thinking: settings.thinking,
                 ui: spec.ui,
                 channel: None,

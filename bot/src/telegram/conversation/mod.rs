@@ -6,6 +6,7 @@ pub(crate) mod access;
 pub(crate) mod commands;
 pub(crate) mod conversations;
 pub(crate) mod down_report;
+pub(crate) mod fallback;
 pub(crate) mod handoff;
 pub(crate) mod menus;
 pub(crate) mod recovery;

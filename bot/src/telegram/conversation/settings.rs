@@ -1,5 +1,5 @@
-//! `chat-settings.json` in `state_dir`: per chat key the time zone (IANA), model and thinking
-//! level. Written atomically; a corrupt file is set aside and reported.
+//! `chat-settings.json` in `state_dir`: per chat key the time zone (IANA), model, fallback
+//! models and thinking level. Written atomically; a corrupt file is set aside and reported.
 //!
 //! Values are checked when read: a zone that is not an IANA zone, a model the config does not
 //! know (or whose provider has no key) or an unknown thinking level is reported at load (a
@@ -28,6 +28,9 @@ pub struct ChatSettings {
     pub voice_language: Option<String>,
     /// `/voice on|off|auto`: whether its answers are spoken (`None`: off).
     pub voice_reply: Option<crate::telegram::voice::Speaking>,
+    /// `/model fallback ...`: the chat's fallback models (`provider/id`, in order; empty: none).
+    /// A list with a model that does not check out is ignored whole.
+    pub fallback_models: Option<Vec<String>>,
 }
 
 /// One chat's entry as the file holds it (unchecked; other keys kept as they are).
@@ -43,6 +46,7 @@ struct StoredSettings {
     voice_language: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     voice_reply: Option<String>,
+    fallback_models: Option<Vec<String>>,
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
 }
@@ -177,12 +181,25 @@ impl SettingsStore {
             }
             speaking
         });
+        let fallback_models = stored.fallback_models.as_ref().and_then(|list| {
+            let problem = list
+                .iter()
+                .find_map(|m| (self.model_problem)(m).map(|why| format!("`{m}`: {why}")));
+            match problem {
+                None => Some(list.clone()),
+                Some(why) => {
+                    drop("fallback_models", &list.join(", "), why);
+                    None
+                }
+            }
+        });
         ChatSettings {
             time_zone,
             model,
             thinking,
             voice_language,
             voice_reply,
+            fallback_models,
         }
     }
 
@@ -217,6 +234,9 @@ impl SettingsStore {
         }
         if after.voice_reply != before.voice_reply {
             stored.voice_reply = after.voice_reply.map(|v| v.as_str().to_owned());
+        }
+        if after.fallback_models != before.fallback_models {
+            stored.fallback_models = after.fallback_models;
         }
         save_json(&self.path, &*map)
     }
@@ -262,6 +282,31 @@ mod tests {
     }
 
     #[test]
+    fn a_fallback_list_with_an_unknown_model_is_ignored_whole_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("chat-settings.json");
+        std::fs::write(
+            &file,
+            r#"{"42": {"fallback_models": ["anthropic/claude-sonnet-4-5", "nope/none"]},
+                "43": {"fallback_models": ["anthropic/claude-sonnet-4-5"]}}"#,
+        )
+        .unwrap();
+        let (s, _, ignored) = load(dir.path());
+        let keys: Vec<(&str, &str)> = ignored.iter().map(|i| (i.chat.as_str(), i.key)).collect();
+        assert_eq!(keys, vec![("42", "fallback_models")]);
+        assert!(ignored[0].why.contains("`nope/none`"), "{:?}", ignored[0]);
+        assert_eq!(s.get("42").fallback_models, None);
+        assert_eq!(
+            s.get("43").fallback_models,
+            Some(vec!["anthropic/claude-sonnet-4-5".to_owned()])
+        );
+        // Turning them off for a chat is kept as an empty list, not as the config's.
+        s.update("43", |c| c.fallback_models = Some(Vec::new())).unwrap();
+        let (s2, _, _) = load(dir.path());
+        assert_eq!(s2.get("43").fallback_models, Some(Vec::new()));
+    }
+
+    #[test]
     fn corrupt_settings_are_set_aside() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("chat-settings.json"), "{oops").unwrap();
@@ -303,6 +348,7 @@ mod tests {
                 thinking: Some(ThinkingLevel::Low),
                 voice_language: None,
                 voice_reply: None,
+                fallback_models: None,
             }
         );
         // Setting one key writes that key; the other ignored values and unknown keys stay.

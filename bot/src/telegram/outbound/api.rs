@@ -90,6 +90,21 @@ pub enum Attempt {
     Unknown,
 }
 
+/// An upload request (`sendPhoto`, `sendDocument`: no trait shares their setters) with the topic
+/// of `to` (a `Target`) and the optional plain `caption` (an `Option<&str>`).
+macro_rules! upload_options {
+    ($req:expr, $to:expr, $caption:expr) => {{
+        let mut req = $req;
+        if let Some(t) = $to.thread {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Some(c) = $caption {
+            req = req.caption(c.to_owned());
+        }
+        req
+    }};
+}
+
 impl Tg {
     /// Wraps a bot; sends wait for `journal`.
     pub fn new(bot: Bot, journal: Arc<Journal>) -> Self {
@@ -500,6 +515,23 @@ impl Tg {
         .await
     }
 
+    /// Sends `bytes` (a PNG or JPEG) as a photo named `file_name`, with an optional plain caption
+    /// (at most 1024 characters), under flood control for as long as it lasts.
+    pub async fn send_photo_bytes(
+        &self,
+        to: Target,
+        file_name: &str,
+        bytes: Vec<u8>,
+        caption: Option<&str>,
+    ) -> Result<Message, RequestError> {
+        self.journal.barrier().await;
+        self.with_flood_control(to.chat_id, Kind::Message, || {
+            let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+            upload_options!(self.bot.send_photo(ChatId(to.chat_id), file), to, caption).into_future()
+        })
+        .await
+    }
+
     /// Sends `bytes` as a document named `file_name`, with an optional plain caption (at most
     /// 1024 characters, Telegram's caption limit), under flood control for as long as it lasts.
     pub async fn send_document_bytes(
@@ -509,18 +541,10 @@ impl Tg {
         bytes: Vec<u8>,
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
-        use teloxide::types::InputFile;
         self.journal.barrier().await;
         self.with_flood_control(to.chat_id, Kind::Message, || {
-            let file = InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
-            let mut req = self.bot.send_document(ChatId(to.chat_id), file);
-            if let Some(t) = to.thread {
-                req = req.message_thread_id(ThreadId(MessageId(t)));
-            }
-            if let Some(c) = caption {
-                req = req.caption(c.to_owned());
-            }
-            req.into_future()
+            let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+            upload_options!(self.bot.send_document(ChatId(to.chat_id), file), to, caption).into_future()
         })
         .await
     }

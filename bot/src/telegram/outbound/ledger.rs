@@ -259,6 +259,7 @@ impl Ledger {
             | AgentSessionEvent::CompactionStart { .. }
             | AgentSessionEvent::CompactionEnd { .. }
             | AgentSessionEvent::ExtensionError { .. }
+            | AgentSessionEvent::ModelFallback { .. }
             | AgentSessionEvent::SessionChanged { .. } => Answering::default(),
         }
     }

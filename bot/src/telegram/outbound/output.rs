@@ -98,6 +98,8 @@ pub struct Output {
     disk_told: Arc<AtomicBool>,
     /// Answers with voice (`[voice]`), shared with the delivery task.
     speech: Option<Arc<Speech>>,
+    /// `(from, to)` of the run's failover: its answers end with a footer naming `to`.
+    fallback: Arc<std::sync::Mutex<Option<(String, String)>>>,
 }
 
 /// How many shown answers [`Output`] remembers.
@@ -144,6 +146,7 @@ impl Output {
             preview,
             stopping: Arc::default(),
             disk_told: Arc::default(),
+            fallback: Arc::default(),
             speech,
         }
     }
@@ -217,7 +220,12 @@ impl Output {
             AgentSessionEvent::AgentStart => {
                 // A Stop asked too late for the run before is not this run's.
                 self.stopping.store(false, Ordering::SeqCst);
+                *self.fallback.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 Some(Out::RunStart)
+            }
+            AgentSessionEvent::ModelFallback { from, to, .. } => {
+                *self.fallback.lock().unwrap_or_else(|e| e.into_inner()) = Some((from.clone(), to.clone()));
+                Some(Out::Tool(texts::fallback_step(to)))
             }
             AgentSessionEvent::ToolExecutionStart { tool_name, .. } => Some(Out::Tool(tool_name.clone())),
             AgentSessionEvent::TurnEnd { message, .. }
@@ -226,7 +234,10 @@ impl Output {
             {
                 let text = message.text();
                 self.remember_shown(message.timestamp);
-                (!text.trim().is_empty()).then(|| Out::Final { md: text, of: take() })
+                (!text.trim().is_empty()).then(|| Out::Final {
+                    md: self.with_fallback_footer(text),
+                    of: take(),
+                })
             }
             // Stopped (the native Stop or `/stop`, not a shutdown: that leaves `of` empty and the
             // message to recovery): the text so far is the answer, marked as stopped.
@@ -299,6 +310,14 @@ impl Output {
             from,
             speak: true,
         });
+    }
+
+    /// `md`, with the footer naming the fallback model when one answered this run.
+    fn with_fallback_footer(&self, md: String) -> String {
+        match &*self.fallback.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some((from, to)) => format!("{md}\n\n{}", texts::answered_by_fallback(to, from)),
+            None => md,
+        }
     }
 
     fn remember_shown(&self, timestamp: i64) {

@@ -280,6 +280,16 @@ pub fn provider_unreachable(detail: &str) -> String {
     )
 }
 
+/// The progress line's step when a fallback model takes over the turn (failover).
+pub fn fallback_step(to: &str) -> String {
+    format!("↪ {to}")
+}
+
+/// The footer of an answer a fallback model wrote because `from`'s provider failed (Markdown).
+pub fn answered_by_fallback(to: &str, from: &str) -> String {
+    format!("_↪ answered by `{to}`: `{from}` is unavailable right now_")
+}
+
 /// Any other failure, as its own text says.
 pub fn failed(detail: &str) -> String {
     format!("⚠️ {detail}")

@@ -33,6 +33,10 @@ pub struct FactoryConfig {
     pub store: Arc<dyn SessionStore>,
     /// `provider/id` for new sessions.
     pub default_model: Option<String>,
+    /// Models (`provider/id`) a failed model call goes on with, in order, in every session
+    /// without its own list (docs/providers.md, "Failover"). The host checks them; one the
+    /// registry does not know is skipped at call time with a warning.
+    pub fallback_models: Vec<String>,
     /// Thinking level for new sessions.
     pub default_thinking: ThinkingLevel,
     /// Zone when a session sets none.
@@ -85,6 +89,9 @@ pub struct AgentSessionOptions {
     pub model: Option<String>,
     /// Thinking level for a new session.
     pub thinking: Option<ThinkingLevel>,
+    /// This session's fallback models (`provider/id`, in order; empty for none); `None`: the
+    /// factory's [`FactoryConfig::fallback_models`].
+    pub fallback_models: Option<Vec<String>>,
     /// Runs no skill hooks in this session, whatever [`FactoryConfig::skill_hooks`] says (a
     /// session serving someone whose tools do not include running commands: a hook its skills
     /// name would be code it wrote). Skills are still listed and `protected-paths` still guard.
@@ -204,19 +211,24 @@ impl AgentSessionFactory {
             hooks_enabled: cfg.skill_hooks && !options.no_skill_hooks,
             redactor: volcanic_abstractions::processes::ProcessSpawnPolicy::redactor(&*cfg.processes),
         });
+        let mut state = State::new(
+            model.clone(),
+            thinking,
+            options.time_zone.or(cfg.default_time_zone),
+            ctx.messages,
+            super::inner::compacted_totals(ctx.compaction.as_ref()),
+            ctx.from_before_compaction,
+        );
+        state.fallback_models = options
+            .fallback_models
+            .clone()
+            .unwrap_or_else(|| cfg.fallback_models.clone());
         let inner = Arc::new_cyclic(|me: &Weak<Inner>| Inner {
             config: cfg.clone(),
             cwd: options.cwd.clone(),
             scope,
             manager: Mutex::new(manager),
-            state: Mutex::new(State::new(
-                model.clone(),
-                thinking,
-                options.time_zone.or(cfg.default_time_zone),
-                ctx.messages,
-                super::inner::compacted_totals(ctx.compaction.as_ref()),
-                ctx.from_before_compaction,
-            )),
+            state: Mutex::new(state),
             tools: RwLock::new(tools),
             commands: RwLock::new(commands),
             models: RwLock::new(models),

@@ -72,6 +72,11 @@ pub(crate) struct State {
     /// Leading messages from before the newest compaction (stale usage; see
     /// `SessionContext::from_before_compaction`).
     pub stale_prefix: usize,
+    /// Models (`provider/id`) a failed call goes on with, in order ([`failover`](super::failover)).
+    pub fallback_models: Vec<String>,
+    /// The model answering for the rest of the run after a failover (`None`: `model`); set and
+    /// cleared by [`failover`](super::failover) only.
+    pub answering: Option<Model>,
 }
 
 impl State {
@@ -97,6 +102,8 @@ impl State {
             system_prompt: String::new(),
             compacted_totals,
             stale_prefix,
+            fallback_models: Vec::new(),
+            answering: None,
         }
     }
 

@@ -10,8 +10,9 @@
 //!
 //! Inside: `inner` (the shared state and its lock rules), `prompt` (input to a run or a queue),
 //! `run_loop` (the run and the turn, as the spec draws them) with its steps `stream` (the model
-//! call), `tool_exec` (tool batches, redaction), `persist` (messages into the file and the
-//! context), `compact` and `skills`; `actions` and `context` are what extensions reach.
+//! call; `failover` goes on with a fallback model), `tool_exec` (tool batches, redaction),
+//! `persist` (messages into the file and the context), `compact` and `skills`; `actions` and
+//! `context` are what extensions reach.
 
 mod accumulate;
 mod actions;
@@ -19,6 +20,7 @@ mod compact;
 mod context;
 mod error;
 mod factory;
+mod failover;
 mod inner;
 mod persist;
 mod prompt;

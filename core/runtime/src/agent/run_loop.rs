@@ -13,7 +13,9 @@
 //!         pending messages           persist::add_message (durable with the answer)
 //!         compaction between turns   compact::compact_if_needed
 //!         context, stream            Run::model_call → stream::stream_turn (error redacted);
-//!                                    an overflow gets one compaction and one retry
+//!                                    an overflow gets one compaction and one retry; a failure
+//!                                    another provider could answer goes on with the next
+//!                                    fallback model (failover::stream_with_failover)
 //!         tool calls                 Run::tools → tool_exec::execute_batch (results redacted),
 //!                                    each result persisted and synced
 //!         turn_end
@@ -30,11 +32,12 @@
 
 use super::compact::{self, CompactReason};
 use super::error::SessionError;
+use super::failover::stream_with_failover;
 use super::inner::{Busy, Inner, State};
 use super::persist::{Durable, add_message};
 use super::session::has_tool_calls;
 use super::skills::RunSkills;
-use super::stream::{is_overflow, stream_turn};
+use super::stream::is_overflow;
 use super::tool_exec::execute_batch;
 use crate::compaction::CompactionError;
 use chrono::Utc;
@@ -103,6 +106,7 @@ async fn run_once(inner: &Arc<Inner>, initial: Vec<Message>) -> Result<(), Sessi
             None => break Ok(()),
         }
     };
+    super::failover::reset(inner);
     finish(inner, run.added, outcome).await
 }
 
@@ -170,17 +174,17 @@ impl Run<'_> {
         })
     }
 
-    /// The model call with overflow recovery: a context overflow gets one compaction and one
-    /// retry; a second overflow, or a compaction that cannot help, ends the turn with a message
-    /// saying why.
+    /// The model call with failover and overflow recovery: a context overflow gets one
+    /// compaction and one retry; a second overflow, or a compaction that cannot help, ends the
+    /// turn with a message saying why.
     async fn model_call(&self) -> Result<AssistantMessage, SessionError> {
         let (inner, cancel) = (self.inner, &self.cancel);
-        let first = stream_turn(inner, &self.system_prompt, cancel, false).await?;
+        let first = stream_with_failover(inner, &self.system_prompt, cancel, false).await?;
         if !is_overflow(&first) || cancel.is_cancelled() {
             return Ok(first);
         }
         match compact::compact(inner, CompactReason::Overflow, None, cancel).await {
-            Ok(_) => stream_turn(inner, &self.system_prompt, cancel, true).await,
+            Ok(_) => stream_with_failover(inner, &self.system_prompt, cancel, true).await,
             Err(e) => Ok(overflow_not_recovered(first, &e)),
         }
     }

@@ -178,6 +178,28 @@ impl AgentSession {
         Ok(model)
     }
 
+    /// The models (`provider/id`, in order) a failed model call goes on with
+    /// (docs/providers.md, "Failover").
+    pub fn fallback_models(&self) -> Vec<String> {
+        self.inner.lock_state().fallback_models.clone()
+    }
+
+    /// Sets this session's fallback models (`None`: the factory's). Not persisted in the session
+    /// file: the host keeps them with the chat's settings. Errors: a key the registry does not
+    /// know or whose provider has no key (nothing is changed).
+    pub fn set_fallback_models(&self, keys: Option<Vec<String>>) -> Result<Vec<String>, SessionError> {
+        let keys = keys.unwrap_or_else(|| self.inner.config.fallback_models.clone());
+        {
+            let models = self.inner.models.read().unwrap_or_else(|e| e.into_inner());
+            for key in &keys {
+                let model = models.require(key)?;
+                models.api_key(&model.provider)?;
+            }
+        }
+        self.inner.lock_state().fallback_models = keys.clone();
+        Ok(keys)
+    }
+
     /// Sets the thinking level: persisted as a `thinking_level_change` entry.
     pub async fn set_thinking_level(&self, level: ThinkingLevel) -> Result<(), SessionError> {
         apply_thinking(&self.inner, level).await

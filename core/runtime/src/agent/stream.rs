@@ -83,7 +83,9 @@ async fn request(
 ) -> Result<(Model, ProviderContext, StreamOptions), SessionError> {
     let (model, thinking, messages) = {
         let st = inner.lock_state();
-        (st.model.clone(), st.thinking, st.messages.clone())
+        // After a failover the fallback answers the rest of the run (`failover`).
+        let model = st.answering.clone().or_else(|| st.model.clone());
+        (model, st.thinking, st.messages.clone())
     };
     let model = model.ok_or(SessionError::NoModel)?;
     let mut context_ev = ContextEvent { messages };

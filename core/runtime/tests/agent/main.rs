@@ -3,6 +3,7 @@
 mod compaction_tests;
 mod dispatch_tests;
 mod events_tests;
+mod failover_tests;
 mod loop_tests;
 mod provider_tools_tests;
 mod resume_tests;

@@ -323,6 +323,7 @@ pub fn factory_config(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &
         })),
         store: Arc::new(FileSessionStore::new(dir.join("sessions"))),
         default_model: Some("faux/m1".into()),
+        fallback_models: Vec::new(),
         default_thinking: Default::default(),
         default_time_zone: None,
         home_dir: None,

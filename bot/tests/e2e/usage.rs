@@ -1,0 +1,67 @@
+//! `/usage` through the real binary: the scripted model server bills known usage, and `/usage`
+//! sends a chart (a valid, non-blank PNG of the expected size) whose caption gives the billed
+//! numbers; an owner also sees the month's top chats and people.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::*;
+use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::model_server::{ModelServer, Turn};
+
+/// Decodes a PNG: its size and how many distinct colours its pixels have.
+fn decode(bytes: &[u8]) -> ((u32, u32), usize) {
+    let mut reader = png::Decoder::new(bytes).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let colours: std::collections::HashSet<&[u8]> =
+        buf[..info.buffer_size()].chunks(info.color_type.samples()).collect();
+    ((info.width, info.height), colours.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_sends_a_chart_with_the_billed_numbers() {
+    let model = ModelServer::start().await.unwrap();
+    // claude-sonnet-4-5 at $3 / $15 per million tokens: 1,000,000 in + 100,000 out = $4.50.
+    model.push(Turn::reply("an expensive answer").usage(1_000_000, 100_000, 0, 0));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(
+        &model.url(),
+        &telegram_config(&tg, "[allowance]\nchat_daily_usd = 1000\n"),
+    );
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
+    wait_text(&tg, OWNER, "an expensive answer", &bot).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "/usage"));
+    tg.wait_for(|s| !s.calls("sendPhoto").is_empty(), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+    let call = tg.calls("sendPhoto").remove(0);
+    assert_eq!(call.params["chat_id"], OWNER);
+    let caption = call.params["caption"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        caption.starts_with("Spent in this chat: today $4.50, this month $4.50."),
+        "{caption}"
+    );
+    assert!(
+        caption.contains(&format!("Top chats this month: {OWNER} $4.50."))
+            && caption.contains(&format!("Top people this month: {OWNER} $4.50.")),
+        "{caption}"
+    );
+    let file = &call.files[0];
+    assert_eq!(&file.bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let (size, colours) = decode(&file.bytes);
+    assert_eq!(size, (600, 300));
+    // Background, guide lines, the axis and today's bar at least: not blank.
+    assert!(colours >= 4, "{colours} colours");
+    // Someone who is not an owner sees the chat's numbers only.
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "/usage"));
+    tg.wait_for(|s| s.calls("sendPhoto").len() == 2, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+    let theirs = tg.calls("sendPhoto").remove(1);
+    let caption = theirs.params["caption"].as_str().unwrap_or_default();
+    assert!(
+        caption.starts_with("Spent in this chat: today $0.00, this month $0.00.") && !caption.contains("Top"),
+        "{caption}"
+    );
+}
