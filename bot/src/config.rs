@@ -10,11 +10,13 @@ use volcanic_core::models::CustomProviderConfig;
 
 mod http_limits;
 mod live;
+mod metrics;
 mod providers;
 mod sandbox;
 mod voice;
 pub use http_limits::HttpLimits;
 pub use live::{LiveConfig, Streaming};
+pub use metrics::MetricsConfig;
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
 pub use voice::{VoiceConfig, is_language};
@@ -70,6 +72,7 @@ struct RawConfig {
     google: Option<RawGoogle>,
     sandbox: Option<sandbox::RawSandbox>,
     voice: Option<voice::RawVoice>,
+    metrics: Option<metrics::RawMetrics>,
     /// Everything else: the features' sections (`features::Services::section`).
     #[serde(flatten)]
     rest: BTreeMap<String, toml::Value>,
@@ -200,6 +203,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `[voice]`: transcription and speech; `None` without the section (voice is off).
     pub voice: Option<VoiceConfig>,
+    /// `[metrics]`: the Prometheus listener; `None` without the section (metrics are off).
+    pub metrics: Option<MetricsConfig>,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -337,6 +342,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     let google = resolve_google(raw.google.unwrap_or_default(), &public_url)?;
     let sandbox = sandbox::resolve(raw.sandbox)?;
     let voice = voice::resolve(raw.voice)?;
+    let metrics = metrics::resolve(raw.metrics, |k| std::env::var(k).ok())?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -359,6 +365,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         features,
         sandbox,
         voice,
+        metrics,
     })
 }
 

@@ -10,6 +10,7 @@ mod doctor;
 mod features;
 mod http;
 mod lock;
+mod ops;
 mod placement;
 mod secrets;
 mod store_file;
