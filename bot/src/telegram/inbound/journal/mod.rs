@@ -445,6 +445,7 @@ impl Journal {
         // Synced once they are handed over: `durable` asks for it.
         let n = self.write(&text, false)?;
         *last = fresh.iter().map(|(id, _)| *id).max().max(*last);
+        crate::ops::answers::arrived(&fresh);
         Ok((fresh, Durable(n)))
     }
 
@@ -491,6 +492,9 @@ impl Journal {
     /// before each attempt leaves, after every wait (so a crash after it means the request was
     /// on its way); not synced (a power failure can lose it: the chunk is then sent again).
     pub fn chunk(&self, of: &Answering, n: u32, s: ChunkState) {
+        if s == ChunkState::Sent {
+            crate::ops::answers::chunk_sent(&of.ids, n);
+        }
         let mut text: String = of.ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
         for k in &of.deliveries {
             text.push_str(&line(&Record::Delivery {
@@ -506,6 +510,7 @@ impl Journal {
     /// Records that the answer for `of` was delivered (or that there is none): its updates are
     /// `done`, its deliveries too.
     pub fn finish(&self, of: &Answering) {
+        crate::ops::answers::finished(&of.ids);
         let mut text: String = of
             .ids
             .iter()
