@@ -31,6 +31,7 @@ mod mcp_shared;
 mod memory;
 mod memory_scopes;
 mod memory_support;
+mod metrics;
 mod poison;
 mod questions;
 mod recall;
