@@ -40,14 +40,14 @@ pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
 }
 
 /// Extensions every session gets: the guard that asks before `bash` runs `rm -rf` (buttons on
-/// Telegram, a prompt in the console; blocked where there is no UI), and the metrics observer
-/// while `[metrics]` is on ([`crate::ops::observer`]).
+/// Telegram, a prompt in the console; blocked where there is no UI), and the operations observer
+/// while `[metrics]` or `[otel]` is on ([`crate::ops::observer`]).
 pub fn default_extensions() -> Vec<volcanic_abstractions::extensions::ExtensionFactory> {
     volcanic_examples::factories()
         .into_iter()
         .filter(|(name, _)| *name == "confirm-dangerous")
         .map(|(_, f)| f)
-        .chain(crate::ops::metrics::enabled().then(crate::ops::observer::factory))
+        .chain(crate::ops::observing().then(crate::ops::observer::factory))
         .collect()
 }
 

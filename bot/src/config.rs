@@ -11,12 +11,14 @@ use volcanic_core::models::CustomProviderConfig;
 mod http_limits;
 mod live;
 mod metrics;
+mod otel;
 mod providers;
 mod sandbox;
 mod voice;
 pub use http_limits::HttpLimits;
 pub use live::{LiveConfig, Streaming};
 pub use metrics::MetricsConfig;
+pub use otel::OtelConfig;
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
 pub use voice::{VoiceConfig, is_language};
@@ -73,6 +75,7 @@ struct RawConfig {
     sandbox: Option<sandbox::RawSandbox>,
     voice: Option<voice::RawVoice>,
     metrics: Option<metrics::RawMetrics>,
+    otel: Option<otel::RawOtel>,
     /// Everything else: the features' sections (`features::Services::section`).
     #[serde(flatten)]
     rest: BTreeMap<String, toml::Value>,
@@ -205,6 +208,8 @@ pub struct Config {
     pub voice: Option<VoiceConfig>,
     /// `[metrics]`: the Prometheus listener; `None` without the section (metrics are off).
     pub metrics: Option<MetricsConfig>,
+    /// `[otel]`: the OTLP/HTTP trace exporter; `None` without the section (traces are off).
+    pub otel: Option<OtelConfig>,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -343,6 +348,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     let sandbox = sandbox::resolve(raw.sandbox)?;
     let voice = voice::resolve(raw.voice)?;
     let metrics = metrics::resolve(raw.metrics, |k| std::env::var(k).ok())?;
+    let otel = otel::resolve(raw.otel)?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -366,6 +372,7 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         sandbox,
         voice,
         metrics,
+        otel,
     })
 }
 

@@ -223,11 +223,10 @@ fn label(s: &str) -> String {
     s[..end].to_owned()
 }
 
-/// An update taken from Telegram (`volcanic_updates_total`). `update` is its JSON; its kind is the
-/// first field of [`ALLOWED_UPDATES`](crate::telegram) it has, else `other`.
-pub fn update(update: &serde_json::Value) {
-    let Some(m) = METRICS.get() else { return };
-    let kind = [
+/// The kind of an update (its JSON): the first of the kinds the bot asks for that it has, else
+/// `other`.
+pub fn update_kind(update: &serde_json::Value) -> &'static str {
+    [
         "message",
         "callback_query",
         "stopped_message_generation",
@@ -235,7 +234,12 @@ pub fn update(update: &serde_json::Value) {
     ]
     .into_iter()
     .find(|k| update.get(*k).is_some())
-    .unwrap_or("other");
+    .unwrap_or("other")
+}
+
+/// An update of `kind` ([`update_kind`]) taken from Telegram (`volcanic_updates_total`).
+pub fn update(kind: &'static str) {
+    let Some(m) = METRICS.get() else { return };
     m.updates.get_or_create(&KindLabel { kind }).inc();
 }
 
@@ -253,17 +257,22 @@ pub fn answer_timing(first_text: Option<Duration>, whole: Option<Duration>) {
     }
 }
 
-/// A model request that ended with `message` (its provider, model, stop reason, usage, cost).
-pub fn model_message(message: &AssistantMessage) {
-    let Some(m) = METRICS.get() else { return };
-    let (provider, model) = (label(&message.provider), label(&message.model));
-    let outcome = match message.stop_reason {
+/// The `outcome` label (and span field) of a model request that stopped for `reason`.
+pub fn stop_reason(reason: StopReason) -> &'static str {
+    match reason {
         StopReason::Stop => "stop",
         StopReason::ToolUse => "tool_use",
         StopReason::Length => "length",
         StopReason::Error => "error",
         StopReason::Aborted => "aborted",
-    };
+    }
+}
+
+/// A model request that ended with `message` (its provider, model, stop reason, usage, cost).
+pub fn model_message(message: &AssistantMessage) {
+    let Some(m) = METRICS.get() else { return };
+    let (provider, model) = (label(&message.provider), label(&message.model));
+    let outcome = stop_reason(message.stop_reason);
     let key = |kind| ModelTokens {
         provider: provider.clone(),
         model: model.clone(),
@@ -418,7 +427,9 @@ mod tests {
     #[test]
     fn the_families_encode_in_the_text_format() {
         install(std::env::temp_dir().join("volcanic-metrics-test-none"));
-        update(&serde_json::json!({"update_id": 1, "message": {"text": "secret words"}}));
+        update(update_kind(
+            &serde_json::json!({"update_id": 1, "message": {"text": "secret words"}}),
+        ));
         tool_run("srv__lookup", true);
         let text = encode();
         assert!(text.contains("volcanic_updates_total{kind=\"message\"} 1"), "{text}");

@@ -10,6 +10,7 @@
 //! - [`answers`]: answer timings from an update's arrival (first text, whole answer).
 //! - [`process`]: the `process_*` metrics, read from `/proc` at scrape time.
 //! - [`scheduler`]: scheduler runs and lateness, from a wrapper around the chats' job delivery.
+//! - [`traces`]: spans exported over OTLP/HTTP (`[otel]`), one trace per update.
 //!
 //! Labels never carry a chat id, a user id, message text or a secret: only names from bounded
 //! sets (update kinds, provider and model names, tool names, Bot API method names, outcomes).
@@ -20,3 +21,9 @@ pub mod metrics;
 pub mod observer;
 pub mod process;
 pub mod scheduler;
+pub mod traces;
+
+/// Whether metrics or traces are on: the session events are observed only then.
+pub fn observing() -> bool {
+    metrics::enabled() || traces::enabled()
+}

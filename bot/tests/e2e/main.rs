@@ -63,4 +63,5 @@ mod telegram_order;
 mod telegram_slots;
 mod telegram_ui;
 mod telegram_webhook;
+mod traces;
 mod voice;

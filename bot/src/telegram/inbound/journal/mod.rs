@@ -492,9 +492,7 @@ impl Journal {
     /// before each attempt leaves, after every wait (so a crash after it means the request was
     /// on its way); not synced (a power failure can lose it: the chunk is then sent again).
     pub fn chunk(&self, of: &Answering, n: u32, s: ChunkState) {
-        if s == ChunkState::Sent {
-            crate::ops::answers::chunk_sent(&of.ids, n);
-        }
+        crate::ops::answers::chunk(&of.ids, n, s == ChunkState::Sent);
         let mut text: String = of.ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
         for k in &of.deliveries {
             text.push_str(&line(&Record::Delivery {
