@@ -47,13 +47,14 @@ fn main() {
             "Too Many Requests: retry after 1",
             Some(1),
         );
-        for i in 0..talkers.len() {
-            if i % 2 == 0 {
-                model.push(Turn::call("c1", "bash", serde_json::json!({"command": "true"})).usage(100, 10, 0, 0));
-            }
+        // One conversation with a tool call first (the model's script is shared by every chat),
+        // then plain answers in the others.
+        model.push(Turn::call("c1", "bash", serde_json::json!({"command": "true"})).usage(100, 10, 0, 0));
+        model.push(Turn::reply("bench-answer").usage(120, 8, 0, 0));
+        tg.push_update(updates::text_message(talkers[0], talkers[0], "hello"));
+        wait_all_answered(&tg, &bot, &talkers[..1], "bench-answer", Duration::from_secs(120)).await;
+        for &chat in &talkers[1..] {
             model.push(Turn::reply("bench-answer").usage(120, 8, 0, 0));
-        }
-        for &chat in talkers {
             tg.push_update(updates::text_message(chat, chat, "hello"));
         }
         wait_all_answered(&tg, &bot, talkers, "bench-answer", Duration::from_secs(120)).await;
