@@ -5,6 +5,7 @@
 //! Knobs (environment): `HOST_BENCH_ONLY=overhead` runs only the overhead figures,
 //! `HOST_BENCH_ONLY=rss` only the memory ones;
 //! `HOST_BENCH_BIN=<path>` measures another build of the binary (to compare);
+//! `HOST_BENCH_METRICS=1` turns `[metrics]` on for the overhead figures (to compare with off);
 //! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`; `HOST_BENCH_LOG_COPY=<file>` keeps
 //! each bot's log as `<file>.<n>` (n counts the bots started); `HOST_BENCH_WRAP="strace -f -tt
 //! -o <file>"` starts the bot under another program; `HOST_BENCH_ROUNDS=1` prints each round's
@@ -150,6 +151,9 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     let idle: Vec<i64> = (0..idle_n as i64).map(|i| FIRST_ID + 10_000 + i).collect();
     let users: Vec<i64> = busy.iter().chain(&idle).copied().collect();
     let env = Env::new(&model.url(), &tg.url(), &users, "");
+    if std::env::var("HOST_BENCH_METRICS").is_ok_and(|v| v == "1") {
+        env.add_section("[metrics]\nlisten = \"127.0.0.1:0\"");
+    }
     if let Some(seed) = seed {
         plant(&env, &idle, seed);
     }

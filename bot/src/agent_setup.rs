@@ -40,12 +40,14 @@ pub fn model_registry(config: &Config) -> anyhow::Result<ModelRegistry> {
 }
 
 /// Extensions every session gets: the guard that asks before `bash` runs `rm -rf` (buttons on
-/// Telegram, a prompt in the console; blocked where there is no UI).
+/// Telegram, a prompt in the console; blocked where there is no UI), and the operations observer
+/// while `[metrics]` or `[otel]` is on ([`crate::ops::observer`]).
 pub fn default_extensions() -> Vec<volcanic_abstractions::extensions::ExtensionFactory> {
     volcanic_examples::factories()
         .into_iter()
         .filter(|(name, _)| *name == "confirm-dangerous")
         .map(|(_, f)| f)
+        .chain(crate::ops::observing().then(crate::ops::observer::factory))
         .collect()
 }
 

@@ -11,11 +11,15 @@ use volcanic_core::models::CustomProviderConfig;
 pub mod allowance;
 mod http_limits;
 mod live;
+mod metrics;
+mod otel;
 mod providers;
 mod sandbox;
 mod voice;
 pub use http_limits::HttpLimits;
 pub use live::{LiveConfig, Streaming};
+pub use metrics::MetricsConfig;
+pub use otel::OtelConfig;
 use providers::{RawProvider, resolve_claude_code, resolve_provider};
 pub use sandbox::SandboxConfig;
 pub use voice::{VoiceConfig, is_language};
@@ -72,6 +76,8 @@ struct RawConfig {
     google: Option<RawGoogle>,
     sandbox: Option<sandbox::RawSandbox>,
     voice: Option<voice::RawVoice>,
+    metrics: Option<metrics::RawMetrics>,
+    otel: Option<otel::RawOtel>,
     /// Everything else: the features' sections (`features::Services::section`).
     #[serde(flatten)]
     rest: BTreeMap<String, toml::Value>,
@@ -205,6 +211,10 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `[voice]`: transcription and speech; `None` without the section (voice is off).
     pub voice: Option<VoiceConfig>,
+    /// `[metrics]`: the Prometheus listener; `None` without the section (metrics are off).
+    pub metrics: Option<MetricsConfig>,
+    /// `[otel]`: the OTLP/HTTP trace exporter; `None` without the section (traces are off).
+    pub otel: Option<OtelConfig>,
 }
 
 impl std::fmt::Debug for TelegramConfig {
@@ -350,6 +360,8 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
     let google = resolve_google(raw.google.unwrap_or_default(), &public_url)?;
     let sandbox = sandbox::resolve(raw.sandbox)?;
     let voice = voice::resolve(raw.voice)?;
+    let metrics = metrics::resolve(raw.metrics, |k| std::env::var(k).ok())?;
+    let otel = otel::resolve(raw.otel)?;
     Ok(Config {
         state_dir: raw.state_dir.unwrap_or_else(|| "data".into()),
         workspaces_dir: raw.workspaces_dir.unwrap_or_else(|| "workspaces".into()),
@@ -373,6 +385,8 @@ fn resolve(raw: RawConfig) -> Result<Config, ConfigError> {
         features,
         sandbox,
         voice,
+        metrics,
+        otel,
     })
 }
 

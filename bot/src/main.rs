@@ -10,6 +10,7 @@ mod doctor;
 mod features;
 mod http;
 mod lock;
+mod ops;
 mod placement;
 mod secrets;
 mod store_file;
@@ -85,10 +86,9 @@ async fn start() -> ExitCode {
         Some(Command::Console(_)) => "warn",
         Some(Command::Doctor) | None => "info",
     };
-    init_tracing(default_level);
     // TLS for every HTTP client in the process: rustls with ring.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    match run(cli).await {
+    match run(cli, default_level).await {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             #[allow(clippy::print_stderr)]
@@ -100,18 +100,38 @@ async fn start() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<i32> {
+/// Runs the command; logging starts once the config is read (its `[otel]` adds the trace
+/// exporter), and the doctor's at once.
+async fn run(cli: Cli, default_level: &str) -> anyhow::Result<i32> {
     let (path, required) = match cli.config {
         Some(p) => (p, true),
         None => (PathBuf::from(DEFAULT_CONFIG), false),
     };
     let console = match cli.command {
         // A config that does not load is the doctor's first finding, not an exit.
-        Some(Command::Doctor) => return Ok(doctor::run(&path, required).await),
+        Some(Command::Doctor) => {
+            init_tracing(default_level, None)?;
+            return Ok(doctor::run(&path, required).await);
+        }
         Some(Command::Console(args)) => Some(args),
         None => None,
     };
     let config = config::Config::load(&path, required)?;
+    let traces = init_tracing(default_level, config.otel.as_ref())?;
+    let code = run_with(config, &path, console).await;
+    if let Some(traces) = traces {
+        // The last batch goes out (bounded) off the async workers.
+        let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+    }
+    code
+}
+
+/// [`run`] once the config is loaded and logging started.
+async fn run_with(
+    config: config::Config,
+    path: &std::path::Path,
+    console: Option<console::ConsoleArgs>,
+) -> anyhow::Result<i32> {
     agent_setup::check_sandbox(&config)?;
     if path.exists() {
         tracing::info!("config file: {}", path.display());
@@ -124,7 +144,7 @@ async fn run(cli: Cli) -> anyhow::Result<i32> {
     match console {
         Some(args) => console::run(config, args).await,
         None => {
-            let file = path.exists().then_some(path.as_path());
+            let file = path.exists().then_some(path);
             for warning in placement::warnings(&config, file) {
                 tracing::warn!("{warning}");
             }
@@ -157,14 +177,31 @@ fn log_filter(env: Option<&str>, default: &str) -> tracing_subscriber::EnvFilter
     filter
 }
 
-fn init_tracing(default_level: &str) {
-    let filter = log_filter(std::env::var("VOLCANIC_LOG").ok().as_deref(), default_level);
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+/// Logs to stderr through [`log_filter`]; with `otel`, the trace exporter too (its spans never
+/// reach the log). Errors: the exporter cannot start.
+fn init_tracing(default_level: &str, otel: Option<&config::OtelConfig>) -> anyhow::Result<Option<ops::traces::Traces>> {
+    use tracing_subscriber::prelude::*;
+    let mut filter = log_filter(std::env::var("VOLCANIC_LOG").ok().as_deref(), default_level);
+    if let Ok(d) = format!("{}=off", ops::traces::TARGET).parse() {
+        filter = filter.add_directive(d);
+    }
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colours only for a terminal: logs piped to a file or journald stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_filter(filter);
+    let (traces, exporter) = match otel {
+        Some(c) => {
+            let (t, layer) = ops::traces::Traces::start::<tracing_subscriber::Registry>(c)?;
+            (Some(t), Some(layer))
+        }
+        None => (None, None),
+    };
+    let _ = tracing_subscriber::registry().with(exporter).with(log).try_init();
+    if let Some(c) = otel {
+        tracing::info!("traces exported to {} ({})", c.traces_url(), c.service_name);
+    }
+    Ok(traces)
 }
 
 #[cfg(test)]

@@ -48,7 +48,8 @@ impl Secrets {
     /// - `google.client_secret` (resolved: the file's, else `GOOGLE_CLIENT_SECRET`);
     /// - the variables `[a2a.credentials.*]` name (`token_env`, `key_env`), and those of the A2A
     ///   server's callers (`[[a2a.server.callers]] token_env`);
-    /// - the variables `[voice]` reads its keys from (`stt_api_key_env`, `tts_api_key_env`).
+    /// - the variables `[voice]` reads its keys from (`stt_api_key_env`, `tts_api_key_env`);
+    /// - the variable `[metrics] token_env` names (the scrape's bearer token).
     pub fn of(config: &Config, env: impl Fn(&str) -> Option<String>) -> Secrets {
         let mut s = Secrets::default();
         for p in &config.providers {
@@ -75,6 +76,9 @@ impl Secrets {
         if let Some(voice) = &config.voice {
             s.variable("voice.stt_api_key_env", &voice.stt_api_key_env, &env);
             s.variable("voice.tts_api_key_env", &voice.tts_api_key_env, &env);
+        }
+        if let Some(name) = config.metrics.as_ref().and_then(|m| m.token_env.as_deref()) {
+            s.variable("metrics.token_env", name, &env);
         }
         // A2A agents' and MCP servers' credentials go here, one line each, when they arrive.
         s

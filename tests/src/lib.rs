@@ -21,6 +21,7 @@ pub mod fake_claude;
 pub mod google;
 pub mod mcp_oauth;
 pub mod model_server;
+pub mod otlp;
 pub mod pi_session;
 pub mod testdeps;
 

@@ -64,6 +64,13 @@ impl Env {
         Env { dir }
     }
 
+    /// Appends `section` (a TOML table, e.g. `[metrics]`) to the config, after every top-level key.
+    pub fn add_section(&self, section: &str) {
+        let path = self.dir.path().join("volcanic.toml");
+        let config = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(path, format!("{config}\n{section}\n")).unwrap();
+    }
+
     /// The state dir.
     pub fn state(&self) -> PathBuf {
         self.dir.path().join("data")

@@ -159,6 +159,8 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
     );
     let tg = Arc::new(Tg::new(bot.clone(), journal.clone()).with_live(config.telegram.live));
     let shutdown = CancellationToken::new();
+    // Before the features and sessions are built: they count from their first event.
+    let metrics = crate::ops::listener::start_configured(&config, shutdown.clone()).await?;
     let port = Arc::new(TelegramPort::new(tg.clone()));
     let (factory, features) = build_features(&config, port.clone(), shutdown.clone())?;
     let marks = Arc::new(ProgressMarks::new(&config.state_dir));
@@ -196,7 +198,8 @@ async fn start(config: Arc<Config>, models: &ModelRegistry, token: String) -> an
     port.bind(Arc::downgrade(&host));
     // Each recovering chat takes its place in line before any new message can.
     recovery::recover(&host, unfinished);
-    let intake = take_updates(&host, &api_url, &token, &shutdown).await?;
+    let mut intake = take_updates(&host, &api_url, &token, &shutdown).await?;
+    intake.extend(metrics);
     after_polling_started(&host, bot, marks, &shutdown);
     Ok(Running {
         host,

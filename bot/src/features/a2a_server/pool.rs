@@ -343,6 +343,7 @@ async fn forward(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Update>) {
             }
             Update::Ask(question) => {
                 events.status(TaskState::InputRequired, Some(&question)).await;
+                crate::ops::metrics::a2a_task("input_required");
                 true
             }
             Update::Done(Outcome::Answer(text)) => {
@@ -356,14 +357,17 @@ async fn forward(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Update>) {
                 };
                 events.artifact(artifact, false, true).await;
                 events.status(TaskState::Completed, None).await;
+                crate::ops::metrics::a2a_task("completed");
                 true
             }
             Update::Done(Outcome::Failed(why)) => {
                 events.status(TaskState::Failed, Some(&why)).await;
+                crate::ops::metrics::a2a_task("failed");
                 true
             }
             Update::Done(Outcome::Canceled) => {
                 events.status(TaskState::Canceled, None).await;
+                crate::ops::metrics::a2a_task("canceled");
                 true
             }
         };
@@ -474,6 +478,7 @@ impl Executor for A2ASessionPool {
             Err(e) => {
                 let why = format!("Could not open a session for this context: {e:#}");
                 events.status(TaskState::Failed, Some(&why)).await;
+                crate::ops::metrics::a2a_task("failed");
                 return;
             }
         };
@@ -493,6 +498,7 @@ impl Executor for A2ASessionPool {
                 let why = "This task's question is no longer open (the server restarted since it was asked): \
                            start a new task.";
                 events.status(TaskState::Failed, Some(why)).await;
+                crate::ops::metrics::a2a_task("failed");
                 return;
             };
             events.status(TaskState::Working, None).await;
@@ -523,6 +529,7 @@ impl Executor for A2ASessionPool {
                 // The server admits one unfinished task per context; this is a last guard.
                 let why = format!("this context is busy with task {other}");
                 events.status(TaskState::Rejected, Some(&why)).await;
+                crate::ops::metrics::a2a_task("rejected");
                 return;
             }
             let text = match prompt_text(&ctx, &req) {

@@ -45,12 +45,12 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
             .map(|c| c.policies.into_iter().collect())
             .unwrap_or_default(),
     );
-    let delivery = Arc::new(delivery::ChatJobDelivery::new(
+    let delivery = Arc::new(crate::ops::scheduler::Metered(delivery::ChatJobDelivery::new(
         chats.clone(),
         services.shutdown.clone(),
         callers.clone(),
         services.workspaces_root.clone(),
-    ));
+    )));
     let owners = callers.clone();
     let scheduler = JobScheduler::new(SchedulerConfig {
         clock: Arc::new(SystemClock),

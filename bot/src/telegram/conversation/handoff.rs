@@ -117,6 +117,8 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
         name: first.message.from_name.clone(),
     };
     conversation.ledger.queue(&ids, &input.text, asker);
+    // Its run (with traces on) is traced under its update.
+    crate::ops::answers::bind(session.session_id(), first.update_id);
     // The prompt has its place (a run started, or it is queued) once `submit` returns,
     // however long the session's `input` handlers took; only then may the next prompt go.
     let submitted = shortage::retry(

@@ -212,6 +212,9 @@ async fn pause(shutdown: &CancellationToken, backoff: &mut Duration) -> bool {
 async fn read_batch(resp: reqwest::Result<reqwest::Response>) -> Result<Vec<Decoded>, BatchError> {
     let resp = resp.map_err(|e| BatchError::Transport(describe(e)))?;
     let status = resp.status().as_u16();
+    if !resp.status().is_success() {
+        crate::ops::metrics::telegram_status("getUpdates", status);
+    }
     let body = resp
         .bytes()
         .await

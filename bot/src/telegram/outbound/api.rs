@@ -149,10 +149,17 @@ impl Tg {
         tracing::warn!(chat, secs, held_for, tries, "Telegram flood control: this chat waits");
     }
 
-    /// Runs `call` for `chat`: waits for the chat's hold and (for a message) a place of the global
-    /// pace, and after a 429 holds the chat for its `retry_after` and tries again, as long as
-    /// Telegram answers 429. Any other outcome is returned.
-    async fn with_flood_control<T, F, Fut>(&self, chat: i64, kind: Kind, mut call: F) -> Result<T, RequestError>
+    /// Runs `call` (Bot API `method`, named in the error metrics) for `chat`: waits for the chat's
+    /// hold and (for a message) a place of the global pace, and after a 429 holds the chat for
+    /// its `retry_after` and tries again, as long as Telegram answers 429. Any other outcome is
+    /// returned.
+    async fn with_flood_control<T, F, Fut>(
+        &self,
+        chat: i64,
+        kind: Kind,
+        method: &'static str,
+        mut call: F,
+    ) -> Result<T, RequestError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, RequestError>>,
@@ -170,7 +177,11 @@ impl Tg {
                     }
                 }
             }
-            match call().await {
+            let result = call().await;
+            if let Err(e) = &result {
+                crate::ops::metrics::telegram_error(method, e);
+            }
+            match result {
                 Err(RequestError::RetryAfter(s)) => {
                     tries = tries.saturating_add(1);
                     self.note_retry_after(chat, s.seconds(), tries);
@@ -246,7 +257,7 @@ impl Tg {
         report: &(dyn Fn(Attempt) + Send + Sync),
     ) -> Result<Message, RequestError> {
         let sent = self
-            .with_flood_control_reporting(to.chat_id, report, || {
+            .with_flood_control_reporting(to.chat_id, "sendMessage", report, || {
                 let mut req = self
                     .bot
                     .send_message(ChatId(to.chat_id), html)
@@ -266,7 +277,7 @@ impl Tg {
                     chat = to.chat_id,
                     "Telegram rejected the HTML ({e}); sending the Markdown source as plain text"
                 );
-                self.with_flood_control_reporting(to.chat_id, report, || {
+                self.with_flood_control_reporting(to.chat_id, "sendMessage", report, || {
                     self.plain_request(to, fallback, markup.clone()).into_future()
                 })
                 .await
@@ -277,11 +288,13 @@ impl Tg {
         sent
     }
 
-    /// [`with_flood_control`](Self::with_flood_control) with each attempt reported, and the
+    /// [`with_flood_control`](Self::with_flood_control) (`method` names the Bot API call for the
+    /// metrics) with each attempt reported, and the
     /// journal's barrier before each.
     async fn with_flood_control_reporting<T, F, Fut>(
         &self,
         chat: i64,
+        method: &'static str,
         report: &(dyn Fn(Attempt) + Send + Sync),
         mut call: F,
     ) -> Result<T, RequestError>
@@ -289,7 +302,7 @@ impl Tg {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, RequestError>>,
     {
-        self.with_flood_control(chat, Kind::Message, || {
+        self.with_flood_control(chat, Kind::Message, method, || {
             let attempt = call();
             async move {
                 self.journal.barrier().await;
@@ -341,7 +354,7 @@ impl Tg {
         text: &str,
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
-        self.with_flood_control(to.chat_id, Kind::Message, || {
+        self.with_flood_control(to.chat_id, Kind::Message, "sendMessage", || {
             self.plain_request(to, text, markup.clone()).into_future()
         })
         .await
@@ -358,6 +371,7 @@ impl Tg {
             .bot
             .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text)
             .await
+            .inspect_err(|e| crate::ops::metrics::telegram_error("editMessageText", e))
         {
             Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
             Err(RequestError::RetryAfter(s)) => self.note_retry_after(to.chat_id, s.seconds(), 1),
@@ -376,7 +390,7 @@ impl Tg {
     ) -> Result<(), RequestError> {
         self.journal.barrier().await;
         let sent = self
-            .with_flood_control(to.chat_id, Kind::Message, || {
+            .with_flood_control(to.chat_id, Kind::Message, "editMessageText", || {
                 let req = self
                     .bot
                     .edit_message_text(ChatId(to.chat_id), MessageId(message_id), text);
@@ -402,7 +416,7 @@ impl Tg {
     /// Deletes a message; the error says why it could not be.
     pub async fn try_delete(&self, to: Target, message_id: i32) -> Result<(), RequestError> {
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, Kind::Other, || {
+        self.with_flood_control(to.chat_id, Kind::Other, "deleteMessage", || {
             self.bot
                 .delete_message(ChatId(to.chat_id), MessageId(message_id))
                 .into_future()
@@ -418,7 +432,7 @@ impl Tg {
         use futures::StreamExt;
         use teloxide::net::Download;
         let file = self
-            .with_flood_control(chat, Kind::Other, || {
+            .with_flood_control(chat, Kind::Other, "getFile", || {
                 self.bot
                     .get_file(teloxide::types::FileId(file_id.to_owned()))
                     .into_future()
@@ -456,7 +470,10 @@ impl Tg {
         if let Some(t) = to.thread {
             req = req.message_thread_id(ThreadId(MessageId(t)));
         }
-        if let Err(RequestError::RetryAfter(s)) = req.await {
+        let sent = req
+            .await
+            .inspect_err(|e| crate::ops::metrics::telegram_error("sendChatAction", e));
+        if let Err(RequestError::RetryAfter(s)) = sent {
             self.note_retry_after(to.chat_id, s.seconds(), 1);
         }
     }
@@ -470,7 +487,9 @@ impl Tg {
         if let Some(text) = toast {
             req = req.text(text);
         }
-        req.await.map(|_| ())
+        req.await
+            .map(|_| ())
+            .inspect_err(|e| crate::ops::metrics::telegram_error("answerCallbackQuery", e))
     }
 
     /// Uploads the file at `path` as a document named `name`, or as a photo when `as_photo`
@@ -485,7 +504,8 @@ impl Tg {
     ) -> Result<(), RequestError> {
         use teloxide::types::InputFile;
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, Kind::Message, || {
+        let method = if as_photo { "sendPhoto" } else { "sendDocument" };
+        self.with_flood_control(to.chat_id, Kind::Message, method, || {
             let file = InputFile::file(path.to_path_buf()).file_name(name.to_owned());
             let thread = to.thread.map(|t| ThreadId(MessageId(t)));
             let caption = caption.map(str::to_owned);
@@ -525,7 +545,7 @@ impl Tg {
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, Kind::Message, || {
+        self.with_flood_control(to.chat_id, Kind::Message, "sendPhoto", || {
             let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
             upload_options!(self.bot.send_photo(ChatId(to.chat_id), file), to, caption).into_future()
         })
@@ -542,7 +562,7 @@ impl Tg {
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, Kind::Message, || {
+        self.with_flood_control(to.chat_id, Kind::Message, "sendDocument", || {
             let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
             upload_options!(self.bot.send_document(ChatId(to.chat_id), file), to, caption).into_future()
         })

@@ -419,6 +419,7 @@ impl Journal {
         // Synced once they are handed over: `durable` asks for it.
         let n = self.write(&text, false)?;
         *last = fresh.iter().map(|(id, _)| *id).max().max(*last);
+        crate::ops::answers::arrived(&fresh);
         Ok((fresh, Durable(n)))
     }
 
@@ -465,6 +466,7 @@ impl Journal {
     /// before each attempt leaves, after every wait (so a crash after it means the request was
     /// on its way); not synced (a power failure can lose it: the chunk is then sent again).
     pub fn chunk(&self, of: &Answering, n: u32, s: ChunkState) {
+        crate::ops::answers::chunk(&of.ids, n, s == ChunkState::Sent);
         let mut text: String = of.ids.iter().map(|&id| line(&Record::Chunk { id, n, s })).collect();
         for k in &of.deliveries {
             text.push_str(&line(&Record::Delivery {
@@ -502,6 +504,7 @@ impl Journal {
     /// Records that the answer for `of` was delivered (or that there is none): its updates are
     /// `done`, its deliveries too.
     pub fn finish(&self, of: &Answering) {
+        crate::ops::answers::finished(&of.ids);
         let mut text: String = of
             .ids
             .iter()

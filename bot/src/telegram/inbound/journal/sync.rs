@@ -77,7 +77,7 @@ impl GroupSync {
             st.syncing = true;
             let target = st.written;
             drop(st);
-            if let Err(e) = self.file.sync_data() {
+            if let Err(e) = crate::ops::metrics::time_journal_sync(|| self.file.sync_data()) {
                 // Nothing written since the last good sync can be trusted to be on disk.
                 tracing::error!("cannot sync the inbound journal: {e}; stopping (a restart recovers)");
                 std::process::exit(EXIT_SYNC_FAILED);

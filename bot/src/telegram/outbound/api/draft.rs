@@ -117,6 +117,10 @@ impl Tg {
 
     /// How a live update went; a 429 holds only the chat's live updates (its answers go on).
     pub(super) fn live_outcome(&self, chat: i64, sent: Result<(), RequestError>) -> DraftSent {
+        // Drafts, previews and reactions: one label, whichever method carried the update.
+        if let Err(e) = &sent {
+            crate::ops::metrics::telegram_error("live_update", e);
+        }
         match sent {
             Ok(()) => DraftSent::Shown,
             Err(RequestError::RetryAfter(s)) => {

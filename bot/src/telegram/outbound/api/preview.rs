@@ -104,7 +104,7 @@ impl Tg {
             Err(e) => Err(e),
         };
         let edited = self
-            .with_flood_control_reporting(to.chat_id, report, || edit(html, true).into_future())
+            .with_flood_control_reporting(to.chat_id, "editMessageText", report, || edit(html, true).into_future())
             .await;
         match edited {
             Err(RequestError::Api(ApiError::CantParseEntities(e))) => {
@@ -113,8 +113,10 @@ impl Tg {
                     "Telegram rejected the HTML ({e}); the preview shows the plain text"
                 );
                 not_modified_ok(
-                    self.with_flood_control_reporting(to.chat_id, report, || edit(plain, false).into_future())
-                        .await,
+                    self.with_flood_control_reporting(to.chat_id, "editMessageText", report, || {
+                        edit(plain, false).into_future()
+                    })
+                    .await,
                 )
             }
             other => not_modified_ok(other),

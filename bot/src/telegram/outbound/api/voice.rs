@@ -39,7 +39,7 @@ impl Tg {
             req.into_future()
         };
         match self
-            .with_flood_control_reporting(to.chat_id, report, || request(true))
+            .with_flood_control_reporting(to.chat_id, "sendVoice", report, || request(true))
             .await
         {
             Err(RequestError::Api(ApiError::CantParseEntities(e))) if caption.is_some() => {
@@ -47,7 +47,7 @@ impl Tg {
                     chat = to.chat_id,
                     "Telegram rejected the caption's HTML ({e}); sending its Markdown source as plain text"
                 );
-                self.with_flood_control_reporting(to.chat_id, report, || request(false))
+                self.with_flood_control_reporting(to.chat_id, "sendVoice", report, || request(false))
                     .await
             }
             other => other,
