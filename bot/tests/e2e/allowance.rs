@@ -87,6 +87,11 @@ async fn the_daily_cap_stops_requests_tells_the_person_and_the_owner_and_a_top_u
     wait_text(&tg, FRIEND, "after the top-up", &bot).await;
     assert_eq!(model.requests().len(), 3);
     assert_eq!(count(&tg, FRIEND, "80%"), 1, "the 80 % notice goes once per window");
+    assert_eq!(
+        count(&tg, FRIEND, "scheduled jobs are skipped"),
+        0,
+        "a person's refused message gets its own sentence, not the jobs' notice"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
