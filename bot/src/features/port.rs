@@ -117,6 +117,10 @@ pub enum PortError {
     /// The session refused the prompt (e.g. it is being disposed).
     #[error("{0}")]
     Prompt(String),
+    /// The session's spend gate refused the run's model request before it was made (an
+    /// allowance is spent, `docs/costs.md`); the gate's sentence.
+    #[error("{0}")]
+    Spent(String),
     /// The chat's service (Telegram) refused the message; its own words.
     #[error("{0}")]
     Refused(String),

@@ -191,7 +191,10 @@ async fn deliver_in(
     if let Some(l) = listener {
         session.unsubscribe(l);
     }
-    prompted.map_err(|e| PortError::Prompt(e.to_string()))?;
+    prompted.map_err(|e| match e {
+        SessionError::Allowance(refused) => PortError::Spent(refused.message),
+        e => PortError::Prompt(e.to_string()),
+    })?;
     output.flush().await;
     Ok(Delivered::Ran {
         messages: session.messages(),

@@ -1,7 +1,8 @@
 //! Allowances through the real binary (issue 30): the model double bills known usage at the
 //! test config's prices; the daily cap stops requests and tells the person and the owner, the
 //! owner's top-up lets the next message through, the 80 % notice goes once, and the counts
-//! survive `kill -9`.
+//! survive `kill -9`; a scheduled job due in a spent chat makes no request, is recorded
+//! skipped (never retried) and the chat is told once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -86,6 +87,11 @@ async fn the_daily_cap_stops_requests_tells_the_person_and_the_owner_and_a_top_u
     wait_text(&tg, FRIEND, "after the top-up", &bot).await;
     assert_eq!(model.requests().len(), 3);
     assert_eq!(count(&tg, FRIEND, "80%"), 1, "the 80 % notice goes once per window");
+    assert_eq!(
+        count(&tg, FRIEND, "scheduled jobs are skipped"),
+        0,
+        "a person's refused message gets its own sentence, not the jobs' notice"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,4 +111,73 @@ async fn spend_survives_kill_9_and_no_request_is_made_once_spent() {
         2,
         "after the restart the spent chat makes no request"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_due_in_a_spent_chat_is_skipped_makes_no_request_and_the_chat_is_told_once() {
+    use crate::scheduler::{jobs_file, prompt_job};
+    use serde_json::json;
+    let model = ModelServer::start().await.unwrap();
+    model.push(billed("never"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    // A cap of $0: the chat is spent before its first request.
+    let env = Env::new(
+        &model.url(),
+        &config(&tg).replace("chat_daily_usd = 0.25", "chat_daily_usd = 0"),
+    );
+    // A job every 30 s (the shortest period), first due 3 s after the start: two slots in the test.
+    let first = chrono::Utc::now() + chrono::Duration::seconds(3);
+    let every = json!({"type": "every", "every_secs": 30, "anchor": first, "time_zone": "UTC"});
+    let dir = env.dir.path().join(format!("workspaces/{OWNER}/.volcanic/scheduler"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = json!({"version": 1, "jobs": [prompt_job("spt001", "Report the weather.", every, first)]});
+    std::fs::write(dir.join("jobs.json"), serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    let bot = BotProcess::start(&env, TOKEN);
+
+    let told = "This chat's daily allowance of $0.00 is reached: its scheduled jobs are skipped";
+    wait_text(&tg, OWNER, told, &bot).await;
+    let second = first + chrono::Duration::seconds(30);
+    let deadline = std::time::Instant::now() + T + std::time::Duration::from_secs(35);
+    let jobs = loop {
+        let jobs = jobs_file(&env, OWNER);
+        let last = &jobs["jobs"][0]["last_run"];
+        let at = chrono::DateTime::parse_from_rfc3339(last["slot"].as_str().unwrap_or_default());
+        if last["status"] == "skipped" && at.is_ok_and(|a| a >= second) {
+            break jobs;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no second skipped slot: {jobs:#}\n{}",
+            bot.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let job = &jobs["jobs"][0];
+    let runs: Vec<&serde_json::Value> = job["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain([&job["last_run"]])
+        .collect();
+    assert!(runs.len() >= 2, "{job:#}");
+    for run in &runs {
+        assert_eq!(run["status"], "skipped", "{job:#}");
+        assert_eq!(run["attempts"], 1, "a skipped slot is not retried: {job:#}");
+        assert!(
+            run["error"].as_str().unwrap_or_default().contains("is reached"),
+            "{job:#}"
+        );
+    }
+    assert_eq!(job["consecutive_failures"].as_u64().unwrap_or(0), 0, "{job:#}");
+    assert_eq!(model.requests().len(), 0, "a spent chat's job makes no model request");
+    assert_eq!(
+        count(&tg, OWNER, "its scheduled jobs are skipped"),
+        1,
+        "the chat is told once per window"
+    );
+
+    // `/jobs` shows the skipped run.
+    tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
+    wait_text(&tg, OWNER, "Last run: skipped: This chat's daily allowance", &bot).await;
 }

@@ -52,6 +52,10 @@ pub enum DeliveryError {
     /// Stopped in the chat (`/stop`): recorded `interrupted`, never retried.
     #[error("{0}")]
     Stopped(String),
+    /// Not run: the host refused it before any model request (the chat's spending allowance is
+    /// spent, `docs/costs.md`); recorded `skipped` with the host's sentence, never retried.
+    #[error("{0}")]
+    Skipped(String),
 }
 
 /// How a scheduled prompt that ended well ended.
@@ -531,6 +535,7 @@ impl JobScheduler {
             },
             Err(DeliveryError::CutOff(_)) => Outcome::CutOff,
             Err(DeliveryError::Stopped(error)) => Outcome::Stopped { error },
+            Err(DeliveryError::Skipped(why)) => Outcome::Skipped { why },
         }
     }
 }

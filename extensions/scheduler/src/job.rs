@@ -97,7 +97,8 @@ pub enum RunStatus {
     Ok,
     /// Failed (the provider after its retries, delivery to Telegram, or a watcher's exit or timeout).
     Error,
-    /// Not run: the previous run was still going, or a missed slot outside the grace window.
+    /// Not run: the previous run was still going, a missed slot outside the grace window, or
+    /// the host refused it before any model request (the chat's allowance is spent).
     Skipped,
     /// Cut off by a crash or a shutdown after a tool had started (or after its one re-run), or
     /// stopped in the chat (`/stop`); not started again by itself.

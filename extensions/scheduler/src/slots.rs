@@ -70,6 +70,12 @@ pub enum Outcome {
         /// What happened, for the record.
         error: String,
     },
+    /// Refused by the host before any model request (a spent allowance): recorded `skipped`
+    /// with `why`, not retried, not a failure.
+    Skipped {
+        /// The host's sentence, for the record.
+        why: String,
+    },
 }
 
 /// When the job next needs the timer: the earlier of its next slot and its retry.
@@ -259,12 +265,13 @@ pub fn finish(
             run.status = RunStatus::Interrupted;
             run.error = Some(error);
             run.delivery = Some("not delivered".into());
-            if newest {
-                job.retry_at = None;
-            }
-            if matches!(compiled, Compiled::At(at) if *at == slot) {
-                job.enabled = false;
-            }
+            ended_unretried(job, compiled, slot, newest);
+        }
+        Outcome::Skipped { why } => {
+            run.status = RunStatus::Skipped;
+            run.error = Some(why);
+            run.delivery = Some(SKIPPED_DELIVERY.into());
+            ended_unretried(job, compiled, slot, newest);
         }
         Outcome::Failed {
             error,
@@ -322,6 +329,20 @@ pub fn finish(
                 slot_failed(job, notes);
             }
         }
+    }
+}
+
+/// What a skipped run's record says was delivered.
+pub const SKIPPED_DELIVERY: &str = "not run: nothing sent to the model";
+
+/// A run of `slot` that is never retried ended (stopped, or skipped): no retry of the newest
+/// slot, and a one-shot whose own slot it was is done.
+fn ended_unretried(job: &mut Job, compiled: &Compiled, slot: DateTime<Utc>, newest: bool) {
+    if newest {
+        job.retry_at = None;
+    }
+    if matches!(compiled, Compiled::At(at) if *at == slot) {
+        job.enabled = false;
     }
 }
 

@@ -60,11 +60,20 @@ impl SessionGate {
         (accounts, caps)
     }
 
-    /// Tells the owners (once per window) with top-up buttons; returns the refused person's
-    /// sentence.
+    /// Tells the owners (once per window) with top-up buttons, and the chat (once per window)
+    /// when its cap refused a run no one asked for (a scheduled job, a watcher: no sender, so no
+    /// one else hears the sentence); returns the refused person's sentence.
     async fn refused(&self, r: &Refusal, day: chrono::NaiveDate) -> String {
         let resets = volcanic_allowance::resets_at(day, r.cap.window, self.zone);
         let period = r.cap.window.period(day);
+        if let Some((_, chat_id)) = &self.chat
+            && matches!(r.cap.account, Account::Chat(_))
+            && (self.sender)().is_none()
+            && self.shared.limits.first_notice(&r.cap.account, period, Notice::Skipped)
+        {
+            let text = texts::jobs_skipped(r.cap.window, r.cap.limit, resets);
+            self.shared.notice(*chat_id, text).await;
+        }
         if self.shared.limits.first_notice(&r.cap.account, period, Notice::Reached) {
             let chat = self.chat.as_ref().map_or("-", |(k, _)| k.as_str());
             let text = texts::owners_reached(&r.cap.account, chat, r.cap.window, r.cap.limit, resets);

@@ -27,6 +27,9 @@ pub enum Notice {
     Nearly,
     /// The owners were told the cap is reached.
     Reached,
+    /// The chat was told its cap is reached by a run no one asked for (a scheduled job, a
+    /// watcher): its runs are skipped until the window ends.
+    Skipped,
 }
 
 /// The overrides file.

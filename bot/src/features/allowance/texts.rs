@@ -31,6 +31,16 @@ pub fn reached(account: &Account, window: Window, limit: MicroUsd, resets: DateT
     )
 }
 
+/// The chat's one notice per window when a run no one asked for (a scheduled job, a watcher)
+/// was refused by its cap.
+pub fn jobs_skipped(window: Window, limit: MicroUsd, resets: DateTime<Tz>) -> String {
+    format!(
+        "This chat's {} allowance of {limit} is reached: its scheduled jobs are skipped (no request is made) until it resets {}.",
+        window_word(window),
+        when(resets)
+    )
+}
+
 /// "at 00:00 on Mon 7 Dec (Europe/Berlin)".
 pub fn when(at: DateTime<Tz>) -> String {
     format!("at {} ({})", at.format("%H:%M on %a %-d %b"), at.timezone().name())

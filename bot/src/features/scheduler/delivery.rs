@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
-use volcanic_core::agent::PromptInput;
+use volcanic_core::agent::{PromptInput, SessionError};
 use volcanic_scheduler::{
     Answered, CaughtUp, DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted,
 };
@@ -230,22 +230,22 @@ impl ChatJobDelivery {
         }
         let listener = session.subscribe(move |e| watch.on_event(e));
         let prompted = tokio::select! {
-            r = session.prompt(PromptInput::text(run.prompt.clone())) => r.map_err(|e| e.to_string()),
+            r = session.prompt(PromptInput::text(run.prompt.clone())) => r.map_err(|e| match e {
+                SessionError::Allowance(refused) => DeliveryError::Skipped(refused.message),
+                e => failed(e.to_string()),
+            }),
             () = self.shutdown.cancelled() => {
                 session.abort();
-                Err("cut off by the bot's shutdown".into())
+                Err(DeliveryError::CutOff("cut off by the bot's shutdown".into()))
             }
         };
         session.wait_for_idle().await;
         session.unsubscribe(listener);
         let messages = session.messages();
         session.dispose().await;
-        prompted.map_err(|e| {
-            if self.stopping() {
-                DeliveryError::CutOff(e)
-            } else {
-                failed(e)
-            }
+        prompted.map_err(|e| match e {
+            DeliveryError::Failed(e) if self.stopping() => DeliveryError::CutOff(e),
+            e => e,
         })?;
         let first_line = run.prompt.lines().next().unwrap_or_default();
         outcome(&messages, first_line, self.stopping(), run.tool_started.was_recorded())?;
@@ -325,6 +325,8 @@ impl JobDelivery for ChatJobDelivery {
         };
         let delivered = self.chats.deliver(line).await.map_err(|e| match e {
             PortError::ShuttingDown => DeliveryError::CutOff(e.to_string()),
+            // The chat's allowance is spent: no request was made (the gate told the chat, once).
+            PortError::Spent(why) => DeliveryError::Skipped(why),
             PortError::Session(_) | PortError::Prompt(_) | PortError::Refused(_) => {
                 DeliveryError::Failed(e.to_string())
             }
@@ -366,7 +368,7 @@ impl JobDelivery for ChatJobDelivery {
                 tracing::warn!(chat = to.chat_id, "scheduler notice not sent: {e}");
                 DeliveryError::CutOff(e.to_string())
             }
-            PortError::Session(_) | PortError::Prompt(_) | PortError::Refused(_) => {
+            PortError::Session(_) | PortError::Prompt(_) | PortError::Spent(_) | PortError::Refused(_) => {
                 DeliveryError::Failed(e.to_string())
             }
         })
