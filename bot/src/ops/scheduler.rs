@@ -22,6 +22,7 @@ impl<D: JobDelivery> JobDelivery for Metered<D> {
             Err(DeliveryError::Failed(_)) => "failed",
             Err(DeliveryError::CutOff(_)) => "cut_off",
             Err(DeliveryError::Stopped(_)) => "stopped",
+            Err(DeliveryError::Skipped(_)) => "skipped",
         };
         super::metrics::scheduler_run(outcome, late);
         result
