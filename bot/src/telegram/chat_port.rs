@@ -11,7 +11,7 @@ use crate::telegram::conversation::conversations::Conversation;
 use crate::telegram::conversation::down_report::Line;
 use crate::telegram::inbound::journal::{Answering, prompt_digest};
 use crate::telegram::inbound::shortage;
-use crate::telegram::outbound::api::Tg;
+use crate::telegram::outbound::api::{Tg, Upload};
 use async_trait::async_trait;
 use std::sync::{Arc, OnceLock, Weak};
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
@@ -87,7 +87,7 @@ impl ChatPort for TelegramPort {
 
     async fn send_photo(&self, to: Target, png: Vec<u8>, caption: &str) -> Result<(), PortError> {
         self.api
-            .send_photo_bytes(to, "chart.png", png, Some(caption))
+            .send_bytes(to, Upload::Photo, "chart.png", png, Some(caption))
             .await
             .map(|_| ())
             .map_err(|e| PortError::Refused(e.to_string()))

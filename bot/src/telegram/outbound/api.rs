@@ -535,39 +535,43 @@ impl Tg {
         .await
     }
 
-    /// Sends `bytes` (a PNG or JPEG) as a photo named `file_name`, with an optional plain caption
-    /// (at most 1024 characters), under flood control for as long as it lasts.
-    pub async fn send_photo_bytes(
+    /// Sends `bytes` as `kind` (a photo: PNG or JPEG; or a document) named `file_name`, with an
+    /// optional plain caption (at most 1024 characters, Telegram's caption limit), under flood
+    /// control for as long as it lasts.
+    pub async fn send_bytes(
         &self,
         to: Target,
+        kind: Upload,
         file_name: &str,
         bytes: Vec<u8>,
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
         self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, Kind::Message, "sendPhoto", || {
+        let method = match kind {
+            Upload::Photo => "sendPhoto",
+            Upload::Document => "sendDocument",
+        };
+        self.with_flood_control(to.chat_id, Kind::Message, method, || {
             let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
-            upload_options!(self.bot.send_photo(ChatId(to.chat_id), file), to, caption).into_future()
+            let (bot, chat) = (&self.bot, ChatId(to.chat_id));
+            async move {
+                match kind {
+                    Upload::Photo => upload_options!(bot.send_photo(chat, file), to, caption).await,
+                    Upload::Document => upload_options!(bot.send_document(chat, file), to, caption).await,
+                }
+            }
         })
         .await
     }
+}
 
-    /// Sends `bytes` as a document named `file_name`, with an optional plain caption (at most
-    /// 1024 characters, Telegram's caption limit), under flood control for as long as it lasts.
-    pub async fn send_document_bytes(
-        &self,
-        to: Target,
-        file_name: &str,
-        bytes: Vec<u8>,
-        caption: Option<&str>,
-    ) -> Result<Message, RequestError> {
-        self.journal.barrier().await;
-        self.with_flood_control(to.chat_id, Kind::Message, "sendDocument", || {
-            let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
-            upload_options!(self.bot.send_document(ChatId(to.chat_id), file), to, caption).into_future()
-        })
-        .await
-    }
+/// How [`Tg::send_bytes`] sends a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upload {
+    /// `sendPhoto`: shown as an image.
+    Photo,
+    /// `sendDocument`: a file to open.
+    Document,
 }
 
 /// What Telegram said, for people: its description for an API error; a network, file or

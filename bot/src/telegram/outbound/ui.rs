@@ -8,7 +8,7 @@
 //! an answer: the `try_` forms return it, the plain forms tell the chat and return `None`.
 
 use crate::features::port::Target;
-use crate::telegram::outbound::api::{Tg, refusal};
+use crate::telegram::outbound::api::{Tg, Upload, refusal};
 use crate::telegram::outbound::ledger::Ledger;
 use crate::telegram::outbound::render::utf16_len;
 use crate::telegram::outbound::texts;
@@ -181,8 +181,9 @@ impl TelegramUi {
             None => text.to_owned(),
             Some(short) => {
                 self.tg
-                    .send_document_bytes(
+                    .send_bytes(
                         self.target,
+                        Upload::Document,
                         texts::QUESTION_FILE,
                         text.as_bytes().to_vec(),
                         Some(texts::QUESTION_FILE_CAPTION),
