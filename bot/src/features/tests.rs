@@ -62,7 +62,7 @@ fn a_section_no_feature_reads_is_an_error_naming_its_key_and_the_known_ones() {
         .to_string();
     assert_eq!(
         err,
-        "config key `exampel`: not a setting, and no feature reads it (features: a2a, example, mcp, memory)"
+        "config key `exampel`: not a setting, and no feature reads it (features: a2a, allowance, example, mcp, memory)"
     );
 }
 

@@ -72,11 +72,14 @@ async fn long_conversation(provider_api: &str) {
     } else {
         server.openai_base_url()
     };
+    // Memory's automatic curation (one more model call at each compaction) is not this test's
+    // subject: the request count below is turns and summaries only.
     let env = Env::new(
         &server.url(),
         &format!(
             "[providers.small]\napi = \"{provider_api}\"\nbase_url = \"{base}\"\napi_key_env = \"E2E_ANTHROPIC_KEY\"\n\
-             models = [{{ id = \"tiny\", context_window = {WINDOW}, max_tokens = 4096 }}]\n"
+             models = [{{ id = \"tiny\", context_window = {WINDOW}, max_tokens = 4096 }}]\n\
+             [memory]\nauto = false\n"
         ),
     );
     // ≈ 1,500 tokens per read.

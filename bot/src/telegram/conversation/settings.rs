@@ -46,6 +46,7 @@ struct StoredSettings {
     voice_language: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     voice_reply: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fallback_models: Option<Vec<String>>,
     #[serde(flatten)]
     other: BTreeMap<String, serde_json::Value>,
