@@ -124,35 +124,33 @@ async fn run(
         None => {
             let context = inner.compactor.summary_request(&plan, &model, instructions.as_deref());
             let session_id = inner.lock_manager().session_id().to_owned();
-            let max_tokens = inner.compactor.summary_max_tokens(&model);
-            let hold = super::spend::admit(
-                inner.spend_gate.as_ref(),
-                &session_id,
-                SpendPurpose::Compaction,
-                &model,
-                super::spend::request_tokens(&context),
-                Some(max_tokens),
-            )
-            .await
-            .map_err(|refused| CompactionError::Summary(refused.message))?;
             let options = StreamOptions {
                 thinking_level: ThinkingLevel::Off,
-                max_tokens: Some(max_tokens),
+                max_tokens: Some(inner.compactor.summary_max_tokens(&model)),
                 cancel: cancel.child_token(),
-                session_id: Some(session_id),
+                session_id: Some(session_id.clone()),
                 cwd: Some(inner.cwd.clone()),
                 time_zone: Some(inner.zone_name()),
                 ..Default::default()
             };
-            let stream = inner
-                .models
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .stream(&model, context, options);
-            let reply = final_message(stream, cancel).await;
-            if let Some(hold) = hold {
-                hold.settle(&reply).await;
-            }
+            let gate = inner.spend_gate.as_ref();
+            let reply = super::spend::complete(
+                gate,
+                &session_id,
+                SpendPurpose::Compaction,
+                &model,
+                context,
+                options,
+                |c, o| {
+                    inner
+                        .models
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .stream(&model, c, o)
+                },
+            )
+            .await
+            .map_err(|refused| CompactionError::Summary(refused.message))?;
             match reply.stop_reason {
                 StopReason::Aborted => return Err(CompactionError::Aborted),
                 StopReason::Error => {

@@ -271,31 +271,23 @@ impl ModelCatalog for Catalog {
     }
     /// A refused call is not made: its message is an error carrying the refusal's sentence.
     async fn complete(&self, model: &Model, context: ProviderContext, options: StreamOptions) -> AssistantMessage {
-        let hold = super::spend::admit(
+        let purpose = volcanic_abstractions::spend::SpendPurpose::Extension;
+        let reply = super::spend::complete(
             self.gate.as_ref(),
             &self.session_id,
-            volcanic_abstractions::spend::SpendPurpose::Extension,
+            purpose,
             model,
-            super::spend::request_tokens(&context),
-            options.max_tokens,
+            context,
+            options,
+            |c, o| self.models.stream(model, c, o),
         )
         .await;
-        let hold = match hold {
-            Ok(hold) => hold,
-            Err(refused) => {
-                let mut m =
-                    AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, crate::models::now_ms());
-                m.stop_reason = volcanic_abstractions::messages::StopReason::Error;
-                m.error_message = Some(refused.message);
-                return m;
-            }
-        };
-        let cancel = options.cancel.clone();
-        let stream = self.models.stream(model, context, options);
-        let reply = super::compact::final_message(stream, &cancel).await;
-        if let Some(hold) = hold {
-            hold.settle(&reply).await;
-        }
-        reply
+        reply.unwrap_or_else(|refused| {
+            let mut m =
+                AssistantMessage::empty(model.api.as_str(), &model.provider, &model.id, crate::models::now_ms());
+            m.stop_reason = volcanic_abstractions::messages::StopReason::Error;
+            m.error_message = Some(refused.message);
+            m
+        })
     }
 }

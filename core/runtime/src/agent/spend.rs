@@ -3,11 +3,11 @@
 //! (`stream`), compaction summaries (`compact`) and nested calls through the model catalog
 //! (`context`, e.g. memory curation) all pass here.
 
-use crate::compaction::{context_tokens, estimate_text_tokens};
+use crate::compaction::{estimate_text_tokens, estimate_tokens};
 use std::sync::Arc;
 use volcanic_abstractions::messages::AssistantMessage;
 use volcanic_abstractions::model::Model;
-use volcanic_abstractions::provider::ProviderContext;
+use volcanic_abstractions::provider::{ProviderContext, ProviderStream, StreamOptions};
 use volcanic_abstractions::spend::{SpendGate, SpendPurpose, SpendRefused, SpendRequest, estimate_usd};
 
 /// An admitted request's hold: settle it with the request's final message.
@@ -59,18 +59,40 @@ impl Hold {
     }
 }
 
-/// Estimated input tokens of a request built outside the turn (a compaction summary, a nested
-/// call): its system prompt, messages and tool definitions, about 4 characters per token.
-pub(crate) fn request_tokens(context: &ProviderContext) -> u64 {
+/// One request built outside the turn (a compaction summary, a nested call through the model
+/// catalog) through `gate`: admitted on its estimate ([`request_tokens`] in, `options.max_tokens`
+/// out), opened with `open`, read to its final message (`compact::final_message`, cut off by
+/// `options.cancel`) and settled with it.
+///
+/// # Errors
+/// The gate's refusal: the request was not made.
+pub(crate) async fn complete(
+    gate: Option<&Arc<dyn SpendGate>>,
+    session_id: &str,
+    purpose: SpendPurpose,
+    model: &Model,
+    context: ProviderContext,
+    options: StreamOptions,
+    open: impl FnOnce(ProviderContext, StreamOptions) -> ProviderStream,
+) -> Result<AssistantMessage, SpendRefused> {
+    let input_tokens = request_tokens(&context);
+    let hold = admit(gate, session_id, purpose, model, input_tokens, options.max_tokens).await?;
+    let cancel = options.cancel.clone();
+    let reply = super::compact::final_message(open(context, options), &cancel).await;
+    if let Some(hold) = hold {
+        hold.settle(&reply).await;
+    }
+    Ok(reply)
+}
+
+/// Estimated input tokens of a request built outside the turn: its system prompt, messages and
+/// tool definitions, about 4 characters per token (no provider count applies to it).
+fn request_tokens(context: &ProviderContext) -> u64 {
     let tools: u64 = context
         .tools
         .iter()
         .map(|t| estimate_text_tokens(&serde_json::to_string(t).unwrap_or_default()))
         .sum();
-    context_tokens(
-        &context.messages,
-        context.messages.len(),
-        estimate_text_tokens(&context.system_prompt) + tools,
-    )
-    .tokens
+    let messages: u64 = context.messages.iter().map(estimate_tokens).sum();
+    estimate_text_tokens(&context.system_prompt) + tools + messages
 }
