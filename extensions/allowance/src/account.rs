@@ -123,6 +123,15 @@ impl Period {
             Period::Month(y, m) => day.year() == y && day.month() == m,
         }
     }
+
+    /// Whether this period does not end before `oldest`: a day from `oldest` on, a month from
+    /// `oldest`'s month on (what is kept when older windows are forgotten).
+    pub fn not_before(self, oldest: NaiveDate) -> bool {
+        match self {
+            Period::Day(d) => d >= oldest,
+            Period::Month(y, m) => (y, m) >= (oldest.year(), oldest.month()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -149,5 +158,16 @@ mod tests {
         assert!(month.contains(d(2026, 12, 31)));
         assert!(!month.contains(d(2027, 1, 1)));
         assert!(Period::Day(d(2026, 12, 6)).contains(d(2026, 12, 6)));
+    }
+
+    #[test]
+    fn a_period_is_not_before_a_day_when_it_ends_on_or_after_it() {
+        let d = |y, m, day| NaiveDate::from_ymd_opt(y, m, day).unwrap_or_default();
+        let oldest = d(2026, 10, 15);
+        assert!(Period::Day(d(2026, 10, 15)).not_before(oldest));
+        assert!(!Period::Day(d(2026, 10, 14)).not_before(oldest));
+        assert!(Period::month_of(d(2026, 10, 1)).not_before(oldest));
+        assert!(!Period::month_of(d(2026, 9, 30)).not_before(oldest));
+        assert!(Period::month_of(d(2027, 1, 1)).not_before(oldest));
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::account::{Account, AccountKind, Period};
 use crate::money::MicroUsd;
-use chrono::{Datelike, NaiveDate};
+use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -166,11 +166,7 @@ impl Ledger {
 
     /// Forgets settled totals of days before `oldest` and of months before `oldest`'s month.
     pub fn forget_before(&mut self, oldest: NaiveDate) {
-        let keep = |p: &Period| match *p {
-            Period::Day(d) => d >= oldest,
-            Period::Month(y, m) => (y, m) >= (oldest.year(), oldest.month()),
-        };
-        self.settled.retain(|(_, p), _| keep(p));
+        self.settled.retain(|(_, p), _| p.not_before(oldest));
     }
 
     /// The settled totals and open reservations, for a snapshot.

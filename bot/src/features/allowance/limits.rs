@@ -7,7 +7,7 @@ use crate::config::allowance::AllowanceConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use volcanic_allowance::{Account, Cap, MicroUsd, Period, Window};
+use volcanic_allowance::{Account, Cap, KEEP_DAYS, MicroUsd, Period, Window};
 
 /// A cap an owner set: an amount, or none at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,17 +182,13 @@ impl Limits {
     }
 }
 
-/// Drops windows that ended more than two months ago, so the file stays small.
+/// Drops windows that ended more than two months ago (the spend store's [`KEEP_DAYS`]), so the
+/// file stays small.
 fn prune(f: &mut File) {
-    let today = chrono::Utc::now().date_naive();
-    let oldest = today - chrono::Days::new(62);
-    let live = |p: &Period| match *p {
-        Period::Day(d) => d >= oldest,
-        Period::Month(..) => Period::month_of(oldest) <= *p,
-    };
-    f.top_ups.retain(|(_, p, _)| live(p));
-    f.lifted.retain(|(_, p)| live(p));
-    f.noticed.retain(|(_, p, _)| live(p));
+    let oldest = chrono::Utc::now().date_naive() - chrono::Days::new(KEEP_DAYS);
+    f.top_ups.retain(|(_, p, _)| p.not_before(oldest));
+    f.lifted.retain(|(_, p)| p.not_before(oldest));
+    f.noticed.retain(|(_, p, _)| p.not_before(oldest));
 }
 
 #[cfg(test)]
