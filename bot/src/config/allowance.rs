@@ -31,19 +31,24 @@ pub struct AllowanceConfig {
     pub user_monthly: Option<MicroUsd>,
 }
 
+/// `usd` dollars as an allowance amount: finite, from 0 to a million (the one rule for
+/// `[allowance]`, `daily_usd` of A2A callers and `/allowance`); `None` for anything else.
+pub fn usd_amount(usd: f64) -> Option<MicroUsd> {
+    (usd.is_finite() && (0.0..=1_000_000.0).contains(&usd)).then(|| MicroUsd::from_usd(usd))
+}
+
 impl RawAllowance {
     /// Checks each amount. Errors: the key and what to write instead (a non-negative number of
     /// dollars, at most a million).
     pub fn resolve(self) -> Result<AllowanceConfig, super::ConfigError> {
         let usd = |key: &str, v: Option<f64>| -> Result<Option<MicroUsd>, super::ConfigError> {
-            match v {
-                None => Ok(None),
-                Some(v) if v.is_finite() && (0.0..=1_000_000.0).contains(&v) => Ok(Some(MicroUsd::from_usd(v))),
-                Some(v) => Err(super::invalid(
+            let Some(v) = v else { return Ok(None) };
+            usd_amount(v).map(Some).ok_or_else(|| {
+                super::invalid(
                     format!("allowance.{key}"),
                     format!("{v} is not an amount: write dollars from 0 to 1000000, e.g. 5 or 0.5"),
-                )),
-            }
+                )
+            })
         };
         Ok(AllowanceConfig {
             chat_daily: usd("chat_daily_usd", self.chat_daily_usd)?,

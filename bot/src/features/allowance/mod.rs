@@ -17,7 +17,7 @@ mod texts;
 
 use super::port::{ChatPort, PressButton, Target, chat_key};
 use super::{CommandCall, FeatureCommand, HostFeature, Press, Services, SessionPlace, Turn};
-use crate::config::allowance::RawAllowance;
+use crate::config::allowance::{RawAllowance, usd_amount};
 use async_trait::async_trait;
 use gate::{CallerCap, Sender, SessionGate};
 use limits::{Limit, Limits};
@@ -91,8 +91,8 @@ pub fn caller_caps(a2a: Option<&toml::Table>) -> anyhow::Result<std::collections
             continue;
         };
         let usd = usd.as_float().or_else(|| usd.as_integer().map(|n| n as f64));
-        match usd.filter(|v| v.is_finite() && (0.0..=1_000_000.0).contains(v)) {
-            Some(v) => caps.insert(name.to_owned(), MicroUsd::from_usd(v)),
+        match usd.and_then(usd_amount) {
+            Some(amount) => caps.insert(name.to_owned(), amount),
             None => anyhow::bail!(
                 "config key `a2a.server.callers[{i}].daily_usd`: write dollars from 0 to 1000000, e.g. 5 or 0.5"
             ),
@@ -286,7 +286,7 @@ fn parse_limit(text: &str) -> Option<Option<Limit>> {
         "default" => Some(None),
         amount => {
             let usd: f64 = amount.trim_start_matches('$').parse().ok()?;
-            (usd.is_finite() && (0.0..=1_000_000.0).contains(&usd)).then(|| Some(Limit::Usd(MicroUsd::from_usd(usd))))
+            usd_amount(usd).map(|m| Some(Limit::Usd(m)))
         }
     }
 }
