@@ -302,13 +302,13 @@ impl HostFeature for Allowances {
     }
 
     async fn command(&self, name: &str, call: CommandCall<'_>) -> Option<String> {
-        if name == "usage" {
-            let owner = self.shared.owners.contains(&call.message.from_id);
-            return super::usage::command(&self.shared.store, self.shared.port.as_deref(), call, owner).await;
-        }
-        let zone = call.time_zone.parse().unwrap_or(chrono_tz::UTC);
-        let text = self.run(call.message.from_id, &chat_key(call.message.chat_id), zone, call.args);
         let owner = self.shared.owners.contains(&call.message.from_id);
+        let zone = call.time_zone.parse().unwrap_or(chrono_tz::UTC);
+        if name == "usage" {
+            let port = self.shared.port.as_deref();
+            return super::usage::command(&self.shared.store, port, call, zone, owner).await;
+        }
+        let text = self.run(call.message.from_id, &chat_key(call.message.chat_id), zone, call.args);
         match (&self.shared.port, call.args.is_empty() && owner) {
             (Some(port), true) => match port.offer(call.target, &text, &Self::buttons()).await {
                 Ok(_) => None,

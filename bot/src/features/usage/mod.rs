@@ -39,16 +39,11 @@ pub struct Usage {
 pub fn usage(store: &SpendStore, chat: &str, today: NaiveDate, owner: bool) -> Usage {
     let account = Account::Chat(chat.to_owned());
     let first = today - chrono::Days::new(u64::from(CHART_DAYS - 1));
-    let spent = store.daily(&account, first, today);
-    let days = first
-        .iter_days()
-        .take_while(|d| *d <= today)
-        .map(|d| {
-            spent
-                .iter()
-                .find(|(day, _)| *day == d)
-                .map_or(MicroUsd::ZERO, |(_, v)| *v)
-        })
+    // `daily` gives every day of the range, oldest first, zero where nothing was spent.
+    let days = store
+        .daily(&account, first, today)
+        .into_iter()
+        .map(|(_, v)| v)
         .collect();
     let month = Period::month_of(today);
     Usage {
@@ -86,15 +81,15 @@ impl Usage {
     }
 }
 
-/// Runs `/usage` for `call`: the chart as a photo with the numbers as its caption; `None` when
-/// it was sent, else the numbers with why the photo could not go.
+/// Runs `/usage` for `call` in the chat's time `zone`: the chart as a photo with the numbers as
+/// its caption; `None` when it was sent, else the numbers with why the photo could not go.
 pub async fn command(
     store: &SpendStore,
     port: Option<&dyn ChatPort>,
     call: CommandCall<'_>,
+    zone: chrono_tz::Tz,
     owner: bool,
 ) -> Option<String> {
-    let zone: chrono_tz::Tz = call.time_zone.parse().unwrap_or(chrono_tz::UTC);
     let today = local_day(chrono::Utc::now(), zone);
     let usage = usage(store, &chat_key(call.message.chat_id), today, owner);
     let text = usage.text();
