@@ -14,14 +14,19 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 /// at $100 per million, a few thousand input tokens at $1) and a reply billed 1000 + 1000 tokens
 /// costs $0.101: with a $0.25 daily cap two requests fit and the third would cross it.
 fn config(tg: &BotApiServer) -> String {
+    priced_config(&telegram_config(tg, ""), "chat_daily_usd = 0.25")
+}
+
+/// `sections` (e.g. `[telegram]`), then `[allowance]` with its `allowance` lines, then the
+/// default model priced as [`config`] says.
+pub(crate) fn priced_config(sections: &str, allowance: &str) -> String {
     format!(
-        "{}\n[allowance]\nchat_daily_usd = 0.25\n\n[[providers.anthropic.models]]\nid = \"claude-sonnet-4-5\"\n\
-         context_window = 200000\nmax_tokens = 1000\ncost = {{ input = 1.0, output = 100.0, cache_read = 0.0, cache_write = 0.0 }}\n",
-        telegram_config(tg, "")
+        "{sections}\n[allowance]\n{allowance}\n\n[[providers.anthropic.models]]\nid = \"claude-sonnet-4-5\"\n\
+         context_window = 200000\nmax_tokens = 1000\ncost = {{ input = 1.0, output = 100.0, cache_read = 0.0, cache_write = 0.0 }}\n"
     )
 }
 
-fn billed(text: &str) -> Turn {
+pub(crate) fn billed(text: &str) -> Turn {
     Turn::reply(text).usage(1000, 1000, 0, 0)
 }
 

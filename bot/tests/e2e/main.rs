@@ -4,6 +4,7 @@ mod a2a;
 mod a2a_server;
 mod a2a_watch;
 mod allowance;
+mod allowance_edges;
 mod claude_code;
 mod compaction;
 mod console;
