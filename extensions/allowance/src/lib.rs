@@ -42,6 +42,9 @@
 //!
 //! # For `/usage`
 //!
+//! - [`SpendStore::open_read_only`]: the store read beside the bot that writes it (the
+//!   console's `/usage`): nothing is created, cut or folded; writes fail with
+//!   [`StoreError::ReadOnly`];
 //! - [`SpendStore::daily`]: an account's settled spend per local day over a date range (a chart
 //!   of the last 30 days: `daily(&Account::Chat(key), today - 29 days, today)`);
 //! - [`SpendStore::settled`] / [`SpendStore::counted`]: one account's spend in a [`Period`]

@@ -55,6 +55,9 @@ pub enum StoreError {
     /// A failed write could not be cut back off the journal, so nothing more is written.
     #[error("spend store: a write failed and could not be undone; restart the bot to recover")]
     Broken,
+    /// The store was opened to read only ([`SpendStore::open_read_only`]): nothing is written.
+    #[error("spend store: opened to read only (beside the running bot), so nothing is recorded here")]
+    ReadOnly,
 }
 
 /// Result alias of the store.
@@ -73,7 +76,8 @@ pub struct SpendStore {
 #[derive(Debug)]
 struct State {
     ledger: Ledger,
-    journal: File,
+    /// `None` when opened to read only.
+    journal: Option<File>,
     generation: u64,
     /// Bytes in the journal (a failed append is cut back to this).
     len: u64,
@@ -118,11 +122,11 @@ impl SpendStore {
                 let _ = std::fs::remove_file(&path);
                 continue;
             }
-            (len, lines) = replay(&path, &mut ledger)?;
+            (len, lines) = replay(&path, &mut ledger, Torn::Cut)?;
             generation = g;
         }
         ledger.settle_orphans();
-        let journal = open_journal(dir, generation)?;
+        let journal = Some(open_journal(dir, generation)?);
         let store = SpendStore {
             dir: dir.to_owned(),
             compact_after: compact_after.max(1),
@@ -139,6 +143,41 @@ impl SpendStore {
             store.compact(&mut store.lock());
         }
         Ok(store)
+    }
+
+    /// Opens the store in `dir` to read only, beside a bot that may be writing it (the console's
+    /// `/usage`): nothing is created, cut or folded, a torn last line (one being written right
+    /// now) is skipped, open reservations stay open (in [`counted`](Self::counted), not in
+    /// [`settled`](Self::settled), as the running bot has them), and every call that writes
+    /// fails with [`StoreError::ReadOnly`]. A folder that does not exist reads as no spend. When
+    /// the bot folds the journal during the read (the snapshot changed), it is read again.
+    ///
+    /// # Errors
+    /// As [`SpendStore::open`]; [`StoreError::Io`] also when the journal was folded under every
+    /// one of a few reads in a row.
+    pub fn open_read_only(dir: &Path) -> Result<SpendStore> {
+        const TRIES: usize = 5;
+        let mut tries = 0;
+        let (ledger, generation) = loop {
+            tries += 1;
+            match read_folder(dir) {
+                Ok(read) => break read,
+                Err(e) if tries < TRIES => tracing::debug!("spend store: read again ({e})"),
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(SpendStore {
+            dir: dir.to_owned(),
+            compact_after: COMPACT_AFTER,
+            state: Mutex::new(State {
+                ledger,
+                journal: None,
+                generation,
+                len: 0,
+                lines: 0,
+                broken: false,
+            }),
+        })
     }
 
     /// Checks `charge` against `caps` and, when it fits, holds its estimate (one synced line).
@@ -237,6 +276,9 @@ impl SpendStore {
         if st.broken {
             return Err(StoreError::Broken);
         }
+        let Some(journal) = st.journal.as_mut() else {
+            return Err(StoreError::ReadOnly);
+        };
         let path = journal_path(&self.dir, st.generation);
         let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
             action: "encode a line for",
@@ -244,14 +286,9 @@ impl SpendStore {
             source: std::io::Error::other(e),
         })?;
         line.push(b'\n');
-        let written = st.journal.write_all(&line).and_then(|()| st.journal.sync_data());
+        let written = journal.write_all(&line).and_then(|()| journal.sync_data());
         if let Err(source) = written {
-            if st
-                .journal
-                .set_len(st.len)
-                .and_then(|()| st.journal.sync_data())
-                .is_err()
-            {
+            if journal.set_len(st.len).and_then(|()| journal.sync_data()).is_err() {
                 st.broken = true;
             }
             return Err(StoreError::Io {
@@ -279,7 +316,7 @@ impl SpendStore {
             Ok(journal) => {
                 st.ledger.forget_done();
                 let old = journal_path(&self.dir, st.generation);
-                st.journal = journal;
+                st.journal = Some(journal);
                 st.generation = next;
                 st.len = 0;
                 st.lines = 0;
@@ -363,9 +400,46 @@ fn read_snapshot(dir: &Path) -> Result<(Ledger, u64)> {
     Ok((Ledger::from_parts(s.totals, s.open), s.generation))
 }
 
-/// Applies a journal's lines to `ledger`; a torn last line (no newline: the write was cut off)
-/// is cut off the file. Returns the file's length and lines after that.
-fn replay(path: &Path, ledger: &mut Ledger) -> Result<(u64, usize)> {
+/// The ledger of the snapshot and the journals after it, read without writing (for
+/// [`SpendStore::open_read_only`]); an empty one when `dir` does not exist. Errors when a file
+/// cannot be read or is damaged, or when the snapshot changed during the read (the journal was
+/// folded meanwhile: read again).
+fn read_folder(dir: &Path) -> Result<(Ledger, u64)> {
+    if !dir.exists() {
+        return Ok((Ledger::default(), 0));
+    }
+    let (mut ledger, first) = read_snapshot(dir)?;
+    let mut journals = journals(dir)?;
+    journals.sort_unstable();
+    let mut generation = first;
+    for g in journals.into_iter().filter(|g| *g >= first) {
+        replay(&journal_path(dir, g), &mut ledger, Torn::Skip)?;
+        generation = g;
+    }
+    let (_, now) = read_snapshot(dir)?;
+    if now != first {
+        return Err(StoreError::Io {
+            action: "read",
+            path: dir.join(SNAPSHOT),
+            source: std::io::Error::other("the journal was folded during the read"),
+        });
+    }
+    Ok((ledger, generation))
+}
+
+/// What [`replay`] does with a torn last line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Torn {
+    /// Cut it off the file (the store's owner, opening).
+    Cut,
+    /// Leave it (a reader beside the owner: it may be a line being written).
+    Skip,
+}
+
+/// Applies a journal's whole lines to `ledger`; a torn last line (no newline: the write was cut
+/// off, or is under way) is cut off the file or skipped (`torn`). Returns the length and lines
+/// of the whole part.
+fn replay(path: &Path, ledger: &mut Ledger, torn: Torn) -> Result<(u64, usize)> {
     let bytes = std::fs::read(path).map_err(io("read", path))?;
     let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let mut lines = 0;
@@ -381,7 +455,7 @@ fn replay(path: &Path, ledger: &mut Ledger) -> Result<(u64, usize)> {
         ledger.apply(&record);
         lines += 1;
     }
-    if whole < bytes.len() {
+    if whole < bytes.len() && torn == Torn::Cut {
         tracing::warn!(path = %path.display(), "spend store: cutting off a torn last line");
         let f = OpenOptions::new().write(true).open(path).map_err(io("open", path))?;
         f.set_len(whole as u64)

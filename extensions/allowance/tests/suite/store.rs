@@ -216,3 +216,67 @@ fn a_damaged_line_refuses_to_open_and_names_the_file() -> anyhow::Result<()> {
     assert!(err.to_string().contains("journal-0.jsonl line 1"), "{err}");
     Ok(())
 }
+
+/// Every file of `dir` with its bytes.
+fn files(dir: &std::path::Path) -> anyhow::Result<Vec<(std::ffi::OsString, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        out.push((e.file_name(), std::fs::read(e.path())?));
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[test]
+fn a_reader_beside_the_writer_sees_its_spend_and_writes_nothing() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    // Folded after 3 lines, so the reader reads a snapshot and a journal.
+    let writer = SpendStore::open_with(dir.path(), 3)?;
+    for (id, usd) in [("a", 0.25), ("b", 0.5)] {
+        writer.reserve(&charge(id, 6, 1.0), &[])?;
+        writer.settle(id, MicroUsd::from_usd(usd))?;
+    }
+    // A request in flight, and a line being written.
+    writer.reserve(&charge("c", 6, 1.0), &[])?;
+    let journal = std::fs::read_dir(dir.path())?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .ok_or_else(|| anyhow::anyhow!("no journal"))?;
+    let mut f = std::fs::OpenOptions::new().append(true).open(&journal)?;
+    std::io::Write::write_all(&mut f, b"{\"op\":\"settle\",\"id\":\"c\"")?;
+    let before = files(dir.path())?;
+
+    let reader = SpendStore::open_read_only(dir.path())?;
+    assert_eq!(reader.settled(&chat(), Period::Day(day(6))), MicroUsd::from_usd(0.75));
+    assert_eq!(
+        reader.counted(&chat(), Period::Day(day(6))),
+        MicroUsd::from_usd(1.75),
+        "the open hold is counted, not settled"
+    );
+    assert_eq!(
+        reader.daily(&chat(), day(6), day(6)),
+        vec![(day(6), MicroUsd::from_usd(0.75))]
+    );
+    assert!(matches!(
+        reader.reserve(&charge("d", 6, 0.1), &[]),
+        Err(StoreError::ReadOnly)
+    ));
+    assert!(matches!(
+        reader.settle("c", MicroUsd::from_usd(0.1)),
+        Err(StoreError::ReadOnly)
+    ));
+    drop(reader);
+    assert_eq!(
+        files(dir.path())?,
+        before,
+        "the reader changed no byte, the torn line included"
+    );
+
+    let missing = dir.path().join("never-written");
+    let empty = SpendStore::open_read_only(&missing)?;
+    assert_eq!(empty.settled(&chat(), Period::Day(day(6))), MicroUsd::ZERO);
+    assert!(!missing.exists(), "reading creates nothing");
+    Ok(())
+}
