@@ -2,7 +2,8 @@
 //!
 //! - interactive: the answer streams as the model writes it (its Markdown styled when stdout is
 //!   a terminal, raw otherwise: [`terminal`]), tool calls shown, slash commands (`/new`, `/model`,
-//!   `/thinking`, `/compact [instructions]`, `/session`, `/quit`, which exits at once); `Esc`
+//!   `/thinking`, `/compact [instructions]`, `/session`, `/usage [chat id]` ([`usage`]), `/quit`,
+//!   which exits at once); `Esc`
 //!   ([`keys`]) or Ctrl-C during a run stops it as Telegram's Stop does (the text written so far
 //!   stays, marked "⏹ Stopped.", or "Stopped." when there was none; the session goes on); Ctrl-C
 //!   at the prompt drops the line typed so far, and a second one within a second exits (130);
@@ -21,6 +22,7 @@
 
 mod keys;
 mod terminal;
+mod usage;
 
 use crate::agent_setup;
 use crate::config::Config;
@@ -177,7 +179,10 @@ pub async fn run(config: Config, args: ConsoleArgs) -> anyhow::Result<i32> {
     features.start();
     let code = match (args.prompt, keyboard) {
         (Some(prompt), _) => run_once(&session, prompt, args.mode).await,
-        (None, Some(keyboard)) => interactive_loop(&session, &cwd, &printer, keyboard).await,
+        (None, Some(keyboard)) => {
+            let spend = usage::UsageSource::new(&config);
+            interactive_loop(&session, &cwd, &printer, keyboard, &spend).await
+        }
         (None, None) => bail!("the interactive console has no keyboard"),
     };
     shutdown.cancel();
@@ -219,6 +224,7 @@ async fn interactive_loop(
     cwd: &std::path::Path,
     printer: &Printer,
     mut keyboard: Keyboard,
+    spend: &usage::UsageSource,
 ) -> anyhow::Result<i32> {
     // Ctrl-C is ours from the start, so it acts the same every time (see the module docs).
     let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -265,7 +271,7 @@ async fn interactive_loop(
         if line.is_empty() {
             continue;
         }
-        match handle_builtin(session, &line, json).await? {
+        match handle_builtin(session, &line, json, spend).await? {
             Builtin::Quit => break,
             Builtin::Handled => continue,
             Builtin::Prompt => {}
@@ -352,6 +358,7 @@ const CONSOLE_HELP: &str = "Commands:
   /thinking [level]         show or set: off, minimal, low, medium, high, xhigh
   /compact [instructions]   summarise the conversation so far (what to keep, optionally)
   /session                  model, context and total tokens, cost, session file
+  /usage [chat id]          what a chat spent today and this month, and the top spenders
   /quit                     leave (Ctrl-D too, or Ctrl-C twice); Esc or Ctrl-C stops a run
 Extension commands work too; anything else is a message to the agent.";
 
@@ -366,7 +373,12 @@ enum Builtin {
 }
 
 /// Console commands handled here.
-async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyhow::Result<Builtin> {
+async fn handle_builtin(
+    session: &AgentSession,
+    line: &str,
+    json: bool,
+    spend: &usage::UsageSource,
+) -> anyhow::Result<Builtin> {
     let (cmd, arg) = match line.strip_prefix('/') {
         Some(rest) => rest.split_once(' ').map_or((rest, ""), |(a, b)| (a, b.trim())),
         None => return Ok(Builtin::Prompt),
@@ -430,6 +442,10 @@ async fn handle_builtin(session: &AgentSession, line: &str, json: bool) -> anyho
                 s.session_file.map(|p| p.display().to_string()).unwrap_or_default()
             );
         }
+        "usage" => match spend.report(arg) {
+            Ok(text) => say!(json, "{text}"),
+            Err(e) => eprintln!("error: {e}"),
+        },
         "help" => {
             say!(json, "{CONSOLE_HELP}");
             for c in session.commands() {

@@ -65,3 +65,91 @@ async fn usage_sends_a_chart_with_the_billed_numbers() {
         "{caption}"
     );
 }
+
+/// Every file under `dir` (names and bytes), sorted.
+fn files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| (e.path(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The text after `Spent in <subject>: ` in the first line with it, and the `Top ...` lines.
+fn numbers(text: &str) -> (String, Vec<String>) {
+    let spent = text
+        .lines()
+        .find_map(|l| l.split_once(": today ").map(|(_, n)| n.to_owned()))
+        .unwrap_or_default();
+    let top = text
+        .lines()
+        .filter(|l| l.starts_with("Top "))
+        .map(str::to_owned)
+        .collect();
+    (spent, top)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_prints_the_chats_numbers_beside_the_running_bot_and_writes_nothing() {
+    let model = ModelServer::start().await.unwrap();
+    // $3 / $15 per million: $4.50 for the owner's chat, $0.30 for the friend's.
+    model.push(Turn::reply("an expensive answer").usage(1_000_000, 100_000, 0, 0));
+    model.push(Turn::reply("a cheaper answer").usage(100_000, 0, 0, 0));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(
+        &model.url(),
+        &telegram_config(&tg, "[allowance]\nchat_daily_usd = 1000\n"),
+    );
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
+    wait_text(&tg, OWNER, "an expensive answer", &bot).await;
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "hi"));
+    wait_text(&tg, FRIEND, "a cheaper answer", &bot).await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "/usage"));
+    tg.wait_for(|s| !s.calls("sendPhoto").is_empty(), T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
+    let caption = tg.calls("sendPhoto")[0].params["caption"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+
+    let spend = env.dir.path().join("data/allowance/spend");
+    let before = files(&spend);
+    assert!(!before.is_empty(), "the bot keeps its spend in {}", spend.display());
+    let out = env
+        .console_stdin(&[], "/usage\n/usage 1002\n/usage bob\n/quit\n".to_owned())
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let ours = text
+        .split("> ")
+        .find(|s| s.contains("Spent in chat 1001"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        ours.contains("Spent in chat 1001: today $4.50, this month $4.50."),
+        "{text}"
+    );
+    assert_eq!(
+        numbers(ours),
+        numbers(&caption),
+        "the chat's /usage and the console agree"
+    );
+    assert!(
+        ours.contains("Top chats this month: 1001 $4.50, 1002 $0.30."),
+        "the console is the owner's: {text}"
+    );
+    assert!(
+        text.contains("Spent in chat 1002: today $0.30, this month $0.30."),
+        "{text}"
+    );
+    assert!(stderr(&out).contains("`bob` is not a chat id"), "{}", stderr(&out));
+    assert_eq!(
+        files(&spend),
+        before,
+        "the console wrote nothing to the bot's spend store"
+    );
+    assert_eq!(model.requests().len(), 2, "/usage is no prompt");
+}

@@ -52,6 +52,11 @@ pub struct Allowances {
 /// The prefix of the feature's buttons' data.
 const PREFIX: &str = "al:";
 
+/// The spend store's folder under `state_dir`: `<state_dir>/allowance/spend`.
+pub fn spend_dir(state_dir: &std::path::Path) -> std::path::PathBuf {
+    state_dir.join("allowance").join("spend")
+}
+
 /// Builds it in the Telegram host when the config has `[allowance]`. Errors: a bad key (named), or the store's
 /// folder cannot be opened.
 pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>> {
@@ -64,7 +69,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
     }
     let defaults = raw.resolve()?;
     let dir = services.state_dir.join("allowance");
-    let store = SpendStore::open(&dir.join("spend"))?;
+    let store = SpendStore::open(&spend_dir(&services.state_dir))?;
     let limits = Limits::load(defaults, &dir)?;
     let callers = caller_caps(services.config.features.get("a2a"))?;
     Ok(Some(Arc::new(Allowances {

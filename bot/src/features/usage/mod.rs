@@ -4,7 +4,9 @@
 //!
 //! The numbers are the spend store's settled totals (`volcanic_allowance::SpendStore`: what the
 //! providers reported, as the allowance feature records it), so the command exists where that
-//! store does: with `[allowance]` in the Telegram host, which routes `/usage` here.
+//! store does: with `[allowance]` in the Telegram host, which routes `/usage` here. The console's
+//! `/usage` prints the same [`usage`] of a chat ([`Usage::numbers`]) from the store opened to
+//! read only.
 
 pub mod chart;
 
@@ -60,12 +62,29 @@ pub fn usage(store: &SpendStore, chat: &str, today: NaiveDate, owner: bool) -> U
 }
 
 impl Usage {
-    /// The numbers as plain text (the photo's caption, and the console's lines).
+    /// The photo's caption: the numbers of "this chat" and what the chart shows.
     pub fn text(&self) -> String {
-        let mut s = format!(
-            "Spent in this chat: today {}, this month {}.\nChart: the last {CHART_DAYS} days (today in orange).",
-            self.today, self.month
-        );
+        format!(
+            "{}\nChart: the last {CHART_DAYS} days (today in orange).{}",
+            self.spent("this chat"),
+            self.top_lines()
+        )
+    }
+
+    /// The numbers as plain text, `subject` naming the chat ("this chat", "chat 42"): what it
+    /// spent today and this month, then (for an owner) the month's top chats and people, one
+    /// line each.
+    pub fn numbers(&self, subject: &str) -> String {
+        format!("{}{}", self.spent(subject), self.top_lines())
+    }
+
+    fn spent(&self, subject: &str) -> String {
+        format!("Spent in {subject}: today {}, this month {}.", self.today, self.month)
+    }
+
+    /// `\nTop chats this month: ...\nTop people this month: ...`, or nothing.
+    fn top_lines(&self) -> String {
+        let mut s = String::new();
         if let Some((chats, users)) = &self.top {
             for (title, list) in [("Top chats this month", chats), ("Top people this month", users)] {
                 let items: Vec<String> = list.iter().map(|(a, v)| format!("{} {v}", a.id())).collect();
