@@ -61,8 +61,9 @@ impl SessionGate {
     }
 
     /// Tells the owners (once per window) with top-up buttons, and the chat (once per window)
-    /// when its cap refused a run no one asked for (a scheduled job, a watcher: no sender, so no
-    /// one else hears the sentence); returns the refused person's sentence.
+    /// when its cap refused a run no one in it asked for (no sender, so no one there hears the
+    /// sentence): an A2A caller's acting for it, else a scheduled job's or a watcher's; returns
+    /// the refused person's sentence.
     async fn refused(&self, r: &Refusal, day: chrono::NaiveDate) -> String {
         let resets = volcanic_allowance::resets_at(day, r.cap.window, self.zone);
         let period = r.cap.window.period(day);
@@ -71,7 +72,10 @@ impl SessionGate {
             && (self.sender)().is_none()
             && self.shared.limits.first_notice(&r.cap.account, period, Notice::Skipped)
         {
-            let text = texts::jobs_skipped(r.cap.window, r.cap.limit, resets);
+            let text = match &self.caller {
+                Some(c) => texts::caller_refused(&c.name, r.cap.window, r.cap.limit, resets),
+                None => texts::jobs_skipped(r.cap.window, r.cap.limit, resets),
+            };
             self.shared.notice(*chat_id, text).await;
         }
         if self.shared.limits.first_notice(&r.cap.account, period, Notice::Reached) {

@@ -27,8 +27,8 @@ pub enum Notice {
     Nearly,
     /// The owners were told the cap is reached.
     Reached,
-    /// The chat was told its cap is reached by a run no one asked for (a scheduled job, a
-    /// watcher): its runs are skipped until the window ends.
+    /// The chat was told its cap is reached by a run no one in it asked for (a scheduled job, a
+    /// watcher, an A2A caller acting for it): such runs are skipped until the window ends.
     Skipped,
 }
 

@@ -81,10 +81,16 @@ fn gate(s: &Setup, sender: Option<i64>) -> Arc<dyn SpendGate> {
     gate_for(s, sender, None)
 }
 
+/// A caller's session acts for no chat here.
 fn gate_for(s: &Setup, sender: Option<i64>, caller: Option<&CallerGrant>) -> Arc<dyn SpendGate> {
+    gate_in(s, sender, caller, caller.is_none())
+}
+
+/// The gate of a session of `caller` (none: the chat's own), in the chat `CHAT` when `in_chat`.
+fn gate_in(s: &Setup, sender: Option<i64>, caller: Option<&CallerGrant>, in_chat: bool) -> Arc<dyn SpendGate> {
     let ws = std::path::PathBuf::from("/nonexistent");
     let place = SessionPlace {
-        chat: caller.is_none().then_some(Target {
+        chat: in_chat.then_some(Target {
             chat_id: CHAT,
             thread: None,
         }),
@@ -283,5 +289,42 @@ fn callers_caps_come_from_their_section_and_a_bad_one_is_named() -> anyhow::Resu
     let bad: toml::Table = toml::from_str("[server]\ncallers = [{ name = \"ops\", daily_usd = -1 }]")?;
     let err = caller_caps(Some(&bad)).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("a2a.server.callers[0].daily_usd"), "{err}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_chat_is_told_what_its_cap_refused_when_no_one_there_asked() -> anyhow::Result<()> {
+    // The notices of a reached cap (the 80 % one aside).
+    let notices = |s: &Setup| -> Vec<(i64, String)> {
+        let all = s.port.notices.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        all.into_iter().filter(|(_, t)| t.contains("is reached")).collect()
+    };
+    // A scheduled job (no sender, the chat's own session): its jobs are skipped.
+    let s = setup(chat_cap(0.1))?;
+    spend_then_ask(&*gate(&s, None), 0.1).await?;
+    let told = notices(&s);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].1.contains("its scheduled jobs are skipped"), "{told:?}");
+    // An A2A caller acting for the chat: the chat hears which caller, not of scheduled jobs.
+    let s = setup(chat_cap(0.1))?;
+    let grant = CallerGrant {
+        name: "carol".into(),
+        bash: false,
+    };
+    let refused = spend_then_ask(&*gate_in(&s, None, Some(&grant), true), 0.1).await?;
+    assert!(
+        refused.starts_with("This chat's daily allowance of $0.10 is reached"),
+        "{refused}"
+    );
+    let told = notices(&s);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].0, CHAT);
+    assert!(
+        told[0]
+            .1
+            .starts_with("This chat's daily allowance of $0.10 is reached: the A2A caller `carol` acting for it")
+            && !told[0].1.contains("scheduled jobs"),
+        "{told:?}"
+    );
     Ok(())
 }

@@ -41,6 +41,16 @@ pub fn jobs_skipped(window: Window, limit: MicroUsd, resets: DateTime<Tz>) -> St
     )
 }
 
+/// The chat's one notice per window when an A2A caller's run for it (the caller acting for the
+/// chat) was refused by the chat's cap: the caller hears the sentence, the chat this.
+pub fn caller_refused(caller: &str, window: Window, limit: MicroUsd, resets: DateTime<Tz>) -> String {
+    format!(
+        "This chat's {} allowance of {limit} is reached: the A2A caller `{caller}` acting for it makes no request until it resets {}.",
+        window_word(window),
+        when(resets)
+    )
+}
+
 /// "at 00:00 on Mon 7 Dec (Europe/Berlin)".
 pub fn when(at: DateTime<Tz>) -> String {
     format!("at {} ({})", at.format("%H:%M on %a %-d %b"), at.timezone().name())
