@@ -1,8 +1,7 @@
 //! The console's `/usage [chat id]` (docs/costs.md, "/usage"): what a chat spent today and this
 //! month, and this month's top chats and people (the console is its owner's: it has the config
-//! and the state), the same numbers as that chat's own `/usage`
-//! ([`usage`](crate::features::usage::usage)). Without a chat id it is the first owner's private
-//! chat. The spend store is opened to read only on each call
+//! and the state), the same numbers as that chat's own `/usage` ([`usage`]). Without a chat id
+//! it is the first owner's private chat. The spend store is opened to read only on each call
 //! ([`SpendStore::open_read_only`]): a console beside the running bot never writes its journal.
 
 use crate::config::Config;
