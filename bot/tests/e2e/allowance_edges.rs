@@ -49,20 +49,11 @@ async fn a_spent_a2a_caller_s_next_task_fails_saying_what_was_reached_and_makes_
     let base = format!("http://127.0.0.1:{port}");
     wait_card(&base, &bot).await;
 
-    let r = rpc(&base, CALLER, "SendMessage", send("first", json!({}), false)).await;
-    assert_eq!(
-        r["result"]["task"]["status"]["state"],
-        "TASK_STATE_COMPLETED",
-        "{r}\n{}",
-        bot.log()
-    );
-    let r = rpc(&base, CALLER, "SendMessage", send("second", json!({}), false)).await;
-    assert_eq!(
-        r["result"]["task"]["status"]["state"],
-        "TASK_STATE_FAILED",
-        "{r}\n{}",
-        bot.log()
-    );
+    let mut r = serde_json::Value::Null;
+    for (text, ends) in [("first", "TASK_STATE_COMPLETED"), ("second", "TASK_STATE_FAILED")] {
+        r = rpc(&base, CALLER, "SendMessage", send(text, json!({}), false)).await;
+        assert_eq!(r["result"]["task"]["status"]["state"], ends, "{r}\n{}", bot.log());
+    }
     let said = r.to_string();
     assert!(
         said.contains("This caller's daily allowance of $0.15 is reached") && said.contains("it resets at 00:00 on"),

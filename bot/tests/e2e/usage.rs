@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::*;
-use volcanic_testkit::bot_api::{BotApiServer, updates};
+use volcanic_testkit::bot_api::{ApiCall, BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
 /// Decodes a PNG: its size and how many distinct colours its pixels have.
@@ -18,24 +18,36 @@ fn decode(bytes: &[u8]) -> ((u32, u32), usize) {
     ((info.width, info.height), colours.len())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_sends_a_chart_with_the_billed_numbers() {
+/// The bot with `[allowance]` (a cap that never refuses here) after one message in each chat of
+/// `billed` whose answer (its text) the model bills at (input, output) tokens, in order; then
+/// the owner asked `/usage`. Returns the chart's `sendPhoto` call with the rest.
+async fn owners_usage_after(billed: &[(i64, &str, u64, u64)]) -> (ModelServer, BotApiServer, Env, BotProcess, ApiCall) {
     let model = ModelServer::start().await.unwrap();
-    // claude-sonnet-4-5 at $3 / $15 per million tokens: 1,000,000 in + 100,000 out = $4.50.
-    model.push(Turn::reply("an expensive answer").usage(1_000_000, 100_000, 0, 0));
+    for (_, answer, input, output) in billed {
+        model.push(Turn::reply(*answer).usage(*input, *output, 0, 0));
+    }
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     let env = Env::new(
         &model.url(),
         &telegram_config(&tg, "[allowance]\nchat_daily_usd = 1000\n"),
     );
     let bot = BotProcess::start(&env, TOKEN);
-    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
-    wait_text(&tg, OWNER, "an expensive answer", &bot).await;
+    for (chat, answer, _, _) in billed {
+        tg.push_update(updates::text_message(*chat, *chat, "hello"));
+        wait_text(&tg, *chat, answer, &bot).await;
+    }
     tg.push_update(updates::text_message(OWNER, OWNER, "/usage"));
     tg.wait_for(|s| !s.calls("sendPhoto").is_empty(), T)
         .await
         .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
     let call = tg.calls("sendPhoto").remove(0);
+    (model, tg, env, bot, call)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_sends_a_chart_with_the_billed_numbers() {
+    // claude-sonnet-4-5 at $3 / $15 per million tokens: 1,000,000 in + 100,000 out = $4.50.
+    let (_model, tg, _env, bot, call) = owners_usage_after(&[(OWNER, "an expensive answer", 1_000_000, 100_000)]).await;
     assert_eq!(call.params["chat_id"], OWNER);
     let caption = call.params["caption"].as_str().unwrap_or_default().to_owned();
     assert!(
@@ -93,28 +105,13 @@ fn numbers(text: &str) -> (String, Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_prints_the_chats_numbers_beside_the_running_bot_and_writes_nothing() {
-    let model = ModelServer::start().await.unwrap();
     // $3 / $15 per million: $4.50 for the owner's chat, $0.30 for the friend's.
-    model.push(Turn::reply("an expensive answer").usage(1_000_000, 100_000, 0, 0));
-    model.push(Turn::reply("a cheaper answer").usage(100_000, 0, 0, 0));
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    let env = Env::new(
-        &model.url(),
-        &telegram_config(&tg, "[allowance]\nchat_daily_usd = 1000\n"),
-    );
-    let bot = BotProcess::start(&env, TOKEN);
-    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
-    wait_text(&tg, OWNER, "an expensive answer", &bot).await;
-    tg.push_update(updates::text_message(FRIEND, FRIEND, "hi"));
-    wait_text(&tg, FRIEND, "a cheaper answer", &bot).await;
-    tg.push_update(updates::text_message(OWNER, OWNER, "/usage"));
-    tg.wait_for(|s| !s.calls("sendPhoto").is_empty(), T)
-        .await
-        .unwrap_or_else(|e| panic!("{e}\nbot log:\n{}", bot.log()));
-    let caption = tg.calls("sendPhoto")[0].params["caption"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let (model, _tg, env, _bot, call) = owners_usage_after(&[
+        (OWNER, "an expensive answer", 1_000_000, 100_000),
+        (FRIEND, "a cheaper answer", 100_000, 0),
+    ])
+    .await;
+    let caption = call.params["caption"].as_str().unwrap_or_default().to_owned();
 
     let spend = env.dir.path().join("data/allowance/spend");
     let before = files(&spend);
