@@ -5,6 +5,7 @@
 
 use super::Shared;
 use super::limits::Notice;
+use super::runs::{RunCell, RunKind};
 use super::texts;
 use async_trait::async_trait;
 use chrono_tz::Tz;
@@ -33,6 +34,8 @@ pub struct SessionGate {
     pub(super) zone: Tz,
     pub(super) sender: Sender,
     pub(super) caller: Option<CallerCap>,
+    /// What the chat's own session runs now (`None` for a caller's session or no chat).
+    pub(super) run: Option<RunCell>,
 }
 
 impl SessionGate {
@@ -62,8 +65,8 @@ impl SessionGate {
 
     /// Tells the owners (once per window) with top-up buttons, and the chat (once per window)
     /// when its cap refused a run no one in it asked for (no sender, so no one there hears the
-    /// sentence): an A2A caller's acting for it, else a scheduled job's or a watcher's; returns
-    /// the refused person's sentence.
+    /// sentence), saying what was refused: an A2A caller acting for it, else what the run is
+    /// ([`RunKind`]); returns the refused person's sentence.
     async fn refused(&self, r: &Refusal, day: chrono::NaiveDate) -> String {
         let resets = volcanic_allowance::resets_at(day, r.cap.window, self.zone);
         let period = r.cap.window.period(day);
@@ -72,9 +75,14 @@ impl SessionGate {
             && (self.sender)().is_none()
             && self.shared.limits.first_notice(&r.cap.account, period, Notice::Skipped)
         {
-            let text = match &self.caller {
-                Some(c) => texts::caller_refused(&c.name, r.cap.window, r.cap.limit, resets),
-                None => texts::jobs_skipped(r.cap.window, r.cap.limit, resets),
+            let text = match (&self.caller, &self.run) {
+                (Some(c), _) => texts::caller_refused(&c.name, r.cap.window, r.cap.limit, resets),
+                (None, run) => {
+                    let kind = run
+                        .as_ref()
+                        .map_or(RunKind::default(), |c| *c.lock().unwrap_or_else(|e| e.into_inner()));
+                    texts::run_refused(kind, r.cap.window, r.cap.limit, resets)
+                }
             };
             self.shared.notice(*chat_id, text).await;
         }

@@ -13,6 +13,7 @@
 
 pub mod gate;
 mod limits;
+mod runs;
 mod texts;
 
 use super::port::{ChatPort, PressButton, Target, chat_key};
@@ -33,6 +34,8 @@ pub struct Shared {
     callers: std::collections::HashMap<String, MicroUsd>,
     owners: Vec<i64>,
     port: Option<Arc<dyn ChatPort>>,
+    /// What each chat session (by its place) runs now ([`runs`]).
+    runs: std::sync::Mutex<std::collections::HashMap<Target, runs::RunCell>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -79,6 +82,7 @@ pub fn build(services: &Services) -> anyhow::Result<Option<Arc<dyn HostFeature>>
             callers,
             owners: services.config.telegram.owners.clone(),
             port: services.chats.clone(),
+            runs: std::sync::Mutex::default(),
         }),
     })))
 }
@@ -107,6 +111,12 @@ pub fn caller_caps(a2a: Option<&toml::Table>) -> anyhow::Result<std::collections
 }
 
 impl Shared {
+    /// The run cell of the chat's own session at `target` (made on first use).
+    fn run_cell(&self, target: Target) -> runs::RunCell {
+        let mut cells = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        cells.entry(target).or_default().clone()
+    }
+
     /// Sends the owners `text` with top-up buttons for `account` in `period`.
     async fn offer_top_ups(&self, text: &str, account: &Account, period: Period, window: Window) {
         let Some(port) = &self.port else { return };
@@ -357,6 +367,14 @@ impl HostFeature for Allowances {
         }
     }
 
+    /// A chat's own session gets the extension that notes what its run is ([`runs`]).
+    fn session_extensions(&self, place: &SessionPlace<'_>) -> Vec<volcanic_abstractions::extensions::ExtensionFactory> {
+        match (place.chat, place.caller) {
+            (Some(target), None) => vec![runs::factory(self.shared.run_cell(target))],
+            _ => Vec::new(),
+        }
+    }
+
     fn spend_gate(&self, place: &SessionPlace<'_>, sender: Sender) -> Option<Arc<dyn SpendGate>> {
         let caller = place.caller.map(|c| CallerCap {
             name: c.name.clone(),
@@ -367,6 +385,10 @@ impl HostFeature for Allowances {
             chat: place.chat.map(|t| (chat_key(t.chat_id), t.chat_id)),
             zone: place.time_zone,
             sender,
+            run: match (place.chat, &caller) {
+                (Some(target), None) => Some(self.shared.run_cell(target)),
+                _ => None,
+            },
             caller,
         }))
     }

@@ -68,6 +68,7 @@ fn setup(defaults: AllowanceConfig) -> anyhow::Result<Setup> {
             callers: [("ops".to_owned(), MicroUsd::from_usd(0.1))].into(),
             owners: vec![OWNER],
             port: Some(port.clone()),
+            runs: std::sync::Mutex::default(),
         }),
     };
     Ok(Setup {
@@ -326,5 +327,44 @@ async fn a_chat_is_told_what_its_cap_refused_when_no_one_there_asked() -> anyhow
             && !told[0].1.contains("scheduled jobs"),
         "{told:?}"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_chat_is_told_which_run_its_cap_refused() -> anyhow::Result<()> {
+    use super::runs::RunKind;
+    let target = Target {
+        chat_id: CHAT,
+        thread: None,
+    };
+    for (kind, says) in [
+        (RunKind::ScheduledJob, "its scheduled jobs are skipped"),
+        (RunKind::Watcher, "a watcher's output was not given to the model"),
+        (RunKind::Resumed, "the run a restart cut off was not continued"),
+        (RunKind::Other, "a prompt no one here sent"),
+    ] {
+        let s = setup(chat_cap(0.1))?;
+        let g = gate(&s, None);
+        *s.feature
+            .shared
+            .run_cell(target)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = kind;
+        spend_then_ask(&*g, 0.1).await?;
+        let told: Vec<String> = s
+            .port
+            .notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(_, t)| t.clone())
+            .filter(|t| t.contains("is reached"))
+            .collect();
+        assert_eq!(told.len(), 1, "{kind:?}: {told:?}");
+        assert!(told[0].contains(says), "{kind:?}: {told:?}");
+        if kind != RunKind::ScheduledJob {
+            assert!(!told[0].contains("scheduled jobs"), "{kind:?}: {told:?}");
+        }
+    }
     Ok(())
 }

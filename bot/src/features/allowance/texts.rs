@@ -1,5 +1,6 @@
 //! What the allowance feature says (tests compare against these).
 
+use super::runs::RunKind;
 use chrono::DateTime;
 use chrono_tz::Tz;
 use volcanic_allowance::{Account, MicroUsd, Window};
@@ -31,9 +32,24 @@ pub fn reached(account: &Account, window: Window, limit: MicroUsd, resets: DateT
     )
 }
 
-/// The chat's one notice per window when a run no one asked for (a scheduled job, a watcher)
-/// was refused by its cap.
-pub fn jobs_skipped(window: Window, limit: MicroUsd, resets: DateTime<Tz>) -> String {
+/// The chat's one notice per window when a run no one in it asked for was refused by its cap,
+/// saying what the run was.
+pub fn run_refused(kind: RunKind, window: Window, limit: MicroUsd, resets: DateTime<Tz>) -> String {
+    let what = match kind {
+        RunKind::ScheduledJob => return jobs_skipped(window, limit, resets),
+        RunKind::Watcher => "a watcher's output was not given to the model",
+        RunKind::Resumed => "the run a restart cut off was not continued",
+        RunKind::Other => "a prompt no one here sent (an A2A result, say) was not answered",
+    };
+    format!(
+        "This chat's {} allowance of {limit} is reached: {what}; such runs make no request until it resets {}.",
+        window_word(window),
+        when(resets)
+    )
+}
+
+/// The chat's one notice per window when a scheduled job was refused by its cap.
+fn jobs_skipped(window: Window, limit: MicroUsd, resets: DateTime<Tz>) -> String {
     format!(
         "This chat's {} allowance of {limit} is reached: its scheduled jobs are skipped (no request is made) until it resets {}.",
         window_word(window),
