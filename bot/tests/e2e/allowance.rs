@@ -118,27 +118,49 @@ async fn spend_survives_kill_9_and_no_request_is_made_once_spent() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_due_in_a_spent_chat_is_skipped_makes_no_request_and_the_chat_is_told_once() {
-    use crate::scheduler::{jobs_file, prompt_job};
+/// The doubles and the bot (started) for a spent chat ($0 cap) of `OWNER` whose one job
+/// `job_id` (of `kind`, as `jobs.json` writes it; `script` written as `watch.sh` in the
+/// workspace) is due every 30 s (the shortest period), first 3 s from now, given as well.
+pub(crate) async fn spent_chat_with_job(
+    job_id: &str,
+    kind: serde_json::Value,
+    script: &str,
+) -> (
+    ModelServer,
+    BotApiServer,
+    Env,
+    BotProcess,
+    chrono::DateTime<chrono::Utc>,
+) {
+    use crate::scheduler::prompt_job;
     use serde_json::json;
     let model = ModelServer::start().await.unwrap();
     model.push(billed("never"));
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     tg.add_chat(OWNER);
-    // A cap of $0: the chat is spent before its first request.
     let env = Env::new(
         &model.url(),
-        &config(&tg).replace("chat_daily_usd = 0.25", "chat_daily_usd = 0"),
+        &priced_config(&telegram_config(&tg, ""), "chat_daily_usd = 0"),
     );
-    // A job every 30 s (the shortest period), first due 3 s after the start: two slots in the test.
+    let ws = env.dir.path().join(format!("workspaces/{OWNER}"));
+    std::fs::create_dir_all(ws.join(".volcanic/scheduler")).unwrap();
+    std::fs::write(ws.join("watch.sh"), script).unwrap();
     let first = chrono::Utc::now() + chrono::Duration::seconds(3);
     let every = json!({"type": "every", "every_secs": 30, "anchor": first, "time_zone": "UTC"});
-    let dir = env.dir.path().join(format!("workspaces/{OWNER}/.volcanic/scheduler"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = json!({"version": 1, "jobs": [prompt_job("spt001", "Report the weather.", every, first)]});
-    std::fs::write(dir.join("jobs.json"), serde_json::to_vec_pretty(&file).unwrap()).unwrap();
+    let mut job = prompt_job(job_id, "", every, first);
+    job["kind"] = kind;
+    let file = json!({"version": 1, "jobs": [job]});
+    let jobs = ws.join(".volcanic/scheduler/jobs.json");
+    std::fs::write(jobs, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
     let bot = BotProcess::start(&env, TOKEN);
+    (model, tg, env, bot, first)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_due_in_a_spent_chat_is_skipped_makes_no_request_and_the_chat_is_told_once() {
+    use crate::scheduler::jobs_file;
+    let kind = serde_json::json!({"type": "prompt", "text": "Report the weather."});
+    let (model, tg, env, bot, first) = spent_chat_with_job("spt001", kind, "").await;
 
     let told = "This chat's daily allowance of $0.00 is reached: its scheduled jobs are skipped";
     wait_text(&tg, OWNER, told, &bot).await;

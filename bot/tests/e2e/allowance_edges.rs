@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::a2a_server::{rpc, send, wait_card};
-use crate::allowance::{billed, priced_config};
+use crate::allowance::{billed, priced_config, spent_chat_with_job};
 use crate::support::*;
 use serde_json::json;
 use std::time::Duration;
@@ -168,31 +168,8 @@ async fn a_run_killed_mid_answer_is_counted_after_the_restart_and_later_requests
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_whose_cap_refused_a_watchers_output_is_told_so_not_of_scheduled_jobs() {
-    use crate::scheduler::prompt_job;
-    let model = ModelServer::start().await.unwrap();
-    model.push(billed("never"));
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
-    // A cap of $0: the chat is spent before its first request.
-    let env = Env::new(
-        &model.url(),
-        &priced_config(&telegram_config(&tg, ""), "chat_daily_usd = 0"),
-    );
-    let ws = env.dir.path().join(format!("workspaces/{OWNER}"));
-    std::fs::create_dir_all(ws.join(".volcanic/scheduler")).unwrap();
-    std::fs::write(ws.join("watch.sh"), "echo 'disk 91% full'\n").unwrap();
-    let first = chrono::Utc::now() + chrono::Duration::seconds(3);
-    let every = json!({"type": "every", "every_secs": 30, "anchor": first, "time_zone": "UTC"});
-    let mut job = prompt_job("wat001", "", every, first);
-    job["kind"] = json!({"type": "watcher", "script": "watch.sh", "timeout_secs": 60});
-    let file = json!({"version": 1, "jobs": [job]});
-    std::fs::write(
-        ws.join(".volcanic/scheduler/jobs.json"),
-        serde_json::to_vec_pretty(&file).unwrap(),
-    )
-    .unwrap();
-    let bot = BotProcess::start(&env, TOKEN);
-
+    let kind = json!({"type": "watcher", "script": "watch.sh", "timeout_secs": 60});
+    let (model, tg, _env, bot, _) = spent_chat_with_job("wat001", kind, "echo 'disk 91% full'\n").await;
     let told = "This chat's daily allowance of $0.00 is reached: a watcher's output was not given to the model";
     wait_text(&tg, OWNER, told, &bot).await;
     assert_eq!(count(&tg, OWNER, "scheduled jobs"), 0, "{:?}", texts(&tg, OWNER));
