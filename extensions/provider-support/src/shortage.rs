@@ -1,38 +1,71 @@
-//! A shortage on this machine met while connecting to the provider: the process or the machine
+//! Shortages on this machine ([`Lack`]) and the pauses that wait one out ([`Pauses`]).
+//!
+//! A shortage met while connecting to the provider: the process or the machine
 //! ran out of descriptors or memory (`EMFILE`, `ENFILE`, `ENOMEM`, `ENOBUFS`) before the request
 //! left. Nothing reached the server, so another try is safe however often it comes, and the
 //! failure says nothing about the provider: the provider's `send` waits it out (until the
 //! call is cancelled) instead of spending the call's retries or ending the run with an error the
-//! user would see. The bot waits the same shortages out for a message that meets them
+//! user would see. The bot waits the same shortages out, with the same [`Lack`]s and
+//! [`Pauses`], for a message that meets them
 //! (issue 25: "no message is lost ... the chat never sees a raw OS error").
 
 use std::time::Duration;
 
 /// First pause before trying again; doubled up to [`LONGEST_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(250);
+pub const FIRST_PAUSE: Duration = Duration::from_millis(250);
 
 /// Longest pause between tries.
-const LONGEST_PAUSE: Duration = Duration::from_secs(10);
+pub const LONGEST_PAUSE: Duration = Duration::from_secs(10);
 
-/// The OS errors that mean this machine is short of something, not that the provider failed.
-const SHORT: [i32; 4] = [libc::EMFILE, libc::ENFILE, libc::ENOMEM, libc::ENOBUFS];
+/// What the machine ran short of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lack {
+    /// File descriptors, the process's or the system's (`EMFILE`, `ENFILE`).
+    Descriptors,
+    /// Memory or kernel buffers (`ENOMEM`, `ENOBUFS`).
+    Memory,
+    /// Disk space or the user's disk quota (`ENOSPC`, `EDQUOT`).
+    Disk,
+}
 
-/// Whether `e` or one of its sources is an OS error of [`SHORT`].
+impl Lack {
+    /// What ran short, in words a chat may be shown.
+    pub fn words(self) -> &'static str {
+        match self {
+            Lack::Descriptors => "open files",
+            Lack::Memory => "memory",
+            Lack::Disk => "disk space",
+        }
+    }
+}
+
+/// The shortage OS error number `n` means; `None` when it is not one.
+pub fn lack_of_errno(n: i32) -> Option<Lack> {
+    match n {
+        libc::EMFILE | libc::ENFILE => Some(Lack::Descriptors),
+        libc::ENOMEM | libc::ENOBUFS => Some(Lack::Memory),
+        libc::ENOSPC | libc::EDQUOT => Some(Lack::Disk),
+        _ => None,
+    }
+}
+
+/// Whether `e` or one of its sources is an OS error saying this machine is short of descriptors
+/// or memory (a full disk does not stop a connection).
 pub(crate) fn local_shortage(e: &(dyn std::error::Error + 'static)) -> bool {
     std::iter::successors(Some(e), |e| e.source()).any(|level| {
         level
             .downcast_ref::<std::io::Error>()
             .and_then(std::io::Error::raw_os_error)
-            .is_some_and(|n| SHORT.contains(&n))
+            .and_then(lack_of_errno)
+            .is_some_and(|lack| lack != Lack::Disk)
     })
 }
 
 /// The growing pauses of one wait for a shortage to pass.
 #[derive(Debug)]
-pub(crate) struct Pauses {
+pub struct Pauses {
     next: Duration,
-    /// Tries that met the shortage so far.
-    pub(crate) tries: u32,
+    tries: u32,
 }
 
 impl Default for Pauses {
@@ -45,12 +78,18 @@ impl Default for Pauses {
 }
 
 impl Pauses {
-    /// The pause before the next try: [`FIRST_PAUSE`], doubled each time up to [`LONGEST_PAUSE`].
-    pub(crate) fn next(&mut self) -> Duration {
+    /// The pause before the next try: [`FIRST_PAUSE`] (250 ms), doubled each time up to
+    /// [`LONGEST_PAUSE`] (10 s).
+    pub fn next_pause(&mut self) -> Duration {
         let pause = self.next;
         self.next = (self.next * 2).min(LONGEST_PAUSE);
         self.tries += 1;
         pause
+    }
+
+    /// Tries that met the shortage so far (pauses taken).
+    pub fn tries(&self) -> u32 {
+        self.tries
     }
 }
 
@@ -80,10 +119,10 @@ mod tests {
     #[test]
     fn pauses_double_up_to_the_longest() {
         let mut p = Pauses::default();
-        let taken: Vec<Duration> = (0..8).map(|_| p.next()).collect();
+        let taken: Vec<Duration> = (0..8).map(|_| p.next_pause()).collect();
         assert_eq!(taken[0], FIRST_PAUSE);
         assert_eq!(taken[1], FIRST_PAUSE * 2);
         assert_eq!(taken[7], LONGEST_PAUSE);
-        assert_eq!(p.tries, 8);
+        assert_eq!(p.tries(), 8);
     }
 }
