@@ -5,53 +5,14 @@
 //! [recovery](crate::telegram::conversation::recovery) rule for a prompt that never reached the
 //! model). The chat's later messages keep their place behind it.
 
-use std::io::ErrorKind;
 use tokio_util::sync::CancellationToken;
+use volcanic_provider_support::shortage::{Pauses, lack_in_chain};
 
-pub use volcanic_provider_support::shortage::Lack;
-use volcanic_provider_support::shortage::{Pauses, lack_of_errno};
-
-/// What `e` or one of its sources says the machine is short of: an `std::io::Error` by
-/// [`lack`], or a level that carries the OS error only in its text ([`lack_in_text`]); `None`
-/// for any other failure.
-pub fn lack_of(e: &(dyn std::error::Error + 'static)) -> Option<Lack> {
-    lack_in_chain(std::iter::successors(Some(e), |e| e.source()))
-}
+pub use volcanic_provider_support::shortage::{Lack, lack, lack_in_text, lack_of};
 
 /// [`lack_of`] for an `anyhow` error (its context and sources).
 pub fn lack_of_any(e: &anyhow::Error) -> Option<Lack> {
     lack_in_chain(e.chain())
-}
-
-fn lack_in_chain<'a>(mut levels: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> Option<Lack> {
-    levels.find_map(|level| match level.downcast_ref::<std::io::Error>() {
-        Some(io) => lack(io),
-        None => lack_in_text(&level.to_string()),
-    })
-}
-
-/// What `e` says the machine is short of, by its OS error number or its kind; `None` when it is
-/// not a shortage.
-pub fn lack(e: &std::io::Error) -> Option<Lack> {
-    match e.raw_os_error() {
-        Some(n) => lack_of_errno(n),
-        None => match e.kind() {
-            ErrorKind::OutOfMemory => Some(Lack::Memory),
-            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(Lack::Disk),
-            _ => None,
-        },
-    }
-}
-
-/// The shortage an error's text reports, for failures that reach the bot only as text (a
-/// model call's `error_message`): the `(os error N)` that Rust's `std::io::Error` writes, the
-/// last one in the text.
-pub fn lack_in_text(text: &str) -> Option<Lack> {
-    text.rmatch_indices("(os error ").find_map(|(at, m)| {
-        let rest = &text[at + m.len()..];
-        let digits = rest.split_once(')')?.0;
-        lack_of_errno(digits.parse().ok()?)
-    })
 }
 
 /// `e` as a place that passes its text on to a chat may show it (a scheduled job's failure
@@ -60,7 +21,7 @@ pub fn lack_in_text(text: &str) -> Option<Lack> {
 /// causes kept).
 pub fn plainly(e: anyhow::Error) -> anyhow::Error {
     match lack_of_any(&e) {
-        Some(lack) => anyhow::anyhow!("the bot's machine is short of {}", lack.words()),
+        Some(lack) => anyhow::anyhow!(lack.plainly()),
         None => e,
     }
 }
@@ -184,23 +145,6 @@ mod tests {
         let kept = plainly(other);
         assert!(kept.downcast_ref::<std::io::Error>().is_some(), "the cause is kept");
         assert!(format!("{kept:#}").starts_with("opening the session: "));
-    }
-
-    #[test]
-    fn lacks_by_number_kind_and_text() {
-        let of = |n| lack(&std::io::Error::from_raw_os_error(n));
-        assert_eq!(of(libc::ENFILE), Some(Lack::Descriptors));
-        assert_eq!(of(libc::ENOBUFS), Some(Lack::Memory));
-        assert_eq!(of(libc::ENOSPC), Some(Lack::Disk));
-        assert_eq!(of(libc::ECONNREFUSED), None);
-        assert_eq!(lack(&std::io::Error::from(ErrorKind::StorageFull)), Some(Lack::Disk));
-        assert_eq!(lack(&std::io::Error::from(ErrorKind::NotFound)), None);
-        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE).to_string();
-        let model = format!("request to http://127.0.0.1:9/v1 failed: tcp connect error: {emfile}");
-        assert_eq!(lack_in_text(&model), Some(Lack::Descriptors));
-        assert_eq!(lack_in_text("connection refused (os error 111)"), None);
-        assert_eq!(lack_in_text("(os error 28) then (os error 1"), Some(Lack::Disk));
-        assert_eq!(lack_in_text("no number (os error x)"), None);
     }
 
     #[tokio::test(start_paused = true)]
