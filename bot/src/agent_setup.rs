@@ -86,7 +86,8 @@ pub fn workspace_extensions(workspace: &std::path::Path) -> Vec<volcanic_abstrac
 }
 
 /// The model `key` names (`provider/id`), checked against the known models and the provider's
-/// key. Errors name `source` (the config key or flag) and list the models the config knows.
+/// key. Errors name `source` (the config key or flag) and the model: an unknown one lists the
+/// models the config knows, a missing key says which environment variable to set.
 pub fn check_model(
     models: &ModelRegistry,
     key: &str,
@@ -107,14 +108,17 @@ pub fn check_model(
             known.join(", ")
         );
     };
-    models.api_key(&model.provider)?;
+    if let Err(e) = models.api_key(&model.provider) {
+        anyhow::bail!("{source}: `{key}`: {e}");
+    }
     Ok(model)
 }
 
-/// Checks fallback models (`provider/id`s) as [`check_model`] does, naming `source`.
-pub fn check_fallbacks(models: &ModelRegistry, keys: &[String], source: &str) -> anyhow::Result<()> {
-    for key in keys {
-        check_model(models, key, source)?;
+/// The config's `fallback_models`, each checked as [`check_model`] does (the first that fails
+/// is the error, naming the config key): start-up refuses to run with it, `doctor` shows it.
+pub fn check_fallbacks(models: &ModelRegistry, config: &Config) -> anyhow::Result<()> {
+    for key in &config.fallback_models {
+        check_model(models, key, "config key `fallback_models`")?;
     }
     Ok(())
 }
@@ -242,7 +246,7 @@ pub fn factory(
     context_root: Option<PathBuf>,
 ) -> anyhow::Result<AgentSessionFactory> {
     let models = model_registry(config)?;
-    check_fallbacks(&models, &config.fallback_models, "config key `fallback_models`")?;
+    check_fallbacks(&models, config)?;
     Ok(AgentSessionFactory::new(FactoryConfig {
         models,
         extensions: default_extensions(),

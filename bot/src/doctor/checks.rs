@@ -10,6 +10,7 @@ use std::time::Duration;
 use teloxide::Bot;
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::provider::{AssistantMessageEvent, ProviderContext, StreamOptions};
+use volcanic_core::models::ModelRegistry;
 use volcanic_google_calendar::CALLBACK_PATH;
 
 /// How long one network check may take.
@@ -87,6 +88,7 @@ pub(super) async fn models(config: &Config) -> Vec<Check> {
             None
         }
     };
+    out.extend(fallbacks(&registry, config));
     let mut providers: Vec<String> = Vec::new();
     for m in registry.models() {
         if !providers.contains(&m.provider) {
@@ -112,10 +114,25 @@ pub(super) async fn models(config: &Config) -> Vec<Check> {
     out
 }
 
-async fn probe_model(
-    registry: &volcanic_core::models::ModelRegistry,
-    model: &volcanic_abstractions::model::Model,
-) -> Check {
+/// `fallback_models`, when the config has any, checked as start-up checks them
+/// ([`check_fallbacks`](crate::agent_setup::check_fallbacks)): a model the config does not know,
+/// or whose provider has no key, fails here as it stops the bot at start.
+fn fallbacks(registry: &ModelRegistry, config: &Config) -> Option<Check> {
+    if config.fallback_models.is_empty() {
+        return None;
+    }
+    Some(match crate::agent_setup::check_fallbacks(registry, config) {
+        Ok(()) => Check::ok("fallback_models", config.fallback_models.join(", ")),
+        Err(e) => Check::fail(
+            "fallback_models",
+            format!("{e:#}"),
+            "list only configured provider/ids in `fallback_models`, each with its provider's key in the \
+             environment (or remove the entry): the bot refuses to start until then",
+        ),
+    })
+}
+
+async fn probe_model(registry: &ModelRegistry, model: &volcanic_abstractions::model::Model) -> Check {
     let what = format!("model {}", model.provider);
     let context = ProviderContext {
         system_prompt: "This is a health check.".to_owned(),

@@ -14,9 +14,11 @@ use crate::telegram::inbound::shortage;
 use crate::telegram::outbound::api::{Tg, Upload};
 use async_trait::async_trait;
 use std::sync::{Arc, OnceLock, Weak};
+use teloxide::RequestError;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::messages::Message;
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, SessionError};
+use volcanic_provider_support::shortage::plain;
 
 /// The chat port on Telegram: bound to the host once it exists (features are built before it,
 /// since chat sessions get their extensions).
@@ -60,11 +62,7 @@ impl ChatPort for TelegramPort {
                 .iter()
                 .map(|b| InlineKeyboardButton::url(b.text.clone(), b.url.clone()))])
         });
-        self.api
-            .send_plain(to, text, markup)
-            .await
-            .map(|_| ())
-            .map_err(|e| PortError::Refused(e.to_string()))
+        self.api.send_plain(to, text, markup).await.map(|_| ()).map_err(refused)
     }
 
     async fn offer(&self, to: Target, text: &str, rows: &[Vec<PressButton>]) -> Result<i64, PortError> {
@@ -73,16 +71,13 @@ impl ChatPort for TelegramPort {
             .send_plain(to, text, markup)
             .await
             .map(|m| i64::from(m.id.0))
-            .map_err(|e| PortError::Refused(e.to_string()))
+            .map_err(refused)
     }
 
     async fn edit(&self, to: Target, message_id: i64, text: &str, rows: &[Vec<PressButton>]) -> Result<(), PortError> {
         let markup = press_markup(rows)?;
         let id = i32::try_from(message_id).map_err(|_| PortError::Refused(format!("no message {message_id}")))?;
-        self.api
-            .edit_with_buttons(to, id, text, markup)
-            .await
-            .map_err(|e| PortError::Refused(e.to_string()))
+        self.api.edit_with_buttons(to, id, text, markup).await.map_err(refused)
     }
 
     async fn send_photo(&self, to: Target, png: Vec<u8>, caption: &str) -> Result<(), PortError> {
@@ -90,15 +85,12 @@ impl ChatPort for TelegramPort {
             .send_bytes(to, Upload::Photo, "chart.png", png, Some(caption))
             .await
             .map(|_| ())
-            .map_err(|e| PortError::Refused(e.to_string()))
+            .map_err(refused)
     }
 
     async fn delete(&self, to: Target, message_id: i64) -> Result<(), PortError> {
         let id = i32::try_from(message_id).unwrap_or_default();
-        self.api
-            .try_delete(to, id)
-            .await
-            .map_err(|e| PortError::Refused(e.to_string()))
+        self.api.try_delete(to, id).await.map_err(refused)
     }
 
     async fn notice(&self, to: Target, text: String) -> Result<(), PortError> {
@@ -139,7 +131,7 @@ impl ChatPort for TelegramPort {
             .down_report
             .caught_up(lines)
             .await
-            .map_err(|e| PortError::Refused(format!("cannot write the down report: {e}")))
+            .map_err(|e| PortError::Refused(format!("cannot write the down report: {}", plain(&e))))
     }
 
     async fn own_session(&self, spec: OwnSession) -> anyhow::Result<AgentSession> {
@@ -191,10 +183,7 @@ async fn deliver_in(
     if let Some(l) = listener {
         session.unsubscribe(l);
     }
-    prompted.map_err(|e| match e {
-        SessionError::Allowance(refused) => PortError::Spent(refused.message),
-        e => PortError::Prompt(e.to_string()),
-    })?;
+    prompted.map_err(not_run)?;
     output.flush().await;
     Ok(Delivered::Ran {
         messages: session.messages(),
@@ -256,6 +245,22 @@ async fn hand_over(
     prompted
 }
 
+/// Telegram's refusal `e` as the port error a feature passes on: a shortage on this machine
+/// (no descriptor for the request) said plainly, never the OS error's text.
+fn refused(e: RequestError) -> PortError {
+    PortError::Refused(plain(&e))
+}
+
+/// Why a prompt handed to a chat's session did not run: the spend gate's refusal, or the
+/// session's failure, a shortage (e.g. no descriptor to append to the session file) said
+/// plainly, never the OS error's text (issue 25).
+fn not_run(e: SessionError) -> PortError {
+    match e {
+        SessionError::Allowance(refused) => PortError::Spent(refused.message),
+        e => PortError::Prompt(plain(&e)),
+    }
+}
+
 /// `rows` as an inline keyboard (`None` when empty). Errors: a button's data past the Bot API's
 /// limit.
 fn press_markup(rows: &[Vec<PressButton>]) -> Result<Option<InlineKeyboardMarkup>, PortError> {
@@ -276,4 +281,29 @@ fn press_markup(rows: &[Vec<PressButton>]) -> Result<Option<InlineKeyboardMarkup
         })
         .collect();
     Ok((!rows.is_empty()).then(|| InlineKeyboardMarkup::new(rows)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use volcanic_abstractions::sessions::SessionStoreError;
+
+    #[test]
+    fn a_prompt_that_met_a_shortage_is_a_port_error_without_the_os_text() {
+        let store = |errno| {
+            SessionError::Store(SessionStoreError::Io {
+                action: "open for appending",
+                path: "/data/sessions/1001/main/s.jsonl".into(),
+                source: std::io::Error::from_raw_os_error(errno),
+            })
+        };
+        let short = not_run(store(libc::EMFILE));
+        assert!(matches!(&short, PortError::Prompt(_)), "{short:?}");
+        assert_eq!(short.to_string(), "the bot's machine is short of open files");
+        let denied = not_run(store(libc::EACCES)).to_string();
+        assert!(
+            denied.starts_with("session store: cannot open for appending /data/"),
+            "{denied}"
+        );
+    }
 }

@@ -222,6 +222,64 @@ async fn doctor_fails_each_broken_part_with_its_fix() {
     );
 }
 
+/// `doctor` checks `fallback_models` with start-up's own check: a model the config does not
+/// know, or whose provider has no key, fails with the sentence start-up stops with (the console's
+/// start here), and a usable list passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_the_fallback_models_as_start_up_does() {
+    let model = ModelServer::start().await.unwrap();
+    model.set_responder(|_, _| Some(Turn::reply("ok")));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let anthropic_only = [KEYS[0], KEYS[1]];
+    for (list, keys, refused) in [
+        (
+            "\"anthropic/claude-nope-9\"",
+            &KEYS[..],
+            "unknown model `anthropic/claude-nope-9`",
+        ),
+        (
+            "\"openai/gpt-5-mini\"",
+            &anthropic_only[..],
+            "set the environment variable E2E_OPENAI_KEY",
+        ),
+    ] {
+        let env = Env::new(
+            &model.url(),
+            &format!("fallback_models = [{list}]\n{}", telegram_config(&tg, "")),
+        );
+        let out = doctor(&env, keys).await;
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+        let failed = line(&text, "fallback_models");
+        assert!(
+            failed.starts_with("[FAIL] fallback_models config key `fallback_models`: ") && failed.contains(refused),
+            "{text}"
+        );
+        assert!(fix_of(&text, "fallback_models").contains("refuses to start"), "{text}");
+        let start = env.console_with_env(&["-p", "hi"], keys);
+        assert_ne!(start.status.code(), Some(0));
+        let reason = failed.trim_start_matches("[FAIL] fallback_models ").trim();
+        assert!(
+            stderr(&start).contains(reason),
+            "start-up: {}\ndoctor: {reason}",
+            stderr(&start)
+        );
+    }
+    let env = Env::new(
+        &model.url(),
+        &format!(
+            "fallback_models = [\"openai/gpt-5-mini\"]\n{}",
+            telegram_config(&tg, "")
+        ),
+    );
+    let out = doctor(&env, &KEYS).await;
+    let text = stdout(&out);
+    assert!(
+        line(&text, "fallback_models").starts_with("[ok]   fallback_models openai/gpt-5-mini"),
+        "{text}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_beside_the_running_bot_names_it_and_probes_its_public_url() {
     let model = ModelServer::start().await.unwrap();

@@ -16,7 +16,7 @@ const NOTICE: &str = "The bot's disk is full.";
 
 /// Starts the bot as `BotProcess::start` does, inside `unshare -Urm` with a 1 MiB tmpfs on
 /// `sessions`.
-fn start_on_small_disk(env: &Env, sessions: &std::path::Path) -> BotProcess {
+pub(crate) fn start_on_small_disk(env: &Env, sessions: &std::path::Path) -> BotProcess {
     let mount = "mount -t tmpfs -o size=1m tmpfs \"$1\" && shift && exec \"$@\"";
     let program = ["unshare", "-Urm", "sh", "-c", mount, "sh"];
     let wrapper: Vec<&std::ffi::OsStr> = program
@@ -28,7 +28,7 @@ fn start_on_small_disk(env: &Env, sessions: &std::path::Path) -> BotProcess {
 }
 
 /// Fills the file system of `dir` as the bot sees it (through `/proc/<pid>/root`).
-fn fill(bot: &BotProcess, dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn fill(bot: &BotProcess, dir: &std::path::Path) -> std::path::PathBuf {
     let path = std::path::PathBuf::from(format!("/proc/{}/root{}/filler", bot.child.id(), dir.display()));
     let mut f = std::fs::File::create(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), bot.log()));
     let block = vec![0u8; 64 * 1024];

@@ -1,7 +1,8 @@
 //! Shortages past the session's opening, through the real binary: a model request that cannot
 //! get a descriptor waits until descriptors return and is then answered, once, without the
-//! chat ever seeing the OS error's text. (A message that meets the shortage while its session
-//! opens waits and is answered: `hardening_listener`.)
+//! chat ever seeing the OS error's text; a scheduled job whose prompt meets one fails and is
+//! told plainly. (A message that meets the shortage while its session opens waits and is
+//! answered: `hardening_listener`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -57,4 +58,56 @@ async fn a_model_request_without_descriptors_waits_and_is_answered_once_they_ret
         );
     }
     assert_eq!(shown.len(), before + 1, "the answer and nothing else: {shown:#?}");
+}
+
+/// A scheduled job whose prompt meets a shortage in the chat's session (its file system full,
+/// the session open): the run fails and is retried by the scheduler, and what the chat is
+/// shown of it (`/jobs`) says plainly what ran short, never the OS error's text. (With
+/// descriptors exhausted the scheduler's own record of the run fails first; with a full
+/// `data/sessions` the jobs file, in the workspace, is still written, so the prompt is handed on.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_prompt_meets_a_shortage_is_told_plainly() {
+    use crate::hardening_disk::{fill, start_on_small_disk};
+    use crate::scheduler::{jobs_file, plant_job, prompt_job};
+    const PLAINLY: &str = "the bot's machine is short of disk space";
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("first answer"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let sessions = env.dir.path().join("data/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // Due once the chat's session is open and its disk full (the set-up takes a few seconds).
+    let first = chrono::Utc::now() + chrono::Duration::seconds(25);
+    let hourly = serde_json::json!({"type": "every", "every_secs": 3600, "anchor": first, "time_zone": "UTC"});
+    // Longer than a page: its line cannot fit in the room left in the session file's last page.
+    let prompt = "Check the backups. ".repeat(400);
+    plant_job(&env, OWNER, prompt_job("dsk001", &prompt, hourly, first));
+    let bot = start_on_small_disk(&env, &sessions);
+    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
+    nth_text(&tg, OWNER, "first answer", 1, &bot).await;
+    let filler = fill(&bot, &sessions);
+    assert!(
+        chrono::Utc::now() < first,
+        "the set-up took longer than 25 s: the job was due before the disk was full"
+    );
+
+    tokio::time::sleep((first - chrono::Utc::now()).to_std().unwrap_or_default()).await;
+    eventually("the job's run to fail", &bot, || {
+        jobs_file(&env, OWNER)["jobs"][0]["last_run"]["status"] == "error"
+    })
+    .await;
+    let jobs = jobs_file(&env, OWNER);
+    let run = &jobs["jobs"][0]["last_run"];
+    assert_eq!(run["error"], PLAINLY, "{run:#}\n{}", bot.log());
+    tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
+    let listed = nth_text(&tg, OWNER, "dsk001", 1, &bot).await;
+    assert!(listed.contains(&format!("Last run: error: {PLAINLY}")), "{listed}");
+    for text in texts(&tg, OWNER) {
+        assert!(
+            !text.contains("os error") && !text.contains("No space left"),
+            "an OS error reached the chat: {text}"
+        );
+    }
+    assert_eq!(model.requests().len(), 1, "the job's prompt never reached the model");
+    std::fs::remove_file(&filler).unwrap();
 }

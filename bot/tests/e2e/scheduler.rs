@@ -260,7 +260,7 @@ async fn jobs_lists_the_chats_jobs_with_pause_resume_and_remove_buttons() {
 
 /// Plants `job` (a `jobs.json` job object) as the only job of `chat`'s workspace, as the
 /// `schedule` tool would have stored it.
-fn plant_job(env: &Env, chat: i64, job: Value) {
+pub(crate) fn plant_job(env: &Env, chat: i64, job: Value) {
     let dir = env
         .dir
         .path()

@@ -36,7 +36,7 @@ mod error;
 mod http;
 mod openai;
 mod provider;
-mod shortage;
+pub mod shortage;
 mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -392,8 +392,8 @@ async fn send(
             Err(Interrupted::Cancelled) => return Err(ProviderError::Aborted),
             Err(Interrupted::Idle) => return Err(ProviderError::Idle(idle)),
             Ok(Ok(response)) => {
-                if pauses.tries > 0 {
-                    tracing::info!(tries = pauses.tries, "{url}: resources are back");
+                if pauses.tries() > 0 {
+                    tracing::info!(tries = pauses.tries(), "{url}: resources are back");
                 }
                 return Ok(response);
             }
@@ -405,8 +405,8 @@ async fn send(
                 detail: cause_chain(&error),
             });
         }
-        let pause = pauses.next();
-        if pauses.tries == 1 {
+        let pause = pauses.next_pause();
+        if pauses.tries() == 1 {
             tracing::warn!(
                 "{url}: this machine is short of descriptors or memory ({}); trying again until it is not",
                 cause_chain(&error)

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_core::agent::{PromptInput, SessionError};
+use volcanic_provider_support::shortage::plain_text;
 use volcanic_scheduler::{
     Answered, CaughtUp, DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted,
 };
@@ -297,9 +298,9 @@ fn slot_answer(messages: &[Message], key: &str) -> Option<String> {
     answer_after(messages, at).map(|(_, text)| text)
 }
 
-#[async_trait]
-impl JobDelivery for ChatJobDelivery {
-    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
+impl ChatJobDelivery {
+    /// [`JobDelivery::run_prompt`] before its failure is made fit for the chat.
+    async fn run_in_chat(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
         let heading = run.prompt.lines().next().unwrap_or_default().to_owned();
         let watch = Arc::new(RunWatch {
             heading: heading.clone(),
@@ -344,6 +345,15 @@ impl JobDelivery for ChatJobDelivery {
         }
         Ok(Answered::Sent("sent".into()))
     }
+}
+
+#[async_trait]
+impl JobDelivery for ChatJobDelivery {
+    async fn run_prompt(&self, run: ScheduledRun) -> Result<Answered, DeliveryError> {
+        // Every way a run fails ends here, and the scheduler quotes it to the chat (`/jobs`, its
+        // notes): one place keeps the OS error's text out of it.
+        self.run_in_chat(run).await.map_err(plain_failure)
+    }
 
     async fn while_down(&self, caught: &[CaughtUp]) -> Result<(), DeliveryError> {
         let lines = caught
@@ -372,6 +382,17 @@ impl JobDelivery for ChatJobDelivery {
                 DeliveryError::Failed(e.to_string())
             }
         })
+    }
+}
+
+/// `e` as the chat may be shown it: a failure that met a shortage on this machine (its text
+/// carries the OS error, e.g. `Too many open files (os error 24)` from the session file) says
+/// plainly what ran short instead ([`plain_text`]); any other failure is kept as it was (issue 25:
+/// the chat never sees a raw OS error).
+fn plain_failure(e: DeliveryError) -> DeliveryError {
+    match e {
+        DeliveryError::Failed(why) => DeliveryError::Failed(plain_text(why)),
+        e @ (DeliveryError::CutOff(_) | DeliveryError::Stopped(_) | DeliveryError::Skipped(_)) => e,
     }
 }
 
@@ -464,6 +485,22 @@ mod tests {
             }),
             Message::Assistant(a),
         ]
+    }
+
+    #[test]
+    fn a_failure_that_met_a_shortage_is_told_without_the_os_text() {
+        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE);
+        let why = format!("session store: cannot open for appending /s.jsonl: {emfile}");
+        match plain_failure(DeliveryError::Failed(why)) {
+            DeliveryError::Failed(e) => assert_eq!(e, "the bot's machine is short of open files"),
+            other => panic!("{other:?}"),
+        }
+        let model = "the provider is overloaded (529)".to_owned();
+        assert!(matches!(plain_failure(DeliveryError::Failed(model.clone())), DeliveryError::Failed(e) if e == model));
+        let stopped = format!("stopped in the chat ({emfile})");
+        assert!(
+            matches!(plain_failure(DeliveryError::Stopped(stopped.clone())), DeliveryError::Stopped(e) if e == stopped)
+        );
     }
 
     #[test]

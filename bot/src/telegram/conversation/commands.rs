@@ -290,10 +290,10 @@ pub async fn handle(
 async fn run(host: &Arc<TelegramHost>, m: &InMessage, target: Target, name: &str, args: &str) -> Option<String> {
     let key = chat_key(m.chat_id);
     if let Some(b) = builtin(name) {
-        if b.owners && !host.access.is_owner(m.from_id) {
+        let owner = host.access.is_owner(m.from_id);
+        if b.owners && !owner {
             return Some(format!("Only an owner may /{name}."));
         }
-        let owner = host.access.is_owner(m.from_id);
         return (b.run)(
             host,
             Call {

@@ -29,12 +29,8 @@ pub async fn command(
         )),
     };
     let Some(wanted) = wanted else {
-        let whose = if host.chats.settings().get(key).fallback_models.is_some() {
-            "this chat's"
-        } else {
-            "the config's"
-        };
-        return shown(&session.fallback_models(), whose);
+        let own = host.chats.settings().get(key).fallback_models.is_some();
+        return shown(&session.fallback_models(), whose(own));
     };
     if !owner {
         return "Only an owner may change the fallback models.".into();
@@ -56,12 +52,12 @@ pub async fn command(
             tracing::warn!(chat = target.chat_id, "cannot apply the fallback models: {e}");
         }
     }
-    let whose = if wanted.is_some() {
-        "this chat's"
-    } else {
-        "the config's"
-    };
-    shown(&list, whose)
+    shown(&list, whose(wanted.is_some()))
+}
+
+/// Whose list a chat has: its own (`own`) or the config's.
+fn whose(own: bool) -> &'static str {
+    if own { "this chat's" } else { "the config's" }
 }
 
 /// The answer naming the list (`whose`: this chat's or the config's).

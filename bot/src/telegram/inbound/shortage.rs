@@ -5,88 +5,14 @@
 //! [recovery](crate::telegram::conversation::recovery) rule for a prompt that never reached the
 //! model). The chat's later messages keep their place behind it.
 
-use std::io::ErrorKind;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use volcanic_provider_support::shortage::{Pauses, lack_in_chain};
 
-/// First pause before trying again; doubled up to [`LONGEST_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(250);
-
-/// Longest pause between tries.
-const LONGEST_PAUSE: Duration = Duration::from_secs(10);
-
-/// What the machine ran short of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lack {
-    /// File descriptors, the process's or the system's (`EMFILE`, `ENFILE`).
-    Descriptors,
-    /// Memory or kernel buffers (`ENOMEM`, `ENOBUFS`).
-    Memory,
-    /// Disk space or the user's disk quota (`ENOSPC`, `EDQUOT`).
-    Disk,
-}
-
-/// What `e` or one of its sources says the machine is short of: an `std::io::Error` by
-/// [`lack`], or a level that carries the OS error only in its text ([`lack_in_text`]); `None`
-/// for any other failure.
-pub fn lack_of(e: &(dyn std::error::Error + 'static)) -> Option<Lack> {
-    lack_in_chain(std::iter::successors(Some(e), |e| e.source()))
-}
+pub use volcanic_provider_support::shortage::{Lack, lack, lack_in_text, lack_of};
 
 /// [`lack_of`] for an `anyhow` error (its context and sources).
 pub fn lack_of_any(e: &anyhow::Error) -> Option<Lack> {
     lack_in_chain(e.chain())
-}
-
-fn lack_in_chain<'a>(mut levels: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> Option<Lack> {
-    levels.find_map(|level| match level.downcast_ref::<std::io::Error>() {
-        Some(io) => lack(io),
-        None => lack_in_text(&level.to_string()),
-    })
-}
-
-/// What `e` says the machine is short of, by its OS error number or its kind; `None` when it is
-/// not a shortage.
-pub fn lack(e: &std::io::Error) -> Option<Lack> {
-    match e.raw_os_error() {
-        Some(n) => lack_of_errno(n),
-        None => match e.kind() {
-            ErrorKind::OutOfMemory => Some(Lack::Memory),
-            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(Lack::Disk),
-            _ => None,
-        },
-    }
-}
-
-fn lack_of_errno(n: i32) -> Option<Lack> {
-    match n {
-        libc::EMFILE | libc::ENFILE => Some(Lack::Descriptors),
-        libc::ENOMEM | libc::ENOBUFS => Some(Lack::Memory),
-        libc::ENOSPC | libc::EDQUOT => Some(Lack::Disk),
-        _ => None,
-    }
-}
-
-/// The shortage an error's text reports, for failures that reach the bot only as text (a
-/// model call's `error_message`): the `(os error N)` that Rust's `std::io::Error` writes, the
-/// last one in the text.
-pub fn lack_in_text(text: &str) -> Option<Lack> {
-    text.rmatch_indices("(os error ").find_map(|(at, m)| {
-        let rest = &text[at + m.len()..];
-        let digits = rest.split_once(')')?.0;
-        lack_of_errno(digits.parse().ok()?)
-    })
-}
-
-impl Lack {
-    /// What ran short, in words a chat may be shown.
-    pub fn words(self) -> &'static str {
-        match self {
-            Lack::Descriptors => "open files",
-            Lack::Memory => "memory",
-            Lack::Disk => "disk space",
-        }
-    }
 }
 
 /// `e` as a place that passes its text on to a chat may show it (a scheduled job's failure
@@ -95,49 +21,42 @@ impl Lack {
 /// causes kept).
 pub fn plainly(e: anyhow::Error) -> anyhow::Error {
     match lack_of_any(&e) {
-        Some(lack) => anyhow::anyhow!("the bot's machine is short of {}", lack.words()),
+        Some(lack) => anyhow::anyhow!(lack.plainly()),
         None => e,
     }
 }
 
-/// Waiting out one shortage, with a growing pause.
-#[derive(Debug)]
+/// Waiting out one shortage, with a growing pause ([`Pauses`], as a model call's connection
+/// waits one out).
+#[derive(Debug, Default)]
 pub struct Shortage {
-    pause: Duration,
-    tries: u32,
-}
-
-impl Default for Shortage {
-    fn default() -> Self {
-        Shortage {
-            pause: FIRST_PAUSE,
-            tries: 0,
-        }
-    }
+    pauses: Pauses,
 }
 
 impl Shortage {
     /// Logs `cause` (the first time at warning level, then at debug) and pauses before the
     /// next try. `false` when `stop` came first: give up without marking anything.
     pub async fn wait(&mut self, what: &str, cause: &(dyn std::fmt::Display + Sync), stop: &CancellationToken) -> bool {
-        if self.tries == 0 {
+        if self.pauses.tries() == 0 {
             tracing::warn!("{what}: the machine is short of resources ({cause:#}); trying again until it is not");
         } else {
-            tracing::debug!(tries = self.tries, "{what}: still short of resources ({cause:#})");
+            tracing::debug!(
+                tries = self.pauses.tries(),
+                "{what}: still short of resources ({cause:#})"
+            );
         }
-        self.tries += 1;
+        let pause = self.pauses.next_pause();
         tokio::select! {
             () = stop.cancelled() => return false,
-            () = tokio::time::sleep(self.pause) => {}
+            () = tokio::time::sleep(pause) => {}
         }
-        self.pause = (self.pause * 2).min(LONGEST_PAUSE);
         true
     }
 
     /// After a try that worked: logs that the shortage is over, if there was one.
     pub fn over(&self, what: &str) {
-        if self.tries > 0 {
-            tracing::info!(tries = self.tries, "{what}: resources are back");
+        if self.pauses.tries() > 0 {
+            tracing::info!(tries = self.pauses.tries(), "{what}: resources are back");
         }
     }
 }
@@ -178,6 +97,7 @@ where
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use volcanic_provider_support::shortage::FIRST_PAUSE;
 
     #[test]
     fn shortages_are_found_through_the_chain_and_others_are_not() {
@@ -225,23 +145,6 @@ mod tests {
         let kept = plainly(other);
         assert!(kept.downcast_ref::<std::io::Error>().is_some(), "the cause is kept");
         assert!(format!("{kept:#}").starts_with("opening the session: "));
-    }
-
-    #[test]
-    fn lacks_by_number_kind_and_text() {
-        let of = |n| lack(&std::io::Error::from_raw_os_error(n));
-        assert_eq!(of(libc::ENFILE), Some(Lack::Descriptors));
-        assert_eq!(of(libc::ENOBUFS), Some(Lack::Memory));
-        assert_eq!(of(libc::ENOSPC), Some(Lack::Disk));
-        assert_eq!(of(libc::ECONNREFUSED), None);
-        assert_eq!(lack(&std::io::Error::from(ErrorKind::StorageFull)), Some(Lack::Disk));
-        assert_eq!(lack(&std::io::Error::from(ErrorKind::NotFound)), None);
-        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE).to_string();
-        let model = format!("request to http://127.0.0.1:9/v1 failed: tcp connect error: {emfile}");
-        assert_eq!(lack_in_text(&model), Some(Lack::Descriptors));
-        assert_eq!(lack_in_text("connection refused (os error 111)"), None);
-        assert_eq!(lack_in_text("(os error 28) then (os error 1"), Some(Lack::Disk));
-        assert_eq!(lack_in_text("no number (os error x)"), None);
     }
 
     #[tokio::test(start_paused = true)]

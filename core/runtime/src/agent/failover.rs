@@ -17,6 +17,7 @@
 use super::error::SessionError;
 use super::inner::Inner;
 use super::stream::stream_turn;
+use crate::models::{ModelError, ModelRegistry};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
@@ -32,13 +33,13 @@ pub(crate) async fn stream_with_failover(
     cancel: &CancellationToken,
     after_overflow: bool,
 ) -> Result<AssistantMessage, SessionError> {
-    let mut asked = asked_now(inner);
+    // The models asked in this call, in order: the last one gave the answer at hand.
+    let mut tried: Vec<String> = asked_now(inner).into_iter().collect();
     let mut answer = stream_turn(inner, system_prompt, cancel, after_overflow).await?;
-    let mut tried: Vec<String> = asked.iter().cloned().collect();
     while fails_over(&answer, cancel) {
         let Some(next) = next_model(inner, &tried) else { break };
         let to = next.key();
-        let from = asked.replace(to.clone()).unwrap_or_default();
+        let from = tried.last().cloned().unwrap_or_default();
         let error_message = answer.error_message.clone().unwrap_or_default();
         tracing::warn!(%from, %to, "model call failed ({error_message}); failing over");
         tried.push(to.clone());
@@ -86,12 +87,20 @@ fn next_model(inner: &Inner, tried: &[String]) -> Option<Model> {
     let mut skip: Vec<&str> = tried.iter().map(String::as_str).collect();
     skip.extend(primary.as_deref());
     for key in untried(&chain, &skip) {
-        match models.require(key).and_then(|m| models.api_key(&m.provider).map(|_| m)) {
+        match usable(&models, key) {
             Ok(model) => return Some(model),
             Err(e) => tracing::warn!(fallback = %key, "skipping a fallback model: {e}"),
         }
     }
     None
+}
+
+/// The model `key` names when a call can be made to it: known to `models` and its provider's
+/// key set where it needs one. Errors: [`ModelError::UnknownModel`], or the key's error.
+pub(crate) fn usable(models: &ModelRegistry, key: &str) -> Result<Model, ModelError> {
+    let model = models.require(key)?;
+    models.api_key(&model.provider)?;
+    Ok(model)
 }
 
 /// `chain`'s keys not in `skip`, in order, each once.

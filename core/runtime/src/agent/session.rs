@@ -192,8 +192,7 @@ impl AgentSession {
         {
             let models = self.inner.models.read().unwrap_or_else(|e| e.into_inner());
             for key in &keys {
-                let model = models.require(key)?;
-                models.api_key(&model.provider)?;
+                super::failover::usable(&models, key)?;
             }
         }
         self.inner.lock_state().fallback_models = keys.clone();

@@ -12,7 +12,7 @@ use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_abstractions::model::Model;
 use volcanic_abstractions::provider::ProviderRegistration;
-use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, PromptInput, SessionSelect};
+use volcanic_core::agent::{AgentSession, PromptInput};
 
 const OVERLOADED: &str = "529 overloaded_error: Overloaded (gave up after 4 attempts)";
 
@@ -35,7 +35,6 @@ fn backup_model() -> Model {
 
 async fn pair(primary: Vec<FauxTurn>, backup: Vec<FauxTurn>) -> Pair {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let (primary, backup) = (Faux::new(primary), Faux::new(backup));
     let mut config = factory_config(primary.clone(), vec![], dir.path());
     config.models.register_provider(ProviderRegistration {
@@ -46,17 +45,9 @@ async fn pair(primary: Vec<FauxTurn>, backup: Vec<FauxTurn>) -> Pair {
         api_key_env: None,
     });
     config.fallback_models = vec!["backup/b1".into()];
-    let session = AgentSessionFactory::new(config)
-        .create(AgentSessionOptions {
-            cwd: dir.path().join("ws"),
-            session: SessionSelect::New,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let ev = events.clone();
-    session.subscribe(move |e| ev.lock().unwrap().push(e.clone()));
+    let Harness {
+        session, events, dir, ..
+    } = harness_on(config, primary.clone(), dir).await;
     Pair {
         session,
         primary,

@@ -336,9 +336,16 @@ pub fn factory_config(faux: Arc<Faux>, extensions: Vec<ExtensionFactory>, dir: &
 
 pub async fn harness(turns: Vec<FauxTurn>, extensions: Vec<ExtensionFactory>) -> Harness {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let faux = Faux::new(turns);
-    let factory = factory(faux.clone(), extensions, dir.path());
+    let config = factory_config(faux.clone(), extensions, dir.path());
+    harness_on(config, faux, dir).await
+}
+
+/// A [`Harness`] on `config` ([`factory_config`] of `faux` and `dir`, as the test changed it): a
+/// new session in `dir/ws`, its events recorded.
+pub async fn harness_on(config: FactoryConfig, faux: Arc<Faux>, dir: tempfile::TempDir) -> Harness {
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    let factory = AgentSessionFactory::new(config);
     let session = factory
         .create(AgentSessionOptions {
             cwd: dir.path().join("ws"),
