@@ -225,8 +225,7 @@ impl Recall {
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         tracing::warn!(index = %path.display(), error = %why, "recall index unreadable: set aside and rebuilt from the session files");
         for p in index_files(path) {
-            let mut aside = p.clone().into_os_string();
-            aside.push(format!(".corrupt-{stamp}"));
+            let aside = with_suffix(&p, &format!(".corrupt-{stamp}"));
             // An empty journal tells nothing: removed, not kept.
             let empty = p != path && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0);
             let moved = if empty {
@@ -295,12 +294,17 @@ pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
 /// The index file and SQLite's companions of it (`-wal` and `-shm` of indexes made before the
 /// rollback journal).
 fn index_files(path: &Path) -> [PathBuf; 4] {
-    let with = |suffix: &str| {
-        let mut p = path.to_path_buf().into_os_string();
-        p.push(suffix);
-        PathBuf::from(p)
-    };
+    let with = |suffix| with_suffix(path, suffix);
     [path.to_path_buf(), with("-journal"), with("-wal"), with("-shm")]
+}
+
+/// `path` with `suffix` appended to its file name (`a.sqlite` + `-wal` → `a.sqlite-wal`): how
+/// SQLite names its companions of a database, and the names of what is set aside or written
+/// beside one.
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.to_path_buf().into_os_string();
+    p.push(suffix);
+    PathBuf::from(p)
 }
 
 /// Opens (making when missing) the index at `path` with its tables; an index of another schema
