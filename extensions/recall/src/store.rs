@@ -65,8 +65,8 @@ pub struct Recall {
     pub(crate) indexes: PathBuf,
     /// One lock per chat: one writer of a chat's index at a time in this process.
     locks: Mutex<HashMap<ChatKey, Arc<Mutex<()>>>>,
-    /// Connections kept open between uses, least recently used first (opening and closing an
-    /// index costs a checkpoint and the creation of its log), at most [`KEEP_OPEN`].
+    /// Connections kept open between uses, least recently used first (opening an index reads
+    /// its header and schema, closing it drops its page cache), at most [`KEEP_OPEN`].
     open: Mutex<Vec<(ChatKey, Open)>>,
     /// Per chat, what is indexed as last seen, kept in its manifest (lets the periodic pass
     /// skip a chat without opening its index when none of its files grew: `seen.rs`).
