@@ -45,7 +45,7 @@ pub use background::Pace;
 pub use error::{RecallError, Result};
 pub use index::Caught;
 pub use query::{Query, Terms};
-pub use search::Hit;
+pub use search::{Hit, SearchTimes};
 pub use status::ChatStatus;
 pub use store::{ChatKey, Recall};
 pub use tool::{RecallArgs, RecallExtension, RecallTool};

@@ -8,6 +8,7 @@ use crate::store::{ChatKey, Recall};
 use rusqlite::{Connection, params};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 use volcanic_abstractions::sessions::SessionEntry;
 
 /// Words of context a snippet keeps before its first matched word.
@@ -30,15 +31,45 @@ pub struct Hit {
     pub snippet: String,
 }
 
+/// Where one search's time went (`Recall::search_timed`): logged by the tool, split by the
+/// benchmark (docs/benchmarks.md "Recall").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchTimes {
+    /// The chat's lock and its index's connection (kept open, or opened).
+    pub open: Duration,
+    /// The catch-up: the session files listed and compared with what is indexed, new lines
+    /// indexed.
+    pub catch_up: Duration,
+    /// The BM25 query and the best rows' places.
+    pub query: Duration,
+    /// The hits' snippets read back from their session files.
+    pub snippets: Duration,
+}
+
 impl Recall {
     /// The best hits for `query` in `chat`'s sessions, best first (BM25 over entries with any of
     /// the words), after catching the index up; `query.skip` left out. Errors: the index cannot
     /// be made or read even after a rebuild, or the session folder cannot be read.
     pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
+        self.search_timed(chat, query).map(|(hits, _)| hits)
+    }
+
+    /// [`Recall::search`], with where its time went (of the last attempt, when an unreadable
+    /// index was set aside and rebuilt).
+    pub fn search_timed(&self, chat: &ChatKey, query: &Query) -> Result<(Vec<Hit>, SearchTimes)> {
         let dir = self.chat_sessions(chat);
+        let mut lap = Instant::now();
+        let mut split = move || {
+            let now = Instant::now();
+            now - std::mem::replace(&mut lap, now)
+        };
         self.with_index(chat, |index| {
+            let mut times = SearchTimes {
+                open: split(),
+                ..SearchTimes::default()
+            };
             self.catch_up_in(index, chat)?;
-            let c = &index.conn;
+            times.catch_up = split();
             let skipped = |r: &Row| {
                 query
                     .skip
@@ -46,8 +77,9 @@ impl Recall {
                     .is_some_and(|(session, entries)| r.session == *session && entries.contains(&r.entry))
             };
             let extra = query.skip.as_ref().map_or(0, |(_, e)| e.len());
-            let hits = ranked(c, query, query.limit + extra)?;
-            Ok(hits
+            let rows = ranked(&index.conn, query, query.limit + extra)?;
+            times.query = split();
+            let hits = rows
                 .into_iter()
                 .filter(|r| !skipped(r))
                 .take(query.limit)
@@ -58,7 +90,9 @@ impl Recall {
                     entry: r.entry,
                     who: r.who,
                 })
-                .collect())
+                .collect();
+            times.snippets = split();
+            Ok((hits, times))
         })
     }
 }

@@ -116,10 +116,11 @@ impl TypedTool for RecallTool {
         let mut query = query(&args, zone).map_err(ToolError::msg)?;
         query.skip = current_run(&inv);
         let (recall, chat, q) = (self.recall.clone(), self.chat.clone(), query.clone());
-        let hits = tokio::task::spawn_blocking(move || recall.search(&chat, &q))
+        let (hits, times) = tokio::task::spawn_blocking(move || recall.search_timed(&chat, &q))
             .await
             .map_err(|e| ToolError::msg(format!("recall: the search stopped: {e}")))?
             .map_err(|e| ToolError::msg(e.to_string()))?;
+        tracing::debug!(chat = %self.chat, hits = hits.len(), ?times, "recall: searched");
         let text = render(&args.query, &hits, zone);
         let details = serde_json::json!({ "hits": hits });
         Ok(ToolResult::text(text).with_details(details))
