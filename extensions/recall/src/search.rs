@@ -229,6 +229,35 @@ mod tests {
     }
 
     #[test]
+    fn a_search_statement_is_compiled_once_whatever_its_words() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let c = crate::store::open(&dir.path().join("1.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+        c.execute_batch(
+            "INSERT INTO files(id, path, session, indexed) VALUES (1, 'a.jsonl', 's', 0);
+             INSERT INTO said(id, file, off, len, at, entry, who)
+                 VALUES (1, 1, 0, 1, 0, 'e1', 'user'), (2, 1, 1, 1, 0, 'e2', 'user');
+             INSERT INTO words(rowid, text) VALUES (1, 'zebra plan'), (2, 'deploy friday');",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let found = |q: &str| {
+            let query = Query {
+                terms: terms(q),
+                since_ms: None,
+                until_ms: None,
+                limit: 10,
+                skip: None,
+            };
+            let rows = ranked(&c, &query, 10).unwrap_or_else(|e| panic!("{e}"));
+            rows.into_iter().map(|r| r.entry).collect::<Vec<_>>()
+        };
+        assert_eq!(found("zebra"), ["e1"]);
+        assert_eq!(found("friday"), ["e2"]);
+        assert_eq!(found("plan deploy").len(), 2);
+        let stmt = c.prepare_cached(BEST).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
+    }
+
+    #[test]
     fn a_snippet_marks_matched_words_in_any_case() {
         let s = snippet("We chose the Zebra plan.\nDeploy on Friday.", &terms("zebra deploy"));
         assert_eq!(s, "We chose the **Zebra** plan. **Deploy** on Friday");
