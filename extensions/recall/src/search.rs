@@ -1,11 +1,11 @@
 //! Searching a chat's index: BM25-ranked rows, each with its snippet read back from its session
 //! file (the index keeps no text).
 
-use crate::error::{RecallError, Result};
+use crate::error::Result;
 use crate::extract::said;
 use crate::query::{Query, Terms};
+use crate::rank::{Row, ranked};
 use crate::store::{ChatKey, Recall};
-use rusqlite::{Connection, params};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -40,15 +40,15 @@ pub struct SearchTimes {
     /// The catch-up: the session files listed and compared with what is indexed, new lines
     /// indexed.
     pub catch_up: Duration,
-    /// The BM25 query and the best rows' places.
+    /// The ranking (one FTS5 lookup per word) and the best rows' places.
     pub query: Duration,
     /// The hits' snippets read back from their session files.
     pub snippets: Duration,
 }
 
 impl Recall {
-    /// The best hits for `query` in `chat`'s sessions, best first (BM25 over entries with any of
-    /// the words), after catching the index up; `query.skip` left out. Errors: the index cannot
+    /// The best hits for `query` in `chat`'s sessions, best first (entries with any of the
+    /// words, ranked as `rank.rs` says), after catching the index up; `query.skip` left out. Errors: the index cannot
     /// be made or read even after a rebuild, or the session folder cannot be read.
     pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
         self.search_timed(chat, query).map(|(hits, _)| hits)
@@ -95,63 +95,6 @@ impl Recall {
             Ok((hits, times))
         })
     }
-}
-
-/// A ranked row before its snippet is read.
-struct Row {
-    at_ms: i64,
-    session: String,
-    entry: String,
-    who: String,
-    path: String,
-    off: u64,
-    len: usize,
-}
-
-/// The best rows by BM25 (FTS5's `rank`), then their places.
-const BEST: &str = "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
-    FROM (SELECT rowid AS id, rank FROM words WHERE words MATCH ?1 ORDER BY rank LIMIT ?4) AS h
-    JOIN said s ON s.id = h.id JOIN files f ON f.id = s.file
-    WHERE s.at >= ?2 AND s.at < ?3 ORDER BY h.rank";
-
-/// The best rows by BM25 among those said between `?2` and `?3` (epoch ms).
-const WINDOWED: &str = "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
-    FROM words JOIN said s ON s.id = words.rowid JOIN files f ON f.id = s.file
-    WHERE words MATCH ?1 AND s.at >= ?2 AND s.at < ?3
-    ORDER BY bm25(words) LIMIT ?4";
-
-fn ranked(c: &Connection, query: &Query, limit: usize) -> Result<Vec<Row>> {
-    let index = c.path().map(std::path::PathBuf::from).unwrap_or_default();
-    let sql = |source| RecallError::Sqlite {
-        path: index.clone(),
-        source,
-    };
-    // Without a window, FTS5 sorts its own matches by rank and only the best `limit` rows are
-    // joined; with one, every match is joined to be filtered before the best are taken.
-    let windowed = query.since_ms.is_some() || query.until_ms.is_some();
-    let mut stmt = c.prepare_cached(if windowed { WINDOWED } else { BEST }).map_err(sql)?;
-    let rows = stmt
-        .query_map(
-            params![
-                query.terms.fts(),
-                query.since_ms.unwrap_or(i64::MIN),
-                query.until_ms.unwrap_or(i64::MAX),
-                limit as i64
-            ],
-            |r| {
-                Ok(Row {
-                    at_ms: r.get(0)?,
-                    session: r.get(1)?,
-                    entry: r.get(2)?,
-                    who: r.get(3)?,
-                    path: r.get(4)?,
-                    off: r.get(5)?,
-                    len: r.get(6)?,
-                })
-            },
-        )
-        .map_err(sql)?;
-    rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql)
 }
 
 /// The snippet of the entry at `off` (`len` bytes) of `file`; a note when the file no longer has
@@ -226,35 +169,6 @@ mod tests {
             Ok(t) => t,
             Err(e) => panic!("{e}"),
         }
-    }
-
-    #[test]
-    fn a_search_statement_is_compiled_once_whatever_its_words() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let c = crate::store::open(&dir.path().join("1.sqlite")).unwrap_or_else(|e| panic!("{e}"));
-        c.execute_batch(
-            "INSERT INTO files(id, path, session, indexed) VALUES (1, 'a.jsonl', 's', 0);
-             INSERT INTO said(id, file, off, len, at, entry, who)
-                 VALUES (1, 1, 0, 1, 0, 'e1', 'user'), (2, 1, 1, 1, 0, 'e2', 'user');
-             INSERT INTO words(rowid, text) VALUES (1, 'zebra plan'), (2, 'deploy friday');",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let found = |q: &str| {
-            let query = Query {
-                terms: terms(q),
-                since_ms: None,
-                until_ms: None,
-                limit: 10,
-                skip: None,
-            };
-            let rows = ranked(&c, &query, 10).unwrap_or_else(|e| panic!("{e}"));
-            rows.into_iter().map(|r| r.entry).collect::<Vec<_>>()
-        };
-        assert_eq!(found("zebra"), ["e1"]);
-        assert_eq!(found("friday"), ["e2"]);
-        assert_eq!(found("plan deploy").len(), 2);
-        let stmt = c.prepare_cached(BEST).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0);
     }
 
     #[test]
