@@ -6,8 +6,9 @@ use crate::extract::said;
 use crate::query::{Query, Terms};
 use crate::rank::{Row, ranked};
 use crate::store::{ChatKey, Recall};
+use std::collections::HashMap;
+use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 use volcanic_abstractions::sessions::SessionEntry;
 
@@ -79,12 +80,19 @@ impl Recall {
             let extra = query.skip.as_ref().map_or(0, |(_, e)| e.len());
             let rows = ranked(&index.conn, query, query.limit + extra)?;
             times.query = split();
+            // Each session file opened once: a search's hits are mostly in a few of them.
+            let mut files: HashMap<String, Option<File>> = HashMap::new();
             let hits = rows
                 .into_iter()
                 .filter(|r| !skipped(r))
                 .take(query.limit)
                 .map(|r| Hit {
-                    snippet: read_snippet(&dir.join(&r.path), r.off, r.len, &query.terms),
+                    snippet: {
+                        let file = files
+                            .entry(r.path.clone())
+                            .or_insert_with(|| File::open(dir.join(&r.path)).ok());
+                        read_snippet(file.as_ref(), r.off, r.len, &query.terms)
+                    },
                     at_ms: r.at_ms,
                     session: r.session,
                     entry: r.entry,
@@ -97,14 +105,14 @@ impl Recall {
     }
 }
 
-/// The snippet of the entry at `off` (`len` bytes) of `file`; a note when the file no longer has
-/// it (a session file deleted by hand).
-fn read_snippet(file: &Path, off: u64, len: usize, terms: &Terms) -> String {
+/// The snippet of the entry at `off` (`len` bytes) of `file`; a note when the file (`None`: it
+/// could not be opened) no longer has it (a session file deleted by hand).
+fn read_snippet(file: Option<&File>, off: u64, len: usize, terms: &Terms) -> String {
     let mut line = vec![0; len];
-    let read = std::fs::File::open(file).and_then(|f| f.read_exact_at(&mut line, off));
+    let read = file.is_some_and(|f| f.read_exact_at(&mut line, off).is_ok());
     let text = read
-        .ok()
-        .and_then(|()| SessionEntry::from_json(&line).ok())
+        .then(|| SessionEntry::from_json(&line).ok())
+        .flatten()
         .as_ref()
         .and_then(said)
         .map(|s| s.text);

@@ -137,3 +137,35 @@ fn a_chat_never_sees_another_chats_words() {
         assert_eq!(s.search(other, "zanzibarword"), vec![], "found from {other}");
     }
 }
+
+#[test]
+fn a_hit_whose_session_file_was_deleted_says_so_and_the_others_keep_their_snippets() {
+    let s = State::new();
+    s.write(
+        "1/main/a.jsonl",
+        &transcript::session("s-a", T0, 2, |i| format!("okapi one {i}")),
+    );
+    let gone = s.write(
+        "1/main/b.jsonl",
+        &transcript::session("s-b", T0 + DAY, 2, |i| format!("okapi two {i}")),
+    );
+    assert_eq!(s.search("1", "okapi").len(), 4);
+    std::fs::remove_file(&gone).unwrap_or_else(|e| panic!("{e}"));
+    let mut got: Vec<(String, String)> = s
+        .search("1", "okapi")
+        .into_iter()
+        .map(|h| (h.session, h.snippet))
+        .collect();
+    got.sort();
+    let note = "(its session file no longer has this entry)";
+    assert_eq!(
+        got,
+        [
+            ("s-a", "**okapi** one 0"),
+            ("s-a", "**okapi** one 1"),
+            ("s-b", note),
+            ("s-b", note)
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+}
