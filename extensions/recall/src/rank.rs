@@ -42,37 +42,60 @@ pub(crate) fn ranked(c: &Connection, query: &Query, limit: usize) -> Result<Vec<
         path: c.path().map(PathBuf::from).unwrap_or_default(),
         source,
     };
+    let mut best = scores(c, query).map_err(sql)?;
+    // Only the best `limit` are sorted (a common word matches most of a chat); the rest only
+    // when a window passed over some of them.
+    let head = limit.min(best.len());
+    if head < best.len() {
+        best.select_nth_unstable_by(head, better);
+    }
+    let (top, rest) = best.split_at_mut(head);
+    top.sort_unstable_by(better);
+    let mut place = c.prepare_cached(PLACE).map_err(sql)?;
+    let window = query.since_ms.unwrap_or(i64::MIN)..query.until_ms.unwrap_or(i64::MAX);
+    let mut placed = |(id, score): (i64, f64)| -> Result<Option<(f64, Row)>> {
+        let row = place.query_row([id], row).optional().map_err(sql)?;
+        Ok(row.filter(|r| window.contains(&r.at_ms)).map(|r| (score, r)))
+    };
+    let mut out = Vec::with_capacity(limit);
+    for &b in top.iter() {
+        out.extend(placed(b)?);
+    }
+    if out.len() < limit {
+        rest.sort_unstable_by(better);
+        for &b in rest.iter() {
+            if out.len() == limit {
+                break;
+            }
+            out.extend(placed(b)?);
+        }
+    }
+    out.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.at_ms.cmp(&a.1.at_ms)));
+    Ok(out.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Every entry with any of `query`'s words and its score, as (rowid, score).
+fn scores(c: &Connection, query: &Query) -> rusqlite::Result<Vec<(i64, f64)>> {
     let entries: i64 = c
-        .prepare_cached("SELECT count(*) FROM said")
-        .and_then(|mut s| s.query_row([], |r| r.get(0)))
-        .map_err(sql)?;
+        .prepare_cached("SELECT count(*) FROM said")?
+        .query_row([], |r| r.get(0))?;
     let mut score: HashMap<i64, f64> = HashMap::new();
-    let mut matching = c.prepare_cached(MATCHING).map_err(sql)?;
+    let mut matching = c.prepare_cached(MATCHING)?;
     for word in query.terms.fts_each() {
         let ids = matching
-            .query_map([word], |r| r.get::<_, i64>(0))
-            .and_then(|rows| rows.collect::<std::result::Result<Vec<_>, _>>())
-            .map_err(sql)?;
+            .query_map([word], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
         let idf = idf(entries, ids.len());
         for id in ids {
             *score.entry(id).or_default() += idf;
         }
     }
-    let mut best: Vec<(i64, f64)> = score.into_iter().collect();
-    best.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-    let mut place = c.prepare_cached(PLACE).map_err(sql)?;
-    let window = query.since_ms.unwrap_or(i64::MIN)..query.until_ms.unwrap_or(i64::MAX);
-    let mut out = Vec::with_capacity(limit);
-    // Best first; with a window, those outside it are passed over.
-    for (id, score) in best {
-        if out.len() == limit {
-            break;
-        }
-        let row = place.query_row([id], row).optional().map_err(sql)?;
-        out.extend(row.filter(|r| window.contains(&r.at_ms)).map(|r| (score, r)));
-    }
-    out.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.at_ms.cmp(&a.1.at_ms)));
-    Ok(out.into_iter().map(|(_, r)| r).collect())
+    Ok(score.into_iter().collect())
+}
+
+/// The better of two (rowid, score) first: the higher score, then the later indexed.
+fn better(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(b.0.cmp(&a.0))
 }
 
 /// The inverse document frequency of a word found in `with` of `entries` entries.
