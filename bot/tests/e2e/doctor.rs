@@ -16,6 +16,11 @@ const CLIENT_SECRET: &str = "doctor-secret";
 
 /// `volcanic-bot --config <cfg> doctor` with a clean environment plus `vars`.
 async fn doctor(env: &Env, vars: &[(&str, &str)]) -> Output {
+    doctor_in(env, vars, env.dir.path()).await
+}
+
+/// [`doctor`] started in the folder `cwd`.
+async fn doctor_in(env: &Env, vars: &[(&str, &str)], cwd: &std::path::Path) -> Output {
     let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
     c.arg("--config")
         .arg(env.dir.path().join("volcanic.toml"))
@@ -23,7 +28,7 @@ async fn doctor(env: &Env, vars: &[(&str, &str)]) -> Output {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", env.home())
-        .current_dir(env.dir.path());
+        .current_dir(cwd);
     for (k, v) in vars {
         c.env(k, v);
     }
@@ -320,4 +325,60 @@ async fn doctor_beside_the_running_bot_names_it_and_probes_its_public_url() {
         std::fs::read_to_string(env.dir.path().join("data/volcanic-bot.lock")).unwrap(),
         format!("{pid}\n")
     );
+}
+
+/// Issue 31's mends of doctor, through the binary: a missing config file is told how to create
+/// one; a `claude` that is not there is told to install it, not to check a key; a `state_dir`
+/// inside the workspaces is a note, as the bot only warns about it at start (`placement`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_fits_each_fix_to_its_failure_and_notes_a_state_dir_inside_the_workspaces() {
+    let model = ModelServer::start().await.unwrap();
+    model.push_all([Turn::reply("ok"), Turn::reply("ok")]);
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let claude = "[providers.claude-code]\ncommand = \"/nonexistent/volcanic-test/claude\"\n";
+    let env = Env::new(&model.url(), &format!("{}{claude}", telegram_config(&tg, "")));
+    let cfg = env.dir.path().join("volcanic.toml");
+    let state = env.dir.path().join("workspaces/state");
+    let config = std::fs::read_to_string(&cfg).unwrap().replace(
+        &format!("state_dir = \"{}\"", env.dir.path().join("data").display()),
+        &format!("state_dir = \"{}\"", state.display()),
+    );
+    std::fs::write(&cfg, config).unwrap();
+    // Started in a folder of its own: Claude Code's probe runs in the current folder, which the
+    // sandbox refuses when it holds `state_dir` (as the test's folder does).
+    let out = doctor_in(&env, &KEYS, &env.workspace()).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    let claude = line(&text, "model claude-code");
+    assert!(claude.starts_with("[FAIL]"), "{text}");
+    assert!(claude.contains("was not found: install Claude Code"), "{text}");
+    let fix = fix_of(&text, "model claude-code");
+    assert!(
+        fix.starts_with("fix: do what the message says: Claude Code runs here"),
+        "{text}"
+    );
+    assert!(!fix.contains("check the provider's key"), "{text}");
+    let placement = line(&text, "placement");
+    assert!(placement.starts_with("[note] placement"), "{text}");
+    assert!(
+        placement.contains(&format!("`state_dir` ({}) is inside `workspaces_dir`", state.display())),
+        "{text}"
+    );
+    assert!(line(&text, "config").starts_with("[ok]"), "{text}");
+    assert!(line(&text, "state_dir").starts_with("[ok]"), "{text}");
+    assert!(text.ends_with("1 check(s) failed.\n"), "{text}");
+
+    // No file where --config points: how to make one.
+    let missing = env.dir.path().join("missing.toml");
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_volcanic-bot"));
+    c.arg("--config").arg(&missing).arg("doctor").env_clear();
+    let out = c.output().await.unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fix = fix_of(&text, "config");
+    assert!(
+        fix.starts_with("fix: create it: copy config/volcanic.example.toml"),
+        "{text}"
+    );
+    assert!(fix.contains(&missing.display().to_string()), "{text}");
 }

@@ -28,16 +28,7 @@ async fn a_fact_kept_with_the_tool_is_in_the_next_sessions_prompt_and_listed_wit
         json!({"action": "add", "text": "The user's cat is called Miso"}),
     ));
     let first = ask(&tg, &model, &bot, (CHAT, CHAT), "my cat is Miso, remember it", "Noted.").await;
-    assert!(
-        tool_names(&first).contains(&"memory".to_owned()),
-        "{:?}",
-        tool_names(&first)
-    );
-    assert!(
-        system(&first).contains("(nothing remembered yet)"),
-        "{}",
-        system(&first)
-    );
+    assert_memory_offered_with_nothing_remembered(&first);
     let outputs = model.requests().last().unwrap().tool_outputs();
     assert!(
         outputs.iter().any(|(_, o)| o.contains("Remembered as entry 1")),
@@ -207,16 +198,7 @@ async fn the_console_keeps_its_working_directorys_memory_for_the_next_session() 
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "Noted.\n");
     let first = model.requests().remove(0);
-    assert!(
-        tool_names(&first).contains(&"memory".to_owned()),
-        "{:?}",
-        tool_names(&first)
-    );
-    assert!(
-        system(&first).contains("(nothing remembered yet)"),
-        "{}",
-        system(&first)
-    );
+    assert_memory_offered_with_nothing_remembered(&first);
 
     // A new console session (no --session) in the same directory is shown the fact.
     model.push(Turn::reply("Tabs."));

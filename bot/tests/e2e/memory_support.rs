@@ -115,6 +115,13 @@ pub fn assert_curation(r: &RecordedRequest, said: &str) {
     assert!(tool_names(r).is_empty(), "{:?}", tool_names(r));
 }
 
+/// Checks that `r` offers the `memory` tool and its system prompt shows nothing remembered yet
+/// (a chat's first session).
+pub fn assert_memory_offered_with_nothing_remembered(r: &RecordedRequest) {
+    assert!(tool_names(r).contains(&"memory".to_owned()), "{:?}", tool_names(r));
+    assert!(system(r).contains("(nothing remembered yet)"), "{}", system(r));
+}
+
 /// The system prompt of `r`.
 pub fn system(r: &RecordedRequest) -> String {
     r.system_prompt().unwrap_or_default()

@@ -15,7 +15,7 @@
 //! One SQLite database per chat key, `<index root>/<chat key>.sqlite` (the bot's index root is
 //! `state_dir/recall`, never a workspace), with an FTS5 table (`unicode61`, diacritics folded,
 //! contentless: the words are indexed, the text stays in the session file and a hit's snippet is
-//! read from there) ranked by BM25. One file per chat makes the chat boundary physical: a search
+//! read from there) ranked by BM25 over the words each entry has (`rank.rs`). One file per chat makes the chat boundary physical: a search
 //! opens its own chat's file and no other, so no query can reach another chat's rows.
 //!
 //! # Invariants
@@ -35,6 +35,7 @@ mod error;
 pub mod extract;
 mod index;
 mod query;
+mod rank;
 mod search;
 mod seen;
 mod status;
@@ -45,7 +46,7 @@ pub use background::Pace;
 pub use error::{RecallError, Result};
 pub use index::Caught;
 pub use query::{Query, Terms};
-pub use search::Hit;
+pub use search::{Hit, SearchTimes};
 pub use status::ChatStatus;
 pub use store::{ChatKey, Recall};
 pub use tool::{RecallArgs, RecallExtension, RecallTool};

@@ -43,15 +43,13 @@ impl Terms {
         Ok(Terms(terms))
     }
 
-    /// The FTS5 query: every word quoted (no operator of the caller's reaches FTS5), joined with
-    /// `OR`; BM25 ranks an entry with more of the words (and rarer ones) higher.
-    pub fn fts(&self) -> String {
-        let join = " OR ";
+    /// Each word as an FTS5 query of its own: quoted (no operator of the caller's reaches
+    /// FTS5), a prefix word with its `*`.
+    pub fn fts_each(&self) -> Vec<String> {
         self.0
             .iter()
             .map(|(w, prefix)| format!("\"{w}\"{}", if *prefix { "*" } else { "" }))
-            .collect::<Vec<_>>()
-            .join(join)
+            .collect()
     }
 
     /// Whether `word` (lower-cased) is one of the terms, or starts with a prefix term.
@@ -90,9 +88,10 @@ mod tests {
     #[test]
     fn operators_and_quotes_never_reach_fts5() {
         let t = Terms::parse(r#"Zebra" AND NEAR(x) deploy* zebra"#)
-            .map(|t| t.fts())
+            .map(|t| t.fts_each())
             .ok();
-        assert_eq!(t.as_deref(), Some(r#""zebra" OR "and" OR "near" OR "x" OR "deploy"*"#));
+        let each = [r#""zebra""#, r#""and""#, r#""near""#, r#""x""#, r#""deploy"*"#];
+        assert_eq!(t, Some(each.map(str::to_owned).to_vec()));
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Searching a chat's index: BM25-ranked rows, each with its snippet read back from its session
 //! file (the index keeps no text).
 
-use crate::error::{RecallError, Result};
+use crate::error::Result;
 use crate::extract::said;
 use crate::query::{Query, Terms};
+use crate::rank::{Row, ranked};
 use crate::store::{ChatKey, Recall};
-use rusqlite::{Connection, params};
+use std::collections::HashMap;
+use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::time::{Duration, Instant};
 use volcanic_abstractions::sessions::SessionEntry;
 
 /// Words of context a snippet keeps before its first matched word.
@@ -30,15 +32,45 @@ pub struct Hit {
     pub snippet: String,
 }
 
+/// Where one search's time went (`Recall::search_timed`): logged by the tool, split by the
+/// benchmark (docs/benchmarks.md "Recall").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchTimes {
+    /// The chat's lock and its index's connection (kept open, or opened).
+    pub open: Duration,
+    /// The catch-up: the session files listed and compared with what is indexed, new lines
+    /// indexed.
+    pub catch_up: Duration,
+    /// The ranking (one FTS5 lookup per word) and the best rows' places.
+    pub query: Duration,
+    /// The hits' snippets read back from their session files.
+    pub snippets: Duration,
+}
+
 impl Recall {
-    /// The best hits for `query` in `chat`'s sessions, best first (BM25 over entries with any of
-    /// the words), after catching the index up; `query.skip` left out. Errors: the index cannot
+    /// The best hits for `query` in `chat`'s sessions, best first (entries with any of the
+    /// words, ranked as `rank.rs` says), after catching the index up; `query.skip` left out. Errors: the index cannot
     /// be made or read even after a rebuild, or the session folder cannot be read.
     pub fn search(&self, chat: &ChatKey, query: &Query) -> Result<Vec<Hit>> {
+        self.search_timed(chat, query).map(|(hits, _)| hits)
+    }
+
+    /// [`Recall::search`], with where its time went (of the last attempt, when an unreadable
+    /// index was set aside and rebuilt).
+    pub fn search_timed(&self, chat: &ChatKey, query: &Query) -> Result<(Vec<Hit>, SearchTimes)> {
         let dir = self.chat_sessions(chat);
+        let mut lap = Instant::now();
+        let mut split = move || {
+            let now = Instant::now();
+            now - std::mem::replace(&mut lap, now)
+        };
         self.with_index(chat, |index| {
+            let mut times = SearchTimes {
+                open: split(),
+                ..SearchTimes::default()
+            };
             self.catch_up_in(index, chat)?;
-            let c = &index.conn;
+            times.catch_up = split();
             let skipped = |r: &Row| {
                 query
                     .skip
@@ -46,88 +78,41 @@ impl Recall {
                     .is_some_and(|(session, entries)| r.session == *session && entries.contains(&r.entry))
             };
             let extra = query.skip.as_ref().map_or(0, |(_, e)| e.len());
-            let hits = ranked(c, query, query.limit + extra)?;
-            Ok(hits
+            let rows = ranked(&index.conn, query, query.limit + extra)?;
+            times.query = split();
+            // Each session file opened once: a search's hits are mostly in a few of them.
+            let mut files: HashMap<String, Option<File>> = HashMap::new();
+            let hits = rows
                 .into_iter()
                 .filter(|r| !skipped(r))
                 .take(query.limit)
                 .map(|r| Hit {
-                    snippet: read_snippet(&dir.join(&r.path), r.off, r.len, &query.terms),
+                    snippet: {
+                        let file = files
+                            .entry(r.path.clone())
+                            .or_insert_with(|| File::open(dir.join(&r.path)).ok());
+                        read_snippet(file.as_ref(), r.off, r.len, &query.terms)
+                    },
                     at_ms: r.at_ms,
                     session: r.session,
                     entry: r.entry,
                     who: r.who,
                 })
-                .collect())
+                .collect();
+            times.snippets = split();
+            Ok((hits, times))
         })
     }
 }
 
-/// A ranked row before its snippet is read.
-struct Row {
-    at_ms: i64,
-    session: String,
-    entry: String,
-    who: String,
-    path: String,
-    off: u64,
-    len: usize,
-}
-
-/// The best rows by BM25 (FTS5's `rank`), then their places.
-const BEST: &str = "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
-    FROM (SELECT rowid AS id, rank FROM words WHERE words MATCH ?1 ORDER BY rank LIMIT ?4) AS h
-    JOIN said s ON s.id = h.id JOIN files f ON f.id = s.file
-    WHERE s.at >= ?2 AND s.at < ?3 ORDER BY h.rank";
-
-/// The best rows by BM25 among those said between `?2` and `?3` (epoch ms).
-const WINDOWED: &str = "SELECT s.at, f.session, s.entry, s.who, f.path, s.off, s.len
-    FROM words JOIN said s ON s.id = words.rowid JOIN files f ON f.id = s.file
-    WHERE words MATCH ?1 AND s.at >= ?2 AND s.at < ?3
-    ORDER BY bm25(words) LIMIT ?4";
-
-fn ranked(c: &Connection, query: &Query, limit: usize) -> Result<Vec<Row>> {
-    let index = c.path().map(std::path::PathBuf::from).unwrap_or_default();
-    let sql = |source| RecallError::Sqlite {
-        path: index.clone(),
-        source,
-    };
-    // Without a window, FTS5 sorts its own matches by rank and only the best `limit` rows are
-    // joined; with one, every match is joined to be filtered before the best are taken.
-    let windowed = query.since_ms.is_some() || query.until_ms.is_some();
-    let mut stmt = c.prepare_cached(if windowed { WINDOWED } else { BEST }).map_err(sql)?;
-    let rows = stmt
-        .query_map(
-            params![
-                query.terms.fts(),
-                query.since_ms.unwrap_or(i64::MIN),
-                query.until_ms.unwrap_or(i64::MAX),
-                limit as i64
-            ],
-            |r| {
-                Ok(Row {
-                    at_ms: r.get(0)?,
-                    session: r.get(1)?,
-                    entry: r.get(2)?,
-                    who: r.get(3)?,
-                    path: r.get(4)?,
-                    off: r.get(5)?,
-                    len: r.get(6)?,
-                })
-            },
-        )
-        .map_err(sql)?;
-    rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql)
-}
-
-/// The snippet of the entry at `off` (`len` bytes) of `file`; a note when the file no longer has
-/// it (a session file deleted by hand).
-fn read_snippet(file: &Path, off: u64, len: usize, terms: &Terms) -> String {
+/// The snippet of the entry at `off` (`len` bytes) of `file`; a note when the file (`None`: it
+/// could not be opened) no longer has it (a session file deleted by hand).
+fn read_snippet(file: Option<&File>, off: u64, len: usize, terms: &Terms) -> String {
     let mut line = vec![0; len];
-    let read = std::fs::File::open(file).and_then(|f| f.read_exact_at(&mut line, off));
+    let read = file.is_some_and(|f| f.read_exact_at(&mut line, off).is_ok());
     let text = read
-        .ok()
-        .and_then(|()| SessionEntry::from_json(&line).ok())
+        .then(|| SessionEntry::from_json(&line).ok())
+        .flatten()
         .as_ref()
         .and_then(said)
         .map(|s| s.text);

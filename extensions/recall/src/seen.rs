@@ -10,10 +10,9 @@
 //! catches its chat up from the `files` table. It names the index file it describes by (device,
 //! inode), so a replaced index makes it stale.
 
-use crate::store::ChatKey;
+use crate::store::{ChatKey, with_suffix};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One chat's indexed offsets.
@@ -93,12 +92,8 @@ fn read(path: &Path) -> Option<Seen> {
 /// Writes `seen` to `path` atomically (a temporary file renamed over it; no fsync: a manifest
 /// lost or older is only a needless catch-up). Errors: the folder cannot be written.
 pub(crate) fn write(path: &Path, seen: &Seen) -> std::io::Result<()> {
-    let mut tmp = path.to_path_buf().into_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(&serde_json::to_vec(seen).map_err(std::io::Error::other)?)?;
-    drop(f);
+    let tmp = with_suffix(path, ".tmp");
+    std::fs::write(&tmp, serde_json::to_vec(seen).map_err(std::io::Error::other)?)?;
     std::fs::rename(&tmp, path)
 }
 

@@ -2,7 +2,7 @@
 //! is opened for writing (never created) so that a journal a killed bot left behind is rolled
 //! back, as the bot's next use would (a read-only connection cannot read past a hot journal).
 
-use crate::store::{ChatKey, Recall};
+use crate::store::{ChatKey, Recall, with_suffix};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::path::Path;
 
@@ -43,11 +43,7 @@ impl Recall {
 
 fn one(chat: ChatKey, path: &Path) -> ChatStatus {
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    let companion = |suffix: &str| {
-        let mut p = path.to_path_buf().into_os_string();
-        p.push(suffix);
-        size(Path::new(&p))
-    };
+    let companion = |suffix| size(&with_suffix(path, suffix));
     let bytes = size(path) + companion("-journal") + companion("-wal");
     let writable = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE);
     let read = writable.or_else(|_| Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY));

@@ -65,8 +65,8 @@ pub struct Recall {
     pub(crate) indexes: PathBuf,
     /// One lock per chat: one writer of a chat's index at a time in this process.
     locks: Mutex<HashMap<ChatKey, Arc<Mutex<()>>>>,
-    /// Connections kept open between uses, least recently used first (opening and closing an
-    /// index costs a checkpoint and the creation of its log), at most [`KEEP_OPEN`].
+    /// Connections kept open between uses, least recently used first (opening an index reads
+    /// its header and schema, closing it drops its page cache), at most [`KEEP_OPEN`].
     open: Mutex<Vec<(ChatKey, Open)>>,
     /// Per chat, what is indexed as last seen, kept in its manifest (lets the periodic pass
     /// skip a chat without opening its index when none of its files grew: `seen.rs`).
@@ -225,8 +225,7 @@ impl Recall {
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         tracing::warn!(index = %path.display(), error = %why, "recall index unreadable: set aside and rebuilt from the session files");
         for p in index_files(path) {
-            let mut aside = p.clone().into_os_string();
-            aside.push(format!(".corrupt-{stamp}"));
+            let aside = with_suffix(&p, &format!(".corrupt-{stamp}"));
             // An empty journal tells nothing: removed, not kept.
             let empty = p != path && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0);
             let moved = if empty {
@@ -295,12 +294,17 @@ pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
 /// The index file and SQLite's companions of it (`-wal` and `-shm` of indexes made before the
 /// rollback journal).
 fn index_files(path: &Path) -> [PathBuf; 4] {
-    let with = |suffix: &str| {
-        let mut p = path.to_path_buf().into_os_string();
-        p.push(suffix);
-        PathBuf::from(p)
-    };
+    let with = |suffix| with_suffix(path, suffix);
     [path.to_path_buf(), with("-journal"), with("-wal"), with("-shm")]
+}
+
+/// `path` with `suffix` appended to its file name (`a.sqlite` + `-wal` → `a.sqlite-wal`): how
+/// SQLite names its companions of a database, and the names of what is set aside or written
+/// beside one.
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut p = path.to_path_buf().into_os_string();
+    p.push(suffix);
+    PathBuf::from(p)
 }
 
 /// Opens (making when missing) the index at `path` with its tables; an index of another schema
@@ -327,6 +331,13 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     // lose or damage is derived data, given back by the session files (a damaged index is
     // rebuilt). An fsync per commit was most of the cost of indexing one new message.
     c.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
+    // The same plan whatever is bound: without it SQLite marks statements whose plan might
+    // depend on a bound value (FTS5's own term lookup, run once per segment and word of every
+    // search, and the search's `MATCH ?`) to be compiled again at each new binding, which was
+    // an eighth of a search's time. No index here has statistics a binding could change a plan
+    // by.
+    c.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(sql)?;
     c.execute_batch(PRAGMAS).map_err(sql)?;
     let user_version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(sql)?;
     match user_version {

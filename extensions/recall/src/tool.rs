@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{NaiveDate, TimeZone};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::extensions::events::{AgentEndEvent, AgentStartEvent};
+use volcanic_abstractions::extensions::events::{AgentEndEvent, AgentStartEvent, ExtensionEvent};
 use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, ExtensionApiExt};
 use volcanic_abstractions::messages::Message;
 use volcanic_abstractions::sessions::EntryKind;
@@ -42,18 +42,19 @@ impl Extension for RecallExtension {
             zone: self.zone,
         }));
         // The background pass holds back while runs start and end (background.rs).
-        let recall = self.recall.clone();
-        api.on::<AgentStartEvent, _>(move |_e, _ctx, _cancel| {
-            recall.note_activity();
-            Box::pin(async { Ok(()) })
-        });
-        let recall = self.recall.clone();
-        api.on::<AgentEndEvent, _>(move |_e, _ctx, _cancel| {
-            recall.note_activity();
-            Box::pin(async { Ok(()) })
-        });
+        note_activity_on::<AgentStartEvent>(&*api, &self.recall);
+        note_activity_on::<AgentEndEvent>(&*api, &self.recall);
         Ok(())
     }
+}
+
+/// Has `api` note each event `E` (a run starting or ending) to `recall`'s background pass.
+fn note_activity_on<E: ExtensionEvent>(api: &dyn ExtensionApi, recall: &Arc<Recall>) {
+    let recall = recall.clone();
+    api.on::<E, _>(move |_e, _ctx, _cancel| {
+        recall.note_activity();
+        Box::pin(async { Ok(()) })
+    });
 }
 
 /// The `recall` tool's arguments.
@@ -115,10 +116,11 @@ impl TypedTool for RecallTool {
         let mut query = query(&args, zone).map_err(ToolError::msg)?;
         query.skip = current_run(&inv);
         let (recall, chat, q) = (self.recall.clone(), self.chat.clone(), query.clone());
-        let hits = tokio::task::spawn_blocking(move || recall.search(&chat, &q))
+        let (hits, times) = tokio::task::spawn_blocking(move || recall.search_timed(&chat, &q))
             .await
             .map_err(|e| ToolError::msg(format!("recall: the search stopped: {e}")))?
             .map_err(|e| ToolError::msg(e.to_string()))?;
+        tracing::debug!(chat = %self.chat, hits = hits.len(), ?times, "recall: searched");
         let text = render(&args.query, &hits, zone);
         let details = serde_json::json!({ "hits": hits });
         Ok(ToolResult::text(text).with_details(details))
