@@ -209,22 +209,17 @@ impl DownReport {
         self.dir.join(format!("{}{topic}.json", chat_key(to.chat_id)))
     }
 
+    /// `to`'s record; a new one when there is none or it cannot be read.
     fn load(&self, to: Target) -> Record {
         match store_file::load_json::<Record>(&self.path(to)) {
-            Ok(Loaded::Ok(r)) => r,
-            Ok(Loaded::Missing | Loaded::SetAside(_)) => Record {
-                chat_id: to.chat_id,
-                thread: to.thread,
-                ..Record::default()
-            },
-            Err(e) => {
-                tracing::warn!(chat = to.chat_id, "cannot read the chat's down report: {e}");
-                Record {
-                    chat_id: to.chat_id,
-                    thread: to.thread,
-                    ..Record::default()
-                }
-            }
+            Ok(Loaded::Ok(r)) => return r,
+            Ok(Loaded::Missing | Loaded::SetAside(_)) => {}
+            Err(e) => tracing::warn!(chat = to.chat_id, "cannot read the chat's down report: {e}"),
+        }
+        Record {
+            chat_id: to.chat_id,
+            thread: to.thread,
+            ..Record::default()
         }
     }
 

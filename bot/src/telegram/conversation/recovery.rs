@@ -221,8 +221,7 @@ async fn offer_retries(host: &TelegramHost, target: Target, mut lines: Vec<Line>
     for group in &offers {
         let Some(lead) = group.first() else { continue };
         host.keep_for_retry(lead.u.id, &lead.message_update);
-        let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
-        lines.push(if tool {
+        lines.push(if after_tool(group) {
             line(
                 lead,
                 "tool",
@@ -248,19 +247,23 @@ async fn offer_retries(host: &TelegramHost, target: Target, mut lines: Vec<Line>
                 chat = target.chat_id,
                 "cannot write the down report: {e}; a Retry is offered on its own"
             );
-            let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
             let quoted: String = lead.m.text.chars().take(200).collect();
-            let text = if tool {
+            let text = if after_tool(&group) {
                 texts::interrupted(&quoted)
             } else {
                 texts::interrupted_twice(&quoted)
             };
-            host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
+            host.offer_retry(target, lead.u.id, &text).await;
         }
         let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
         host.journal.mark_all(&ids, Progress::Done);
         host.tg.react_finished(&ids, Outcome::Failed);
     }
+}
+
+/// Whether a tool had started for `group`'s prompt (else it was cut off twice).
+fn after_tool(group: &[Item]) -> bool {
+    group.iter().any(|i| i.u.progress == Progress::Tool)
 }
 
 /// Continues the run a crash cut off right after `group`'s prompt (digest `digest`, the
@@ -375,21 +378,16 @@ impl TelegramHost {
         }
     }
 
-    /// Tells the chat that the run of `m` (update `update_id`) was cut off (`text`), keeping the
-    /// message for a Retry button.
-    pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage, text: &str) {
-        self.keep_for_retry(update_id, update);
+    /// Tells the chat `to` that the run of update `update_id` was cut off (`text`), under a
+    /// Retry button; the update is kept for it already ([`keep_for_retry`](Self::keep_for_retry)).
+    async fn offer_retry(&self, to: Target, update_id: i64, text: &str) {
         let button = InlineKeyboardButton::callback("Retry", format!("{RETRY_PREFIX}{update_id}"));
-        let to = Target {
-            chat_id: m.chat_id,
-            thread: m.thread,
-        };
         let r = self
             .tg
             .send_plain(to, text, Some(InlineKeyboardMarkup::new(vec![vec![button]])))
             .await;
         if let Err(e) = r {
-            tracing::error!(chat = m.chat_id, "cannot tell the chat about the interrupted run: {e}");
+            tracing::error!(chat = to.chat_id, "cannot tell the chat about the interrupted run: {e}");
         }
     }
 
