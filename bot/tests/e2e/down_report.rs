@@ -18,7 +18,7 @@ use volcanic_testkit::model_server::{ModelServer, Turn};
 /// A third allowed user, whose chat is answered before the crash.
 const THIRD: i64 = 1003;
 
-/// The report's first line (`down_report::HEADING`).
+/// The report's first line (`texts::down::HEADING`).
 const HEADING: &str = "While I was down";
 
 /// How long chats are watched for a report that must not come.

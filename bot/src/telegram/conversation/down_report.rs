@@ -20,6 +20,7 @@
 use crate::features::port::{Target, chat_key};
 use crate::store_file::{self, Loaded};
 use crate::telegram::outbound::api::Tg;
+use crate::telegram::outbound::texts::down::{self, HEADING, INTRO, RETRYING};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,15 +34,6 @@ pub const GATHER_BOUND: Duration = Duration::from_secs(10);
 /// How long it waits for recovery (a large session loads slowly) before it reports what it
 /// has; a conversation done later sends its lines as a report of their own.
 pub const RECOVERY_BOUND: Duration = Duration::from_secs(60);
-
-/// The report's first line.
-pub const HEADING: &str = "🔌 While I was down";
-
-/// What follows the heading.
-const INTRO: &str = "The bot stopped (a crash or a restart) with work unfinished or jobs due. What happened:";
-
-/// The mark a line gets once its Retry was pressed.
-const RETRYING: &str = " — 🔁 Retrying.";
 
 /// Keys of reported lines kept per chat (the oldest forgotten first).
 const REPORTED_KEPT: usize = 500;
@@ -137,9 +129,8 @@ impl Record {
             .iter()
             .filter_map(|l| Some((l.retry.filter(|r| !self.pressed.contains(r))?, l)))
             .map(|(id, l)| {
-                let label = format!("Retry {}", retry_label(&l.text));
                 vec![InlineKeyboardButton::callback(
-                    label,
+                    down::retry_button(&retry_label(&l.text)),
                     format!("{}{id}", super::recovery::RETRY_PREFIX),
                 )]
             })
@@ -155,7 +146,7 @@ impl Record {
     }
 }
 
-/// A button's label from its line: the quoted message, short.
+/// The quoted message of a line, short (for its button).
 fn retry_label(text: &str) -> String {
     let quoted = text.split('”').next().unwrap_or(text);
     let short: String = quoted.chars().take(28).collect();
@@ -414,7 +405,7 @@ impl DownReport {
 pub fn quote(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.is_empty() {
-        return "(a message without text)".to_owned();
+        return down::NO_TEXT.to_owned();
     }
     let mut q: String = one_line.chars().take(60).collect();
     if q.len() < one_line.len() {

@@ -29,7 +29,7 @@ use crate::telegram::inbound::journal::{Progress, Unfinished, prompt_digest};
 use crate::telegram::inbound::merge::Ticket;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
 use crate::telegram::outbound::live::reaction::Outcome;
-use crate::telegram::outbound::texts;
+use crate::telegram::outbound::texts::{self, down};
 use crate::telegram::outbound::ui::Asker;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -100,7 +100,7 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
         .partition(|i| i.u.progress == Progress::Accepted && i.u.retries == 0);
     let mut lines: Vec<Line> = again
         .iter()
-        .map(|i| line(i, "answered", "it had not reached me yet: answered now.", None))
+        .map(|i| line(i, "answered", down::ANSWERED, None))
         .collect();
     let mut offers: Vec<Vec<Item>> = Vec::new();
     let session = match host.chats.session(&conversation).await {
@@ -133,11 +133,7 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
             continue;
         }
         host.journal.mark_all(&ids, Progress::Retried);
-        lines.extend(
-            group
-                .first()
-                .map(|lead| line(lead, "rerun", "cut off before any tool ran: run again now.", None)),
-        );
+        lines.extend(group.first().map(|lead| line(lead, "rerun", down::RERUN, None)));
         let last = messages.len().checked_sub(1);
         match (&session, digest) {
             (Some(session), Some(d)) if at.is_some() && at == last && session.is_idle() => {
@@ -199,7 +195,7 @@ fn not_run_again(group: &[Item]) -> bool {
 fn line(lead: &Item, kind: &str, what: &str, retry: Option<i64>) -> Line {
     Line {
         key: format!("u{}:{kind}", lead.u.id),
-        text: format!("{} — {what}", down_report::quote(&lead.m.text)),
+        text: down::line(&down_report::quote(&lead.m.text), what),
         retry,
     }
 }
@@ -208,9 +204,9 @@ fn line(lead: &Item, kind: &str, what: &str, retry: Option<i64>) -> Line {
 fn held_back_line(lead: &Item, group: &[Item]) -> Line {
     let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
     if from == 0 {
-        line(lead, "held", "my answer was written but not sent: sent now.", None)
+        line(lead, "held", down::HELD, None)
     } else {
-        line(lead, "rest", "my answer was cut off: the rest was sent now.", None)
+        line(lead, "rest", down::REST, None)
     }
 }
 
@@ -222,21 +218,9 @@ async fn offer_retries(host: &TelegramHost, target: Target, mut lines: Vec<Line>
         let Some(lead) = group.first() else { continue };
         host.keep_for_retry(lead.u.id, &lead.message_update);
         lines.push(if after_tool(group) {
-            line(
-                lead,
-                "tool",
-                "I was restarted while working on your message, after a tool had started (it may have had \
-                 effects): not run again on my own. Retry runs it again.",
-                Some(lead.u.id),
-            )
+            line(lead, "tool", down::AFTER_TOOL, Some(lead.u.id))
         } else {
-            line(
-                lead,
-                "twice",
-                "I was restarted twice while working on your message (no tool had run): not run again on my \
-                 own. Retry runs it again.",
-                Some(lead.u.id),
-            )
+            line(lead, "twice", down::TWICE, Some(lead.u.id))
         });
     }
     let kept = host.down_report.recovered(target, lines).await;
