@@ -3,7 +3,7 @@
 //! it was down, the restarted bot sends each affected chat one report (what happened to each
 //! message, a Retry button for the one not run again, what the catch-up rule did with each job);
 //! a chat whose messages were all answered gets nothing; another kill and restart sends no report
-//! twice.
+//! twice. A report killed on its way (refused, or on the wire) reaches the chat exactly once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -176,5 +176,82 @@ async fn after_a_kill_each_affected_chat_gets_one_report_and_a_second_kill_sends
     wait_text(&tg, OWNER, "retried the long job", &bot).await;
     wait_text(&tg, OWNER, "🔁 Retrying", &bot).await;
     assert_eq!(reports(&tg, OWNER).len(), 1, "the report was edited, not sent again");
+    drop(bot);
+}
+
+/// The sendMessage calls that carried `needle` to `chat`: `(taken, refused)`.
+fn report_calls(tg: &BotApiServer, chat: i64, needle: &str) -> (usize, usize) {
+    let calls: Vec<_> = tg
+        .calls("sendMessage")
+        .into_iter()
+        .filter(|c| c.chat_id() == Some(chat) && c.text().is_some_and(|t| t.contains(needle)))
+        .collect();
+    let taken = calls.iter().filter(|c| c.is_ok()).count();
+    (taken, calls.len() - taken)
+}
+
+/// A report the bot could not send (refused) goes out after a `kill -9` and restart; killed
+/// again with that report on the wire (its record `sending`, Telegram gets the whole request),
+/// the next start does not send it again: its lines reach the chat exactly once, and a report of
+/// what that start adds carries only the new lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &config(&tg));
+    // Missed while the bot was down: a one-shot two days overdue (skipped).
+    let two_days_ago = Utc::now() - chrono::Duration::days(2);
+    let stale = json!({"type": "at", "at": two_days_ago, "time_zone": "UTC"});
+    plant_jobs(
+        &env,
+        vec![prompt_job("skp001", "Water the plants.", stale.clone(), two_days_ago)],
+    );
+
+    // Refused: the record stays gathering, for the next start.
+    tg.fail_next("sendMessage", 500, "Internal Server Error", None);
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.wait_for(|s| report_calls(s, OWNER, "Job skp001").1 == 1, T)
+        .await
+        .unwrap_or_else(|e| panic!("the refused report: {e}\n{}", bot.log()));
+    let record = env.dir.path().join(format!("data/down-reports/{OWNER}.json"));
+    eventually("the refused report noted as gathering again", &bot, || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"gathering\""))
+    })
+    .await;
+    assert_eq!(count(&tg, OWNER, HEADING), 0);
+    bot.kill9();
+
+    // The next start sends it; killed with it on the wire, Telegram took the whole request.
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| t.contains(HEADING))
+    });
+    let bot = BotProcess::start(&env, TOKEN);
+    eventually("the report held on the wire", &bot, || !tg.held_calls().is_empty()).await;
+    bot.kill9();
+    assert_eq!(tg.release_held(true), 1);
+    tg.wait_for(|s| report_calls(s, OWNER, "Job skp001") == (1, 1), T)
+        .await
+        .unwrap_or_else(|e| panic!("the held report served: {e}"));
+
+    // Another job missed meanwhile: the next start reports it, and only it.
+    plant_jobs(&env, vec![prompt_job("skp002", "Feed the cat.", stale, two_days_ago)]);
+    let bot = BotProcess::start(&env, TOKEN);
+    let second = nth_text(&tg, OWNER, HEADING, 2, &bot).await;
+    assert!(
+        second.contains("Job skp002") && !second.contains("Job skp001"),
+        "{second}"
+    );
+    tokio::time::sleep(WINDOW).await;
+    assert_eq!(
+        report_calls(&tg, OWNER, "Job skp001"),
+        (1, 1),
+        "{:?}\n{}",
+        texts(&tg, OWNER),
+        bot.log()
+    );
+    assert_eq!(count(&tg, OWNER, "Job skp001"), 1, "{:?}", texts(&tg, OWNER));
+    assert_eq!(reports(&tg, OWNER).len(), 2, "{:?}", texts(&tg, OWNER));
+    assert!(model.requests().is_empty(), "a skipped job asks no model");
     drop(bot);
 }
