@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::exactly_once::wait_tool_journaled;
 use crate::scheduler::prompt_job;
 use crate::support::*;
 use chrono::Utc;
@@ -70,15 +71,7 @@ async fn after_a_kill_each_affected_chat_gets_one_report_and_a_second_kill_sends
     wait_text(&tg, THIRD, "hello, third", &bot).await;
     // Mid-tool in the owner's chat, mid-run (streaming, no tool) in the friend's.
     tg.push_update(updates::text_message(OWNER, OWNER, "run the long job"));
-    let flag = env.dir.path().join(format!("workspaces/{OWNER}/started.flag"));
-    let journal = env.dir.path().join("data/inbound.jsonl");
-    eventually("the tool to start", &bot, || {
-        flag.exists()
-            && std::fs::read_to_string(&journal)
-                .unwrap_or_default()
-                .contains("\"tool\"")
-    })
-    .await;
+    wait_tool_journaled(&env, &bot).await;
     tg.push_update(updates::text_message(FRIEND, FRIEND, "write a poem"));
     wait_requests(&model, 3, &bot).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
