@@ -334,8 +334,10 @@ impl DownReport {
             .collect()
     }
 
-    /// Sends `to`'s gathered report: `sending` on disk as it leaves, `sent` once Telegram took
-    /// it; refused, it stays gathering (sent after the next restart).
+    /// Sends `to`'s gathered report: `sending` on disk before it is handed to [`Tg`] (before
+    /// any flood-control wait there: a crash during one counts it as shown, the gap
+    /// docs/exactly-once.md names), `sent` once Telegram took it; refused, it stays gathering
+    /// (sent after the next restart).
     async fn send(&self, to: Target) {
         let record = {
             let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
