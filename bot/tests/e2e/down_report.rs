@@ -3,7 +3,8 @@
 //! it was down, the restarted bot sends each affected chat one report (what happened to each
 //! message, a Retry button for the one not run again, what the catch-up rule did with each job);
 //! a chat whose messages were all answered gets nothing; another kill and restart sends no report
-//! twice. A report killed on its way (refused, or on the wire) reaches the chat exactly once.
+//! twice. A report killed on its way (refused, waiting out a 429, or on the wire) reaches the
+//! chat exactly once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -172,6 +173,14 @@ async fn after_a_kill_each_affected_chat_gets_one_report_and_a_second_kill_sends
     drop(bot);
 }
 
+/// A one-shot prompt job `id` two days overdue, past its 24 h grace: the catch-up skips it and
+/// reports "Job <id>: skipped".
+fn stale_one_shot(id: &str, prompt: &str) -> Value {
+    let two_days_ago = Utc::now() - chrono::Duration::days(2);
+    let stale = json!({"type": "at", "at": two_days_ago, "time_zone": "UTC"});
+    prompt_job(id, prompt, stale, two_days_ago)
+}
+
 /// The sendMessage calls that carried `needle` to `chat`: `(taken, refused)`.
 fn report_calls(tg: &BotApiServer, chat: i64, needle: &str) -> (usize, usize) {
     let calls: Vec<_> = tg
@@ -193,13 +202,7 @@ async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
     let tg = BotApiServer::start(TOKEN).await.unwrap();
     tg.add_chat(OWNER);
     let env = Env::new(&model.url(), &config(&tg));
-    // Missed while the bot was down: a one-shot two days overdue (skipped).
-    let two_days_ago = Utc::now() - chrono::Duration::days(2);
-    let stale = json!({"type": "at", "at": two_days_ago, "time_zone": "UTC"});
-    plant_jobs(
-        &env,
-        vec![prompt_job("skp001", "Water the plants.", stale.clone(), two_days_ago)],
-    );
+    plant_jobs(&env, vec![stale_one_shot("skp001", "Water the plants.")]);
 
     // Refused: the record stays gathering, for the next start.
     tg.fail_next("sendMessage", 500, "Internal Server Error", None);
@@ -228,7 +231,7 @@ async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
         .unwrap_or_else(|e| panic!("the held report served: {e}"));
 
     // Another job missed meanwhile: the next start reports it, and only it.
-    plant_jobs(&env, vec![prompt_job("skp002", "Feed the cat.", stale, two_days_ago)]);
+    plant_jobs(&env, vec![stale_one_shot("skp002", "Feed the cat.")]);
     let bot = BotProcess::start(&env, TOKEN);
     let second = nth_text(&tg, OWNER, HEADING, 2, &bot).await;
     assert!(
@@ -246,5 +249,46 @@ async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
     assert_eq!(count(&tg, OWNER, "Job skp001"), 1, "{:?}", texts(&tg, OWNER));
     assert_eq!(reports(&tg, OWNER).len(), 2, "{:?}", texts(&tg, OWNER));
     assert!(model.requests().is_empty(), "a skipped job asks no model");
+    drop(bot);
+}
+
+/// A report waiting out a 429 is not on its way yet: killed during the wait (its record back to
+/// `gathering` after the 429), the next start sends it, and it reaches the chat exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_killed_while_it_waits_out_a_429_is_sent_after_the_restart_once() {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &config(&tg));
+    plant_jobs(&env, vec![stale_one_shot("skp003", "Call the bank.")]);
+
+    // Every sendMessage gets a 429 for a minute: the report waits out its retry_after.
+    tg.rate_limit("sendMessage", 60);
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.wait_for(|s| report_calls(s, OWNER, "Job skp003").1 >= 1, T)
+        .await
+        .unwrap_or_else(|e| panic!("the report's first 429: {e}\n{}", bot.log()));
+    let record = env.dir.path().join(format!("data/down-reports/{OWNER}.json"));
+    eventually("the report refused by a 429 noted as gathering", &bot, || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"gathering\""))
+    })
+    .await;
+    bot.kill9();
+    let (taken, refused) = report_calls(&tg, OWNER, "Job skp003");
+    assert_eq!(taken, 0, "the 429 window let the report through");
+
+    tg.rate_limit("sendMessage", 0);
+    let bot = BotProcess::start(&env, TOKEN);
+    let report = nth_text(&tg, OWNER, HEADING, 1, &bot).await;
+    assert!(report.contains("Job skp003") && report.contains("skipped"), "{report}");
+    tokio::time::sleep(WINDOW).await;
+    assert_eq!(
+        report_calls(&tg, OWNER, "Job skp003"),
+        (1, refused),
+        "{:?}\n{}",
+        texts(&tg, OWNER),
+        bot.log()
+    );
+    assert_eq!(reports(&tg, OWNER).len(), 1, "{:?}", texts(&tg, OWNER));
     drop(bot);
 }
