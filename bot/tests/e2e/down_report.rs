@@ -181,6 +181,32 @@ fn stale_one_shot(id: &str, prompt: &str) -> Value {
     prompt_job(id, prompt, stale, two_days_ago)
 }
 
+/// A model, Telegram knowing the owner's chat, and an env whose owner missed one-shot job `id`
+/// ([`stale_one_shot`]) while the bot was down.
+async fn one_missed_job(id: &str, prompt: &str) -> (ModelServer, BotApiServer, Env) {
+    let model = ModelServer::start().await.unwrap();
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &config(&tg));
+    plant_jobs(&env, vec![stale_one_shot(id, prompt)]);
+    (model, tg, env)
+}
+
+/// Starts the bot, waits for Telegram to refuse a report carrying `line` and for the owner's
+/// record to be `gathering` again (not counted as shown), then kills it with `kill -9`.
+async fn kill_once_refused(tg: &BotApiServer, env: &Env, line: &str) {
+    let bot = BotProcess::start(env, TOKEN);
+    tg.wait_for(|s| report_calls(s, OWNER, line).1 >= 1, T)
+        .await
+        .unwrap_or_else(|e| panic!("the refused report: {e}\n{}", bot.log()));
+    let record = env.dir.path().join(format!("data/down-reports/{OWNER}.json"));
+    eventually("the refused report noted as gathering again", &bot, || {
+        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"gathering\""))
+    })
+    .await;
+    bot.kill9();
+}
+
 /// The sendMessage calls that carried `needle` to `chat`: `(taken, refused)`.
 fn report_calls(tg: &BotApiServer, chat: i64, needle: &str) -> (usize, usize) {
     let calls: Vec<_> = tg
@@ -198,25 +224,12 @@ fn report_calls(tg: &BotApiServer, chat: i64, needle: &str) -> (usize, usize) {
 /// what that start adds carries only the new lines.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
-    let model = ModelServer::start().await.unwrap();
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
-    let env = Env::new(&model.url(), &config(&tg));
-    plant_jobs(&env, vec![stale_one_shot("skp001", "Water the plants.")]);
+    let (model, tg, env) = one_missed_job("skp001", "Water the plants.").await;
 
     // Refused: the record stays gathering, for the next start.
     tg.fail_next("sendMessage", 500, "Internal Server Error", None);
-    let bot = BotProcess::start(&env, TOKEN);
-    tg.wait_for(|s| report_calls(s, OWNER, "Job skp001").1 == 1, T)
-        .await
-        .unwrap_or_else(|e| panic!("the refused report: {e}\n{}", bot.log()));
-    let record = env.dir.path().join(format!("data/down-reports/{OWNER}.json"));
-    eventually("the refused report noted as gathering again", &bot, || {
-        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"gathering\""))
-    })
-    .await;
+    kill_once_refused(&tg, &env, "Job skp001").await;
     assert_eq!(count(&tg, OWNER, HEADING), 0);
-    bot.kill9();
 
     // The next start sends it; killed with it on the wire, Telegram took the whole request.
     tg.hold_next("sendMessage", |p| {
@@ -256,24 +269,11 @@ async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
 /// `gathering` after the 429), the next start sends it, and it reaches the chat exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_killed_while_it_waits_out_a_429_is_sent_after_the_restart_once() {
-    let model = ModelServer::start().await.unwrap();
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
-    let env = Env::new(&model.url(), &config(&tg));
-    plant_jobs(&env, vec![stale_one_shot("skp003", "Call the bank.")]);
+    let (_model, tg, env) = one_missed_job("skp003", "Call the bank.").await;
 
     // Every sendMessage gets a 429 for a minute: the report waits out its retry_after.
     tg.rate_limit("sendMessage", 60);
-    let bot = BotProcess::start(&env, TOKEN);
-    tg.wait_for(|s| report_calls(s, OWNER, "Job skp003").1 >= 1, T)
-        .await
-        .unwrap_or_else(|e| panic!("the report's first 429: {e}\n{}", bot.log()));
-    let record = env.dir.path().join(format!("data/down-reports/{OWNER}.json"));
-    eventually("the report refused by a 429 noted as gathering", &bot, || {
-        std::fs::read_to_string(&record).is_ok_and(|r| r.contains("\"gathering\""))
-    })
-    .await;
-    bot.kill9();
+    kill_once_refused(&tg, &env, "Job skp003").await;
     let (taken, refused) = report_calls(&tg, OWNER, "Job skp003");
     assert_eq!(taken, 0, "the 429 window let the report through");
 
