@@ -386,42 +386,55 @@ impl DownReport {
     /// Telegram took it; with no answer (the connection failed) it stays `sending`, counted as
     /// shown (it may have arrived). Returns whether lines kept meanwhile are to be sent now.
     async fn send_once(&self, to: Target) -> bool {
-        let record = {
-            let mut files = self.files();
-            if files.contains(&to) {
-                // What came meanwhile is in `later`: that send goes on with it.
-                return false;
-            }
-            let mut record = self.load(to);
-            if !record.later.is_empty() {
-                record.gather(Vec::new());
-                if let Err(e) = store_file::save_json(&self.path(to), &record) {
-                    tracing::error!(chat = to.chat_id, "cannot gather the down report (not sent now): {e}");
-                    return false;
-                }
-            }
-            if record.state != Stage::Gathering || record.lines.is_empty() {
-                return false;
-            }
-            files.insert(to);
-            record
+        let Some(record) = self.take_for_sending(to) else {
+            return false;
         };
         let report = |a: Attempt| match a {
             Attempt::Sending => self.mark(to, Stage::Sending),
             Attempt::Refused => self.mark(to, Stage::Gathering),
-            // Sent: noted with its message below; no answer: left `sending`.
+            // Sent: noted with its message by `settle`; no answer: left `sending`.
             Attempt::Sent | Attempt::Unknown => {}
         };
         let sent = self
             .tg
             .send_plain_reporting(to, &record.text(), record.markup(), &report)
             .await;
+        self.settle(to, sent.map(|m| m.id.0))
+    }
+
+    /// `to`'s report to send (its lines kept for later gathered first), the chat noted as having
+    /// its report on its way; `None` when there is nothing to send or a report is on its way
+    /// (what came meanwhile is in `later`: that send goes on with it).
+    fn take_for_sending(&self, to: Target) -> Option<Record> {
+        let mut files = self.files();
+        if files.contains(&to) {
+            return None;
+        }
+        let mut record = self.load(to);
+        if !record.later.is_empty() {
+            record.gather(Vec::new());
+            if let Err(e) = store_file::save_json(&self.path(to), &record) {
+                tracing::error!(chat = to.chat_id, "cannot gather the down report (not sent now): {e}");
+                return None;
+            }
+        }
+        if record.state != Stage::Gathering || record.lines.is_empty() {
+            return None;
+        }
+        files.insert(to);
+        Some(record)
+    }
+
+    /// Notes how `to`'s report went (`sent`: the message's id) and that it is no longer on its
+    /// way. Returns whether lines kept meanwhile are to be sent now (not after a refusal: they
+    /// join the refused report, sent after the next restart).
+    fn settle(&self, to: Target, sent: Result<i32, RequestError>) -> bool {
         let mut files = self.files();
         let mut now = self.load(to);
         match sent {
-            Ok(m) => {
+            Ok(id) => {
                 now.state = Stage::Sent;
-                now.message_id = Some(m.id.0);
+                now.message_id = Some(id);
                 tracing::info!(chat = to.chat_id, lines = now.lines.len(), "sent the down report");
             }
             Err(RequestError::Network(_) | RequestError::Io(_)) => {
@@ -436,7 +449,6 @@ impl DownReport {
                     "the down report was not taken (sent after the next restart): {e}"
                 );
                 now.state = Stage::Gathering;
-                // Lines kept meanwhile join it.
                 now.gather(Vec::new());
             }
         }
