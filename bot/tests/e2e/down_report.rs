@@ -3,8 +3,8 @@
 //! it was down, the restarted bot sends each affected chat one report (what happened to each
 //! message, a Retry button for the one not run again, what the catch-up rule did with each job);
 //! a chat whose messages were all answered gets nothing; another kill and restart sends no report
-//! twice. A report killed on its way (refused, waiting out a 429, or on the wire) reaches the
-//! chat exactly once.
+//! twice. A report killed on its way (refused, waiting out a 429, or on the wire) or whose
+//! request got no answer reaches the chat exactly once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -181,6 +181,19 @@ fn stale_one_shot(id: &str, prompt: &str) -> Value {
     prompt_job(id, prompt, stale, two_days_ago)
 }
 
+/// After [`WINDOW`], the owner's sendMessage calls carrying `line` are `expected` (taken,
+/// refused); fails with the chat's texts and the bot's log.
+async fn settled_calls(tg: &BotApiServer, bot: &BotProcess, line: &str, expected: (usize, usize)) {
+    tokio::time::sleep(WINDOW).await;
+    assert_eq!(
+        report_calls(tg, OWNER, line),
+        expected,
+        "{:?}\n{}",
+        texts(tg, OWNER),
+        bot.log()
+    );
+}
+
 /// A model, Telegram knowing the owner's chat, and an env whose owner missed one-shot job `id`
 /// ([`stale_one_shot`]) while the bot was down.
 async fn one_missed_job(id: &str, prompt: &str) -> (ModelServer, BotApiServer, Env) {
@@ -251,14 +264,7 @@ async fn a_report_cut_off_by_a_kill_reaches_the_chat_exactly_once() {
         second.contains("Job skp002") && !second.contains("Job skp001"),
         "{second}"
     );
-    tokio::time::sleep(WINDOW).await;
-    assert_eq!(
-        report_calls(&tg, OWNER, "Job skp001"),
-        (1, 1),
-        "{:?}\n{}",
-        texts(&tg, OWNER),
-        bot.log()
-    );
+    settled_calls(&tg, &bot, "Job skp001", (1, 1)).await;
     assert_eq!(count(&tg, OWNER, "Job skp001"), 1, "{:?}", texts(&tg, OWNER));
     assert_eq!(reports(&tg, OWNER).len(), 2, "{:?}", texts(&tg, OWNER));
     assert!(model.requests().is_empty(), "a skipped job asks no model");
@@ -281,14 +287,37 @@ async fn a_report_killed_while_it_waits_out_a_429_is_sent_after_the_restart_once
     let bot = BotProcess::start(&env, TOKEN);
     let report = nth_text(&tg, OWNER, HEADING, 1, &bot).await;
     assert!(report.contains("Job skp003") && report.contains("skipped"), "{report}");
-    tokio::time::sleep(WINDOW).await;
-    assert_eq!(
-        report_calls(&tg, OWNER, "Job skp003"),
-        (1, refused),
-        "{:?}\n{}",
-        texts(&tg, OWNER),
-        bot.log()
-    );
+    settled_calls(&tg, &bot, "Job skp003", (1, refused)).await;
+    assert_eq!(reports(&tg, OWNER).len(), 1, "{:?}", texts(&tg, OWNER));
+    drop(bot);
+}
+
+/// A report whose request got no answer (held on the wire past the HTTP client's 17 s timeout:
+/// a network error after it left) stays `sending`, counted as shown: Telegram applies it late,
+/// and a restart does not send it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_that_got_no_answer_is_not_sent_again() {
+    let (_model, tg, env) = one_missed_job("skp004", "Renew the passport.").await;
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| t.contains(HEADING))
+    });
+    let bot = BotProcess::start(&env, TOKEN);
+    eventually("the report held on the wire", &bot, || !tg.held_calls().is_empty()).await;
+    // Most of the client's 17 s timeout; `eventually` waits up to `T` more.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    eventually("the bot's request timed out", &bot, || {
+        bot.log().contains("no answer to the down report")
+    })
+    .await;
+    let record = env.dir.path().join(format!("data/down-reports/{OWNER}.json"));
+    let noted = std::fs::read_to_string(&record).unwrap();
+    assert!(noted.contains("\"sending\""), "{noted}");
+    // Telegram had it after all.
+    assert_eq!(tg.release_held(true), 1);
+    bot.kill9();
+
+    let bot = BotProcess::start(&env, TOKEN);
+    settled_calls(&tg, &bot, "Job skp004", (1, 0)).await;
     assert_eq!(reports(&tg, OWNER).len(), 1, "{:?}", texts(&tg, OWNER));
     drop(bot);
 }
