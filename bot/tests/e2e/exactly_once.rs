@@ -11,6 +11,21 @@ use std::time::Duration;
 use volcanic_testkit::bot_api::{BotApiServer, updates};
 use volcanic_testkit::model_server::{ModelServer, Turn};
 
+/// Waits until the owner's tool started (its command touched `started.flag` in the owner's
+/// workspace) and the journal marked its update `tool` (so a kill now finds it cut off after a
+/// tool); fails with the bot's log.
+pub(crate) async fn wait_tool_journaled(env: &Env, bot: &BotProcess) {
+    let flag = env.dir.path().join(format!("workspaces/{OWNER}/started.flag"));
+    let journal = env.dir.path().join("data/inbound.jsonl");
+    eventually("the tool to start", bot, || {
+        flag.exists()
+            && std::fs::read_to_string(&journal)
+                .unwrap_or_default()
+                .contains("\"tool\"")
+    })
+    .await;
+}
+
 /// The messages of `chat` with a Retry button, their texts.
 fn retry_notices(tg: &BotApiServer, chat: i64) -> Vec<String> {
     tg.messages(chat)

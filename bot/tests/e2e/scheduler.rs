@@ -272,6 +272,18 @@ pub(crate) fn plant_job(env: &Env, chat: i64, job: Value) {
     std::fs::write(dir.join("jobs.json"), serde_json::to_vec_pretty(&file).unwrap()).unwrap();
 }
 
+/// Telegram (knowing the owner's chat) and the bot's files, with one prompt job `id` of the
+/// owner (`text`) due once, `in_secs` seconds from now (UTC); the bot is not started yet.
+async fn one_shot(model: &ModelServer, id: &str, text: &str, in_secs: i64) -> (BotApiServer, Env) {
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    tg.add_chat(OWNER);
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let at = Utc::now() + chrono::Duration::seconds(in_secs);
+    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job(id, text, schedule, at));
+    (tg, env)
+}
+
 /// A prompt job of `OWNER` with `schedule`, first due at `first`.
 pub(crate) fn prompt_job(id: &str, text: &str, schedule: Value, first: DateTime<Utc>) -> Value {
     json!({
@@ -353,12 +365,7 @@ async fn a_scheduled_run_killed_before_its_tool_is_run_again_once() {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::reply("never delivered").stall_after(2));
     model.push(Turn::reply("🗄️ Backup report: all good."));
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
-    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
-    let at = Utc::now() + chrono::Duration::seconds(4);
-    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
-    plant_job(&env, OWNER, prompt_job("rep001", "Report on the backup.", schedule, at));
+    let (tg, env) = one_shot(&model, "rep001", "Report on the backup.", 4).await;
 
     let bot = BotProcess::start(&env, TOKEN);
     // Killed while the model streams its answer (no tool yet).
@@ -415,15 +422,10 @@ async fn a_scheduled_run_killed_before_its_tool_is_run_again_once() {
 async fn a_scheduled_answer_on_the_wire_at_a_crash_is_not_shown_again() {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::reply("🗄️ Backup report: all good."));
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
+    let (tg, env) = one_shot(&model, "rep002", "Report on the backup.", 3).await;
     tg.hold_next("sendMessage", |p| {
         p["text"].as_str().is_some_and(|t| t.contains("Backup report"))
     });
-    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
-    let at = Utc::now() + chrono::Duration::seconds(3);
-    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
-    plant_job(&env, OWNER, prompt_job("rep002", "Report on the backup.", schedule, at));
 
     let bot = BotProcess::start(&env, TOKEN);
     eventually("the answer held on the wire", &bot, || {
@@ -466,12 +468,7 @@ async fn a_scheduled_answer_on_the_wire_at_a_crash_is_not_shown_again() {
 async fn a_scheduled_answer_delivered_before_a_crash_is_not_shown_again() {
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::reply("🗄️ Backup report: all good."));
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
-    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
-    let at = Utc::now() + chrono::Duration::seconds(3);
-    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
-    plant_job(&env, OWNER, prompt_job("rep003", "Report on the backup.", schedule, at));
+    let (tg, env) = one_shot(&model, "rep003", "Report on the backup.", 3).await;
 
     let bot = BotProcess::start(&env, TOKEN);
     let done = wait_jobs(&env, OWNER, "the slot recorded ok", &bot, |v| {
@@ -538,12 +535,7 @@ async fn a_scheduled_run_cut_off_by_sigterm_is_recorded_interrupted_and_run_agai
     let model = ModelServer::start().await.unwrap();
     model.push(Turn::reply("never delivered").stall_after(2));
     model.push(Turn::reply("📬 Inbox: nothing urgent."));
-    let tg = BotApiServer::start(TOKEN).await.unwrap();
-    tg.add_chat(OWNER);
-    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
-    let at = Utc::now() + chrono::Duration::seconds(4);
-    let schedule = json!({"type": "at", "at": at, "time_zone": "UTC"});
-    plant_job(&env, OWNER, prompt_job("inb001", "Check the inbox.", schedule, at));
+    let (tg, env) = one_shot(&model, "inb001", "Check the inbox.", 4).await;
 
     let bot = BotProcess::start(&env, TOKEN);
     wait_requests(&model, 1, &bot).await;

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::exactly_once::wait_tool_journaled;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -440,15 +441,7 @@ async fn kill9_after_a_tool_started_tells_the_chat_and_does_not_retry() {
     let env = Env::new(&model.url(), &telegram_config(&tg, "streaming = \"off\""));
     let bot = BotProcess::start(&env, TOKEN);
     tg.push_update(updates::text_message(OWNER, OWNER, "run the long job"));
-    let flag = env.dir.path().join("workspaces/1001/started.flag");
-    let journal = env.dir.path().join("data/inbound.jsonl");
-    eventually("the tool to start", &bot, || {
-        flag.exists()
-            && std::fs::read_to_string(&journal)
-                .unwrap_or_default()
-                .contains("\"tool\"")
-    })
-    .await;
+    wait_tool_journaled(&env, &bot).await;
     // The progress message is on screen when the process dies, and remembered (the mark is
     // written when Telegram's reply with its id is read, a moment after the double shows it).
     wait_text(&tg, OWNER, "⚙️ bash", &bot).await;

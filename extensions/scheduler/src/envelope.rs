@@ -35,7 +35,9 @@ pub const NOTHING: &str = "NOTHING";
 /// The line after a quiet job's heading: the model may stay silent. A word rather than a tool:
 /// every model can say it, it costs no tool round trip, and the answer is the run's end
 /// (docs/scheduling.md, "Quiet check-ins").
-pub const QUIET_NOTE: &str = "This is a quiet check-in: if nothing needs the user's attention, answer with      exactly NOTHING (that word alone) and nothing is sent to the chat; otherwise answer as usual and it      is sent.";
+pub const QUIET_NOTE: &str = "This is a quiet check-in: if nothing needs the user's attention, answer with \
+     exactly NOTHING (that word alone) and nothing is sent to the chat; otherwise answer as usual and it \
+     is sent.";
 
 /// Whether a quiet check-in's answer says there is nothing to tell: exactly [`NOTHING`], spaces
 /// around it, a final full stop and Markdown emphasis aside (models add them).
@@ -129,5 +131,11 @@ mod tests {
         ] {
             assert!(!is_nothing(told), "{told:?}");
         }
+    }
+
+    #[test]
+    fn the_quiet_note_reads_as_one_sentence_with_single_spaces() {
+        assert!(!QUIET_NOTE.contains("  "), "{QUIET_NOTE:?}");
+        assert!(QUIET_NOTE.contains("answer with exactly NOTHING"), "{QUIET_NOTE:?}");
     }
 }

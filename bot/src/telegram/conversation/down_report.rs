@@ -12,19 +12,22 @@
 //! Sent once across crashes, the way answer chunks are: each chat's lines are written to
 //! `<state_dir>/down-reports/<chat>[-<topic>].json` before anything they stand for is finished
 //! (a Retry offer's updates are marked `done` only once their line is on disk), the record is
-//! marked `sending` as the message leaves and `sent` once Telegram took it. A restart finds a
-//! report still `gathering` and sends it (with whatever the new start adds); one `sending` is
-//! counted as shown (the journal's one limit: `sendMessage` has no idempotency key); a line
-//! whose key was reported before is never reported again.
+//! marked `sending` as its request leaves (after any flood-control wait, as an answer chunk is),
+//! back to `gathering` when Telegram refuses it (a 429 included) and `sent` once Telegram took
+//! it. A restart finds a report still `gathering` and sends it (with whatever the new start
+//! adds); one `sending` is counted as shown (the journal's one limit: `sendMessage` has no
+//! idempotency key); a line whose key was reported before is never reported again.
 
 use crate::features::port::{Target, chat_key};
 use crate::store_file::{self, Loaded};
-use crate::telegram::outbound::api::Tg;
+use crate::telegram::outbound::api::{Attempt, Tg};
+use crate::telegram::outbound::texts::down::{self, HEADING, INTRO, RETRYING};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use teloxide::RequestError;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 /// How long the report waits for the scheduler's catch-up after start-up.
@@ -33,15 +36,6 @@ pub const GATHER_BOUND: Duration = Duration::from_secs(10);
 /// How long it waits for recovery (a large session loads slowly) before it reports what it
 /// has; a conversation done later sends its lines as a report of their own.
 pub const RECOVERY_BOUND: Duration = Duration::from_secs(60);
-
-/// The report's first line.
-pub const HEADING: &str = "🔌 While I was down";
-
-/// What follows the heading.
-const INTRO: &str = "The bot stopped (a crash or a restart) with work unfinished or jobs due. What happened:";
-
-/// The mark a line gets once its Retry was pressed.
-const RETRYING: &str = " — 🔁 Retrying.";
 
 /// Keys of reported lines kept per chat (the oldest forgotten first).
 const REPORTED_KEPT: usize = 500;
@@ -91,12 +85,18 @@ struct Record {
     /// Keys of the lines of earlier reports.
     #[serde(default)]
     reported: Vec<String>,
+    /// Lines gathered while the newest report was on its way (not in its text): the next
+    /// report's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    later: Vec<Line>,
 }
 
 impl Record {
-    /// Adds `new` to the report being gathered (a sent one is filed as reported first); lines
-    /// reported or gathered before are dropped. Returns whether anything was added.
+    /// Adds the lines kept for [`later`](Self::later) and `new` to the report being gathered (a
+    /// sent one is filed as reported first); lines reported or gathered before are dropped.
+    /// Returns whether anything was added.
     fn gather(&mut self, new: Vec<Line>) -> bool {
+        let new: Vec<Line> = std::mem::take(&mut self.later).into_iter().chain(new).collect();
         if self.state != Stage::Gathering {
             // `Sending` found at start-up: Telegram may show it (the one limit), so it counts.
             let done = std::mem::take(&mut self.lines);
@@ -109,12 +109,28 @@ impl Record {
         }
         let before = self.lines.len();
         for line in new {
-            let known = self.reported.contains(&line.key) || self.lines.iter().any(|l| l.key == line.key);
-            if !known {
+            if !self.knows(&line.key) {
                 self.lines.push(line);
             }
         }
         self.lines.len() > before
+    }
+
+    /// Keeps `new` for the report after the one on its way; lines reported, gathered or kept
+    /// before are dropped. Returns whether anything was kept.
+    fn hold(&mut self, new: Vec<Line>) -> bool {
+        let before = self.later.len();
+        for line in new {
+            if !self.knows(&line.key) {
+                self.later.push(line);
+            }
+        }
+        self.later.len() > before
+    }
+
+    /// Whether a line with `key` was reported, is in this report or kept for the next.
+    fn knows(&self, key: &str) -> bool {
+        self.reported.iter().any(|k| k == key) || self.lines.iter().chain(&self.later).any(|l| l.key == key)
     }
 
     /// The message: heading, intro, a bullet per line (a pressed Retry marked).
@@ -137,9 +153,8 @@ impl Record {
             .iter()
             .filter_map(|l| Some((l.retry.filter(|r| !self.pressed.contains(r))?, l)))
             .map(|(id, l)| {
-                let label = format!("Retry {}", retry_label(&l.text));
                 vec![InlineKeyboardButton::callback(
-                    label,
+                    down::retry_button(&retry_label(&l.text)),
                     format!("{}{id}", super::recovery::RETRY_PREFIX),
                 )]
             })
@@ -155,7 +170,12 @@ impl Record {
     }
 }
 
-/// A button's label from its line: the quoted message, short.
+/// Whether `r` holds lines not sent yet: a report gathering, or lines kept for the next one.
+fn has_news(r: &Record) -> bool {
+    (r.state == Stage::Gathering && !r.lines.is_empty()) || !r.later.is_empty()
+}
+
+/// The quoted message of a line, short (for its button).
 fn retry_label(text: &str) -> String {
     let quoted = text.split('”').next().unwrap_or(text);
     let short: String = quoted.chars().take(28).collect();
@@ -185,8 +205,9 @@ pub struct DownReport {
     dir: PathBuf,
     tg: Arc<Tg>,
     gather: Mutex<Gather>,
-    /// Serialises the record files' read-modify-write.
-    files: Mutex<()>,
+    /// Serialises the record files' read-modify-write; holds the chats whose report is on its
+    /// way (new lines for them wait in the record's `later`).
+    files: Mutex<HashSet<Target>>,
 }
 
 impl DownReport {
@@ -204,27 +225,26 @@ impl DownReport {
         self.gather.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn files(&self) -> std::sync::MutexGuard<'_, HashSet<Target>> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn path(&self, to: Target) -> PathBuf {
         let topic = to.thread.map_or_else(String::new, |t| format!("-{t}"));
         self.dir.join(format!("{}{topic}.json", chat_key(to.chat_id)))
     }
 
+    /// `to`'s record; a new one when there is none or it cannot be read.
     fn load(&self, to: Target) -> Record {
         match store_file::load_json::<Record>(&self.path(to)) {
-            Ok(Loaded::Ok(r)) => r,
-            Ok(Loaded::Missing | Loaded::SetAside(_)) => Record {
-                chat_id: to.chat_id,
-                thread: to.thread,
-                ..Record::default()
-            },
-            Err(e) => {
-                tracing::warn!(chat = to.chat_id, "cannot read the chat's down report: {e}");
-                Record {
-                    chat_id: to.chat_id,
-                    thread: to.thread,
-                    ..Record::default()
-                }
-            }
+            Ok(Loaded::Ok(r)) => return r,
+            Ok(Loaded::Missing | Loaded::SetAside(_)) => {}
+            Err(e) => tracing::warn!(chat = to.chat_id, "cannot read the chat's down report: {e}"),
+        }
+        Record {
+            chat_id: to.chat_id,
+            thread: to.thread,
+            ..Record::default()
         }
     }
 
@@ -292,15 +312,21 @@ impl DownReport {
         kept
     }
 
-    /// Writes `lines` into `to`'s record (a report being gathered); once the reports went out,
-    /// sends them at once as a report of their own.
+    /// Writes `lines` into `to`'s record (a report being gathered, or kept for the next one
+    /// while a report is on its way); once the reports went out, they are sent as a report of
+    /// their own.
     fn keep(&self, to: Target, lines: Vec<Line>) -> std::io::Result<()> {
         if lines.is_empty() {
             return Ok(());
         }
-        let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let files = self.files();
         let mut record = self.load(to);
-        if !record.gather(lines) {
+        let added = if files.contains(&to) {
+            record.hold(lines)
+        } else {
+            record.gather(lines)
+        };
+        if !added {
             return Ok(());
         }
         store_file::save_json(&self.path(to), &record)?;
@@ -334,7 +360,7 @@ impl DownReport {
         }
     }
 
-    /// Chats whose record on disk is still gathering.
+    /// Chats whose record on disk is still gathering, or holds lines for a next report.
     fn left_over(&self) -> Vec<Target> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
@@ -342,39 +368,80 @@ impl DownReport {
         entries
             .flatten()
             .filter_map(|e| match store_file::load_json::<Record>(&e.path()) {
-                Ok(Loaded::Ok(r)) if r.state == Stage::Gathering && !r.lines.is_empty() => Some(r.target()),
+                Ok(Loaded::Ok(r)) if has_news(&r) => Some(r.target()),
                 _ => None,
             })
             .collect()
     }
 
-    /// Sends `to`'s gathered report: `sending` on disk as it leaves, `sent` once Telegram took
-    /// it; refused, it stays gathering (sent after the next restart).
+    /// Sends `to`'s gathered report, and then the lines gathered while it was on its way, as a
+    /// report of their own (unless Telegram refused the first: they wait with it).
     async fn send(&self, to: Target) {
-        let record = {
-            let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
-            let mut record = self.load(to);
-            if record.state != Stage::Gathering || record.lines.is_empty() {
-                return;
-            }
-            record.state = Stage::Sending;
-            if let Err(e) = store_file::save_json(&self.path(to), &record) {
-                tracing::error!(
-                    chat = to.chat_id,
-                    "cannot note the down report as sending (not sent now): {e}"
-                );
-                return;
-            }
-            record
+        while self.send_once(to).await {}
+    }
+
+    /// Sends `to`'s gathered report unless one is on its way already: `sending` on disk as its
+    /// request leaves (after the flood-control waits), `gathering` again when Telegram refuses
+    /// it (a 429 included: a crash before the retry sends it after the restart), `sent` once
+    /// Telegram took it; with no answer (the connection failed) it stays `sending`, counted as
+    /// shown (it may have arrived). Returns whether lines kept meanwhile are to be sent now.
+    async fn send_once(&self, to: Target) -> bool {
+        let Some(record) = self.take_for_sending(to) else {
+            return false;
         };
-        let sent = self.tg.send_plain(to, &record.text(), record.markup()).await;
-        let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let report = |a: Attempt| match a {
+            Attempt::Sending => self.mark(to, Stage::Sending),
+            Attempt::Refused => self.mark(to, Stage::Gathering),
+            // Sent: noted with its message by `settle`; no answer: left `sending`.
+            Attempt::Sent | Attempt::Unknown => {}
+        };
+        let sent = self
+            .tg
+            .send_plain_reporting(to, &record.text(), record.markup(), &report)
+            .await;
+        self.settle(to, sent.map(|m| m.id.0))
+    }
+
+    /// `to`'s report to send (its lines kept for later gathered first), the chat noted as having
+    /// its report on its way; `None` when there is nothing to send or a report is on its way
+    /// (what came meanwhile is in `later`: that send goes on with it).
+    fn take_for_sending(&self, to: Target) -> Option<Record> {
+        let mut files = self.files();
+        if files.contains(&to) {
+            return None;
+        }
+        let mut record = self.load(to);
+        if !record.later.is_empty() {
+            record.gather(Vec::new());
+            if let Err(e) = store_file::save_json(&self.path(to), &record) {
+                tracing::error!(chat = to.chat_id, "cannot gather the down report (not sent now): {e}");
+                return None;
+            }
+        }
+        if record.state != Stage::Gathering || record.lines.is_empty() {
+            return None;
+        }
+        files.insert(to);
+        Some(record)
+    }
+
+    /// Notes how `to`'s report went (`sent`: the message's id) and that it is no longer on its
+    /// way. Returns whether lines kept meanwhile are to be sent now (not after a refusal: they
+    /// join the refused report, sent after the next restart).
+    fn settle(&self, to: Target, sent: Result<i32, RequestError>) -> bool {
+        let mut files = self.files();
         let mut now = self.load(to);
         match sent {
-            Ok(m) => {
+            Ok(id) => {
                 now.state = Stage::Sent;
-                now.message_id = Some(m.id.0);
+                now.message_id = Some(id);
                 tracing::info!(chat = to.chat_id, lines = now.lines.len(), "sent the down report");
+            }
+            Err(RequestError::Network(_) | RequestError::Io(_)) => {
+                tracing::warn!(
+                    chat = to.chat_id,
+                    "no answer to the down report (it may have arrived: not sent again)"
+                );
             }
             Err(e) => {
                 tracing::warn!(
@@ -382,10 +449,23 @@ impl DownReport {
                     "the down report was not taken (sent after the next restart): {e}"
                 );
                 now.state = Stage::Gathering;
+                now.gather(Vec::new());
             }
         }
         if let Err(e) = store_file::save_json(&self.path(to), &now) {
             tracing::error!(chat = to.chat_id, "cannot note the down report's delivery: {e}");
+        }
+        files.remove(&to);
+        !now.later.is_empty()
+    }
+
+    /// Notes `to`'s report as `stage` (an attempt to send it leaving or refused).
+    fn mark(&self, to: Target, stage: Stage) {
+        let _files = self.files();
+        let mut record = self.load(to);
+        record.state = stage;
+        if let Err(e) = store_file::save_json(&self.path(to), &record) {
+            tracing::error!(chat = to.chat_id, ?stage, "cannot note the down report's stage: {e}");
         }
     }
 
@@ -395,7 +475,7 @@ impl DownReport {
     /// report's id is on disk (Telegram showed it before the bot read the reply): a report whose
     /// line holds that Retry is then taken to be the message.
     pub fn pressed(&self, to: Target, message_id: i64, kept: i64) -> Option<(String, Option<InlineKeyboardMarkup>)> {
-        let _files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        let _files = self.files();
         let mut record = self.load(to);
         let offers = record.state != Stage::Gathering && record.lines.iter().any(|l| l.retry == Some(kept));
         let is_report = match record.message_id {
@@ -419,7 +499,7 @@ impl DownReport {
 pub fn quote(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.is_empty() {
-        return "(a message without text)".to_owned();
+        return down::NO_TEXT.to_owned();
     }
     let mut q: String = one_line.chars().take(60).collect();
     if q.len() < one_line.len() {

@@ -30,6 +30,32 @@ fn a_line_reported_before_is_never_reported_again() {
 }
 
 #[test]
+fn lines_that_come_while_a_report_is_on_its_way_wait_for_the_next_report() {
+    let mut r = Record::default();
+    r.gather(vec![line("u1:tool", "“a” — not run again.", Some(1))]);
+    // On its way (its text is made): a new line waits, a known one is dropped.
+    assert!(r.hold(vec![line("u2:again", "“b” — run again now.", None)]));
+    assert!(!r.hold(vec![line("u1:tool", "again", Some(1)), line("u2:again", "again", None)]));
+    assert_eq!(r.lines.len(), 1, "not in the report on its way");
+    assert!(!r.text().contains("“b”"));
+    // Refused: they join the report, sent after the restart.
+    let mut refused = r.clone();
+    assert!(refused.gather(Vec::new()));
+    assert_eq!(refused.lines.len(), 2);
+    assert!(refused.later.is_empty());
+    // Taken: the sent lines are reported, the waiting ones are the next report.
+    r.state = Stage::Sent;
+    assert!(has_news(&r), "lines kept for a next report are news");
+    assert!(r.gather(Vec::new()));
+    assert_eq!(r.state, Stage::Gathering);
+    assert_eq!(r.reported, vec!["u1:tool".to_owned()]);
+    assert_eq!(r.lines, vec![line("u2:again", "“b” — run again now.", None)]);
+    assert!(r.later.is_empty());
+    r.state = Stage::Sent;
+    assert!(!has_news(&r), "a sent report with nothing waiting");
+}
+
+#[test]
 fn the_report_lists_its_lines_with_a_retry_button_each_until_pressed() {
     let mut r = Record::default();
     r.gather(vec![

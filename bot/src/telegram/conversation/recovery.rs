@@ -29,7 +29,7 @@ use crate::telegram::inbound::journal::{Progress, Unfinished, prompt_digest};
 use crate::telegram::inbound::merge::Ticket;
 use crate::telegram::inbound::update::{self, InMessage, Inbound};
 use crate::telegram::outbound::live::reaction::Outcome;
-use crate::telegram::outbound::texts;
+use crate::telegram::outbound::texts::{self, down};
 use crate::telegram::outbound::ui::Asker;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -100,7 +100,7 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
         .partition(|i| i.u.progress == Progress::Accepted && i.u.retries == 0);
     let mut lines: Vec<Line> = again
         .iter()
-        .map(|i| line(i, "answered", "it had not reached me yet: answered now.", None))
+        .map(|i| line(i, "answered", down::ANSWERED, None))
         .collect();
     let mut offers: Vec<Vec<Item>> = Vec::new();
     let session = match host.chats.session(&conversation).await {
@@ -133,11 +133,7 @@ async fn recover_conversation(host: &Arc<TelegramHost>, items: Vec<Item>, mut tu
             continue;
         }
         host.journal.mark_all(&ids, Progress::Retried);
-        lines.extend(
-            group
-                .first()
-                .map(|lead| line(lead, "rerun", "cut off before any tool ran: run again now.", None)),
-        );
+        lines.extend(group.first().map(|lead| line(lead, "rerun", down::RERUN, None)));
         let last = messages.len().checked_sub(1);
         match (&session, digest) {
             (Some(session), Some(d)) if at.is_some() && at == last && session.is_idle() => {
@@ -199,7 +195,7 @@ fn not_run_again(group: &[Item]) -> bool {
 fn line(lead: &Item, kind: &str, what: &str, retry: Option<i64>) -> Line {
     Line {
         key: format!("u{}:{kind}", lead.u.id),
-        text: format!("{} — {what}", down_report::quote(&lead.m.text)),
+        text: down::line(&down_report::quote(&lead.m.text), what),
         retry,
     }
 }
@@ -208,9 +204,9 @@ fn line(lead: &Item, kind: &str, what: &str, retry: Option<i64>) -> Line {
 fn held_back_line(lead: &Item, group: &[Item]) -> Line {
     let from = group.iter().map(|i| i.u.chunks.resume_at()).max().unwrap_or(0);
     if from == 0 {
-        line(lead, "held", "my answer was written but not sent: sent now.", None)
+        line(lead, "held", down::HELD, None)
     } else {
-        line(lead, "rest", "my answer was cut off: the rest was sent now.", None)
+        line(lead, "rest", down::REST, None)
     }
 }
 
@@ -221,23 +217,10 @@ async fn offer_retries(host: &TelegramHost, target: Target, mut lines: Vec<Line>
     for group in &offers {
         let Some(lead) = group.first() else { continue };
         host.keep_for_retry(lead.u.id, &lead.message_update);
-        let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
-        lines.push(if tool {
-            line(
-                lead,
-                "tool",
-                "I was restarted while working on your message, after a tool had started (it may have had \
-                 effects): not run again on my own. Retry runs it again.",
-                Some(lead.u.id),
-            )
+        lines.push(if after_tool(group) {
+            line(lead, "tool", down::AFTER_TOOL, Some(lead.u.id))
         } else {
-            line(
-                lead,
-                "twice",
-                "I was restarted twice while working on your message (no tool had run): not run again on my \
-                 own. Retry runs it again.",
-                Some(lead.u.id),
-            )
+            line(lead, "twice", down::TWICE, Some(lead.u.id))
         });
     }
     let kept = host.down_report.recovered(target, lines).await;
@@ -248,19 +231,23 @@ async fn offer_retries(host: &TelegramHost, target: Target, mut lines: Vec<Line>
                 chat = target.chat_id,
                 "cannot write the down report: {e}; a Retry is offered on its own"
             );
-            let tool = group.iter().any(|i| i.u.progress == Progress::Tool);
             let quoted: String = lead.m.text.chars().take(200).collect();
-            let text = if tool {
+            let text = if after_tool(&group) {
                 texts::interrupted(&quoted)
             } else {
                 texts::interrupted_twice(&quoted)
             };
-            host.offer_retry(lead.u.id, &lead.message_update, &lead.m, &text).await;
+            host.offer_retry(target, lead.u.id, &text).await;
         }
         let ids: Vec<i64> = group.iter().map(|i| i.u.id).collect();
         host.journal.mark_all(&ids, Progress::Done);
         host.tg.react_finished(&ids, Outcome::Failed);
     }
+}
+
+/// Whether a tool had started for `group`'s prompt (else it was cut off twice).
+fn after_tool(group: &[Item]) -> bool {
+    group.iter().any(|i| i.u.progress == Progress::Tool)
 }
 
 /// Continues the run a crash cut off right after `group`'s prompt (digest `digest`, the
@@ -375,21 +362,16 @@ impl TelegramHost {
         }
     }
 
-    /// Tells the chat that the run of `m` (update `update_id`) was cut off (`text`), keeping the
-    /// message for a Retry button.
-    pub async fn offer_retry(&self, update_id: i64, update: &Value, m: &InMessage, text: &str) {
-        self.keep_for_retry(update_id, update);
+    /// Tells the chat `to` that the run of update `update_id` was cut off (`text`), under a
+    /// Retry button; the update is kept for it already ([`keep_for_retry`](Self::keep_for_retry)).
+    async fn offer_retry(&self, to: Target, update_id: i64, text: &str) {
         let button = InlineKeyboardButton::callback("Retry", format!("{RETRY_PREFIX}{update_id}"));
-        let to = Target {
-            chat_id: m.chat_id,
-            thread: m.thread,
-        };
         let r = self
             .tg
             .send_plain(to, text, Some(InlineKeyboardMarkup::new(vec![vec![button]])))
             .await;
         if let Err(e) = r {
-            tracing::error!(chat = m.chat_id, "cannot tell the chat about the interrupted run: {e}");
+            tracing::error!(chat = to.chat_id, "cannot tell the chat about the interrupted run: {e}");
         }
     }
 

@@ -75,7 +75,8 @@ enum Kind {
     Other,
 }
 
-/// One attempt of a send, as reported to a [`Tg::send_html_reporting`] caller.
+/// One attempt of a send, as reported to a [`Tg::send_html_reporting`] or
+/// [`Tg::send_plain_reporting`] caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attempt {
     /// About to leave: reported after the flood-control waits and the journal's barrier, right
@@ -344,8 +345,23 @@ impl Tg {
         text: &str,
         markup: Option<InlineKeyboardMarkup>,
     ) -> Result<Message, RequestError> {
-        self.journal.barrier().await;
-        self.plain(to, text, markup).await
+        self.send_plain_reporting(to, text, markup, &|_| {}).await
+    }
+
+    /// [`send_plain`](Self::send_plain), telling `report` about every attempt (as
+    /// [`send_html_reporting`](Self::send_html_reporting) does): the down report marks itself
+    /// `sending` only as its request leaves, not while it waits out flood control.
+    pub async fn send_plain_reporting(
+        &self,
+        to: Target,
+        text: &str,
+        markup: Option<InlineKeyboardMarkup>,
+        report: &(dyn Fn(Attempt) + Send + Sync),
+    ) -> Result<Message, RequestError> {
+        self.with_flood_control_reporting(to.chat_id, "sendMessage", report, || {
+            self.plain_request(to, text, markup.clone()).into_future()
+        })
+        .await
     }
 
     async fn plain(

@@ -356,6 +356,53 @@ pub fn unknown_message(fields: &[&str]) -> String {
     }
 }
 
+/// The "while I was down" report's words (docs/exactly-once.md, "While I was down"): its frame
+/// here, what crash recovery did with each message below; the scheduler's lines about jobs come
+/// from the scheduler extension.
+pub mod down {
+    /// The report's first line.
+    pub const HEADING: &str = "🔌 While I was down";
+
+    /// What follows the heading.
+    pub const INTRO: &str = "The bot stopped (a crash or a restart) with work unfinished or jobs due. What happened:";
+
+    /// The mark a line gets once its Retry was pressed.
+    pub const RETRYING: &str = " — 🔁 Retrying.";
+
+    /// The label of a line's Retry button: `quoted` is its message's first words, in quotes.
+    pub fn retry_button(quoted: &str) -> String {
+        format!("Retry {quoted}")
+    }
+
+    /// Stands for a message's words when it has none.
+    pub const NO_TEXT: &str = "(a message without text)";
+
+    /// A line about a message: its first words (`quoted`), then `what` happened to it.
+    pub fn line(quoted: &str, what: &str) -> String {
+        format!("{quoted} — {what}")
+    }
+
+    /// Its prompt never reached the session: handled at start-up as if it just arrived.
+    pub const ANSWERED: &str = "it had not reached me yet: answered now.";
+
+    /// Cut off before any tool ran: run again once.
+    pub const RERUN: &str = "cut off before any tool ran: run again now.";
+
+    /// Its answer was in the transcript, not sent: sent now.
+    pub const HELD: &str = "my answer was written but not sent: sent now.";
+
+    /// Part of its answer was sent: the rest sent now.
+    pub const REST: &str = "my answer was cut off: the rest was sent now.";
+
+    /// Cut off after a tool started: not run again (the tool may have had effects).
+    pub const AFTER_TOOL: &str = "I was restarted while working on your message, after a tool had started (it may \
+have had effects): not run again on my own. Retry runs it again.";
+
+    /// Cut off in its one automatic re-run too: not run again (the message may stop the bot).
+    pub const TWICE: &str = "I was restarted twice while working on your message (no tool had run): not run \
+again on my own. Retry runs it again.";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,27 +113,53 @@ impl JobScheduler {
     /// Hands `caught` to the host's report (or tells each note when there is none), then
     /// records the cut-off runs it took as told.
     pub(super) async fn report_caught_up(&self, caught: Vec<CaughtUp>) {
-        let delivery = self.inner.config.delivery.clone();
-        let reported = delivery.while_down(&caught).await;
-        if let Err(e) = &reported {
-            tracing::debug!("catch-up told note by note: {e}");
+        match self.inner.config.delivery.while_down(&caught).await {
+            Ok(()) => self.mark_all_told(caught.into_iter().filter_map(|c| c.told)).await,
+            Err(e) => {
+                tracing::debug!("catch-up told note by note: {e}");
+                self.tell_each(caught).await;
+            }
         }
-        let mut touched = Vec::new();
+    }
+
+    /// Tells each of `caught` that has a note by that note, then records the cut-off runs whose
+    /// chat has it (or that had nothing to tell) as told; one not told is told again after the
+    /// next restart.
+    pub(super) async fn tell_each(&self, caught: Vec<CaughtUp>) {
+        let mut told = Vec::new();
         for c in caught {
-            let told = match (&reported, c.note) {
-                (Ok(()), _) | (Err(_), None) => true,
-                (Err(_), Some(note)) => match delivery.notify(c.target, note).await {
-                    Ok(()) => true,
-                    Err(e) => {
-                        tracing::warn!(job = %c.key, "the chat could not be told of a missed or cut-off run (told again after the next restart if it was cut off): {e}");
-                        false
-                    }
-                },
-            };
-            if let (true, Some((ws, id, slot))) = (told, c.told)
-                && self.mark_told(ws, &id, slot)
-                && !touched.contains(&ws)
+            if let Some(note) = c.note
+                && let Err(e) = self.inner.config.delivery.notify(c.target, note).await
             {
+                tracing::warn!(job = %c.key, "the chat could not be told of a missed or cut-off run (told again after the next restart if it was cut off): {e}");
+                continue;
+            }
+            told.extend(c.told);
+        }
+        self.mark_all_told(told).await;
+    }
+
+    /// The runs of workspace `ws` recorded `interrupted` and not told yet.
+    pub(super) fn untold_cut_offs(&self, ws: u32) -> Vec<CaughtUp> {
+        let st = self.state();
+        st.ws(ws)
+            .into_iter()
+            .flat_map(|w| w.entries())
+            .flat_map(|e| {
+                let records = e.job.last_run.as_deref().into_iter().chain(e.job.history.iter());
+                records
+                    .filter(|r| r.status == RunStatus::Interrupted && r.untold)
+                    .map(|r| CaughtUp::cut(ws, &e.job, r))
+            })
+            .collect()
+    }
+
+    /// Records each `(workspace, job id, slot)` of `told` as told ([`mark_told`](Self::mark_told))
+    /// and writes the workspaces that changed.
+    async fn mark_all_told(&self, told: impl IntoIterator<Item = (u32, String, DateTime<Utc>)>) {
+        let mut touched = Vec::new();
+        for (ws, id, slot) in told {
+            if self.mark_told(ws, &id, slot) && !touched.contains(&ws) {
                 touched.push(ws);
             }
         }
@@ -144,7 +170,7 @@ impl JobScheduler {
 
     /// Records the `interrupted` run of `slot` of job `id` in workspace `ws` as told; returns
     /// whether the job is still there.
-    pub(super) fn mark_told(&self, ws: u32, id: &str, slot: DateTime<Utc>) -> bool {
+    fn mark_told(&self, ws: u32, id: &str, slot: DateTime<Utc>) -> bool {
         let mut st = self.state();
         let found = st
             .ws_mut(ws)

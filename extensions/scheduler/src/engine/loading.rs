@@ -2,7 +2,7 @@
 
 use super::WorkspaceOwner;
 use super::{CaughtUp, Entry, JobScheduler, Key, LoadReport, Workspace};
-use crate::job::{Job, JobOrigin, JobTarget, RunRecord, RunStatus, ScheduleSpec};
+use crate::job::{Job, JobOrigin, RunRecord, ScheduleSpec};
 use crate::slots::{self, Due};
 use crate::store::{self, Loaded, StoreError};
 use std::path::{Path, PathBuf};
@@ -205,54 +205,15 @@ impl JobScheduler {
         match caught {
             Some(caught) => {
                 caught.extend(rerun_lines);
-                let st = self.state();
-                for e in st.ws(id).into_iter().flat_map(|w| w.entries()) {
-                    let records = e.job.last_run.as_deref().into_iter().chain(e.job.history.iter());
-                    caught.extend(
-                        records
-                            .filter(|r| r.status == RunStatus::Interrupted && r.untold)
-                            .map(|r| CaughtUp::cut(id, &e.job, r)),
-                    );
-                }
+                caught.extend(self.untold_cut_offs(id));
             }
             None if untold => {
                 let me = self.clone();
-                tokio::spawn(async move { me.tell_cut_offs(id).await });
+                tokio::spawn(async move { me.tell_each(me.untold_cut_offs(id)).await });
             }
             None => {}
         }
         count
-    }
-
-    /// Tells the chats of workspace `ws` about the runs recorded `interrupted` and not told yet,
-    /// and records each as told once its notice reached the chat.
-    async fn tell_cut_offs(&self, ws: u32) {
-        let untold: Vec<(String, JobTarget, chrono::DateTime<chrono::Utc>, String)> = {
-            let st = self.state();
-            let Some(w) = st.ws(ws) else { return };
-            w.entries()
-                .flat_map(|e| {
-                    e.job
-                        .last_run
-                        .as_deref()
-                        .into_iter()
-                        .chain(e.job.history.iter())
-                        .filter(|r| r.status == RunStatus::Interrupted && r.untold)
-                        .map(|r| (e.job.id.clone(), e.job.target, r.slot, slots::cut_off_note(&e.job, r)))
-                })
-                .collect()
-        };
-        if untold.is_empty() {
-            return;
-        }
-        for (id, target, slot, text) in untold {
-            if let Err(e) = self.inner.config.delivery.notify(target, text).await {
-                tracing::warn!(job = %id, "the chat could not be told of a cut-off run (told again after the next restart): {e}");
-                continue;
-            }
-            self.mark_told(ws, &id, slot);
-        }
-        self.persist_logged(ws).await;
     }
 }
 
