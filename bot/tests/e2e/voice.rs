@@ -157,6 +157,14 @@ impl Voice {
     }
 }
 
+/// The texts the bot gave the Bot API double's `method` (drafts, edits), in order.
+fn call_texts(tg: &BotApiServer, method: &str) -> Vec<String> {
+    tg.calls(method)
+        .iter()
+        .filter_map(|c| c.text().map(str::to_owned))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_what_was_heard() {
     let v = Voice::start(KEY, "", "").await;
@@ -200,11 +208,7 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
         "the key never reaches the model"
     );
     assert_eq!(texts(&v.tg, OWNER), ["Sunny, 21 degrees."]);
-    let drafts: Vec<String> =
-        v.tg.calls("sendMessageDraft")
-            .iter()
-            .filter_map(|c| c.text().map(str::to_owned))
-            .collect();
+    let drafts = call_texts(&v.tg, "sendMessageDraft");
     assert!(drafts.contains(&format!("🎤 “{said}”")), "{drafts:?}");
 }
 
@@ -230,11 +234,7 @@ async fn without_live_answers_the_progress_line_leads_with_what_was_heard() {
         "the progress line showed the quote first: {:?}",
         v.tg.calls("sendMessage")
     );
-    let edits: Vec<String> =
-        v.tg.calls("editMessageText")
-            .iter()
-            .filter_map(|c| c.text().map(str::to_owned))
-            .collect();
+    let edits = call_texts(&v.tg, "editMessageText");
     assert!(edits.contains(&format!("{quote}\n⚙️ bash")), "{edits:?}");
     // The progress line went with the run: only the answer stays.
     v.tg.wait_for(|s| texts(s, OWNER) == ["The job is done."], T)

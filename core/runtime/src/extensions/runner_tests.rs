@@ -18,8 +18,12 @@ struct OpenSpans {
 }
 
 impl OpenSpans {
+    fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<u64, usize>> {
+        self.refs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn open(&self) -> usize {
-        self.refs.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.refs().len()
     }
 }
 
@@ -32,16 +36,18 @@ impl Subscriber for Counting {
     }
     fn new_span(&self, _: &Attributes<'_>) -> Id {
         let id = self.0.next.fetch_add(1, Ordering::SeqCst) + 1;
-        self.0.refs.lock().unwrap_or_else(|e| e.into_inner()).insert(id, 1);
+        self.0.refs().insert(id, 1);
         Id::from_u64(id)
     }
     fn clone_span(&self, id: &Id) -> Id {
-        *self.0.refs.lock().unwrap_or_else(|e| e.into_inner()).entry(id.into_u64()).or_default() += 1;
+        *self.0.refs().entry(id.into_u64()).or_default() += 1;
         id.clone()
     }
     fn try_close(&self, id: Id) -> bool {
-        let mut refs = self.0.refs.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(n) = refs.get_mut(&id.into_u64()) else { return false };
+        let mut refs = self.0.refs();
+        let Some(n) = refs.get_mut(&id.into_u64()) else {
+            return false;
+        };
         *n -= 1;
         let closed = *n == 0;
         if closed {
