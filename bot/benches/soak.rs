@@ -11,7 +11,9 @@
 //! from the middle sample to the end, issue 25).
 //!
 //! Knobs: `SOAK_CHATS`, `SOAK_WAVES` (sizes); `SOAK_HOLD_SECS` (keeps the bot running that long
-//! after the last sample, to look inside it); the shared ones of `common` (`HOST_BENCH_BIN`, ...).
+//! after the last sample, to look inside it); `SOAK_SMAPS=<dir>` (copies the bot's
+//! `/proc/<pid>/smaps` there at every sample, as `smaps.<messages>`, to see which mappings hold
+//! its memory); the shared ones of `common` (`HOST_BENCH_BIN`, ...).
 
 // A measurement binary, not library code: it panics on setup failure and prints its results.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, clippy::print_stderr)]
@@ -129,7 +131,14 @@ fn main() {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let start = bot.rss_mb();
         // (messages answered, RSS, of which anonymous, of which file-backed), in MiB.
-        let parts = |n: usize| (n, bot.rss_mb(), bot.status_mb("RssAnon"), bot.status_mb("RssFile"));
+        let smaps = std::env::var("SOAK_SMAPS").ok();
+        let parts = |n: usize| {
+            if let Some(dir) = &smaps {
+                let from = format!("/proc/{}/smaps", bot.child.id());
+                std::fs::copy(&from, format!("{dir}/smaps.{n}")).unwrap_or_else(|e| panic!("{from}: {e}"));
+            }
+            (n, bot.rss_mb(), bot.status_mb("RssAnon"), bot.status_mb("RssFile"))
+        };
         let mut samples = vec![parts(0)];
         let t0 = std::time::Instant::now();
         for wave in 0..waves {

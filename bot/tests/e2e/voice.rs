@@ -2,7 +2,8 @@
 //! double's `getFile` to the strict transcription double, and the model's request holds the
 //! transcript; a reminder spoken as a note becomes a job in the chat's zone; over-long and
 //! over-size notes are kept and not sent; 401, 429 and 5xx from the service are retried or
-//! reported, and the model still hears that a note came.
+//! reported, and the model still hears that a note came; what was heard leads the draft, or the
+//! progress line without live answers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -76,6 +77,19 @@ impl Voice {
 
     /// The doubles and the state of [`Voice::start`], the bot not started yet.
     pub(crate) async fn doubles(double_key: &str, top: &str, extra: &str) -> Stopped {
+        Voice::doubles_in(double_key, top, "", extra).await
+    }
+
+    /// [`Voice::start`] with `telegram` in the `[telegram]` section.
+    pub(crate) async fn start_in(double_key: &str, top: &str, telegram: &str, extra: &str) -> Voice {
+        Voice::doubles_in(double_key, top, telegram, extra)
+            .await
+            .restart()
+            .await
+    }
+
+    /// [`Voice::doubles`] with `telegram` in the `[telegram]` section.
+    pub(crate) async fn doubles_in(double_key: &str, top: &str, telegram: &str, extra: &str) -> Stopped {
         let model = ModelServer::start().await.unwrap();
         let tg = BotApiServer::start(TOKEN).await.unwrap();
         let audio = AudioServer::start(Some(double_key)).await.unwrap();
@@ -83,7 +97,10 @@ impl Voice {
             "[voice]\nstt_base_url = \"{url}\"\ntts_base_url = \"{url}\"\nstt_api_key_env = \"E2E_VOICE_KEY\"\n{extra}\n",
             url = audio.base_url()
         );
-        let env = Env::new(&model.url(), &format!("{top}\n{}{voice}", telegram_config(&tg, "")));
+        let env = Env::new(
+            &model.url(),
+            &format!("{top}\n{}{voice}", telegram_config(&tg, telegram)),
+        );
         Stopped { model, tg, audio, env }
     }
 
@@ -140,6 +157,14 @@ impl Voice {
     }
 }
 
+/// The texts the bot gave the Bot API double's `method` (drafts, edits), in order.
+fn call_texts(tg: &BotApiServer, method: &str) -> Vec<String> {
+    tg.calls(method)
+        .iter()
+        .filter_map(|c| c.text().map(str::to_owned))
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_what_was_heard() {
     let v = Voice::start(KEY, "", "").await;
@@ -183,12 +208,38 @@ async fn a_spoken_note_reaches_the_model_as_its_transcript_and_the_user_sees_wha
         "the key never reaches the model"
     );
     assert_eq!(texts(&v.tg, OWNER), ["Sunny, 21 degrees."]);
-    let drafts: Vec<String> =
-        v.tg.calls("sendMessageDraft")
-            .iter()
-            .filter_map(|c| c.text().map(str::to_owned))
-            .collect();
+    let drafts = call_texts(&v.tg, "sendMessageDraft");
     assert!(drafts.contains(&format!("🎤 “{said}”")), "{drafts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_live_answers_the_progress_line_leads_with_what_was_heard() {
+    let v = Voice::start_in(KEY, "", "streaming = \"off\"", "").await;
+    let said = "run the slow job";
+    v.audio.set_transcript(said);
+    v.model
+        .push(Turn::call("toolu_v1", "bash", json!({"command": "sleep 2; echo ok"})));
+    v.model.push(Turn::reply("The job is done."));
+    let (file, _, secs) = v.note(said, "job");
+    v.tg.push_update(updates::voice_message(OWNER, OWNER, &file, secs));
+    v.wait_text("The job is done.").await;
+
+    let quote = format!("🎤 “{said}”");
+    let line =
+        v.tg.calls("sendMessage")
+            .into_iter()
+            .find(|c| c.text() == Some(quote.as_str()));
+    assert!(
+        line.is_some(),
+        "the progress line showed the quote first: {:?}",
+        v.tg.calls("sendMessage")
+    );
+    let edits = call_texts(&v.tg, "editMessageText");
+    assert!(edits.contains(&format!("{quote}\n⚙️ bash")), "{edits:?}");
+    // The progress line went with the run: only the answer stays.
+    v.tg.wait_for(|s| texts(s, OWNER) == ["The job is done."], T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{:?}", texts(&v.tg, OWNER)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

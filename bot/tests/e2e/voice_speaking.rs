@@ -2,7 +2,8 @@
 //! `sendVoice` whose bytes are the speech service's OGG/Opus (the Bot API double parses the
 //! container) with its length and the answer as caption; `auto` speaks the answer to a voice
 //! note and writes the answer to a typed message; code stays text; an answer longer than a
-//! caption follows its voice message as text; a failed synthesis delivers the text and says so.
+//! caption follows its voice message as text; a failed synthesis, or a voice message Telegram
+//! refuses, delivers the text and says so.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -193,4 +194,27 @@ async fn under_auto_a_video_note_is_spoken_to_and_a_video_file_is_not() {
     let text = crate::kinds::last_user_text(&v.requests(2).await[1]);
     assert!(text.contains("[video saved: inbox/film.mp4"), "{text}");
     assert_eq!(v.audio.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_message_telegram_refuses_leaves_the_answer_as_text_and_says_so() {
+    let v = Voice::start(crate::voice::KEY, "", "").await;
+    v.voice_mode("on", "Answers are spoken by").await;
+    v.speech("Spoken, but refused.");
+    v.tg.fail_next("sendVoice", 400, "Bad Request: VOICE_MESSAGES_FORBIDDEN", None);
+    v.model.push(Turn::reply("Spoken, but refused."));
+    v.tg.push_update(updates::text_message(OWNER, OWNER, "say it"));
+    v.wait_text("did not take the answer's voice message").await;
+    assert_eq!(v.tg.calls("sendVoice").len(), 1, "a refusal is not tried again");
+    assert!(voices(&v).is_empty());
+    assert_eq!(v.audio.speeches(), vec![spoken("Spoken, but refused.")]);
+    let shown = texts(&v.tg, OWNER);
+    let n = shown.len();
+    assert_eq!(shown[n - 2], "Spoken, but refused.", "{shown:?}");
+    assert!(
+        shown[n - 1].starts_with("🔈 Telegram did not take the answer's voice message (")
+            && shown[n - 1].contains("VOICE_MESSAGES_FORBIDDEN")
+            && shown[n - 1].ends_with("It is above as text."),
+        "{shown:?}"
+    );
 }

@@ -518,37 +518,9 @@ impl Tg {
         caption: Option<&str>,
         as_photo: bool,
     ) -> Result<(), RequestError> {
-        use teloxide::types::InputFile;
-        self.journal.barrier().await;
-        let method = if as_photo { "sendPhoto" } else { "sendDocument" };
-        self.with_flood_control(to.chat_id, Kind::Message, method, || {
-            let file = InputFile::file(path.to_path_buf()).file_name(name.to_owned());
-            let thread = to.thread.map(|t| ThreadId(MessageId(t)));
-            let caption = caption.map(str::to_owned);
-            let bot = self.bot.clone();
-            async move {
-                if as_photo {
-                    let mut req = bot.send_photo(ChatId(to.chat_id), file);
-                    if let Some(t) = thread {
-                        req = req.message_thread_id(t);
-                    }
-                    if let Some(c) = caption {
-                        req = req.caption(c);
-                    }
-                    req.await.map(|_| ())
-                } else {
-                    let mut req = bot.send_document(ChatId(to.chat_id), file);
-                    if let Some(t) = thread {
-                        req = req.message_thread_id(t);
-                    }
-                    if let Some(c) = caption {
-                        req = req.caption(c);
-                    }
-                    req.await.map(|_| ())
-                }
-            }
-        })
-        .await
+        let kind = if as_photo { Upload::Photo } else { Upload::Document };
+        let file = || teloxide::types::InputFile::file(path.to_path_buf()).file_name(name.to_owned());
+        self.upload(to, kind, file, caption).await.map(|_| ())
     }
 
     /// Sends `bytes` as `kind` (a photo: PNG or JPEG; or a document) named `file_name`, with an
@@ -562,14 +534,22 @@ impl Tg {
         bytes: Vec<u8>,
         caption: Option<&str>,
     ) -> Result<Message, RequestError> {
+        let file = || teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
+        self.upload(to, kind, file, caption).await
+    }
+
+    /// Sends the file `file` makes (anew for each attempt) as `kind`, in `to`'s topic with the
+    /// optional plain `caption`, after the journal's barrier and under flood control.
+    async fn upload(
+        &self,
+        to: Target,
+        kind: Upload,
+        file: impl Fn() -> teloxide::types::InputFile,
+        caption: Option<&str>,
+    ) -> Result<Message, RequestError> {
         self.journal.barrier().await;
-        let method = match kind {
-            Upload::Photo => "sendPhoto",
-            Upload::Document => "sendDocument",
-        };
-        self.with_flood_control(to.chat_id, Kind::Message, method, || {
-            let file = teloxide::types::InputFile::memory(bytes.clone()).file_name(file_name.to_owned());
-            let (bot, chat) = (&self.bot, ChatId(to.chat_id));
+        self.with_flood_control(to.chat_id, Kind::Message, kind.method(), || {
+            let (bot, chat, file) = (&self.bot, ChatId(to.chat_id), file());
             async move {
                 match kind {
                     Upload::Photo => upload_options!(bot.send_photo(chat, file), to, caption).await,
@@ -588,6 +568,16 @@ pub enum Upload {
     Photo,
     /// `sendDocument`: a file to open.
     Document,
+}
+
+impl Upload {
+    /// The Bot API method that sends it (named in the error metrics).
+    fn method(self) -> &'static str {
+        match self {
+            Upload::Photo => "sendPhoto",
+            Upload::Document => "sendDocument",
+        }
+    }
 }
 
 /// What Telegram said, for people: its description for an API error; a network, file or

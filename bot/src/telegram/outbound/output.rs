@@ -11,6 +11,7 @@
 //! delivered.
 
 mod preview;
+mod progress;
 
 use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress, Rest};
@@ -25,6 +26,7 @@ use crate::telegram::outbound::render::{Chunk, markdown_chunks};
 use crate::telegram::outbound::texts;
 use crate::telegram::voice::Speech;
 use crate::telegram::voice::answer::{TextPart, VOICE_CHUNK};
+use progress::progress_line;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
@@ -414,13 +416,7 @@ impl Delivery {
                     self.on_out(msg, &mut st).await;
                 }
                 _ = typing.tick(), if st.running => self.tg.typing(self.to).await,
-                _ = edits.tick(), if st.dirty => {
-                    if let Some(id) = st.progress {
-                        let line = progress_line(st.heard.as_deref(), &st.tools);
-                        self.tg.edit_progress(self.to, id, &line).await;
-                    }
-                    st.dirty = false;
-                }
+                _ = edits.tick(), if st.dirty => self.edit_progress(&mut st).await,
                 () = draft_due, if due.is_some() => {
                     if let Some(stream) = st.stream.as_mut() {
                         match self.mode {
@@ -537,19 +533,6 @@ impl Delivery {
             Out::Flush(done) => {
                 let _ = done.send(());
             }
-        }
-    }
-
-    /// Sends the progress line (Mode::Off) or marks it for the next edit.
-    async fn show_progress(&self, st: &mut RunState) {
-        if st.progress.is_some() {
-            st.dirty = true;
-            return;
-        }
-        let line = progress_line(st.heard.as_deref(), &st.tools);
-        if let Ok(m) = self.tg.send_plain(self.to, &line, None).await {
-            st.progress = Some(m.id.0);
-            self.marks.set(self.to, m.id.0);
         }
     }
 
@@ -687,41 +670,4 @@ struct RunState {
     /// The answer being written (with live answers): drafted, or previewed in `preview`.
     stream: Option<DraftStream>,
     preview: preview::Preview,
-}
-
-/// The progress line, led by what a voice note was `heard` as (on a line of its own).
-fn progress_line(heard: Option<&str>, tools: &[String]) -> String {
-    match (heard, tools.is_empty()) {
-        (Some(quote), true) => quote.to_owned(),
-        (Some(quote), false) => format!("{quote}\n{}", progress_text(tools)),
-        (None, _) => progress_text(tools),
-    }
-}
-
-/// The progress line: the tools used so far, short.
-fn progress_text(tools: &[String]) -> String {
-    const SHOWN: usize = 8;
-    let mut names: Vec<&str> = tools.iter().map(String::as_str).collect();
-    let more = names.len().saturating_sub(SHOWN);
-    names.drain(..more);
-    let mut s = format!("⚙️ {}", names.join(" → "));
-    if more > 0 {
-        s = format!("⚙️ … +{more} → {}", names.join(" → "));
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_text_keeps_the_last_tools() {
-        assert_eq!(progress_text(&["bash".into(), "read".into()]), "⚙️ bash → read");
-        let many: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
-        assert!(progress_text(&many).starts_with("⚙️ … +2 → t2"));
-        let heard = Some("🎤 “call Anna”");
-        assert_eq!(progress_line(heard, &[]), "🎤 “call Anna”");
-        assert_eq!(progress_line(heard, &["bash".into()]), "🎤 “call Anna”\n⚙️ bash");
-    }
 }

@@ -17,7 +17,7 @@
 //! written (a live answer's early chunks). A failed synthesis delivers the text and says so in
 //! one sentence naming the service.
 
-use super::speakable::{TextOnly, spoken};
+use super::speakable::spoken;
 use super::{Voice, texts};
 use crate::features::port::Target;
 use crate::telegram::conversation::settings::SettingsStore;
@@ -185,7 +185,7 @@ impl Speech {
         let words = match spoken(md, self.voice.config.tts_max_chars) {
             Ok(w) => w,
             Err(why) => {
-                tracing::info!(chat = to.chat_id, "the answer stays text: {}", text_only(&why));
+                tracing::info!(chat = to.chat_id, "the answer stays text: {why}");
                 return TextPart::text(0);
             }
         };
@@ -239,15 +239,6 @@ pub fn caption(chunks: &[Chunk]) -> Option<&Chunk> {
     match chunks {
         [one] if utf16_len(&one.source) <= CAPTION_LIMIT => Some(one),
         _ => None,
-    }
-}
-
-fn text_only(why: &TextOnly) -> String {
-    match why {
-        TextOnly::Code => "it holds a code block".to_owned(),
-        TextOnly::Table => "it holds a table".to_owned(),
-        TextOnly::TooLong { chars, max } => format!("{chars} characters, over [voice] tts_max_chars ({max})"),
-        TextOnly::Empty => "no words in it".to_owned(),
     }
 }
 

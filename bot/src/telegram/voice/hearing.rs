@@ -74,7 +74,7 @@ impl Transcriber {
         prompt: Option<&str>,
     ) -> Result<String, AudioError> {
         self.service
-            .retrying("transcription", |_| self.once(audio, language, prompt))
+            .retrying("transcription", || self.once(audio, language, prompt))
             .await
     }
 

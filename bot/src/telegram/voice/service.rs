@@ -119,16 +119,16 @@ impl Service {
         }
     }
 
-    /// Runs `attempt` (given its 0-based number) until it succeeds, fails in a way trying again
-    /// would not help, or [`RETRIES`] more attempts failed; logs each retry as `what`.
+    /// Runs `attempt` until it succeeds, fails in a way trying again would not help, or
+    /// [`RETRIES`] more attempts failed; logs each retry as `what`.
     pub async fn retrying<T, F, Fut>(&self, what: &str, mut attempt: F) -> Result<T, AudioError>
     where
-        F: FnMut(u32) -> Fut,
+        F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AudioError>>,
     {
         let mut n = 0;
         loop {
-            match attempt(n).await {
+            match attempt().await {
                 Err(e) if n < RETRIES => match e.retry_in(n) {
                     Some(wait) => {
                         tracing::info!(service = %self.name, "{what} failed ({e}); trying again in {wait:?}");

@@ -5,14 +5,17 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-/// Why an answer stays text only.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why an answer stays text only; `Display` says it for the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TextOnly {
     /// It holds a code block.
+    #[error("it holds a code block")]
     Code,
     /// It holds a table.
+    #[error("it holds a table")]
     Table,
     /// Its words are `chars` characters, over `max` (`[voice] tts_max_chars`).
+    #[error("{chars} characters, over [voice] tts_max_chars ({max})")]
     TooLong {
         /// Characters of the words to speak.
         chars: usize,
@@ -20,6 +23,7 @@ pub enum TextOnly {
         max: usize,
     },
     /// No words in it.
+    #[error("no words in it")]
     Empty,
 }
 

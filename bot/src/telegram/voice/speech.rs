@@ -82,7 +82,7 @@ impl Speaker {
     /// `text` spoken (at most 4096 characters, the API's limit; `[voice] tts_max_chars` keeps
     /// answers under it), tried again where it helps.
     pub async fn speak(&self, text: &str) -> Result<Spoken, AudioError> {
-        self.service.retrying("speech", |_| self.once(text)).await
+        self.service.retrying("speech", || self.once(text)).await
     }
 
     async fn once(&self, text: &str) -> Result<Spoken, AudioError> {

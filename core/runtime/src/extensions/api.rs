@@ -132,7 +132,6 @@ pub struct ExtensionApiImpl {
     pub(crate) binding: Arc<Binding>,
     pub(crate) bus: Arc<Bus>,
     pub(crate) processes: Arc<dyn ProcessSpawnPolicy>,
-    pub(crate) span: tracing::Span,
 }
 
 impl ExtensionApiImpl {
@@ -271,7 +270,10 @@ impl ExtensionApi for ExtensionApiImpl {
     }
 
     fn logger(&self) -> tracing::Span {
-        self.span.clone()
+        // Made when asked, not held: a span kept per extension per loaded session took a slot of
+        // the subscriber's registry each (about ten per session), and the registry keeps every
+        // slot it ever grew to (docs/benchmarks.md, "Memory over a long run").
+        tracing::info_span!("extension", name = %self.name)
     }
 
     fn processes(&self) -> Arc<dyn ProcessSpawnPolicy> {

@@ -106,7 +106,6 @@ impl ExtensionRunner {
                 binding: self.binding.clone(),
                 bus: self.bus.clone(),
                 processes: self.processes.clone(),
-                span: tracing::info_span!("extension", name = %name),
             });
             let result = AssertUnwindSafe(ext.activate(api.clone())).catch_unwind().await;
             let staged = api
@@ -254,3 +253,7 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".to_owned());
     format!("panicked: {msg}")
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

@@ -2,7 +2,8 @@
 //! editing it as the answer grows, turning it into the answer's first chunk, and deleting one
 //! that has nothing more to show.
 
-use super::{Delivery, progress_text};
+use super::Delivery;
+use super::progress::progress_text;
 use crate::telegram::inbound::journal::Answering;
 use crate::telegram::outbound::api::{DraftSent, DraftText};
 use crate::telegram::outbound::live::draft::{DraftStream, Shown};
