@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::features::allowance::spend_dir;
 use crate::features::port::chat_key;
 use crate::features::usage::usage;
+use crate::telegram::stored_time_zone;
 use std::path::PathBuf;
 use volcanic_allowance::{SpendStore, local_day};
 
@@ -18,7 +19,10 @@ pub struct UsageSource {
     dir: Option<PathBuf>,
     /// The chat shown without an argument: the first owner's private chat.
     owner: Option<i64>,
-    /// Days and months are counted in the config's `default_time_zone`.
+    /// Where `chat-settings.json` is: days and months are counted in the chat's own zone
+    /// (`/tz`), as the chat's `/usage` counts them.
+    state_dir: PathBuf,
+    /// The zone of a chat that set none: the config's `default_time_zone`.
     zone: chrono_tz::Tz,
 }
 
@@ -31,6 +35,7 @@ impl UsageSource {
                 .contains_key("allowance")
                 .then(|| spend_dir(&config.state_dir)),
             owner: config.telegram.owners.first().copied(),
+            state_dir: config.state_dir.clone(),
             zone: config.default_time_zone,
         }
     }
@@ -52,9 +57,11 @@ impl UsageSource {
                 .map_err(|_| format!("/usage [chat id]: `{id}` is not a chat id (e.g. 123456 or -100123456)"))?,
         };
         let store = SpendStore::open_read_only(dir).map_err(|e| e.to_string())?;
-        let today = local_day(chrono::Utc::now(), self.zone);
-        let numbers = usage(&store, &chat_key(chat), today, true).numbers(&format!("chat {chat}"));
-        Ok(format!("{numbers}\n(Days in {}.)", self.zone.name()))
+        let key = chat_key(chat);
+        let zone = stored_time_zone(&self.state_dir, &key).unwrap_or(self.zone);
+        let today = local_day(chrono::Utc::now(), zone);
+        let numbers = usage(&store, &key, today, true).numbers(&format!("chat {chat}"));
+        Ok(format!("{numbers}\n(Days in {}.)", zone.name()))
     }
 }
 
@@ -68,6 +75,7 @@ mod tests {
         UsageSource {
             dir,
             owner,
+            state_dir: PathBuf::from("/nonexistent"),
             zone: chrono_tz::UTC,
         }
     }
@@ -97,5 +105,17 @@ mod tests {
         assert!(s.report("bob").unwrap_err().contains("`bob` is not a chat id"));
         assert!(source(Some(dir), None).report("").unwrap_err().contains("name a chat"));
         assert!(source(None, Some(7)).report("").unwrap_err().contains("[allowance]"));
+        // A chat with its own zone (`/tz`) is counted in it, as its own /usage counts.
+        std::fs::write(
+            tmp.path().join("chat-settings.json"),
+            r#"{"7":{"time_zone":"Asia/Tokyo"}}"#,
+        )
+        .unwrap();
+        let zoned = UsageSource {
+            state_dir: tmp.path().to_path_buf(),
+            ..source(Some(tmp.path().join("spend")), Some(7))
+        };
+        assert!(zoned.report("").unwrap().ends_with("(Days in Asia/Tokyo.)"));
+        assert!(zoned.report("-42").unwrap().ends_with("(Days in UTC.)"));
     }
 }

@@ -21,4 +21,5 @@ pub mod outbound;
 mod voice;
 
 pub(crate) use chat_port::TelegramPort;
+pub(crate) use conversation::settings::stored_time_zone;
 pub(crate) use host::{TelegramHost, private_files, run};

@@ -79,6 +79,16 @@ struct Ignored {
     why: String,
 }
 
+/// The IANA zone chat `chat` (its chat key) set with `/tz`, read from
+/// `<state_dir>/chat-settings.json` without changing anything (for a reader beside the running
+/// bot, such as the console's `/usage`). `None` when the file, the chat or its zone is missing,
+/// unreadable or not an IANA name: the caller uses the config's default, as the bot does.
+pub fn stored_time_zone(state_dir: &std::path::Path, chat: &str) -> Option<chrono_tz::Tz> {
+    let bytes = std::fs::read(state_dir.join("chat-settings.json")).ok()?;
+    let map: BTreeMap<String, StoredSettings> = serde_json::from_slice(&bytes).ok()?;
+    map.get(chat)?.time_zone.as_deref()?.parse().ok()
+}
+
 impl SettingsStore {
     /// Loads `<state_dir>/chat-settings.json`, checking models against `models` (known, and
     /// its provider has a key). Logs a warning for each ignored value. Returns the store and,
@@ -361,5 +371,27 @@ mod tests {
         );
         assert_eq!(s.get("42").time_zone.as_deref(), Some("Europe/Berlin"));
         assert_eq!(s.get("42").model, None);
+    }
+
+    #[test]
+    fn a_stored_zone_is_read_without_touching_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(stored_time_zone(dir.path(), "42"), None);
+        let path = dir.path().join("chat-settings.json");
+        std::fs::write(
+            &path,
+            r#"{"42":{"time_zone":"Europe/Berlin"},"43":{"time_zone":"Mars/Base"}}"#,
+        )
+        .unwrap();
+        assert_eq!(stored_time_zone(dir.path(), "42"), Some(chrono_tz::Europe::Berlin));
+        assert_eq!(stored_time_zone(dir.path(), "43"), None, "not an IANA zone");
+        assert_eq!(stored_time_zone(dir.path(), "44"), None, "no such chat");
+        std::fs::write(&path, "{garbled").unwrap();
+        assert_eq!(stored_time_zone(dir.path(), "42"), None);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{garbled",
+            "a corrupt file stays where it is"
+        );
     }
 }
