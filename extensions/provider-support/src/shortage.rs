@@ -1,5 +1,5 @@
 //! The provider's policy for a shortage on this machine ([`volcanic_abstractions::shortage`]):
-//! which failures of a connection are one ([`local_shortage`]) and the pauses that wait one out
+//! which failures of a connection are one (`local_shortage`) and the pauses that wait one out
 //! ([`Pauses`]).
 //!
 //! A shortage met while connecting to the provider: the process or the machine
@@ -66,20 +66,22 @@ impl Pauses {
 mod tests {
     use super::*;
 
-    /// An error that wraps another, as the HTTP client's layers do.
-    #[derive(Debug, thiserror::Error)]
-    #[error("connect failed")]
-    struct Wrapped(#[source] std::io::Error);
+    /// An error that wraps an OS error, as the HTTP client's layers do.
+    fn wrapped(errno: i32) -> volcanic_abstractions::sessions::SessionStoreError {
+        volcanic_abstractions::sessions::SessionStoreError::Io {
+            action: "connect",
+            path: "/x".into(),
+            source: std::io::Error::from_raw_os_error(errno),
+        }
+    }
 
     #[test]
     fn shortages_are_found_through_the_sources_and_others_are_not() {
         for errno in [libc::EMFILE, libc::ENFILE, libc::ENOMEM, libc::ENOBUFS] {
-            let e = Wrapped(std::io::Error::from_raw_os_error(errno));
-            assert!(local_shortage(&e), "errno {errno}");
+            assert!(local_shortage(&wrapped(errno)), "errno {errno}");
         }
         for errno in [libc::ECONNREFUSED, libc::ENETUNREACH, libc::ENOSPC] {
-            let e = Wrapped(std::io::Error::from_raw_os_error(errno));
-            assert!(!local_shortage(&e), "errno {errno}");
+            assert!(!local_shortage(&wrapped(errno)), "errno {errno}");
         }
         let words = std::io::Error::other("Too many open files");
         assert!(!local_shortage(&words), "words alone are not a cause");
