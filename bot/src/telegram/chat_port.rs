@@ -17,8 +17,8 @@ use std::sync::{Arc, OnceLock, Weak};
 use teloxide::RequestError;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::messages::Message;
+use volcanic_abstractions::shortage::plain;
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, SessionError};
-use volcanic_provider_support::shortage::plain;
 
 /// The chat port on Telegram: bound to the host once it exists (features are built before it,
 /// since chat sessions get their extensions).

@@ -1,7 +1,7 @@
 //! Shortages past the session's opening, through the real binary: a model request that cannot
 //! get a descriptor waits until descriptors return and is then answered, once, without the
-//! chat ever seeing the OS error's text; a scheduled job whose prompt meets one fails and is
-//! told plainly. (A message that meets the shortage while its session opens waits and is
+//! chat ever seeing the OS error's text; a scheduled job whose prompt meets one, or whose run
+//! cannot be recorded for one, fails, is told plainly and is retried. (A message that meets the shortage while its session opens waits and is
 //! answered: `hardening_listener`.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -110,4 +110,63 @@ async fn a_job_whose_prompt_meets_a_shortage_is_told_plainly() {
     }
     assert_eq!(model.requests().len(), 1, "the job's prompt never reached the model");
     std::fs::remove_file(&filler).unwrap();
+}
+
+/// A scheduled job due while the bot has no descriptors left: the scheduler cannot record the
+/// run before starting it, so the run fails before its prompt reaches the model. `/jobs` says
+/// plainly what ran short, never the OS error's text, and the run is not lost: its retry (30 s
+/// later, `slots::BACKOFF_SECS`), once descriptors have returned, hands the prompt on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_due_without_descriptors_is_told_plainly_and_retried() {
+    use crate::scheduler::{plant_job, prompt_job};
+    const PLAINLY: &str = "could not record the run before starting it: the bot's machine is short of open files";
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::reply("backups checked"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let port = free_port();
+    let env = Env::new(&model.url(), &listener_config(&tg, port, LIMITS));
+    // Due once the bot is up and its descriptors are exhausted (a few seconds).
+    let first = chrono::Utc::now() + chrono::Duration::seconds(20);
+    let hourly = serde_json::json!({"type": "every", "every_secs": 3600, "anchor": first, "time_zone": "UTC"});
+    plant_job(&env, OWNER, prompt_job("fds001", "Check the backups.", hourly, first));
+    let bot = start(&env);
+    wait_ready(port, &tg, &bot).await;
+    let conns = exhaust(port, &bot).await;
+    assert!(
+        chrono::Utc::now() < first,
+        "the set-up took longer than 20 s: the job was due before descriptors ran out"
+    );
+
+    tokio::time::sleep((first - chrono::Utc::now()).to_std().unwrap_or_default()).await;
+    // The run's failure is then saved, and that fails too while descriptors are short.
+    eventually("the run's record to fail", &bot, || {
+        bot.log().contains("cannot save the scheduler's jobs")
+    })
+    .await;
+    let failed = std::time::Instant::now();
+    assert!(model.requests().is_empty(), "the job's prompt reached the model");
+    drop(conns);
+    tg.push_update(updates::text_message(OWNER, OWNER, "/jobs"));
+    let listed = nth_text(&tg, OWNER, "fds001", 1, &bot).await;
+    assert!(
+        listed.contains(&format!("Last run: error: {PLAINLY}")),
+        "{listed}\n{}",
+        bot.log()
+    );
+
+    // Within `T` of a moment a little before the retry is due.
+    let retry = std::time::Duration::from_secs(25);
+    tokio::time::sleep(retry.saturating_sub(failed.elapsed())).await;
+    nth_text(&tg, OWNER, "backups checked", 1, &bot).await;
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the retried run's prompt reached the model once"
+    );
+    for text in texts(&tg, OWNER) {
+        assert!(
+            !text.contains("os error") && !text.contains("Too many open files"),
+            "an OS error reached the chat: {text}"
+        );
+    }
 }

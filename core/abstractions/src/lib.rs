@@ -10,7 +10,8 @@
 //! - [`ui`]: `UserInterface` and `ChatChannel`;
 //! - [`processes`]: `ProcessSpawnPolicy`, requests, hooks, `SecretRedactor`;
 //! - [`skills`]: `SKILL.md` parsing and discovery (`SkillFiles`), hooks and protected paths;
-//! - [`errors`]: [`errors::error_chain`], an error and its causes as one line of text.
+//! - [`errors`]: [`errors::error_chain`], an error and its causes as one line of text;
+//! - [`shortage`]: running short of descriptors, memory or disk, found in a failure and told plainly.
 
 #![deny(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod net;
 pub mod processes;
 pub mod provider;
 pub mod sessions;
+pub mod shortage;
 pub mod skills;
 pub mod spend;
 pub mod tools;

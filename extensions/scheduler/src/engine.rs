@@ -432,7 +432,10 @@ impl JobScheduler {
         let tool = ToolStarted::new(self.clone(), key, &job.id, slot);
         let outcome = match self.persist(key.ws).await {
             Err(e) => Outcome::Failed {
-                error: format!("could not record the run before starting it: {e}"),
+                error: format!(
+                    "could not record the run before starting it: {}",
+                    volcanic_abstractions::shortage::plain(&e)
+                ),
                 delivery: None,
                 after_tool: false,
             },

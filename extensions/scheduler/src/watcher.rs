@@ -6,6 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use volcanic_abstractions::processes::{ProcessPurpose, ProcessSpawnPolicy, ProcessSpawnRequest};
+use volcanic_abstractions::shortage::{plain, plain_text};
 
 /// Output kept from a watcher's stdout (bytes); more is cut and said so.
 pub const MAX_OUTPUT_BYTES: usize = 16 * 1024;
@@ -63,7 +64,7 @@ pub async fn run(
     request.origin = "scheduler".into();
     let prepared = match processes.prepare(&request) {
         Ok(p) => p,
-        Err(e) => return WatchResult::Failed(e.to_string()),
+        Err(e) => return WatchResult::Failed(plain_text(e.to_string())),
     };
     let mut command = tokio::process::Command::from(prepared.to_group_command());
     command
@@ -73,7 +74,7 @@ pub async fn run(
         .kill_on_drop(true);
     let mut child = match command.spawn() {
         Ok(c) => c,
-        Err(e) => return WatchResult::Failed(format!("cannot start `sh {script}`: {e}")),
+        Err(e) => return io_failed(&format!("cannot start `sh {script}`"), &e),
     };
     // Killed when this future is dropped mid-run too.
     let group = child.id().map(|pid| processes.process_group(pid));
@@ -119,8 +120,14 @@ pub async fn run(
                 format!("; stderr: {err}")
             }
         )),
-        Ok(Err(e)) => WatchResult::Failed(format!("waiting for the script failed: {e}")),
+        Ok(Err(e)) => io_failed("waiting for the script failed", &e),
     }
+}
+
+/// `what` failed with `e`, as the run's record and the chat's failure note show it: a shortage
+/// of descriptors, memory or disk in plain words ([`plain`]), not the OS error's text.
+fn io_failed(what: &str, e: &std::io::Error) -> WatchResult {
+    WatchResult::Failed(format!("{what}: {}", plain(e)))
 }
 
 /// Reads up to `cap` bytes as text, then drains the rest (so the child never blocks on a full
@@ -145,4 +152,24 @@ async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin + Send>, cap
         text.push_str(&format!("\n[… {} more bytes cut]", total - cap));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watcher_that_meets_a_shortage_says_so_plainly() {
+        let emfile = std::io::Error::from_raw_os_error(24);
+        assert!(emfile.to_string().contains("(os error 24)"), "{emfile}");
+        assert_eq!(
+            io_failed("cannot start `sh w.sh`", &emfile),
+            WatchResult::Failed("cannot start `sh w.sh`: the bot's machine is short of open files".into())
+        );
+        let refused = std::io::Error::from_raw_os_error(13);
+        assert_eq!(
+            io_failed("cannot start `sh w.sh`", &refused),
+            WatchResult::Failed(format!("cannot start `sh w.sh`: {refused}"))
+        );
+    }
 }

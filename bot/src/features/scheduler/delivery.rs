@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::{Message, StopReason};
+use volcanic_abstractions::shortage::plain_text;
 use volcanic_core::agent::{PromptInput, SessionError};
-use volcanic_provider_support::shortage::plain_text;
 use volcanic_scheduler::{
     Answered, CaughtUp, DeliveryError, JobDelivery, JobOrigin, JobTarget, ScheduledRun, ToolStarted,
 };

@@ -6,9 +6,10 @@
 //! model). The chat's later messages keep their place behind it.
 
 use tokio_util::sync::CancellationToken;
-use volcanic_provider_support::shortage::{Pauses, lack_in_chain};
+use volcanic_abstractions::shortage::lack_in_chain;
+use volcanic_provider_support::shortage::Pauses;
 
-pub use volcanic_provider_support::shortage::{Lack, lack, lack_in_text, lack_of};
+pub use volcanic_abstractions::shortage::{Lack, lack, lack_in_text, lack_of};
 
 /// [`lack_of`] for an `anyhow` error (its context and sources).
 pub fn lack_of_any(e: &anyhow::Error) -> Option<Lack> {
