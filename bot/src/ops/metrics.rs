@@ -164,7 +164,7 @@ impl Metrics {
         );
         r.register(
             "volcanic_scheduler_runs",
-            "Scheduled prompt runs, by outcome (ok, failed, cut_off, stopped)",
+            "Scheduled prompt runs, by outcome (ok, quiet, failed, cut_off, stopped, skipped)",
             m.scheduler_runs.clone(),
         );
         r.register(
