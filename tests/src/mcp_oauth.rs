@@ -339,13 +339,7 @@ async fn mcp(State(s): State<Arc<Mutex<St>>>, headers: HeaderMap, body: String) 
     };
     let metadata = format!("resource_metadata=\"{}{path}\"", st.base);
     let Some(granted) = bearer.and_then(|t| st.access.get(&t).cloned()) else {
-        let challenge = format!("Bearer {metadata}");
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, challenge)],
-            "sign in first",
-        )
-            .into_response();
+        return challenged(StatusCode::UNAUTHORIZED, format!("Bearer {metadata}"), "sign in first");
     };
     let Ok(req) = serde_json::from_str::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
@@ -377,12 +371,7 @@ async fn mcp(State(s): State<Arc<Mutex<St>>>, headers: HeaderMap, body: String) 
             };
             if !scope.is_empty() && !granted.iter().any(|g| g == scope) {
                 let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\", {metadata}");
-                return (
-                    StatusCode::FORBIDDEN,
-                    [(header::WWW_AUTHENTICATE, challenge)],
-                    "insufficient scope",
-                )
-                    .into_response();
+                return challenged(StatusCode::FORBIDDEN, challenge, "insufficient scope");
             }
             st.calls += 1;
             json!({"content": [{"type": "text", "text": text}]})
@@ -398,6 +387,11 @@ const TOOLS: [(&str, &str, &str); 3] = [
     ("read", "files:read", "read with files:read"),
     ("write", "files:write", "written with files:write"),
 ];
+
+/// A refusal with its `WWW-Authenticate` challenge.
+fn challenged(status: StatusCode, challenge: String, body: &'static str) -> Response {
+    (status, [(header::WWW_AUTHENTICATE, challenge)], body).into_response()
+}
 
 fn rpc_error(id: &Value, message: &str) -> Response {
     axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": message}})).into_response()

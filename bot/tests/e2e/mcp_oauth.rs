@@ -53,22 +53,8 @@ async fn a_remote_server_needs_login_signs_in_refreshes_and_logs_out() {
     );
 
     // The sign-in button; the browser follows it and lands on the loopback address.
-    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp login remote"));
-    let asked = nth_text(&tg, OWNER, "sign in to remote", 1, &bot).await;
-    assert!(asked.contains("copy that whole address"), "{asked}");
-    let url = button_url(&tg, OWNER).expect("no sign-in button");
-    assert!(url.contains("code_challenge_method=S256"), "{url}");
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let answer = browser.get(&url).send().await.unwrap();
-    assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
-    let back = answer.headers()["location"].to_str().unwrap().to_owned();
-    assert!(back.starts_with("http://127.0.0.1:53683/"), "{back}");
-    tg.push_update(updates::text_message(OWNER, OWNER, &back));
-    nth_text(&tg, OWNER, "Signed in to remote", 1, &bot).await;
+    assert_eq!(sign_in(&tg, &remote, 1, &bot).await, ["tools"]);
     assert_eq!(remote.registrations(), 1);
     assert_eq!(remote.grants(), ["authorization_code"]);
     let mode = {
@@ -210,12 +196,15 @@ async fn in_a_group_the_sign_in_link_goes_privately() {
     assert_eq!(bot.terminate(T), Some(0));
 }
 
-/// Signs in to `remote` for the `n`th time in `OWNER`'s chat with the pasted loopback address
-/// (as in the first test); returns the `scope` the authorization request asked, split.
+/// Signs in to `remote` for the `n`th time in `OWNER`'s chat: `/mcp login remote`, its button
+/// followed as a browser would (PKCE), the loopback address it lands on pasted back (no public
+/// URL). Returns the `scope` the authorization request asked, split and sorted.
 async fn sign_in(tg: &BotApiServer, remote: &OAuthMcpServer, n: usize, bot: &BotProcess) -> Vec<String> {
     tg.push_update(updates::text_message(OWNER, OWNER, "/mcp login remote"));
-    nth_text(tg, OWNER, "sign in to remote", n, bot).await;
+    let asked = nth_text(tg, OWNER, "sign in to remote", n, bot).await;
+    assert!(asked.contains("copy that whole address"), "{asked}");
     let url = button_url(tg, OWNER).expect("no sign-in button");
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -223,6 +212,7 @@ async fn sign_in(tg: &BotApiServer, remote: &OAuthMcpServer, n: usize, bot: &Bot
     let answer = browser.get(&url).send().await.unwrap();
     assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
     let back = answer.headers()["location"].to_str().unwrap().to_owned();
+    assert!(back.starts_with("http://127.0.0.1:53683/"), "{back}");
     tg.push_update(updates::text_message(OWNER, OWNER, &back));
     nth_text(tg, OWNER, "Signed in to remote", n, bot).await;
     let asked = remote.authorization_scopes();
