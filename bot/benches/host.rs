@@ -6,6 +6,8 @@
 //! `HOST_BENCH_ONLY=rss` only the memory ones;
 //! `HOST_BENCH_BIN=<path>` measures another build of the binary (to compare);
 //! `HOST_BENCH_METRICS=1` turns `[metrics]` on for the overhead figures (to compare with off);
+//! `HOST_BENCH_ALLOWANCE=1` turns `[allowance]` on for them, with caps never reached (every
+//! request is checked and counted, none refused: issue 30's "the check costs nothing");
 //! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`; `HOST_BENCH_LOG_COPY=<file>` keeps
 //! each bot's log as `<file>.<n>` (n counts the bots started); `HOST_BENCH_WRAP="strace -f -tt
 //! -o <file>"` starts the bot under another program; `HOST_BENCH_ROUNDS=1` prints each round's
@@ -151,8 +153,16 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     let idle: Vec<i64> = (0..idle_n as i64).map(|i| FIRST_ID + 10_000 + i).collect();
     let users: Vec<i64> = busy.iter().chain(&idle).copied().collect();
     let env = Env::new(&model.url(), &tg.url(), &users, "");
-    if std::env::var("HOST_BENCH_METRICS").is_ok_and(|v| v == "1") {
+    if knob_on("HOST_BENCH_METRICS") {
         env.add_section("[metrics]\nlisten = \"127.0.0.1:0\"");
+    }
+    if knob_on("HOST_BENCH_ALLOWANCE") {
+        // Far above a request's estimate (the model's whole output at the catalogue price,
+        // about $1) plus what a bench's chats spend: checked on every request, never reached.
+        env.add_section(
+            "[allowance]\nchat_daily_usd = 100000\nchat_monthly_usd = 1000000\n\
+             user_daily_usd = 100000\nuser_monthly_usd = 1000000",
+        );
     }
     if let Some(seed) = seed {
         plant(&env, &idle, seed);
@@ -217,6 +227,11 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     }
     drop(bot);
     (samples, parsed)
+}
+
+/// Whether the environment variable `name` is `1`.
+fn knob_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
 }
 
 /// Lets the disk catch up with the previous phase (thousands of files written, then deleted with
@@ -299,9 +314,11 @@ fn main() {
         spread("  same, to the body read and parsed", &new_parsed);
         let n = sizes.chats;
         println!(
-            "\nvolcanic-bot host bench ({}; binary {})",
+            "\nvolcanic-bot host bench ({}; binary {}; metrics {}, allowance {})",
             if full { "full" } else { "smoke" },
-            bin()
+            bin(),
+            if knob_on("HOST_BENCH_METRICS") { "on" } else { "off" },
+            if knob_on("HOST_BENCH_ALLOWANCE") { "on" } else { "off" },
         );
         println!("| {:<60} | {:>12} | {:>10} | met? |", "figure", "measured", "goal");
         println!("|{:-<62}|{:-<14}|{:-<12}|------|", "", "", "");

@@ -23,6 +23,7 @@ pub mod mcp_oauth;
 pub mod model_server;
 pub mod otlp;
 pub mod pi_session;
+mod serve;
 pub mod testdeps;
 
 pub use bot_api::{ApiCall, ApiError, BotApiServer, ChatMessage};

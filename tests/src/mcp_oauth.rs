@@ -3,12 +3,16 @@
 //!
 //! - `POST /mcp` (streamable HTTP, JSON answers): without a valid bearer token, 401 with
 //!   `WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp"`;
-//!   with one, `initialize`, `tools/list` (one tool, `hello`) and `tools/call`.
+//!   with one, `initialize`, `tools/list` and `tools/call`. Tools: `hello` (any token), `read`
+//!   (needs the scope `files:read`) and `write` (needs `files:write`); a token without the scope
+//!   a tool needs is answered 403 `insufficient_scope` naming it (MCP 2025-11-25, "Scope
+//!   challenge handling"), so a client must sign in again for it.
 //! - Protected-resource metadata (RFC 9728) at `/.well-known/oauth-protected-resource[/mcp]`;
 //!   authorization-server metadata (RFC 8414) at `/.well-known/oauth-authorization-server`.
 //! - `POST /register` (RFC 7591), `GET /authorize` (approves at once: 302 back to the registered
-//!   redirect URI with `code`, `state`, `iss`; PKCE S256 required), `POST /token`
-//!   (`authorization_code` checking the verifier, `refresh_token`), `POST /revoke` (RFC 7009).
+//!   redirect URI with `code`, `state`, `iss`; PKCE S256 required; grants the `scope` asked,
+//!   `tools` when none), `POST /token` (`authorization_code` checking the verifier,
+//!   `refresh_token` keeping the grant's scopes), `POST /revoke` (RFC 7009).
 //!
 //! Strict where a client can go wrong: an unregistered client or redirect URI, a missing or
 //! wrong PKCE verifier, a reused code, a revoked token are refused.
@@ -20,7 +24,7 @@ use axum::routing::{get, post};
 use base64::Engine;
 use serde_json::{Value, json};
 use sha2::Digest;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// What the server saw and holds.
@@ -31,10 +35,13 @@ struct St {
     custom_prm: bool,
     /// Registered clients and their redirect URIs.
     clients: HashMap<String, Vec<String>>,
-    /// Codes not yet exchanged: code → (client, challenge, redirect URI).
-    codes: HashMap<String, (String, String, String)>,
-    access: HashSet<String>,
-    refresh: HashSet<String>,
+    /// Codes not yet exchanged: code → (client, challenge, redirect URI, scopes).
+    codes: HashMap<String, (String, String, String, Vec<String>)>,
+    /// Valid tokens and the scopes each grants.
+    access: HashMap<String, Vec<String>>,
+    refresh: HashMap<String, Vec<String>>,
+    /// The `scope` parameter of every authorization request, in order.
+    asked: Vec<String>,
     grants: Vec<String>,
     revoked: Vec<String>,
     calls: usize,
@@ -125,6 +132,12 @@ impl OAuthMcpServer {
         lock(&self.state).revoked.clone()
     }
 
+    /// The `scope` parameter of every authorization request (`GET /authorize`), in order
+    /// (empty when a request named none).
+    pub fn authorization_scopes(&self) -> Vec<String> {
+        lock(&self.state).asked.clone()
+    }
+
     /// Successful `tools/call`s.
     pub fn calls(&self) -> usize {
         lock(&self.state).calls
@@ -171,7 +184,7 @@ async fn as_metadata(State(s): State<Arc<Mutex<St>>>) -> axum::Json<Value> {
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["none"],
-        "scopes_supported": ["tools"],
+        "scopes_supported": ["tools", "files:read", "files:write"],
         "authorization_response_iss_parameter_supported": true,
     }))
 }
@@ -219,11 +232,17 @@ async fn authorize(State(s): State<Arc<Mutex<St>>>, RawQuery(q): RawQuery) -> Re
     if get("response_type") != "code" {
         return oauth_error(StatusCode::BAD_REQUEST, "unsupported_response_type", "code only");
     }
+    let asked = get("scope");
+    let mut scopes: Vec<String> = asked.split_whitespace().map(str::to_owned).collect();
+    if scopes.is_empty() {
+        scopes.push("tools".into());
+    }
+    st.asked.push(asked);
     st.next += 1;
     let code = format!("code-{}", st.next);
     st.codes.insert(
         code.clone(),
-        (get("client_id"), get("code_challenge"), redirect.clone()),
+        (get("client_id"), get("code_challenge"), redirect.clone(), scopes),
     );
     let mut back = match url::Url::parse(&redirect) {
         Ok(u) => u,
@@ -241,9 +260,9 @@ async fn token(State(s): State<Arc<Mutex<St>>>, body: String) -> Response {
     let get = |k: &str| p.get(k).cloned().unwrap_or_default();
     let mut st = lock(&s);
     let grant = get("grant_type");
-    match grant.as_str() {
+    let scopes = match grant.as_str() {
         "authorization_code" => {
-            let Some((client, challenge, redirect)) = st.codes.remove(&get("code")) else {
+            let Some((client, challenge, redirect, scopes)) = st.codes.remove(&get("code")) else {
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown or used code");
             };
             let computed = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -258,18 +277,20 @@ async fn token(State(s): State<Arc<Mutex<St>>>, body: String) -> Response {
                     "client or redirect_uri differs",
                 );
             }
+            scopes
         }
         "refresh_token" => {
-            if !st.refresh.contains(&get("refresh_token")) {
+            let Some(scopes) = st.refresh.get(&get("refresh_token")).cloned() else {
                 return oauth_error(
                     StatusCode::BAD_REQUEST,
                     "invalid_grant",
                     "unknown or revoked refresh token",
                 );
-            }
+            };
+            scopes
         }
         _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", &grant),
-    }
+    };
     st.next += 1;
     let (access, refresh) = (
         format!("access-token-{}", st.next),
@@ -279,15 +300,16 @@ async fn token(State(s): State<Arc<Mutex<St>>>, body: String) -> Response {
             format!("refresh-token-{}", st.next)
         },
     );
-    st.access.insert(access.clone());
-    st.refresh.insert(refresh.clone());
+    let scope = scopes.join(" ");
+    st.access.insert(access.clone(), scopes.clone());
+    st.refresh.insert(refresh.clone(), scopes);
     st.grants.push(grant);
     axum::Json(json!({
         "access_token": access,
         "token_type": "Bearer",
         "expires_in": 3600,
         "refresh_token": refresh,
-        "scope": "tools",
+        "scope": scope,
     }))
     .into_response()
 }
@@ -310,20 +332,15 @@ async fn mcp(State(s): State<Arc<Mutex<St>>>, headers: HeaderMap, body: String) 
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_owned);
     let mut st = lock(&s);
-    if !bearer.is_some_and(|t| st.access.contains(&t)) {
-        let path = if st.custom_prm {
-            CUSTOM_PRM
-        } else {
-            "/.well-known/oauth-protected-resource/mcp"
-        };
-        let challenge = format!("Bearer resource_metadata=\"{}{path}\"", st.base);
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, challenge)],
-            "sign in first",
-        )
-            .into_response();
-    }
+    let path = if st.custom_prm {
+        CUSTOM_PRM
+    } else {
+        "/.well-known/oauth-protected-resource/mcp"
+    };
+    let metadata = format!("resource_metadata=\"{}{path}\"", st.base);
+    let Some(granted) = bearer.and_then(|t| st.access.get(&t).cloned()) else {
+        return challenged(StatusCode::UNAUTHORIZED, format!("Bearer {metadata}"), "sign in first");
+    };
     let Ok(req) = serde_json::from_str::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
@@ -338,21 +355,44 @@ async fn mcp(State(s): State<Arc<Mutex<St>>>, headers: HeaderMap, body: String) 
             "serverInfo": {"name": "oauth-double", "version": "1.0.0"},
         }),
         "ping" => json!({}),
-        "tools/list" => json!({"tools": [{
-            "name": "hello",
-            "description": "Says hello to whoever signed in",
+        "tools/list" => json!({"tools": TOOLS.iter().map(|(name, scope, _)| json!({
+            "name": name,
+            "description": if scope.is_empty() {
+                "Says hello to whoever signed in".to_owned()
+            } else {
+                format!("Answers whoever signed in with the scope `{scope}`")
+            },
             "inputSchema": {"type": "object", "properties": {}},
-        }]}),
+        })).collect::<Vec<_>>()}),
         "tools/call" => {
+            let name = req["params"]["name"].as_str().unwrap_or_default();
+            let Some((_, scope, text)) = TOOLS.iter().find(|t| t.0 == name) else {
+                return rpc_error(&id, &format!("no tool {name}"));
+            };
+            if !scope.is_empty() && !granted.iter().any(|g| g == scope) {
+                let challenge = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\", {metadata}");
+                return challenged(StatusCode::FORBIDDEN, challenge, "insufficient scope");
+            }
             st.calls += 1;
-            json!({"content": [{"type": "text", "text": "hello from the protected server"}]})
+            json!({"content": [{"type": "text", "text": text}]})
         }
-        other => {
-            return axum::Json(
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("no method {other}")}}),
-            )
-            .into_response();
-        }
+        other => return rpc_error(&id, &format!("no method {other}")),
     };
     axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+}
+
+/// The tools: name, the scope a call needs (empty: none beyond a valid token), the answer.
+const TOOLS: [(&str, &str, &str); 3] = [
+    ("hello", "", "hello from the protected server"),
+    ("read", "files:read", "read with files:read"),
+    ("write", "files:write", "written with files:write"),
+];
+
+/// A refusal with its `WWW-Authenticate` challenge.
+fn challenged(status: StatusCode, challenge: String, body: &'static str) -> Response {
+    (status, [(header::WWW_AUTHENTICATE, challenge)], body).into_response()
+}
+
+fn rpc_error(id: &Value, message: &str) -> Response {
+    axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": message}})).into_response()
 }

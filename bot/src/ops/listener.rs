@@ -4,7 +4,7 @@
 //! SHA-256 digest, in time independent of where the bytes differ); others get 401 without a
 //! body worth reading. It is served within the same `[http.limits]` as the main listener.
 
-use crate::config::{Config, HttpLimits, MetricsConfig};
+use crate::config::{Config, MetricsConfig};
 use anyhow::Context;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -81,34 +81,29 @@ fn scrape(guard: &Guard, headers: &HeaderMap) -> Response {
         .into_response()
 }
 
-/// [`start`] with `[metrics]` of `config`; `None` (nothing started) without the section.
+/// With `[metrics]` in `config`: turns metrics on and serves them on `[metrics] listen` (within
+/// `[http.limits]`) until `stop` is cancelled; `None` (nothing started) without the section.
+/// Errors: the address cannot be bound (named with its config key).
 pub async fn start_configured(config: &Config, stop: CancellationToken) -> anyhow::Result<Option<JoinHandle<()>>> {
     let Some(metrics) = &config.metrics else {
         return Ok(None);
     };
-    let workspaces = config.workspaces_dir.clone();
-    Ok(Some(start(metrics, workspaces, config.http_limits, stop).await?))
-}
-
-/// Turns metrics on and starts serving them on `config.listen` until `stop` is cancelled.
-/// Errors: the address cannot be bound (named with its config key).
-pub async fn start(
-    config: &MetricsConfig,
-    workspaces: std::path::PathBuf,
-    limits: HttpLimits,
-    stop: CancellationToken,
-) -> anyhow::Result<JoinHandle<()>> {
-    super::metrics::install(workspaces);
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    super::metrics::install(config.workspaces_dir.clone());
+    let listener = tokio::net::TcpListener::bind(metrics.listen)
         .await
-        .with_context(|| format!("config key `metrics.listen`: cannot listen on {}", config.listen))?;
-    let auth = if config.token.is_some() {
+        .with_context(|| format!("config key `metrics.listen`: cannot listen on {}", metrics.listen))?;
+    let auth = if metrics.token.is_some() {
         "bearer token required"
     } else {
         "no token"
     };
-    tracing::info!("metrics on http://{}/metrics ({auth})", config.listen);
-    Ok(crate::http::serve(listener, router(config), limits, stop))
+    tracing::info!("metrics on http://{}/metrics ({auth})", metrics.listen);
+    Ok(Some(crate::http::serve(
+        listener,
+        router(metrics),
+        config.http_limits,
+        stop,
+    )))
 }
 
 #[cfg(test)]

@@ -45,17 +45,19 @@ struct ModelLabels {
     model: String,
 }
 
+/// [`ModelLabels`] and an outcome (`provider`, `model`, `outcome` in the scrape).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ModelOutcome {
-    provider: String,
-    model: String,
+    #[prometheus(flatten)]
+    model: ModelLabels,
     outcome: &'static str,
 }
 
+/// [`ModelLabels`] and a token kind (`provider`, `model`, `kind` in the scrape).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ModelTokens {
-    provider: String,
-    model: String,
+    #[prometheus(flatten)]
+    model: ModelLabels,
     kind: &'static str,
 }
 
@@ -164,7 +166,7 @@ impl Metrics {
         );
         r.register(
             "volcanic_scheduler_runs",
-            "Scheduled prompt runs, by outcome (ok, failed, cut_off, stopped)",
+            "Scheduled prompt runs, by outcome (ok, quiet, failed, cut_off, stopped, skipped)",
             m.scheduler_runs.clone(),
         );
         r.register(
@@ -271,12 +273,9 @@ pub fn stop_reason(reason: StopReason) -> &'static str {
 /// A model request that ended with `message` (its provider, model, stop reason, usage, cost).
 pub fn model_message(message: &AssistantMessage) {
     let Some(m) = METRICS.get() else { return };
-    let (provider, model) = (label(&message.provider), label(&message.model));
-    let outcome = stop_reason(message.stop_reason);
-    let key = |kind| ModelTokens {
-        provider: provider.clone(),
-        model: model.clone(),
-        kind,
+    let model = ModelLabels {
+        provider: label(&message.provider),
+        model: label(&message.model),
     };
     let u = &message.usage;
     for (kind, n) in [
@@ -286,22 +285,18 @@ pub fn model_message(message: &AssistantMessage) {
         ("cache_write", u.cache_write),
     ] {
         if n > 0 {
-            m.model_tokens.get_or_create(&key(kind)).inc_by(n);
+            let labels = ModelTokens {
+                model: model.clone(),
+                kind,
+            };
+            m.model_tokens.get_or_create(&labels).inc_by(n);
         }
     }
     if u.cost.total > 0.0 && u.cost.total.is_finite() {
-        let labels = ModelLabels {
-            provider: provider.clone(),
-            model: model.clone(),
-        };
-        m.model_cost.get_or_create(&labels).inc_by(u.cost.total);
+        m.model_cost.get_or_create(&model).inc_by(u.cost.total);
     }
-    let labels = ModelOutcome {
-        provider,
-        model,
-        outcome,
-    };
-    m.model_requests.get_or_create(&labels).inc();
+    let outcome = stop_reason(message.stop_reason);
+    m.model_requests.get_or_create(&ModelOutcome { model, outcome }).inc();
 }
 
 /// A tool run that ended (`volcanic_tool_runs_total`); an MCP server's tool (named

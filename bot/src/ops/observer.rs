@@ -44,9 +44,15 @@ struct Observer {
 
 impl Drop for Observer {
     fn drop(&mut self) {
-        if self.loaded.swap(false, Ordering::SeqCst) {
-            metrics::session_loaded(false);
-        }
+        set_loaded(&self.loaded, false);
+    }
+}
+
+/// Moves `volcanic_sessions_loaded` when the session's `loaded` state changes to `now` (a
+/// shutdown followed by the drop counts once).
+fn set_loaded(loaded: &AtomicBool, now: bool) {
+    if loaded.swap(now, Ordering::SeqCst) != now {
+        metrics::session_loaded(now);
     }
 }
 
@@ -82,16 +88,12 @@ impl Extension for Observer {
         self.trace_runs(api.as_ref());
         let loaded = self.loaded.clone();
         api.on::<SessionStartEvent, _>(move |_e, _ctx, _cancel| {
-            if !loaded.swap(true, Ordering::SeqCst) {
-                metrics::session_loaded(true);
-            }
+            set_loaded(&loaded, true);
             Box::pin(async { Ok(()) })
         });
         let loaded = self.loaded.clone();
         api.on::<SessionShutdownEvent, _>(move |_e, _ctx, _cancel| {
-            if loaded.swap(false, Ordering::SeqCst) {
-                metrics::session_loaded(false);
-            }
+            set_loaded(&loaded, false);
             Box::pin(async { Ok(()) })
         });
         Ok(())

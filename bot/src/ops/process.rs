@@ -63,19 +63,19 @@ fn max_fds(limits: &str) -> Option<u64> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-fn count_entries(dir: &std::path::Path, keep: impl Fn(&std::fs::DirEntry) -> bool) -> Option<i64> {
+fn count_entries(dir: &std::path::Path, keep: impl Fn(&std::fs::DirEntry) -> bool) -> Option<u64> {
     let entries = std::fs::read_dir(dir).ok()?;
-    Some(entries.flatten().filter(|e| keep(e)).count() as i64)
+    Some(entries.flatten().filter(|e| keep(e)).count() as u64)
 }
 
-fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: i64) -> Result<(), std::fmt::Error> {
-    let g = ConstGauge::new(value);
-    g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)
-}
-
-fn gauge_f(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: f64) -> Result<(), std::fmt::Error> {
-    let g = ConstGauge::new(value);
-    g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)
+/// Encodes one scrape-time value (a [`ConstGauge`] or [`ConstCounter`]) under `name`.
+fn put(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    metric: impl EncodeMetric,
+) -> Result<(), std::fmt::Error> {
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
 }
 
 impl Collector for ProcessCollector {
@@ -84,64 +84,46 @@ impl Collector for ProcessCollector {
         let tick = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
         let page = sysconf(SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096) as u64;
         let read = |p: &str| std::fs::read_to_string(p).ok();
+        let e = &mut encoder;
         if let Some(stat) = read("/proc/self/stat").and_then(|l| parse_stat(&l, tick, page)) {
             let cpu = ConstCounter::new(stat.cpu_seconds);
-            cpu.encode(encoder.encode_descriptor(
+            put(
+                e,
                 "process_cpu_seconds",
                 "Total user and system CPU time spent in seconds",
-                None,
-                cpu.metric_type(),
-            )?)?;
-            let rss = i64::try_from(stat.resident_bytes).unwrap_or(i64::MAX);
-            gauge(
-                &mut encoder,
-                "process_resident_memory_bytes",
-                "Resident memory size in bytes",
-                rss,
+                cpu,
             )?;
-            let vsz = i64::try_from(stat.virtual_bytes).unwrap_or(i64::MAX);
-            gauge(
-                &mut encoder,
-                "process_virtual_memory_bytes",
-                "Virtual memory size in bytes",
-                vsz,
-            )?;
+            let rss = ConstGauge::new(stat.resident_bytes);
+            put(e, "process_resident_memory_bytes", "Resident memory size in bytes", rss)?;
+            let vsz = ConstGauge::new(stat.virtual_bytes);
+            put(e, "process_virtual_memory_bytes", "Virtual memory size in bytes", vsz)?;
             if let Some(boot) = read("/proc/stat").and_then(|s| boot_time(&s)) {
-                let start = boot as f64 + stat.start_after_boot_seconds;
-                gauge_f(
-                    &mut encoder,
-                    "process_start_time_seconds",
-                    "Start time of the process since unix epoch in seconds",
-                    start,
-                )?;
+                let start = ConstGauge::new(boot as f64 + stat.start_after_boot_seconds);
+                let help = "Start time of the process since unix epoch in seconds";
+                put(e, "process_start_time_seconds", help, start)?;
             }
         }
         if let Some(open) = count_entries(std::path::Path::new("/proc/self/fd"), |_| true) {
-            gauge(
-                &mut encoder,
+            put(
+                e,
                 "process_open_fds",
                 "Number of open file descriptors",
-                open,
+                ConstGauge::new(open),
             )?;
         }
         if let Some(max) = read("/proc/self/limits").and_then(|l| max_fds(&l)) {
-            let max = i64::try_from(max).unwrap_or(i64::MAX);
-            gauge(
-                &mut encoder,
-                "process_max_fds",
-                "Maximum number of open file descriptors",
-                max,
-            )?;
+            let help = "Maximum number of open file descriptors";
+            put(e, "process_max_fds", help, ConstGauge::new(max))?;
         }
         // A chat's workspace is a folder named by its id (`features::port::chat_key`).
         let chats = count_entries(&self.workspaces, |e| {
             e.file_type().is_ok_and(|t| t.is_dir()) && crate::features::port::chat_of_workspace(&e.path()).is_some()
         });
-        gauge(
-            &mut encoder,
+        put(
+            e,
             "volcanic_chats_known",
             "Chats with a workspace",
-            chats.unwrap_or(0),
+            ConstGauge::new(chats.unwrap_or(0)),
         )
     }
 }

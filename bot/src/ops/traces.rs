@@ -106,10 +106,8 @@ pub fn update(kind: &'static str) -> tracing::Span {
 /// An agent run: a child of `update` (the update whose prompt started it), else a root
 /// (scheduled runs, A2A tasks).
 pub fn run(update: Option<&tracing::Span>) -> tracing::Span {
-    match update {
-        Some(parent) => tracing::info_span!(target: TARGET, parent: parent, "run"),
-        None => tracing::info_span!(target: TARGET, parent: None, "run"),
-    }
+    // No parent id (no update, or its span not recorded): an explicit root.
+    tracing::info_span!(target: TARGET, parent: update.and_then(tracing::Span::id), "run")
 }
 
 /// One model request of `run`; [`model_done`] records how it ended.

@@ -53,22 +53,8 @@ async fn a_remote_server_needs_login_signs_in_refreshes_and_logs_out() {
     );
 
     // The sign-in button; the browser follows it and lands on the loopback address.
-    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp login remote"));
-    let asked = nth_text(&tg, OWNER, "sign in to remote", 1, &bot).await;
-    assert!(asked.contains("copy that whole address"), "{asked}");
-    let url = button_url(&tg, OWNER).expect("no sign-in button");
-    assert!(url.contains("code_challenge_method=S256"), "{url}");
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let answer = browser.get(&url).send().await.unwrap();
-    assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
-    let back = answer.headers()["location"].to_str().unwrap().to_owned();
-    assert!(back.starts_with("http://127.0.0.1:53683/"), "{back}");
-    tg.push_update(updates::text_message(OWNER, OWNER, &back));
-    nth_text(&tg, OWNER, "Signed in to remote", 1, &bot).await;
+    assert_eq!(sign_in(&tg, &remote, 1, &bot).await, ["tools"]);
     assert_eq!(remote.registrations(), 1);
     assert_eq!(remote.grants(), ["authorization_code"]);
     let mode = {
@@ -207,5 +193,83 @@ async fn in_a_group_the_sign_in_link_goes_privately() {
         tokens.join("remote.json").is_file(),
         "the group's token file is missing"
     );
+    assert_eq!(bot.terminate(T), Some(0));
+}
+
+/// Signs in to `remote` for the `n`th time in `OWNER`'s chat: `/mcp login remote`, its button
+/// followed as a browser would (PKCE), the loopback address it lands on pasted back (no public
+/// URL). Returns the `scope` the authorization request asked, split and sorted.
+async fn sign_in(tg: &BotApiServer, remote: &OAuthMcpServer, n: usize, bot: &BotProcess) -> Vec<String> {
+    tg.push_update(updates::text_message(OWNER, OWNER, "/mcp login remote"));
+    let asked = nth_text(tg, OWNER, "sign in to remote", n, bot).await;
+    assert!(asked.contains("copy that whole address"), "{asked}");
+    let url = button_url(tg, OWNER).expect("no sign-in button");
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let answer = browser.get(&url).send().await.unwrap();
+    assert_eq!(answer.status(), 302, "{:?}", answer.text().await);
+    let back = answer.headers()["location"].to_str().unwrap().to_owned();
+    assert!(back.starts_with("http://127.0.0.1:53683/"), "{back}");
+    tg.push_update(updates::text_message(OWNER, OWNER, &back));
+    nth_text(tg, OWNER, "Signed in to remote", n, bot).await;
+    let asked = remote.authorization_scopes();
+    assert_eq!(asked.len(), n, "{asked:?}");
+    let mut scopes: Vec<String> = asked[n - 1].split_whitespace().map(str::to_owned).collect();
+    scopes.sort();
+    scopes
+}
+
+/// Issue 31 point 5: after a 403 `insufficient_scope`, `/mcp login` asks for the scopes granted
+/// so far with the one the challenge names (a step-up), so the new token keeps what the old one
+/// could do: after two step-ups both scoped tools work with the one token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_up_sign_in_keeps_the_scopes_already_granted() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let remote = OAuthMcpServer::start().await.unwrap();
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call("toolu_1", "remote__read", json!({})));
+    model.push(Turn::reply("Reading was refused."));
+    model.push(Turn::call("toolu_2", "remote__read", json!({})));
+    model.push(Turn::call("toolu_3", "remote__write", json!({})));
+    model.push(Turn::reply("Read, writing was refused."));
+    model.push(Turn::call("toolu_4", "remote__read", json!({})));
+    model.push(Turn::call("toolu_5", "remote__write", json!({})));
+    model.push(Turn::reply("Both went through."));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let mcp = format!("[mcp]\n[mcp.servers.remote]\nurl = \"{}\"\n", remote.url());
+    let env = Env::new(&model.url(), &format!("{}{mcp}", telegram_config(&tg, "")));
+    let bot = BotProcess::start(&env, TOKEN);
+    let output = |request: usize| model.requests()[request].tool_outputs().last().cloned().unwrap();
+
+    // The first sign-in asks for what the resource's metadata names.
+    assert_eq!(sign_in(&tg, &remote, 1, &bot).await, ["tools"]);
+    tg.push_update(updates::text_message(OWNER, OWNER, "read it"));
+    nth_text(&tg, OWNER, "Reading was refused.", 1, &bot).await;
+    let (id, refused) = output(1);
+    assert_eq!(id, "toolu_1");
+    assert!(refused.contains("/mcp login remote"), "{refused}");
+
+    // The first step-up: granted so far and the challenge's scope.
+    assert_eq!(sign_in(&tg, &remote, 2, &bot).await, ["files:read", "tools"]);
+    tg.push_update(updates::text_message(OWNER, OWNER, "read and write"));
+    nth_text(&tg, OWNER, "Read, writing was refused.", 1, &bot).await;
+    assert_eq!(output(3), ("toolu_2".to_owned(), "read with files:read".to_owned()));
+    let (id, refused) = output(4);
+    assert_eq!(id, "toolu_3");
+    assert!(refused.contains("lacks a scope"), "{refused}");
+
+    // The second keeps `files:read`, which neither the challenge nor the metadata names.
+    assert_eq!(
+        sign_in(&tg, &remote, 3, &bot).await,
+        ["files:read", "files:write", "tools"]
+    );
+    tg.push_update(updates::text_message(OWNER, OWNER, "both again"));
+    nth_text(&tg, OWNER, "Both went through.", 1, &bot).await;
+    assert_eq!(output(6), ("toolu_4".to_owned(), "read with files:read".to_owned()));
+    assert_eq!(output(7), ("toolu_5".to_owned(), "written with files:write".to_owned()));
+    assert_eq!(remote.calls(), 3);
     assert_eq!(bot.terminate(T), Some(0));
 }

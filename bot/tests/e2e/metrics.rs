@@ -1,7 +1,8 @@
 //! Prometheus metrics through the real binary: after a conversation with a tool call, a 429 from
 //! the Bot API and a scheduled job, `GET /metrics` is parsed with the Prometheus project's Python
 //! parser (`prometheus_client`, pinned in `.testdeps/requirements.txt`) and its counts checked;
-//! no chat id or message text is in it; a listener on a non-loopback address wants its token.
+//! no chat id or message text is in it; an MCP tool call and an A2A task are counted; a listener
+//! on a non-loopback address wants its token.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -196,4 +197,70 @@ fn a_public_listener_without_a_token_is_refused_at_load() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("metrics.token_env") && err.contains("required"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_counts_mcp_calls_and_a2a_tasks() {
+    const CALLER: &str = "metrics-caller-token-0123456789";
+    let everything = volcanic_testkit::testdeps::server_everything();
+    let model = ModelServer::start().await.unwrap();
+    model.push(Turn::call("toolu_01", "everything__get-sum", json!({"a": 2, "b": 40})));
+    model.push(Turn::reply("The sum is 42."));
+    model.push(Turn::reply("echo: hello agent"));
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let (port, http) = (free_port(), free_port());
+    let config = format!(
+        "{}{}[metrics]\nlisten = \"127.0.0.1:{port}\"\n\
+         [mcp]\nstart_wait_secs = 10\n\
+         [mcp.servers.everything]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\n\
+         [a2a.server]\nname = \"Metrics test\"\n\
+         [[a2a.server.callers]]\nname = \"alice\"\ntoken_env = \"E2E_METRICS_CALLER\"\n",
+        telegram_config(&tg, ""),
+        http_section(http),
+        everything.display()
+    );
+    let env = Env::new(&model.url(), &config);
+    let bot = BotProcess::start_with(&env, TOKEN, Some("info"), &[("E2E_METRICS_CALLER", CALLER)]);
+    tg.push_update(updates::text_message(OWNER, OWNER, "what is 2 + 40?"));
+    nth_text(&tg, OWNER, "The sum is 42.", 1, &bot).await;
+    let base = format!("http://127.0.0.1:{http}");
+    crate::a2a_server::wait_card(&base, &bot).await;
+    let r = crate::a2a_server::rpc(
+        &base,
+        CALLER,
+        "SendMessage",
+        crate::a2a_server::send("hello agent", json!({}), false),
+    )
+    .await;
+    assert_eq!(
+        r["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{r}\n{}",
+        bot.log()
+    );
+    // The task is counted once its final status went out: wait for it on the scrape itself.
+    let mut body = String::new();
+    let deadline = std::time::Instant::now() + T;
+    while !body.contains("volcanic_a2a_tasks_total{outcome=\"completed\"} 1") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no A2A task counted:\n{body}\n{}",
+            bot.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        body = scrape(port, None).await.1;
+    }
+    let (samples, _) = parse(&body);
+    let m = |k: &str| get(&samples, k);
+    assert_eq!(m("volcanic_mcp_calls_total{outcome=\"ok\"}"), 1.0);
+    assert_eq!(
+        m("volcanic_tool_runs_total{outcome=\"ok\",tool=\"everything__get-sum\"}"),
+        1.0
+    );
+    assert_eq!(m("volcanic_a2a_tasks_total{outcome=\"completed\"}"), 1.0);
+    // The chat's session and the A2A caller's context.
+    assert!(m("volcanic_sessions_loaded{}") >= 2.0, "{body}");
+    for text in ["hello agent", "The sum", CALLER] {
+        assert!(!body.contains(text), "the scrape holds `{text}`:\n{body}");
+    }
 }

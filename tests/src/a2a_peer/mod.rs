@@ -43,8 +43,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+
+use crate::serve::{self, ServeTask};
 
 pub use wire::{PeerMessage, PeerPart, PeerState, PeerTask, Wire};
 
@@ -153,15 +153,6 @@ fn lock(s: &Shared) -> MutexGuard<'_, Inner> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[derive(Debug)]
-struct ServeTask(JoinHandle<()>);
-
-impl Drop for ServeTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// A running peer; cheap to clone, all clones share one server.
 #[derive(Debug, Clone)]
 pub struct A2aPeer {
@@ -173,8 +164,7 @@ pub struct A2aPeer {
 impl A2aPeer {
     /// Binds `127.0.0.1:0` and serves until the last handle drops.
     pub async fn start(config: PeerConfig) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = serve::bind_loopback().await?;
         let shared = Arc::new(Mutex::new(Inner {
             config,
             addr,
@@ -185,15 +175,10 @@ impl A2aPeer {
             pushes: Vec::new(),
         }));
         let app = Router::new().fallback(serve).with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, app).await {
-                tracing::warn!(%error, "volcanic-testkit A2A peer stopped");
-            }
-        });
         Ok(Self {
             shared,
             addr,
-            _task: Arc::new(ServeTask(task)),
+            _task: serve::spawn("A2A peer", listener, app),
         })
     }
 

@@ -125,25 +125,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::serve::{self, ServeTask};
 
 pub use hold::HeldCall;
 pub use recorded::{ApiCall, ApiError, BotCommand, ChatMessage, EarlyRetry, GetUpdatesCall, UploadedFile, WaitTimeout};
 pub use updates::MessageUpdate;
 
 use state::Shared;
-
-/// Aborts the serving task when the last handle goes.
-#[derive(Debug)]
-struct ServeTask(JoinHandle<()>);
-
-impl Drop for ServeTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// Handle to a running Bot API double; cheap to clone, all clones share one server.
 #[derive(Debug, Clone)]
@@ -160,20 +150,14 @@ impl BotApiServer {
     /// until the last handle drops. The bot's id is the token's part before `:` when numeric.
     pub async fn start(token: impl Into<String>) -> std::io::Result<Self> {
         let token: String = token.into();
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = serve::bind_loopback().await?;
         let shared = Arc::new(Shared::new(token.clone()));
         let app = server::router(Arc::clone(&shared));
-        let task = tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, app).await {
-                tracing::warn!(%error, "volcanic-testkit Bot API double stopped");
-            }
-        });
         Ok(Self {
             shared,
             addr,
             token: token.into(),
-            _task: Arc::new(ServeTask(task)),
+            _task: serve::spawn("Bot API double", listener, app),
             webhook_task: Arc::default(),
         })
     }

@@ -46,23 +46,13 @@ use axum::extract::State as AxumState;
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use serde_json::Value;
-use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
+
+use crate::serve::{self, ServeTask};
 
 pub use calendar::valid_event_id;
 pub use state::{GoogleRequest, KNOWN_SCOPES};
 
 use state::{Fault, Shared, State};
-
-/// Aborts the serving task when the last handle goes.
-#[derive(Debug)]
-struct ServeTask(JoinHandle<()>);
-
-impl Drop for ServeTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// Handle to a running Google double; cheap to clone, all clones share one server.
 #[derive(Debug, Clone)]
@@ -76,19 +66,13 @@ impl GoogleServer {
     /// Binds `127.0.0.1:0` and serves for the OAuth client `client_id`/`client_secret` on the
     /// current tokio runtime until the last handle drops.
     pub async fn start(client_id: &str, client_secret: &str) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = serve::bind_loopback().await?;
         let shared = Arc::new(Shared::new(State::new(client_id.into(), client_secret.into())));
         let app = Router::new().fallback(serve).with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            if let Err(error) = axum::serve(listener, app).await {
-                tracing::warn!(%error, "volcanic-testkit Google double stopped");
-            }
-        });
         Ok(Self {
             shared,
             addr,
-            _task: Arc::new(ServeTask(task)),
+            _task: serve::spawn("Google double", listener, app),
         })
     }
 

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::task::JoinHandle;
+
+use crate::serve::{self, ServeTask};
 
 /// One span as received.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,16 +41,6 @@ pub struct ReceivedSpan {
     pub attributes: BTreeMap<String, String>,
 }
 
-/// Aborts the serving task when the last handle goes.
-#[derive(Debug)]
-struct ServeTask(JoinHandle<()>);
-
-impl Drop for ServeTask {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Handle to a running receiver; clones share it.
 #[derive(Debug, Clone)]
 pub struct OtlpServer {
@@ -61,19 +52,15 @@ pub struct OtlpServer {
 impl OtlpServer {
     /// Binds `127.0.0.1:0` and serves on the current tokio runtime until the last handle drops.
     pub async fn start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-        let addr = listener.local_addr()?;
+        let (listener, addr) = serve::bind_loopback().await?;
         let spans: Arc<Mutex<Vec<ReceivedSpan>>> = Arc::default();
         let app = Router::new()
             .route("/v1/traces", axum::routing::post(receive))
             .with_state(spans.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
         Ok(OtlpServer {
             addr,
             spans,
-            _task: Arc::new(ServeTask(task)),
+            _task: serve::spawn("OTLP receiver", listener, app),
         })
     }
 
