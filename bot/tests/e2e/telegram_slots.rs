@@ -1,12 +1,13 @@
-//! A chat's sessions in memory: `/tz` reaches every loaded topic of a forum, and an idle session
-//! leaves memory and resumes from its file.
+//! A chat's sessions in memory: `/tz` reaches every loaded topic of a forum, an idle session
+//! leaves memory and resumes from its file, and a session in use is never evicted under it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::*;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use volcanic_testkit::bot_api::{BotApiServer, updates};
-use volcanic_testkit::model_server::{ModelServer, Turn};
+use volcanic_testkit::model_server::{ModelServer, Transcript, Turn};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tz_in_one_topic_applies_to_every_loaded_topic_of_the_chat() {
@@ -67,4 +68,113 @@ async fn an_idle_session_leaves_memory_and_resumes_from_its_file() {
     assert!(second.contains("apricot") && second.contains("noted"), "{second}");
     let files = jsonl_files(&env.dir.path().join("data/sessions"));
     assert_eq!(files.len(), 1, "resumed the same file, no new one: {files:?}");
+}
+
+/// The owner's scheduler jobs as stored.
+fn jobs(env: &Env) -> Value {
+    let file = env
+        .dir
+        .path()
+        .join(format!("workspaces/{OWNER}/.volcanic/scheduler/jobs.json"));
+    std::fs::read(file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Issue 25's soak lost a message this way. A job falls due while the chat's answer is still on
+/// its way: its delivery takes the session and waits for that answer to go out. The session is
+/// idle meanwhile (shorter idle time than that wait); evicted then, the next message loaded a
+/// second instance from the same file, and whichever of the two wrote after the other failed
+/// with "changed on disk" (here the job's prompt; in the soak the message, whose session loaded
+/// just before the job's run wrote). A session in use stays: both are answered, once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_a_job_waits_in_is_not_evicted_under_the_next_message() {
+    let model = ModelServer::start().await.unwrap();
+    model.set_responder(|api, body| {
+        let t = Transcript::of(api, body);
+        if t.ends_with_tool_result() {
+            return Some(Turn::reply("first answer"));
+        }
+        let asked = t.last_user_text()?;
+        Some(if asked.contains("[Scheduled job") {
+            Turn::reply("job answer")
+        } else if asked.contains("check the queue soon") {
+            let args = json!({"action": "add", "in": "1s", "text": "Check the queue."});
+            Turn::call("call_1", "schedule", args)
+        } else if asked.contains("hello from a friend") {
+            Turn::reply("friend answer")
+        } else {
+            Turn::reply("second answer")
+        })
+    });
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    // 0.02 minutes = 1.2 s.
+    let env = Env::new(
+        &model.url(),
+        &format!("session_idle_minutes = 0.02\n{}", telegram_config(&tg, "")),
+    );
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| t.contains("first answer"))
+    });
+    let bot = BotProcess::start(&env, TOKEN);
+    tg.push_update(updates::text_message(OWNER, OWNER, "check the queue soon"));
+    tg.wait_for(|s| !s.held_calls().is_empty(), T)
+        .await
+        .unwrap_or_else(|e| panic!("the first answer never went out: {e}\nbot log:\n{}", bot.log()));
+    // Due a second after it was scheduled: its delivery has the session and waits for the held
+    // answer to go out.
+    eventually("the job's run to start", &bot, || {
+        jobs(&env)["jobs"][0]["last_run"]["status"] == "running"
+    })
+    .await;
+    // The friend's session, taken after the job's, leaves memory: the eviction has passed the
+    // owner's session, idle as long and longer.
+    tg.push_update(updates::text_message(FRIEND, FRIEND, "hello from a friend"));
+    nth_text(&tg, FRIEND, "friend answer", 1, &bot).await;
+    eventually("the friend's session to be evicted", &bot, || {
+        bot.log()
+            .lines()
+            .any(|l| l.contains("session evicted from memory") && l.contains(&format!("chat={FRIEND}")))
+    })
+    .await;
+    tg.push_update(updates::text_message(OWNER, OWNER, "second message"));
+    wait_requests(&model, 4, &bot).await;
+    assert_eq!(tg.release_held(true), 1);
+
+    nth_text(&tg, OWNER, "first answer", 1, &bot).await;
+    nth_text(&tg, OWNER, "second answer", 1, &bot).await;
+    eventually("the job's run to be recorded", &bot, || {
+        jobs(&env)["jobs"][0]["last_run"]["finished"].is_string()
+    })
+    .await;
+    let run = jobs(&env)["jobs"][0]["last_run"].clone();
+    assert_eq!((&run["status"], &run["attempts"]), (&json!("ok"), &json!(1)), "{run}");
+    nth_text(&tg, OWNER, "job answer", 1, &bot).await;
+    let shown = texts(&tg, OWNER);
+    for answer in ["first answer", "second answer", "job answer"] {
+        assert_eq!(count(&tg, OWNER, answer), 1, "{answer}: {shown:?}");
+    }
+    assert!(!shown.iter().any(|t| t.contains("changed on disk")), "{shown:?}");
+    let jobs_asked = model
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.transcript()
+                .last_user_text()
+                .is_some_and(|t| t.contains("[Scheduled job"))
+        })
+        .count();
+    assert_eq!(jobs_asked, 1, "the job's prompt reached the model once");
+    // One file holds the chat: both prompts in it.
+    let owner: Vec<_> = jsonl_files(&env.dir.path().join("data/sessions"))
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains(&format!("/{OWNER}/")))
+        .collect();
+    assert_eq!(owner.len(), 1, "{owner:?}");
+    let transcript = std::fs::read_to_string(&owner[0]).unwrap();
+    assert!(
+        transcript.contains("second message") && transcript.contains("[Scheduled job"),
+        "{transcript}"
+    );
 }

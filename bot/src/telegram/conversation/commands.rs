@@ -9,6 +9,7 @@ use crate::features::port::Target;
 use crate::features::port::chat_key;
 use crate::features::{CommandCall, Turn};
 use crate::telegram::TelegramHost;
+use crate::telegram::conversation::conversations::SessionUse;
 use crate::telegram::conversation::menus;
 use crate::telegram::inbound::update::InMessage;
 use crate::telegram::outbound::ui::Asker;
@@ -17,7 +18,7 @@ use futures::future::BoxFuture;
 use std::sync::Arc;
 use teloxide::types::BotCommand;
 use volcanic_abstractions::model::ThinkingLevel;
-use volcanic_core::agent::{AgentSession, PromptInput};
+use volcanic_core::agent::PromptInput;
 
 /// One run of a built-in command.
 struct Call<'a> {
@@ -341,8 +342,9 @@ async fn run(host: &Arc<TelegramHost>, m: &InMessage, target: Target, name: &str
     }
 }
 
-/// The chat's session, loaded if needed; the error as the chat is told it.
-async fn session_of(host: &TelegramHost, target: Target) -> Result<AgentSession, String> {
+/// The chat's session, loaded if needed and taken for the command; the error as the chat is
+/// told it.
+async fn session_of(host: &TelegramHost, target: Target) -> Result<SessionUse, String> {
     let conversation = host.chats.conversation(target);
     host.chats.session(&conversation).await.map_err(|e| failures::open(&e))
 }

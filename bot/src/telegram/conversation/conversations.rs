@@ -1,6 +1,6 @@
 //! Chats and their sessions: a workspace per chat (`workspaces/<chat key>/`), one `AgentSession`
 //! per chat (per forum topic in forums) resumed from `<state_dir>/sessions/<chat key>/<topic or
-//! main>/`, loaded lazily and evicted from memory when idle.
+//! main>/`, loaded lazily and evicted from memory when idle and no one uses it ([`SessionUse`]).
 
 use crate::config::Config;
 use crate::features::port::{OwnSession, Target, chat_key};
@@ -14,8 +14,9 @@ use crate::telegram::outbound::output::Output;
 use crate::telegram::outbound::ui::{Pending, TelegramUi};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use volcanic_core::agent::{AgentSession, AgentSessionFactory, AgentSessionOptions, SessionSelect};
 
 /// One conversation: a chat, or a topic of a forum.
@@ -23,13 +24,67 @@ pub struct Conversation {
     /// Where its output goes.
     pub target: Target,
     session: tokio::sync::Mutex<Option<AgentSession>>,
+    /// The [`SessionUse`]s alive: counted under `session`'s lock, which eviction checks it under.
+    in_use: AtomicUsize,
     /// Delivery of its output.
     pub output: Output,
+    /// When its session was last used (the newest [`SessionUse`] dropped).
     last_active: Mutex<Instant>,
     /// Its prompts in flight, message by message (journal progress).
     pub ledger: Arc<Ledger>,
     /// Albums and long pastes being gathered, and the order prompts reach the session in.
     pub intake: crate::telegram::inbound::merge::Intake,
+}
+
+impl Conversation {
+    /// How long ago its session was last used.
+    fn idle_for(&self) -> Duration {
+        self.last_active.lock().unwrap_or_else(|e| e.into_inner()).elapsed()
+    }
+
+    /// `session` taken for a use; call it holding the `session` lock.
+    fn take(self: &Arc<Self>, session: AgentSession) -> SessionUse {
+        self.in_use.fetch_add(1, Ordering::SeqCst);
+        SessionUse {
+            session,
+            conversation: self.clone(),
+        }
+    }
+}
+
+/// A chat's session taken by [`Chats::session`] for one use (a prompt's hand-over and run, a
+/// feature's delivery, a command): while it lives the session is not evicted, so what it hands
+/// in reaches this instance, which stays the conversation's. Otherwise an eviction between
+/// taking the session and prompting it left the prompt in an instance no longer the
+/// conversation's while the next message loaded a second one from the same file: each one's
+/// append after the other's wrote failed with "changed on disk", and its prompt was lost
+/// (issue 25, soak). The session's idle time starts when the last use is dropped. Derefs to the
+/// session; a clone of that is a handle without this guard.
+pub struct SessionUse {
+    session: AgentSession,
+    conversation: Arc<Conversation>,
+}
+
+impl std::ops::Deref for SessionUse {
+    type Target = AgentSession;
+    fn deref(&self) -> &AgentSession {
+        &self.session
+    }
+}
+
+impl Drop for SessionUse {
+    fn drop(&mut self) {
+        *self.conversation.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.conversation.in_use.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl std::fmt::Debug for SessionUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionUse")
+            .field("target", &self.conversation.target)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Conversation {
@@ -107,6 +162,7 @@ impl Chats {
                 Arc::new(Conversation {
                     target,
                     session: tokio::sync::Mutex::new(None),
+                    in_use: AtomicUsize::new(0),
                     output: Output::spawn(
                         self.deps.tg.clone(),
                         self.deps.journal.clone(),
@@ -136,12 +192,12 @@ impl Chats {
         std::fs::canonicalize(&dir)
     }
 
-    /// The session of `conversation`, loading (resuming) it if needed.
-    pub async fn session(&self, conversation: &Arc<Conversation>) -> anyhow::Result<AgentSession> {
-        *conversation.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    /// The session of `conversation`, loading (resuming) it if needed, taken for a use: not
+    /// evicted until the returned [`SessionUse`] is dropped.
+    pub async fn session(&self, conversation: &Arc<Conversation>) -> anyhow::Result<SessionUse> {
         let mut guard = conversation.session.lock().await;
         if let Some(s) = guard.as_ref() {
-            return Ok(s.clone());
+            return Ok(conversation.take(s.clone()));
         }
         let target = conversation.target;
         let key = chat_key(target.chat_id);
@@ -197,7 +253,7 @@ impl Chats {
         let ledger = conversation.ledger.clone();
         session.subscribe(move |e| output.on_event(e, ledger.on_event(e)));
         *guard = Some(session.clone());
-        Ok(session)
+        Ok(conversation.take(session))
     }
 
     /// A session made for a feature outside any chat's line (e.g. an A2A caller's), like a
@@ -303,18 +359,21 @@ impl Chats {
         conversation.session.lock().await.clone()
     }
 
-    /// Drops from memory the sessions idle for longer than the configured minutes; returns how
-    /// many.
+    /// Drops from memory the sessions unused for longer than the configured minutes, neither
+    /// running nor taken by a [`SessionUse`]; returns how many.
     pub async fn evict_idle(&self) -> usize {
         let mut evicted = 0;
         let idle = self.deps.config.session_idle;
         let conversations = self.all_conversations();
         for conversation in conversations {
-            let last = *conversation.last_active.lock().unwrap_or_else(|e| e.into_inner());
-            if last.elapsed() < idle {
+            if conversation.idle_for() < idle {
                 continue;
             }
             let mut guard = conversation.session.lock().await;
+            // Under the lock `session` takes it under: a use taken before is seen here.
+            if conversation.in_use.load(Ordering::SeqCst) > 0 || conversation.idle_for() < idle {
+                continue;
+            }
             if let Some(s) = guard.as_ref()
                 && s.is_idle()
             {

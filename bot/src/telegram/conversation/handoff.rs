@@ -17,7 +17,7 @@
 use crate::config::QueueMode;
 use crate::features::port::Target;
 use crate::telegram::TelegramHost;
-use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::conversation::conversations::{Conversation, SessionUse};
 use crate::telegram::inbound::merge::{Part, Ticket};
 use crate::telegram::inbound::shortage::{self, Lack};
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
@@ -140,8 +140,8 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
 
 /// The conversation's session; a failure for want of descriptors, memory or disk is waited out
 /// and tried again ([`shortage`]), never told to the chat (a full disk once, as a notice).
-/// `None`: shutdown came first.
-async fn open_session(host: &TelegramHost, conversation: &Arc<Conversation>) -> Option<anyhow::Result<AgentSession>> {
+/// `None`: shutdown came first. Taken until the prompt's run ends: not evicted meanwhile.
+async fn open_session(host: &TelegramHost, conversation: &Arc<Conversation>) -> Option<anyhow::Result<SessionUse>> {
     shortage::retry(
         "opening the chat's session",
         &host.shutdown,
