@@ -6,6 +6,13 @@ use crate::slots::human;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+/// How every scheduled prompt begins: [`heading`]'s first words.
+pub const HEADING_START: &str = "[Scheduled job ";
+
+/// What follows a watcher's heading in [`watcher_prompt`]: a scheduled prompt holding it is a
+/// watcher's output.
+pub const WATCHER_LINE: &str = "\nThe watcher script `";
+
 /// `[Scheduled job abc123 · cron `0 9 * * 1-5` (Europe/Berlin) · slot Mon 2026-11-30 09:00 CET]`,
 /// with how late it runs when it does, and whose words it holds: a caller's job says so (its
 /// words are the caller's, never the owner's).
@@ -21,7 +28,7 @@ pub fn heading(job: &Job, slot: DateTime<Utc>, late: Option<chrono::Duration>) -
         }
     };
     format!(
-        "[Scheduled job {} · {} · slot {}{late}. This message comes from the scheduler, {whose}.]",
+        "{HEADING_START}{} · {} · slot {}{late}. This message comes from the scheduler, {whose}.]",
         job.id,
         describe(&job.schedule),
         local(slot, tz)
@@ -55,7 +62,7 @@ pub fn watcher_prompt(heading: &str, script: &str, instructions: Option<&str>, o
     // The output cannot close its own block.
     let output = output.trim_end().replace("</watcher_output>", "&lt;/watcher_output>");
     format!(
-        "{heading}\nThe watcher script `{script}` printed something; tell the user what it means.{instructions}\n<watcher_output>\n{output}\n</watcher_output>"
+        "{heading}{WATCHER_LINE}{script}` printed something; tell the user what it means.{instructions}\n<watcher_output>\n{output}\n</watcher_output>"
     )
 }
 

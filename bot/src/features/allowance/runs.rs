@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use volcanic_abstractions::extensions::events::{BeforeAgentStartEvent, MessageStartEvent};
 use volcanic_abstractions::extensions::{BoxError, Extension, ExtensionApi, ExtensionApiExt, ExtensionFactory};
 use volcanic_abstractions::messages::Message;
+use volcanic_scheduler::envelope;
 
 /// What started the current run of a session, as far as its prompt tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,9 +34,9 @@ impl RunKind {
     pub fn of_prompt(prompt: &str) -> RunKind {
         if prompt.is_empty() {
             RunKind::Resumed
-        } else if !prompt.starts_with("[Scheduled job ") {
+        } else if !prompt.starts_with(envelope::HEADING_START) {
             RunKind::Other
-        } else if prompt.contains("\nThe watcher script `") {
+        } else if prompt.contains(envelope::WATCHER_LINE) {
             RunKind::Watcher
         } else {
             RunKind::ScheduledJob

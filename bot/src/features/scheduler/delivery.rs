@@ -401,7 +401,7 @@ fn plain_failure(e: DeliveryError) -> DeliveryError {
 /// slot runs again after a restart).
 fn slot_key(prompt: &str) -> &str {
     let first = prompt.lines().next().unwrap_or_default();
-    if !first.starts_with("[Scheduled job ") {
+    if !first.starts_with(volcanic_scheduler::envelope::HEADING_START) {
         return first;
     }
     let end = [" · running ", ". This message"]
