@@ -33,7 +33,6 @@
 //!   snapshot written aside, synced and renamed, old journal removed: every crash point leaves
 //!   a consistent pair). Snapshots keep the last [`KEEP_DAYS`] days of daily totals and the
 //!   month totals of those months, so the files do not grow without bound.
-//!
 //! - Group commit: a call's check and in-memory hold are one step under the store's lock; its
 //!   line joins a batch, and one sync (run with the lock released) makes every line of the
 //!   batch durable. `reserve` admits and `settle` returns only once their line is durable; a
