@@ -6,15 +6,19 @@
 //! - `check`: the decision alone ([`SpendStore::would_admit`] against a chat's and a user's
 //!   daily and monthly caps), the part that runs before every request;
 //! - `reserve+settle`: the whole durable round (two synced journal lines) in a folder under
-//!   `target/` (a real disk, not tmpfs), for the report.
+//!   `target/` (a real disk, not tmpfs), for the report;
+//! - the same rounds from 100 threads at once (the host's busy chats): wall time per request and
+//!   journal syncs per line (the group commit shares a sync among the lines waiting).
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it is a smoke test with few rounds.
 #![allow(clippy::print_stdout)] // a bench binary reports on stdout
 
 use chrono::NaiveDate;
 use std::error::Error;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-use volcanic_allowance::{Account, Cap, Charge, Decision, MicroUsd, SpendStore, Window};
+use volcanic_allowance::{Account, Cap, Charge, Decision, MicroUsd, SpendStore, SyncJournal, Window};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -64,16 +68,67 @@ fn main() -> Result<()> {
         store.settle(&c.request, MicroUsd::from_usd(0.001))?;
     }
     let round_ms = start.elapsed().as_secs_f64() * 1000.0 / durable as f64;
+    let (wall_ms, per_line) = concurrent(&root, &caps, today, if bench { 10 } else { 1 })?;
 
     println!(
         "check: {:.5} ms per request ({rounds} rounds; goal ≤ {GOAL_CHECK_MS} ms)",
         check_ms
     );
     println!("reserve+settle (two synced lines): {round_ms:.3} ms per request ({durable} rounds)");
+    println!(
+        "reserve+settle from {THREADS} threads at once: {wall_ms:.3} ms of wall time per request, \
+         {per_line:.3} journal syncs per line"
+    );
     if check_ms > GOAL_CHECK_MS {
         return Err(format!("the check took {check_ms:.5} ms, over its {GOAL_CHECK_MS} ms goal").into());
     }
     Ok(())
+}
+
+/// Threads of the concurrent round (the host bench's busy chats).
+const THREADS: usize = 100;
+
+/// `rounds` reserve+settle rounds in each of [`THREADS`] threads at once, on a store under
+/// `root`; returns the wall time per request (ms) and the syncs per journal line.
+fn concurrent(root: &std::path::Path, caps: &[Cap], today: NaiveDate, rounds: usize) -> Result<(f64, f64)> {
+    let disk = tempfile::tempdir_in(root)?;
+    let syncs = Arc::new(AtomicUsize::new(0));
+    let counter = syncs.clone();
+    let sync: SyncJournal = Arc::new(move |f: &std::fs::File| {
+        counter.fetch_add(1, Ordering::Relaxed);
+        f.sync_data()
+    });
+    let store = Arc::new(SpendStore::open_with_sync(disk.path(), 1_000_000, sync)?);
+    let start = Instant::now();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (store, caps) = (store.clone(), caps.to_vec());
+            std::thread::spawn(move || -> std::result::Result<(), String> {
+                for n in 0..rounds {
+                    let c = Charge {
+                        request: format!("many:{t}:{n}"),
+                        day: today,
+                        accounts: vec![Account::Chat(t.to_string()), Account::User(t.to_string())],
+                        estimate: MicroUsd::from_usd(0.01),
+                    };
+                    match store.reserve(&c, &caps) {
+                        Ok(Decision::Admitted) => {}
+                        other => return Err(format!("a concurrent request was not admitted: {other:?}")),
+                    }
+                    store
+                        .settle(&c.request, MicroUsd::from_usd(0.001))
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().map_err(|_| "a bench thread panicked")??;
+    }
+    let requests = (THREADS * rounds) as f64;
+    let wall_ms = start.elapsed().as_secs_f64() * 1000.0 / requests;
+    Ok((wall_ms, syncs.load(Ordering::Relaxed) as f64 / (2.0 * requests)))
 }
 
 /// `accounts` chats and as many users with spend on each of the 62 days up to `today` (one

@@ -33,12 +33,18 @@
 //!   snapshot written aside, synced and renamed, old journal removed: every crash point leaves
 //!   a consistent pair). Snapshots keep the last [`KEEP_DAYS`] days of daily totals and the
 //!   month totals of those months, so the files do not grow without bound.
+//! - Group commit: a call's check and in-memory hold are one step under the store's lock; its
+//!   line joins a batch, and one sync (run with the lock released) makes every line of the
+//!   batch durable. `reserve` admits and `settle` returns only once their line is durable; a
+//!   failed write or sync fails every call of its batch, whose holds stay counted until a
+//!   restart (high, never low: a settle replaces its hold in memory only once on disk).
 //!
 //! Why a journal with holds rather than writing only the settled cost: a crash between the
 //! request and its record would lose the cost, and after a restart more requests than fit would
-//! pass. The price is one synced line per request before it goes out (about a millisecond on
-//! a local disk, next to a model request's seconds); the check itself is in memory (see the
-//! `check` bench).
+//! pass. The price is a synced line per request before it goes out (about a millisecond on a
+//! local disk, shared by the requests that arrive meanwhile, next to a model request's
+//! seconds); the check itself is in memory (see the `check` bench), and reads never wait for a
+//! sync.
 //!
 //! # For `/usage`
 //!
@@ -80,5 +86,5 @@ mod zone;
 pub use account::{Account, AccountKind, BadAccount, Period};
 pub use check::{Cap, Charge, Decision, Refusal, Window};
 pub use money::MicroUsd;
-pub use store::{COMPACT_AFTER, KEEP_DAYS, Result, SpendStore, StoreError};
+pub use store::{COMPACT_AFTER, KEEP_DAYS, Result, SpendStore, StoreError, SyncJournal};
 pub use zone::{local_day, resets_at};

@@ -5,11 +5,14 @@ use crate::check::{Cap, Charge, Decision, first_crossed};
 use crate::ledger::{Ledger, Open, Record, Total};
 use crate::money::MicroUsd;
 use chrono::NaiveDate;
+use commit::Batch;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+mod commit;
 
 /// Days of daily totals a snapshot keeps, counted back from the newest day (two months, so the
 /// last 30 days and the whole current month are always there).
@@ -63,27 +66,47 @@ pub enum StoreError {
 /// Result alias of the store.
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// How the journal's written lines are made durable: [`File::sync_data`] unless
+/// [`SpendStore::open_with_sync`] says otherwise (a test counts or fails syncs through it).
+pub type SyncJournal = Arc<dyn Fn(&File) -> std::io::Result<()> + Send + Sync>;
+
 /// The spend store: settled spend and open reservations per account and local day, in a folder
-/// of its own. Thread-safe; every call that writes appends one synced line (blocking I/O: call
-/// it from a blocking thread in async code). Reads never touch the disk.
-#[derive(Debug)]
+/// of its own. Thread-safe; every call that writes returns once its line is synced (blocking
+/// I/O: call it from a blocking thread in async code), and the lines of concurrent calls share
+/// one sync (group commit). Reads never touch the disk and never wait for a sync.
 pub struct SpendStore {
     dir: PathBuf,
     compact_after: usize,
+    sync: SyncJournal,
     state: Mutex<State>,
+    /// Wakes the callers waiting for their batch when a sync ends.
+    synced: Condvar,
+}
+
+impl std::fmt::Debug for SpendStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpendStore")
+            .field("dir", &self.dir)
+            .field("compact_after", &self.compact_after)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
 struct State {
     ledger: Ledger,
-    /// `None` when opened to read only.
-    journal: Option<File>,
+    /// `None` when opened to read only. Shared so that a sync runs without the lock.
+    journal: Option<Arc<File>>,
     generation: u64,
     /// Bytes in the journal (a failed append is cut back to this).
     len: u64,
     /// Lines in the journal.
     lines: usize,
     broken: bool,
+    /// Lines waiting for the next sync.
+    pending: Batch,
+    /// A caller is writing and syncing a batch (with the lock released).
+    syncing: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -108,6 +131,15 @@ impl SpendStore {
 
     /// [`SpendStore::open`], folding the journal after `compact_after` lines (tests use few).
     pub fn open_with(dir: &Path, compact_after: usize) -> Result<SpendStore> {
+        SpendStore::open_with_sync(dir, compact_after, Arc::new(File::sync_data))
+    }
+
+    /// [`SpendStore::open_with`], making the journal's lines durable with `sync` (called once
+    /// per batch of lines, without the store's lock; an error fails every call of that batch).
+    ///
+    /// # Errors
+    /// As [`SpendStore::open`].
+    pub fn open_with_sync(dir: &Path, compact_after: usize, sync: SyncJournal) -> Result<SpendStore> {
         std::fs::create_dir_all(dir).map_err(io("create", dir))?;
         let (mut ledger, first) = read_snapshot(dir)?;
         let mut journals = journals(dir)?;
@@ -126,10 +158,11 @@ impl SpendStore {
             generation = g;
         }
         ledger.settle_orphans();
-        let journal = Some(open_journal(dir, generation)?);
+        let journal = Some(Arc::new(open_journal(dir, generation)?));
         let store = SpendStore {
             dir: dir.to_owned(),
             compact_after: compact_after.max(1),
+            sync,
             state: Mutex::new(State {
                 ledger,
                 journal,
@@ -137,7 +170,10 @@ impl SpendStore {
                 len,
                 lines,
                 broken: false,
+                pending: Batch::default(),
+                syncing: false,
             }),
+            synced: Condvar::new(),
         };
         if lines >= store.compact_after {
             store.compact(&mut store.lock());
@@ -169,6 +205,7 @@ impl SpendStore {
         Ok(SpendStore {
             dir: dir.to_owned(),
             compact_after: COMPACT_AFTER,
+            sync: Arc::new(File::sync_data),
             state: Mutex::new(State {
                 ledger,
                 journal: None,
@@ -176,17 +213,23 @@ impl SpendStore {
                 len: 0,
                 lines: 0,
                 broken: false,
+                pending: Batch::default(),
+                syncing: false,
             }),
+            synced: Condvar::new(),
         })
     }
 
-    /// Checks `charge` against `caps` and, when it fits, holds its estimate (one synced line).
-    /// Check and hold are one step under the store's lock, so two concurrent requests cannot
-    /// both pass for the last cent.
+    /// Checks `charge` against `caps` and, when it fits, holds its estimate (one line, synced
+    /// with the lines of concurrent calls). Check and hold are one step under the store's lock,
+    /// so two concurrent requests cannot both pass for the last cent; the lock is released
+    /// during the sync, and `Admitted` is returned only once the line is durable.
     ///
     /// # Errors
     /// [`StoreError::Duplicate`] for a request id reserved before; [`StoreError::Io`] when the
-    /// line could not be written (the request must not be made: nothing is held).
+    /// line could not be written or synced (the request must not be made; its hold stays
+    /// counted until a restart, the safe side for a cap); [`StoreError::Broken`] after a failed
+    /// write that could not be cut back off.
     pub fn reserve(&self, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
         let mut st = self.lock();
         if st.ledger.is_known(&charge.request) {
@@ -201,7 +244,10 @@ impl SpendStore {
             accounts: charge.accounts.clone(),
             micros: charge.estimate,
         };
-        self.append(&mut st, &record)?;
+        let ticket = self.queue(&mut st, &record)?;
+        // Held before it is durable, so the next check counts it; a failed sync leaves it held.
+        st.ledger.apply(&record);
+        self.commit(st, &ticket)?;
         Ok(Decision::Admitted)
     }
 
@@ -214,29 +260,27 @@ impl SpendStore {
         }
     }
 
-    /// Records what request `request` cost, replacing its reservation (one synced line). A
-    /// request that is not open (settled already, or never reserved) is left alone: settling
-    /// twice counts once.
+    /// Records what request `request` cost, replacing its reservation (one line, synced with
+    /// the lines of concurrent calls; the hold is replaced once the line is durable). A request
+    /// that is not open (settled already, or never reserved) is left alone: settling twice
+    /// counts once.
     ///
     /// # Errors
-    /// [`StoreError::Io`] when the line could not be written (the reservation stays held, and
-    /// is counted at its estimate after a restart).
+    /// [`StoreError::Io`] when the line could not be written or synced (the reservation stays
+    /// held, and is counted at its estimate after a restart); [`StoreError::Broken`] as for
+    /// [`reserve`](Self::reserve).
     pub fn settle(&self, request: &str, cost: MicroUsd) -> Result<()> {
         let mut st = self.lock();
         if !st.ledger.is_open(request) {
             return Ok(());
         }
-        self.append(
-            &mut st,
-            &Record::Settle {
-                id: request.to_owned(),
-                micros: cost,
-            },
-        )?;
-        if st.lines >= self.compact_after {
-            self.compact(&mut st);
-        }
-        Ok(())
+        let record = Record::Settle {
+            id: request.to_owned(),
+            micros: cost,
+        };
+        let ticket = self.queue(&mut st, &record)?;
+        st.pending.after.push(record);
+        self.commit(st, &ticket)
     }
 
     /// What counts against `account`'s caps in `period`: settled spend plus open reservations.
@@ -266,41 +310,8 @@ impl SpendStore {
         self.lock().ledger.top(kind, period, n)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Writes `record` as one line and syncs it, then applies it. A failed write is cut back off
-    /// the journal so the next line starts clean.
-    fn append(&self, st: &mut State, record: &Record) -> Result<()> {
-        if st.broken {
-            return Err(StoreError::Broken);
-        }
-        let Some(journal) = st.journal.as_mut() else {
-            return Err(StoreError::ReadOnly);
-        };
-        let path = journal_path(&self.dir, st.generation);
-        let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
-            action: "encode a line for",
-            path: path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        line.push(b'\n');
-        let written = journal.write_all(&line).and_then(|()| journal.sync_data());
-        if let Err(source) = written {
-            if journal.set_len(st.len).and_then(|()| journal.sync_data()).is_err() {
-                st.broken = true;
-            }
-            return Err(StoreError::Io {
-                action: "append to",
-                path,
-                source,
-            });
-        }
-        st.len += line.len() as u64;
-        st.lines += 1;
-        st.ledger.apply(record);
-        Ok(())
     }
 
     /// Folds the journal into a new snapshot: a new empty journal first, then the snapshot
@@ -316,7 +327,7 @@ impl SpendStore {
             Ok(journal) => {
                 st.ledger.forget_done();
                 let old = journal_path(&self.dir, st.generation);
-                st.journal = Some(journal);
+                st.journal = Some(Arc::new(journal));
                 st.generation = next;
                 st.len = 0;
                 st.lines = 0;
