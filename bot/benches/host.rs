@@ -8,6 +8,8 @@
 //! `HOST_BENCH_METRICS=1` turns `[metrics]` on for the overhead figures (to compare with off);
 //! `HOST_BENCH_ALLOWANCE=1` turns `[allowance]` on for them, with caps never reached (every
 //! request is checked and counted, none refused: issue 30's "the check costs nothing");
+//! `HOST_BENCH_MEMORY=0` turns `[memory]` off for them (no memory tool, no recall index: issue
+//! 28's "the host benchmark's overhead unchanged", measured against it on);
 //! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`; `HOST_BENCH_LOG_COPY=<file>` keeps
 //! each bot's log as `<file>.<n>` (n counts the bots started); `HOST_BENCH_WRAP="strace -f -tt
 //! -o <file>"` starts the bot under another program; `HOST_BENCH_ROUNDS=1` prints each round's
@@ -164,6 +166,9 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
              user_daily_usd = 100000\nuser_monthly_usd = 1000000",
         );
     }
+    if knob_off("HOST_BENCH_MEMORY") {
+        env.add_section("[memory]\nenabled = false");
+    }
     if let Some(seed) = seed {
         plant(&env, &idle, seed);
     }
@@ -232,6 +237,11 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
 /// Whether the environment variable `name` is `1`.
 fn knob_on(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+/// Whether the environment turns a default-on feature off (`<name>=0`).
+fn knob_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "0")
 }
 
 /// Lets the disk catch up with the previous phase (thousands of files written, then deleted with
@@ -314,11 +324,12 @@ fn main() {
         spread("  same, to the body read and parsed", &new_parsed);
         let n = sizes.chats;
         println!(
-            "\nvolcanic-bot host bench ({}; binary {}; metrics {}, allowance {})",
+            "\nvolcanic-bot host bench ({}; binary {}; metrics {}, allowance {}, memory {})",
             if full { "full" } else { "smoke" },
             bin(),
             if knob_on("HOST_BENCH_METRICS") { "on" } else { "off" },
             if knob_on("HOST_BENCH_ALLOWANCE") { "on" } else { "off" },
+            if knob_off("HOST_BENCH_MEMORY") { "off" } else { "on" },
         );
         println!("| {:<60} | {:>12} | {:>10} | met? |", "figure", "measured", "goal");
         println!("|{:-<62}|{:-<14}|{:-<12}|------|", "", "", "");
