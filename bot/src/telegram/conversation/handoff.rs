@@ -17,7 +17,7 @@
 use crate::config::QueueMode;
 use crate::features::port::Target;
 use crate::telegram::TelegramHost;
-use crate::telegram::conversation::conversations::{Conversation, SessionUse};
+use crate::telegram::conversation::conversations::{CLOSED_TRIES, Conversation, SessionUse};
 use crate::telegram::inbound::merge::{Part, Ticket};
 use crate::telegram::inbound::shortage::{self, Lack};
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
@@ -121,21 +121,61 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
     crate::ops::answers::bind(session.session_id(), first.update_id);
     // The prompt has its place (a run started, or it is queued) once `submit` returns,
     // however long the session's `input` handlers took; only then may the next prompt go.
-    let submitted = shortage::retry(
-        "handing a prompt to the chat's session",
-        &host.shutdown,
-        |e: &SessionError| shortage::lack_of(e),
-        |lack| conversation.output.short_of(lack),
-        || session.submit(input.clone()),
-    )
-    .await;
+    let submitted = submit(&host, &conversation, session, &input).await;
     drop(turn);
-    // Shutdown while short of resources: unfinished in the journal, handled after a restart.
-    let Some(submitted) = submitted else { return };
+    // Shutdown while short of resources, or it closed the session: unfinished in the journal,
+    // handled after a restart.
+    let Some((session, submitted)) = submitted else { return };
     if submitted.is_ok() {
         conversation.output.resources_back();
     }
     settle(&conversation, &session, ids, submitted).await;
+}
+
+/// Hands `input` to `session`, a shortage waited out ([`shortage::retry`]). A session closed
+/// under its use took nothing ([`SessionError::Closed`]): by the shutdown, the prompt stays
+/// unfinished in the journal (`None`, handled after the restart); else a fresh session takes it.
+/// Returns the session that answered and how.
+async fn submit(
+    host: &TelegramHost,
+    conversation: &Arc<Conversation>,
+    mut session: SessionUse,
+    input: &PromptInput,
+) -> Option<(SessionUse, Result<Submitted, SessionError>)> {
+    for tried in 1..=CLOSED_TRIES {
+        let submitted = shortage::retry(
+            "handing a prompt to the chat's session",
+            &host.shutdown,
+            |e: &SessionError| shortage::lack_of(e),
+            |lack| conversation.output.short_of(lack),
+            || session.submit(input.clone()),
+        )
+        .await?;
+        if !matches!(submitted, Err(SessionError::Closed)) {
+            return Some((session, submitted));
+        }
+        if host.shutdown.is_cancelled() {
+            return None;
+        }
+        if tried == CLOSED_TRIES {
+            return Some((session, submitted));
+        }
+        tracing::warn!(
+            chat = conversation.target.chat_id,
+            "the chat's session was closed under a prompt: handed to a fresh one"
+        );
+        session = match open_session(host, conversation).await? {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                tracing::error!(
+                    chat = conversation.target.chat_id,
+                    "cannot open the chat's session again: {e:#}"
+                );
+                return Some((session, submitted));
+            }
+        };
+    }
+    Some((session, Err(SessionError::Closed)))
 }
 
 /// The conversation's session; a failure for want of descriptors, memory or disk is waited out

@@ -12,6 +12,9 @@ use volcanic_core::agent::SessionError;
 
 /// The notice for a session operation that failed (a prompt refused, a run cut short).
 pub fn session(e: &SessionError) -> String {
+    if matches!(e, SessionError::Closed) {
+        return texts::SESSION_CLOSED.to_owned();
+    }
     e.store_error().and_then(store_failure).unwrap_or_else(|| shown(e))
 }
 
@@ -127,6 +130,8 @@ mod tests {
             path: PathBuf::from(FILE),
         });
         assert_eq!(session(&changed), texts::session_file_changed(FILE));
+        // Not the error's own text ("open it again and retry" is for the host, not the user).
+        assert_eq!(session(&SessionError::Closed), texts::SESSION_CLOSED);
     }
 
     #[test]

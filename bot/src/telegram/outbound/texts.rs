@@ -234,6 +234,11 @@ pub fn session_file_changed(file: &str) -> String {
     )
 }
 
+/// A message met the chat's session closed again and again ([`SessionError::Closed`](volcanic_core::agent::SessionError::Closed)
+/// after every fresh one): it was not taken.
+pub const SESSION_CLOSED: &str = "⚠️ This chat's conversation was closed each time I handed your message to it, so I \
+     did not answer it. Please send it again.";
+
 /// The session file or its folder may not be written (permissions, a read-only file system).
 pub fn session_file_unwritable(file: &str, why: &str) -> String {
     format!(
