@@ -360,7 +360,13 @@ impl Chats {
         out
     }
 
-    /// The loaded session of `conversation`, if any (no loading).
+    /// The loaded session of `conversation`, if any (no loading), without a [`SessionUse`]: an
+    /// eviction may close it right after. Only for what acts at once and writes nothing to the
+    /// session file: `/stop`'s abort, `/tz`'s zone and `/model fallback`'s list (both saved in
+    /// the chat's settings first, which a fresh session reads when it loads), the shutdown's
+    /// close (a second close is a no-op). A closed session refuses prompts and writes, so a
+    /// handle used otherwise fails loudly ([`SessionError::Closed`](volcanic_core::agent::SessionError::Closed));
+    /// take a use ([`Chats::session`]) for those.
     pub async fn loaded(&self, conversation: &Arc<Conversation>) -> Option<AgentSession> {
         conversation.session.lock().await.clone()
     }

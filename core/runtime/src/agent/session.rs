@@ -271,9 +271,16 @@ impl AgentSession {
     /// Closes the session: from now on it refuses every run start and every write to its file
     /// with [`SessionError::Closed`] (a run in progress is aborted). Then lets running turn-end
     /// hooks finish (each within its timeout, all within 10 s), emits `session_shutdown`, and
-    /// makes every extension API and context of this session stale.
+    /// makes every extension API and context of this session stale. Once: a second call (two
+    /// closers at once, e.g. the idle eviction and the shutdown) returns at once.
     pub async fn dispose(&self) {
-        self.inner.lock_state().close();
+        {
+            let mut st = self.inner.lock_state();
+            if st.closed() {
+                return;
+            }
+            st.close();
+        }
         self.abort();
         let hooks = self.inner.skill_hooks.wait_turn_end();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), hooks).await;
