@@ -19,7 +19,7 @@ use crate::features::port::Target;
 use crate::telegram::TelegramHost;
 use crate::telegram::conversation::conversations::{CLOSED_TRIES, Conversation, SessionUse};
 use crate::telegram::inbound::merge::{Part, Ticket};
-use crate::telegram::inbound::shortage::{self, Lack};
+use crate::telegram::inbound::shortage;
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
 use crate::telegram::outbound::api::FetchError;
 use crate::telegram::outbound::failures;
@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use volcanic_abstractions::messages::ImageContent;
+use volcanic_abstractions::shortage::{Lack, lack, lack_of};
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode as SessionQueue, SessionError, Submitted};
 
 /// Largest file a bot may download from the Bot API (20 MB).
@@ -146,7 +147,7 @@ async fn submit(
         let submitted = shortage::retry(
             "handing a prompt to the chat's session",
             &host.shutdown,
-            |e: &SessionError| shortage::lack_of(e),
+            |e: &SessionError| lack_of(e),
             |lack| conversation.output.short_of(lack),
             || session.submit(input.clone()),
         )
@@ -362,7 +363,7 @@ impl Ctx<'_> {
         let saved = shortage::retry(
             "saving a received file",
             &self.host.shutdown,
-            |e: &std::io::Error| shortage::lack(e),
+            |e: &std::io::Error| lack(e),
             |lack| self.output.short_of(lack),
             || async {
                 let inbox = self.host.chats.workspace(m.chat_id)?.join("inbox");
@@ -398,8 +399,8 @@ impl Ctx<'_> {
 /// the text the download's error kept.
 fn fetch_lack(e: &FetchError) -> Option<Lack> {
     match e {
-        FetchError::Api(request) => shortage::lack_of(request),
-        FetchError::Download(_) | FetchError::TooLarge { .. } => shortage::lack_of(e),
+        FetchError::Api(request) => lack_of(request),
+        FetchError::Download(_) | FetchError::TooLarge { .. } => lack_of(e),
     }
 }
 

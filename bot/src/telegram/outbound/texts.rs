@@ -1,8 +1,8 @@
 //! User-visible strings in one place (tests compare against these), and the prompt envelope.
 
-use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::inbound::update::InMessage;
 use chrono::TimeZone;
+use volcanic_abstractions::shortage::Lack;
 
 /// The one short reply a stranger gets (at most once per hour).
 pub fn stranger(user_id: i64) -> String {
