@@ -19,6 +19,19 @@ fn stored_ids(v: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Adds the chat's prompt job `text` on `schedule`; returns its id.
+async fn add(h: &Harness, text: &str, schedule: ScheduleSpec) -> String {
+    let new = NewJob {
+        target: CHAT,
+        origin: JobOrigin::Chat,
+        kind: JobKind::Prompt { text: text.into() },
+        schedule,
+        quiet: false,
+    };
+    let added = h.scheduler.add(&h.ws, new).await;
+    added.unwrap_or_else(|e| panic!("{e}")).job.id
+}
+
 #[tokio::test]
 async fn finished_one_shots_past_the_newest_twenty_go_after_each_run_and_all_after_seven_days() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -27,45 +40,18 @@ async fn finished_one_shots_past_the_newest_twenty_go_after_each_run_and_all_aft
     let made = KEEP_FINISHED + 5;
     let mut ids = Vec::new();
     for i in 0..made {
-        let new = NewJob {
-            target: CHAT,
-            origin: JobOrigin::Chat,
-            kind: JobKind::Prompt {
-                text: format!("reminder {i}"),
-            },
-            schedule: ScheduleSpec::At {
-                at: utc(START) + Duration::minutes(i as i64),
-                time_zone: "UTC".into(),
-            },
-            quiet: false,
+        let at = ScheduleSpec::At {
+            at: utc(START) + Duration::minutes(i as i64),
+            time_zone: "UTC".into(),
         };
-        ids.push(
-            h.scheduler
-                .add(&h.ws, new)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .job
-                .id,
-        );
+        ids.push(add(&h, &format!("reminder {i}"), at).await);
     }
     // A recurring job is never dropped, however its runs went.
-    let daily = NewJob {
-        target: CHAT,
-        origin: JobOrigin::Chat,
-        kind: JobKind::Prompt { text: "daily".into() },
-        schedule: ScheduleSpec::Cron {
-            expr: "30 8 * * *".into(),
-            time_zone: "UTC".into(),
-        },
-        quiet: false,
+    let cron = ScheduleSpec::Cron {
+        expr: "30 8 * * *".into(),
+        time_zone: "UTC".into(),
     };
-    let daily = h
-        .scheduler
-        .add(&h.ws, daily)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .job
-        .id;
+    let daily = add(&h, "daily", cron).await;
     for i in 0..made {
         clock.set(utc(START) + Duration::minutes(i as i64));
         h.delivery.wait_runs(i + 1).await;
