@@ -280,8 +280,9 @@ async fn continue_cut_off(
     let mut run = Box::pin(async move {
         match session.continue_run().await {
             Ok(true) => {}
-            // Busy after all, or closed by the shutdown (the journal keeps it for the restart
-            // then): handed over again instead.
+            // Closed by the shutdown: left unfinished in the journal, for the restart.
+            Err(SessionError::Closed) if host.shutdown.is_cancelled() => {}
+            // Busy after all, or closed otherwise: handed over again instead (a fresh session).
             Ok(false) | Err(SessionError::Closed) => {
                 conversation.ledger.forget(&ids);
                 for i in group {
