@@ -156,6 +156,10 @@ async fn submit(
             return Some((session, submitted));
         }
         if host.shutdown.is_cancelled() {
+            tracing::info!(
+                chat = conversation.target.chat_id,
+                "the shutdown closed the chat's session before a prompt reached it: kept for the restart"
+            );
             return None;
         }
         if tried == CLOSED_TRIES {
