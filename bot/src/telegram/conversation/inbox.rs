@@ -95,10 +95,8 @@ fn numbered(name: &str, n: u32) -> String {
     }
 }
 
-/// Writes `bytes` to a new file in `dir` named `name`, or `name` numbered when that exists;
-/// never replaces a file. Returns its path.
 /// Claims `len` bytes for `f` before anything is written, so a full disk fails at once (ENOSPC,
-/// waited out as a [`shortage`]) rather than half-way through
+/// waited out as a [shortage](crate::telegram::inbound::shortage)) rather than half-way through
 /// the file. A file system that cannot reserve (or an empty file) is just written.
 fn reserve(f: &tokio::fs::File, len: usize) -> std::io::Result<()> {
     use nix::errno::Errno;
@@ -109,6 +107,8 @@ fn reserve(f: &tokio::fs::File, len: usize) -> std::io::Result<()> {
     }
 }
 
+/// Writes `bytes` to a new file in `dir` named `name`, or `name` numbered when that exists;
+/// never replaces a file. Returns its path.
 pub(crate) async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     for n in 1..=1000 {
         let candidate = if n == 1 { name.to_owned() } else { numbered(name, n) };
