@@ -7,7 +7,7 @@ use crate::features::port::{
     settled_answer,
 };
 use crate::telegram::TelegramHost;
-use crate::telegram::conversation::conversations::Conversation;
+use crate::telegram::conversation::conversations::{CLOSED_TRIES, Conversation};
 use crate::telegram::conversation::down_report::Line;
 use crate::telegram::inbound::journal::{Answering, prompt_digest};
 use crate::telegram::inbound::shortage;
@@ -107,12 +107,26 @@ impl ChatPort for TelegramPort {
 
     async fn deliver(&self, prompt: LinePrompt) -> Result<Delivered, PortError> {
         let (host, conversation) = self.conversation(prompt.to)?;
-        let session = host
-            .chats
-            .session(&conversation)
-            .await
-            .map_err(|e| PortError::Session(format!("{:#}", shortage::plainly(e))))?;
-        deliver_in(&host, &conversation, &session, prompt).await
+        // A session closed under its use took nothing: by the shutdown (the job is taken up
+        // after the restart), else a fresh session takes it (see `handoff::submit`).
+        for _ in 0..CLOSED_TRIES {
+            let session = host
+                .chats
+                .session(&conversation)
+                .await
+                .map_err(|e| PortError::Session(format!("{:#}", shortage::plainly(e))))?;
+            if let Some(delivered) = deliver_in(&host, &conversation, &session, &prompt).await? {
+                return Ok(delivered);
+            }
+            if host.shutdown.is_cancelled() {
+                return Err(PortError::ShuttingDown);
+            }
+            tracing::warn!(
+                chat = conversation.target.chat_id,
+                "the chat's session was closed under a delivery: handed to a fresh one"
+            );
+        }
+        Err(not_run(SessionError::Closed))
     }
 
     async fn while_down(&self, lines: Vec<(Target, DownLine)>) -> Result<(), PortError> {
@@ -140,13 +154,13 @@ impl ChatPort for TelegramPort {
 }
 
 /// [`ChatPort::deliver`] once the session is open: queued behind a run in progress, its answer's
-/// delivery journaled under the prompt's key.
+/// delivery journaled under the prompt's key. `None`: the session was closed and took nothing.
 async fn deliver_in(
     host: &TelegramHost,
     conversation: &Conversation,
     session: &AgentSession,
-    prompt: LinePrompt,
-) -> Result<Delivered, PortError> {
+    prompt: &LinePrompt,
+) -> Result<Option<Delivered>, PortError> {
     let output = &conversation.output;
     // Queued behind a run in progress: failures of that run's answer are not ours.
     session.wait_for_idle().await;
@@ -167,7 +181,7 @@ async fn deliver_in(
             session.unsubscribe(l);
         }
         deliver_earlier(host, conversation, key, stamp, answer).await;
-        return Ok(Delivered::Earlier);
+        return Ok(Some(Delivered::Earlier));
     }
     // The prompt is the last message: its run goes on from it (not asked twice).
     let resumed = earlier.filter(|i| i + 1 == messages.len()).and_then(|i| {
@@ -183,12 +197,15 @@ async fn deliver_in(
     if let Some(l) = listener {
         session.unsubscribe(l);
     }
-    prompted.map_err(not_run)?;
+    match prompted {
+        Err(SessionError::Closed) => return Ok(None),
+        prompted => prompted.map_err(not_run)?,
+    }
     output.flush().await;
-    Ok(Delivered::Ran {
+    Ok(Some(Delivered::Ran {
         messages: session.messages(),
         undelivered: output.failed_sends() - failed_before,
-    })
+    }))
 }
 
 /// An answer the transcript already holds (stamped `stamp`): not asked again. Shown by this
@@ -216,7 +233,7 @@ async fn deliver_earlier(host: &TelegramHost, conversation: &Conversation, key: 
 async fn hand_over(
     conversation: &Conversation,
     session: &AgentSession,
-    prompt: LinePrompt,
+    prompt: &LinePrompt,
     key: String,
     resumed: Option<String>,
 ) -> Result<(), SessionError> {
@@ -234,7 +251,7 @@ async fn hand_over(
     }
     ledger.queue_delivery(key.clone(), &prompt.text);
     let input = PromptInput {
-        text: prompt.text,
+        text: prompt.text.clone(),
         images: Vec::new(),
         queue: Some(QueueMode::FollowUp),
     };

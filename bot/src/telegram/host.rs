@@ -361,6 +361,8 @@ impl Running {
         for s in &sessions {
             s.dispose().await;
         }
+        // From here a prompt still on its way meets its session closed and stays in the journal.
+        tracing::info!(sessions = sessions.len(), "the chats' sessions are closed");
         // The answers of runs that finished may still be queued for Telegram: deliver them.
         let outputs = host.chats.outputs();
         let flushed = async {

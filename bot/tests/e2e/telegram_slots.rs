@@ -178,3 +178,77 @@ async fn a_session_a_job_waits_in_is_not_evicted_under_the_next_message() {
         "{transcript}"
     );
 }
+
+/// A prompt on its way when the shutdown closes the chat's session (its file still downloading)
+/// is not run in the closed session: it stays in the journal and is answered once after the
+/// restart, and the chat sees no error (issue 25: a closed session refuses prompts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_meets_its_session_closed_by_the_shutdown_is_answered_after_the_restart() {
+    let model = ModelServer::start().await.unwrap();
+    // The first answer takes two messages: the second, held, keeps the shutdown's flush (and
+    // the process) going after the sessions are closed.
+    let long = format!("first answer {}", "and more ".repeat(600));
+    model.set_responder(move |api, body| {
+        let t = Transcript::of(api, body);
+        Some(Turn::reply(if t.last_user_text()?.contains("read the report") {
+            "report answer".to_owned()
+        } else {
+            long.clone()
+        }))
+    });
+    let tg = BotApiServer::start(TOKEN).await.unwrap();
+    let env = Env::new(&model.url(), &telegram_config(&tg, ""));
+    let mut bot = BotProcess::start(&env, TOKEN);
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| t.starts_with("first answer"))
+    });
+    tg.push_update(updates::text_message(OWNER, OWNER, "hello"));
+    tg.wait_for(|s| s.held_calls().len() == 1, T)
+        .await
+        .unwrap_or_else(|e| panic!("the first answer never went out: {e}\nbot log:\n{}", bot.log()));
+    // A document whose file is held: its prompt has the session and waits for the download.
+    tg.hold_next("getFile", |_| true);
+    let file = tg.add_file(b"%PDF-1.4 numbers".to_vec(), "report.pdf");
+    tg.push_update(updates::document_message(OWNER, OWNER, &file).caption("read the report"));
+    tg.wait_for(|s| s.held_calls().len() == 2, T)
+        .await
+        .unwrap_or_else(|e| panic!("the file was never asked for: {e}\nbot log:\n{}", bot.log()));
+    let pid = bot.child.id().to_string();
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+    eventually("the shutdown to close the sessions", &bot, || {
+        bot.log().contains("the chats' sessions are closed")
+    })
+    .await;
+    // The download goes on, and the answer's second message is held: its prompt meets the
+    // closed session and is kept, never run there.
+    tg.hold_next("sendMessage", |p| {
+        p["text"].as_str().is_some_and(|t| !t.starts_with("first answer"))
+    });
+    assert_eq!(tg.release_held(true), 2);
+    eventually("the prompt to be kept for the restart", &bot, || {
+        bot.log().contains("kept for the restart")
+    })
+    .await;
+    assert_eq!(tg.release_held(true), 1, "the answer's second message was not held");
+    let deadline = Instant::now() + T;
+    while bot.child.try_wait().ok().flatten().is_none() {
+        assert!(Instant::now() < deadline, "the bot did not exit\n{}", bot.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked = |needle: &str| {
+        model
+            .requests()
+            .iter()
+            .filter(|r| r.transcript().last_user_text().is_some_and(|t| t.contains(needle)))
+            .count()
+    };
+    assert_eq!(asked("read the report"), 0, "run in the closed session");
+
+    let bot = BotProcess::start(&env, TOKEN);
+    nth_text(&tg, OWNER, "report answer", 1, &bot).await;
+    assert_eq!(asked("read the report"), 1);
+    let shown = texts(&tg, OWNER);
+    assert_eq!(count(&tg, OWNER, "first answer"), 1, "{shown:?}");
+    assert_eq!(count(&tg, OWNER, "report answer"), 1, "{shown:?}");
+    assert!(!shown.iter().any(|t| t.contains('⚠')), "{shown:?}");
+}

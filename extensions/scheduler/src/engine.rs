@@ -454,6 +454,8 @@ impl JobScheduler {
                 st.touch(key.ws);
                 st.retime(key);
             }
+            // Finished one-shots past their retention go (with this one's write).
+            st.drop_finished(key.ws, now);
         }
         self.persist_logged(key.ws).await;
         self.inner.recording.fetch_sub(1, SeqCst);
@@ -593,6 +595,8 @@ mod actions;
 mod catch_up;
 mod loading;
 mod persist;
+mod retention;
 pub use actions::JobView;
 pub use catch_up::CaughtUp;
 pub use persist::ToolStarted;
+pub use retention::{KEEP_FINISHED, KEEP_FINISHED_DAYS};

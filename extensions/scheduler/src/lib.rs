@@ -16,7 +16,9 @@
 //! itself; a failed run is retried within its slot (30 s → 1 m → 5 m → 15 m → 60 m) until the
 //! next slot is due; after
 //! [`slots::MAX_CONSECUTIVE_FAILURES`] failed slots in a row the job is disabled; cron jobs firing
-//! more often than every 30 s are refused.
+//! more often than every 30 s are refused; finished one-shots stay listed for
+//! [`KEEP_FINISHED_DAYS`] days, at most the [`KEEP_FINISHED`] newest per workspace, then are
+//! dropped (after each run and on load, in `jobs.json` too).
 
 pub mod clock;
 mod engine;
@@ -31,8 +33,8 @@ pub mod watcher;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
-    Answered, CaughtUp, DeliveryError, JobDelivery, JobScheduler, JobView, LoadReport, NewJob, OwnerOfWorkspace,
-    ScheduledRun, SchedulerConfig, SchedulerError, ToolStarted, WorkspaceOwner,
+    Answered, CaughtUp, DeliveryError, JobDelivery, JobScheduler, JobView, KEEP_FINISHED, KEEP_FINISHED_DAYS,
+    LoadReport, NewJob, OwnerOfWorkspace, ScheduledRun, SchedulerConfig, SchedulerError, ToolStarted, WorkspaceOwner,
 };
 pub use job::{Job, JobKind, JobOrigin, JobTarget, RunRecord, RunStatus, ScheduleSpec};
 pub use slots::MAX_CONSECUTIVE_FAILURES;

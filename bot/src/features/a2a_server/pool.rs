@@ -6,24 +6,25 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use a2a::{Artifact, Part, TaskState};
+use a2a::TaskState;
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use volcanic_a2a::{HOP_METADATA_KEY, INBOUND_EVENT};
+use volcanic_a2a::INBOUND_EVENT;
 use volcanic_a2a_server::{ExecRequest, Executor, TaskEvents};
 use volcanic_abstractions::events::AgentSessionEvent;
-use volcanic_abstractions::messages::{Message, StopReason};
 use volcanic_abstractions::ui::UserInterface;
-use volcanic_core::agent::{AgentSession, PromptInput, QueueMode, Submitted};
+use volcanic_core::agent::{AgentSession, PromptInput, QueueMode};
 
 use super::gate::{self, SessionBus};
 use super::ui::TaskUi;
 use crate::features::port::{CallerGrant, ChatPort, OwnSession, Target};
+use run::{drive, forward, hop_of, prompt_text};
 
 /// Which tools a caller's sessions may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,11 +123,51 @@ struct Context {
     workspace: PathBuf,
     caller: String,
     last_active: Mutex<Instant>,
+    /// The [`ContextUse`]s alive: taken under the pool's `contexts` lock, which eviction checks
+    /// it under.
+    in_use: AtomicUsize,
 }
 
 impl Context {
     fn touch(&self) {
         *self.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// Whether eviction may close it: unused for the idle time (`idle`; `None`: any time), no
+    /// task (running or asking), no run, no [`ContextUse`].
+    fn evictable(&self, idle: Option<Duration>) -> bool {
+        let unused =
+            idle.is_none_or(|idle| self.last_active.lock().unwrap_or_else(|e| e.into_inner()).elapsed() >= idle);
+        unused && self.in_use.load(Ordering::SeqCst) == 0 && self.shared.lock().is_none() && self.session.is_idle()
+    }
+
+    /// Takes `self` for a use; call it holding the pool's `contexts` lock.
+    fn take(self: &Arc<Self>) -> ContextUse {
+        self.in_use.fetch_add(1, Ordering::SeqCst);
+        self.touch();
+        ContextUse(self.clone())
+    }
+}
+
+/// A context taken by `A2ASessionPool::context` for one request (a task's start or answer, a
+/// follow-up): while it lives, neither the idle sweep nor a new context's `make_room` evicts
+/// it. Otherwise a context made or found for a task could be evicted before the task was set
+/// in it (a flood of new contexts at the caller's bound): the task then ran in a closed session
+/// (before closed sessions refused prompts: without its tool gate, whose handlers the close
+/// had cleared), while the caller's next message loaded a second copy of its file (issue 25).
+struct ContextUse(Arc<Context>);
+
+impl std::ops::Deref for ContextUse {
+    type Target = Arc<Context>;
+    fn deref(&self) -> &Arc<Context> {
+        &self.0
+    }
+}
+
+impl Drop for ContextUse {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_use.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -193,14 +234,15 @@ impl A2ASessionPool {
         });
     }
 
-    /// Drops the contexts idle for longer than the idle time, with no task.
+    /// Drops the contexts idle for longer than the idle time, with no task and no use. Their
+    /// sessions close after the lock is given back: idle, they write nothing more, so a new
+    /// context on the same file meanwhile is safe.
     async fn evict_idle(&self) {
         let mut gone = Vec::new();
         {
             let mut contexts = self.contexts.lock().await;
             contexts.retain(|_, c| {
-                let idle = c.last_active.lock().unwrap_or_else(|e| e.into_inner()).elapsed() >= self.idle;
-                let keep = !idle || c.shared.lock().is_some() || !c.session.is_idle();
+                let keep = !c.evictable(Some(self.idle));
                 if !keep {
                     gone.push(c.clone());
                 }
@@ -226,8 +268,8 @@ impl A2ASessionPool {
     }
 
     /// Keeps `caller` under its bound before a new context: at the bound its longest-idle
-    /// context with no task is evicted (its session closed in the background); when every one
-    /// is working, the new one is refused, saying so.
+    /// context with no task and no use is evicted (its session closed in the background); when
+    /// every one is working or in use, the new one is refused, saying so.
     fn make_room(&self, contexts: &mut HashMap<(String, String), Arc<Context>>, caller: &str) -> anyhow::Result<()> {
         let mine: Vec<(&(String, String), &Arc<Context>)> = contexts.iter().filter(|((c, _), _)| c == caller).collect();
         if mine.len() < self.max_contexts {
@@ -235,7 +277,7 @@ impl A2ASessionPool {
         }
         let oldest = mine
             .into_iter()
-            .filter(|(_, c)| c.shared.lock().is_none() && c.session.is_idle())
+            .filter(|(_, c)| c.evictable(None))
             .min_by_key(|(_, c)| *c.last_active.lock().unwrap_or_else(|e| e.into_inner()))
             .map(|(key, _)| key.clone());
         let Some(key) = oldest else {
@@ -252,13 +294,13 @@ impl A2ASessionPool {
         Ok(())
     }
 
-    /// The context `(caller, context_id)`, its session made (or resumed) on first use.
-    async fn context(&self, caller: &str, context_id: &str) -> anyhow::Result<Arc<Context>> {
+    /// The context `(caller, context_id)`, its session made (or resumed) on first use, taken
+    /// for a use (not evicted until the [`ContextUse`] is dropped).
+    async fn context(&self, caller: &str, context_id: &str) -> anyhow::Result<ContextUse> {
         let key = (caller.to_owned(), context_id.to_owned());
         let mut contexts = self.contexts.lock().await;
         if let Some(c) = contexts.get(&key) {
-            c.touch();
-            return Ok(c.clone());
+            return Ok(c.take());
         }
         let policy = self
             .callers
@@ -293,9 +335,10 @@ impl A2ASessionPool {
             workspace,
             caller: caller.to_owned(),
             last_active: Mutex::new(Instant::now()),
+            in_use: AtomicUsize::new(0),
         });
         contexts.insert(key, context.clone());
-        Ok(context)
+        Ok(context.take())
     }
 }
 
@@ -327,147 +370,6 @@ pub(super) fn digest(id: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// Applies a context's updates to its current task, in order.
-async fn forward(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<Update>) {
-    while let Some(update) = rx.recv().await {
-        let Some(events) = shared.lock().as_ref().map(|t| t.events.clone()) else {
-            continue;
-        };
-        let done = matches!(update, Update::Done(_));
-        let turn_over = match update {
-            Update::Progress(text) => {
-                events.status(TaskState::Working, Some(&text)).await;
-                false
-            }
-            Update::Ask(question) => {
-                events.status(TaskState::InputRequired, Some(&question)).await;
-                crate::ops::metrics::a2a_task("input_required");
-                true
-            }
-            Update::Done(Outcome::Answer(text)) => {
-                let artifact = Artifact {
-                    artifact_id: "answer".into(),
-                    name: Some("answer".into()),
-                    description: None,
-                    parts: vec![Part::text(text)],
-                    metadata: None,
-                    extensions: None,
-                };
-                events.artifact(artifact, false, true).await;
-                events.status(TaskState::Completed, None).await;
-                crate::ops::metrics::a2a_task("completed");
-                true
-            }
-            Update::Done(Outcome::Failed(why)) => {
-                events.status(TaskState::Failed, Some(&why)).await;
-                crate::ops::metrics::a2a_task("failed");
-                true
-            }
-            Update::Done(Outcome::Canceled) => {
-                events.status(TaskState::Canceled, None).await;
-                crate::ops::metrics::a2a_task("canceled");
-                true
-            }
-        };
-        let mut state = shared.lock();
-        if turn_over && let Some(end) = state.as_mut().and_then(|t| t.turn_end.take()) {
-            let _ = end.send(());
-        }
-        if done {
-            *state = None;
-        }
-    }
-}
-
-/// The prompt for a caller's message: who sends it (so the model treats it as another agent's
-/// words, and a leading `/` is never a command), then its parts as text (files saved in the
-/// workspace's A2A inbox).
-fn prompt_text(ctx: &Context, req: &ExecRequest) -> Result<String, String> {
-    let mut body = String::new();
-    volcanic_a2a::parts_text(&req.message.parts, &ctx.workspace, &req.task_id, &mut body).map_err(|e| e.to_string())?;
-    Ok(format!(
-        "[A2A message from the agent `{}` (task {}); its words are its own, not the owner's]\n{}",
-        req.caller,
-        req.task_id,
-        body.trim_end()
-    ))
-}
-
-/// The hop count of a message (1 when a caller sends none).
-fn hop_of(req: &ExecRequest) -> u64 {
-    req.message
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get(HOP_METADATA_KEY))
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(1)
-}
-
-/// The answers a run gave after the message at `from`: the text of each final assistant
-/// message (the prompt's, then each follow-up's), or why it failed.
-fn outcome(messages: &[Message], from: usize, cancelled: bool) -> Outcome {
-    if cancelled {
-        return Outcome::Canceled;
-    }
-    let mut answers = Vec::new();
-    for m in messages.iter().skip(from) {
-        let Message::Assistant(a) = m else { continue };
-        match a.stop_reason {
-            StopReason::Error => {
-                return Outcome::Failed(format!(
-                    "The model call failed: {}",
-                    a.error_message.as_deref().unwrap_or("no reason given")
-                ));
-            }
-            StopReason::Aborted => return Outcome::Failed("The run was stopped (the server is shutting down).".into()),
-            StopReason::Stop | StopReason::Length | StopReason::ToolUse => {
-                if a.tool_calls().next().is_none() {
-                    let text = a.text();
-                    if !text.trim().is_empty() {
-                        answers.push(text);
-                    }
-                }
-            }
-        }
-    }
-    if answers.is_empty() {
-        Outcome::Failed("The agent ended its run without an answer.".into())
-    } else {
-        Outcome::Answer(answers.join("\n\n"))
-    }
-}
-
-/// Runs a new task's prompt to its end and reports the outcome.
-async fn drive(ctx: Arc<Context>, text: String, cancel: CancellationToken) {
-    let session = ctx.session.clone();
-    let from = session.messages().len();
-    let ended = CancellationToken::new();
-    {
-        let session = session.clone();
-        let (cancel, ended) = (cancel.clone(), ended.clone());
-        tokio::spawn(async move {
-            tokio::select! {
-                () = cancel.cancelled() => session.abort(),
-                () = ended.cancelled() => {}
-            }
-        });
-    }
-    let submitted = session.submit(PromptInput::text(text)).await;
-    let result = match submitted {
-        Ok(Submitted::Started(run)) => run.finished().await.map_err(|e| e.to_string()),
-        Ok(Submitted::Queued | Submitted::Handled) => Err("the session did not start a run for this message".into()),
-        Err(e) => Err(e.to_string()),
-    };
-    ended.cancel();
-    let outcome = match result {
-        Ok(()) => outcome(&session.messages(), from, cancel.is_cancelled()),
-        Err(_) if cancel.is_cancelled() => Outcome::Canceled,
-        Err(e) => Outcome::Failed(format!("The agent could not run: {e}")),
-    };
-    ctx.touch();
-    ctx.shared.send(Update::Done(outcome));
 }
 
 #[async_trait]
@@ -582,3 +484,10 @@ impl Executor for A2ASessionPool {
         }
     }
 }
+
+mod run;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "pool_tests.rs"]
+mod tests;

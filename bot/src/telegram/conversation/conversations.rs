@@ -52,6 +52,11 @@ impl Conversation {
     }
 }
 
+/// How many sessions a prompt or a delivery meets closed ([`SessionError::Closed`](volcanic_core::agent::SessionError::Closed))
+/// before it gives up: only the shutdown closes a session in use (eviction waits for its uses),
+/// so a second closed one in a row means something else keeps closing them.
+pub const CLOSED_TRIES: usize = 3;
+
 /// A chat's session taken by [`Chats::session`] for one use (a prompt's hand-over and run, a
 /// feature's delivery, a command): while it lives the session is not evicted, so what it hands
 /// in reaches this instance, which stays the conversation's. Otherwise an eviction between
@@ -193,10 +198,11 @@ impl Chats {
     }
 
     /// The session of `conversation`, loading (resuming) it if needed, taken for a use: not
-    /// evicted until the returned [`SessionUse`] is dropped.
+    /// evicted until the returned [`SessionUse`] is dropped. A closed one (the shutdown disposed
+    /// it) is never handed out: a fresh one is loaded from its file.
     pub async fn session(&self, conversation: &Arc<Conversation>) -> anyhow::Result<SessionUse> {
         let mut guard = conversation.session.lock().await;
-        if let Some(s) = guard.as_ref() {
+        if let Some(s) = guard.as_ref().filter(|s| !s.is_closed()) {
             return Ok(conversation.take(s.clone()));
         }
         let target = conversation.target;
@@ -354,7 +360,13 @@ impl Chats {
         out
     }
 
-    /// The loaded session of `conversation`, if any (no loading).
+    /// The loaded session of `conversation`, if any (no loading), without a [`SessionUse`]: an
+    /// eviction may close it right after. Only for what acts at once and writes nothing to the
+    /// session file: `/stop`'s abort, `/tz`'s zone and `/model fallback`'s list (both saved in
+    /// the chat's settings first, which a fresh session reads when it loads), the shutdown's
+    /// close (a second close is a no-op). A closed session refuses prompts and writes, so a
+    /// handle used otherwise fails loudly ([`SessionError::Closed`](volcanic_core::agent::SessionError::Closed));
+    /// take a use ([`Chats::session`]) for those.
     pub async fn loaded(&self, conversation: &Arc<Conversation>) -> Option<AgentSession> {
         conversation.session.lock().await.clone()
     }

@@ -17,9 +17,10 @@
 use crate::config::QueueMode;
 use crate::features::port::Target;
 use crate::telegram::TelegramHost;
-use crate::telegram::conversation::conversations::{Conversation, SessionUse};
+use crate::telegram::conversation::conversations::{CLOSED_TRIES, Conversation, SessionUse};
+use crate::telegram::conversation::inbox::{file_name, save_unique};
 use crate::telegram::inbound::merge::{Part, Ticket};
-use crate::telegram::inbound::shortage::{self, Lack};
+use crate::telegram::inbound::shortage;
 use crate::telegram::inbound::update::{InMedia, InMessage, MediaKind};
 use crate::telegram::outbound::api::FetchError;
 use crate::telegram::outbound::failures;
@@ -28,11 +29,9 @@ use crate::telegram::outbound::texts;
 use crate::telegram::outbound::ui::Asker;
 use crate::telegram::voice;
 use base64::Engine;
-use chrono::TimeZone;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
 use volcanic_abstractions::messages::ImageContent;
+use volcanic_abstractions::shortage::{Lack, lack, lack_of};
 use volcanic_core::agent::{AgentSession, PromptInput, QueueMode as SessionQueue, SessionError, Submitted};
 
 /// Largest file a bot may download from the Bot API (20 MB).
@@ -40,9 +39,6 @@ pub const DOWNLOAD_LIMIT: u64 = 20 * 1024 * 1024;
 
 /// Largest image given to the model as image content (the `read` tool's limit, 5 MB).
 pub const IMAGE_LIMIT: u64 = volcanic_core::tools::MAX_IMAGE_BYTES as u64;
-
-/// Longest file name kept in `inbox/` (bytes).
-const MAX_NAME_BYTES: usize = 200;
 
 /// Hands one prompt made of `parts` (one message, an album, or a split paste; the first part
 /// gives the envelope) to their conversation's session, in its own task.
@@ -121,21 +117,65 @@ async fn hand_over(host: Arc<TelegramHost>, conversation: Arc<Conversation>, par
     crate::ops::answers::bind(session.session_id(), first.update_id);
     // The prompt has its place (a run started, or it is queued) once `submit` returns,
     // however long the session's `input` handlers took; only then may the next prompt go.
-    let submitted = shortage::retry(
-        "handing a prompt to the chat's session",
-        &host.shutdown,
-        |e: &SessionError| shortage::lack_of(e),
-        |lack| conversation.output.short_of(lack),
-        || session.submit(input.clone()),
-    )
-    .await;
+    let submitted = submit(&host, &conversation, session, &input).await;
     drop(turn);
-    // Shutdown while short of resources: unfinished in the journal, handled after a restart.
-    let Some(submitted) = submitted else { return };
+    // Shutdown while short of resources, or it closed the session: unfinished in the journal,
+    // handled after a restart.
+    let Some((session, submitted)) = submitted else { return };
     if submitted.is_ok() {
         conversation.output.resources_back();
     }
     settle(&conversation, &session, ids, submitted).await;
+}
+
+/// Hands `input` to `session`, a shortage waited out ([`shortage::retry`]). A session closed
+/// under its use took nothing ([`SessionError::Closed`]): by the shutdown, the prompt stays
+/// unfinished in the journal (`None`, handled after the restart); else a fresh session takes it.
+/// Returns the session that answered and how.
+async fn submit(
+    host: &TelegramHost,
+    conversation: &Arc<Conversation>,
+    mut session: SessionUse,
+    input: &PromptInput,
+) -> Option<(SessionUse, Result<Submitted, SessionError>)> {
+    for tried in 1..=CLOSED_TRIES {
+        let submitted = shortage::retry(
+            "handing a prompt to the chat's session",
+            &host.shutdown,
+            |e: &SessionError| lack_of(e),
+            |lack| conversation.output.short_of(lack),
+            || session.submit(input.clone()),
+        )
+        .await?;
+        if !matches!(submitted, Err(SessionError::Closed)) {
+            return Some((session, submitted));
+        }
+        if host.shutdown.is_cancelled() {
+            tracing::info!(
+                chat = conversation.target.chat_id,
+                "the shutdown closed the chat's session before a prompt reached it: kept for the restart"
+            );
+            return None;
+        }
+        if tried == CLOSED_TRIES {
+            return Some((session, submitted));
+        }
+        tracing::warn!(
+            chat = conversation.target.chat_id,
+            "the chat's session was closed under a prompt: handed to a fresh one"
+        );
+        session = match open_session(host, conversation).await? {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                tracing::error!(
+                    chat = conversation.target.chat_id,
+                    "cannot open the chat's session again: {e:#}"
+                );
+                return Some((session, submitted));
+            }
+        };
+    }
+    Some((session, Err(SessionError::Closed)))
 }
 
 /// The conversation's session; a failure for want of descriptors, memory or disk is waited out
@@ -322,7 +362,7 @@ impl Ctx<'_> {
         let saved = shortage::retry(
             "saving a received file",
             &self.host.shutdown,
-            |e: &std::io::Error| shortage::lack(e),
+            |e: &std::io::Error| lack(e),
             |lack| self.output.short_of(lack),
             || async {
                 let inbox = self.host.chats.workspace(m.chat_id)?.join("inbox");
@@ -358,8 +398,8 @@ impl Ctx<'_> {
 /// the text the download's error kept.
 fn fetch_lack(e: &FetchError) -> Option<Lack> {
     match e {
-        FetchError::Api(request) => shortage::lack_of(request),
-        FetchError::Download(_) | FetchError::TooLarge { .. } => shortage::lack_of(e),
+        FetchError::Api(request) => lack_of(request),
+        FetchError::Download(_) | FetchError::TooLarge { .. } => lack_of(e),
     }
 }
 
@@ -380,204 +420,11 @@ pub(crate) fn duration(secs: u64) -> String {
     format!("{}:{:02}", secs / 60, secs % 60)
 }
 
-/// The name a received file gets in `inbox/` (before making it unique): the sender's file name,
-/// sanitised, or `<kind>-<local date and time>.<ext>`; a voice note is always `voice-<date>.ogg`,
-/// a video note `video-note-<date>.mp4` (neither has a name of its own).
-fn file_name(media: &InMedia, date: i64, tz: chrono_tz::Tz, image_type: Option<&str>) -> String {
-    let given = match media.kind {
-        MediaKind::Photo | MediaKind::Voice | MediaKind::VideoNote => None,
-        MediaKind::Document | MediaKind::Audio | MediaKind::Video => media.file_name.as_deref().and_then(sanitize),
-    };
-    if let Some(name) = given {
-        return name;
-    }
-    let stamp = tz
-        .timestamp_opt(date, 0)
-        .single()
-        .map_or_else(|| date.to_string(), |t| t.format("%Y-%m-%d-%H%M%S").to_string());
-    let mime = image_type.or(media.mime_type.as_deref());
-    let (prefix, ext) = match media.kind {
-        MediaKind::Photo => ("photo", extension(mime).unwrap_or("jpg")),
-        MediaKind::Voice => ("voice", "ogg"),
-        MediaKind::Audio => ("audio", extension(mime).unwrap_or("mp3")),
-        MediaKind::Video => ("video", extension(mime).unwrap_or("mp4")),
-        MediaKind::VideoNote => ("video-note", "mp4"),
-        MediaKind::Document => ("file", extension(mime).unwrap_or("bin")),
-    };
-    format!("{prefix}-{stamp}.{ext}")
-}
-
-/// The usual extension of a MIME type, for the common ones.
-fn extension(mime: Option<&str>) -> Option<&'static str> {
-    Some(match mime? {
-        "image/jpeg" => "jpg",
-        "image/png" => "png",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "audio/ogg" => "ogg",
-        "audio/mpeg" => "mp3",
-        "audio/mp4" | "audio/x-m4a" => "m4a",
-        "video/mp4" => "mp4",
-        "video/quicktime" => "mov",
-        "application/pdf" => "pdf",
-        "application/zip" => "zip",
-        "text/plain" => "txt",
-        _ => return None,
-    })
-}
-
-/// A file name safe to create in `inbox/`: no `/` or `\` or control characters (each becomes
-/// `_`), no leading dots, dashes or spaces, at most [`MAX_NAME_BYTES`] (the extension kept).
-/// `None` when nothing is left.
-pub fn sanitize(name: &str) -> Option<String> {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\') || c.is_control() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
-    let cleaned = cleaned.trim_start_matches(['.', '-', ' ']).trim_end();
-    if cleaned.is_empty() {
-        return None;
-    }
-    if cleaned.len() <= MAX_NAME_BYTES {
-        return Some(cleaned.to_owned());
-    }
-    let (stem, ext) = match cleaned.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() && ext.len() <= 16 => (stem, format!(".{ext}")),
-        _ => (cleaned, String::new()),
-    };
-    let mut keep = MAX_NAME_BYTES - ext.len();
-    while !stem.is_char_boundary(keep) {
-        keep -= 1;
-    }
-    Some(format!("{}{ext}", &stem[..keep]))
-}
-
-/// `name` with `-n` before its extension: `report.pdf` → `report-2.pdf`.
-fn numbered(name: &str, n: u32) -> String {
-    match name.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => format!("{stem}-{n}.{ext}"),
-        _ => format!("{name}-{n}"),
-    }
-}
-
-/// Writes `bytes` to a new file in `dir` named `name`, or `name` numbered when that exists;
-/// never replaces a file. Returns its path.
-/// Claims `len` bytes for `f` before anything is written, so a full disk fails at once (ENOSPC,
-/// waited out as a [`shortage`]) rather than half-way through
-/// the file. A file system that cannot reserve (or an empty file) is just written.
-fn reserve(f: &tokio::fs::File, len: usize) -> std::io::Result<()> {
-    use nix::errno::Errno;
-    let Ok(len) = i64::try_from(len) else { return Ok(()) };
-    match nix::fcntl::posix_fallocate(f, 0, len) {
-        Err(e @ (Errno::ENOSPC | Errno::EDQUOT)) => Err(std::io::Error::from(e)),
-        Ok(()) | Err(_) => Ok(()),
-    }
-}
-
-async fn save_unique(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    for n in 1..=1000 {
-        let candidate = if n == 1 { name.to_owned() } else { numbered(name, n) };
-        let path = dir.join(&candidate);
-        let opened = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .await;
-        match opened {
-            Ok(mut f) => {
-                let written = match reserve(&f, bytes.len()) {
-                    Ok(()) => f.write_all(bytes).await.and(f.flush().await),
-                    Err(e) => Err(e),
-                };
-                if let Err(e) = written {
-                    // Nothing half-written stays: the retry saves the file anew under its name.
-                    let _ = tokio::fs::remove_file(&path).await;
-                    return Err(e);
-                }
-                return Ok(path);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other(format!("too many files named like {name}")))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-
-    fn media(kind: MediaKind, name: Option<&str>, mime: Option<&str>) -> InMedia {
-        InMedia {
-            kind,
-            file_id: "f".into(),
-            file_size: None,
-            file_name: name.map(str::to_owned),
-            mime_type: mime.map(str::to_owned),
-            duration: None,
-        }
-    }
-
-    #[test]
-    fn names_are_sanitised() {
-        let cases = [
-            ("report.pdf", Some("report.pdf")),
-            ("../../etc/passwd", Some("_.._etc_passwd")),
-            (".bashrc", Some("bashrc")),
-            ("-rf", Some("rf")),
-            ("a\\b/c\nd.txt", Some("a_b_c_d.txt")),
-            ("...", None),
-            ("  ", None),
-            ("Отчёт 2026.docx", Some("Отчёт 2026.docx")),
-        ];
-        for (input, want) in cases {
-            assert_eq!(sanitize(input).as_deref(), want, "{input:?}");
-        }
-        let long = format!("{}.pdf", "é".repeat(150));
-        let short = sanitize(&long).unwrap();
-        assert!(short.len() <= MAX_NAME_BYTES && short.ends_with(".pdf"), "{short}");
-    }
-
-    #[test]
-    fn generated_names_carry_the_local_date() {
-        let date = 1_767_225_600; // 2026-01-01 00:00 UTC
-        let berlin = chrono_tz::Europe::Berlin;
-        let voice = media(MediaKind::Voice, None, Some("audio/ogg"));
-        assert_eq!(file_name(&voice, date, berlin, None), "voice-2026-01-01-010000.ogg");
-        let photo = media(MediaKind::Photo, None, None);
-        assert_eq!(
-            file_name(&photo, date, chrono_tz::UTC, Some("image/png")),
-            "photo-2026-01-01-000000.png"
-        );
-        let doc = media(MediaKind::Document, Some("notes.txt"), Some("text/plain"));
-        assert_eq!(file_name(&doc, date, berlin, None), "notes.txt");
-        let nameless = media(MediaKind::Document, None, Some("application/pdf"));
-        assert_eq!(file_name(&nameless, date, berlin, None), "file-2026-01-01-010000.pdf");
-    }
-
-    #[tokio::test]
-    async fn saving_never_replaces_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = save_unique(dir.path(), "report.pdf", b"one").await.unwrap();
-        let b = save_unique(dir.path(), "report.pdf", b"two").await.unwrap();
-        let c = save_unique(dir.path(), "README", b"three").await.unwrap();
-        let d = save_unique(dir.path(), "README", b"four").await.unwrap();
-        let names: Vec<String> = [&a, &b, &c, &d]
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["report.pdf", "report-2.pdf", "README", "README-2"]);
-        assert_eq!(std::fs::read(&a).unwrap(), b"one");
-        assert_eq!(std::fs::read(&b).unwrap(), b"two");
-    }
 
     #[test]
     fn durations_read_as_minutes_and_seconds() {

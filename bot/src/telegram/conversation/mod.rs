@@ -8,6 +8,7 @@ pub(crate) mod conversations;
 pub(crate) mod down_report;
 pub(crate) mod fallback;
 pub(crate) mod handoff;
+pub(crate) mod inbox;
 pub(crate) mod menus;
 pub(crate) mod recovery;
 pub(crate) mod settings;

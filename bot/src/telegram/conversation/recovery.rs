@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 use volcanic_abstractions::messages::Message;
-use volcanic_core::agent::AgentSession;
+use volcanic_core::agent::{AgentSession, SessionError};
 
 /// Callback data of the Retry button: `retry:<update_id>`.
 pub const RETRY_PREFIX: &str = "retry:";
@@ -280,8 +280,10 @@ async fn continue_cut_off(
     let mut run = Box::pin(async move {
         match session.continue_run().await {
             Ok(true) => {}
-            // Busy after all: handed over again instead.
-            Ok(false) => {
+            // Closed by the shutdown: left unfinished in the journal, for the restart.
+            Err(SessionError::Closed) if host.shutdown.is_cancelled() => {}
+            // Busy after all, or closed otherwise: handed over again instead (a fresh session).
+            Ok(false) | Err(SessionError::Closed) => {
                 conversation.ledger.forget(&ids);
                 for i in group {
                     host.handle(i.u.id, i.u.update).await;

@@ -4,14 +4,16 @@
 //! in the journal (a restart meanwhile handles it as if it just arrived, by the
 //! [recovery](crate::telegram::conversation::recovery) rule for a prompt that never reached the
 //! model). The chat's later messages keep their place behind it.
+//!
+//! What a shortage is and how to tell one ([`Lack`], `lack`, `lack_of`, `lack_in_text`) is
+//! `volcanic_abstractions::shortage`'s; this module holds the bot's own: the `anyhow` form, the
+//! wait and the retry.
 
 use tokio_util::sync::CancellationToken;
-use volcanic_abstractions::shortage::lack_in_chain;
+use volcanic_abstractions::shortage::{Lack, lack_in_chain};
 use volcanic_provider_support::shortage::Pauses;
 
-pub use volcanic_abstractions::shortage::{Lack, lack, lack_in_text, lack_of};
-
-/// [`lack_of`] for an `anyhow` error (its context and sources).
+/// [`lack_of`](volcanic_abstractions::shortage::lack_of) for an `anyhow` error (its context and sources).
 pub fn lack_of_any(e: &anyhow::Error) -> Option<Lack> {
     lack_in_chain(e.chain())
 }
@@ -98,6 +100,7 @@ where
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use volcanic_abstractions::shortage::{lack, lack_of};
     use volcanic_provider_support::shortage::FIRST_PAUSE;
 
     #[test]

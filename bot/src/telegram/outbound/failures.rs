@@ -3,15 +3,19 @@
 //! down to the store's `std::io::Error`) and the kind of a model call's failure
 //! ([`ProviderFailure`]); anything else is shown as its own text says.
 
-use crate::telegram::inbound::shortage;
+use crate::telegram::inbound::shortage::lack_of_any;
 use crate::telegram::outbound::texts;
 use std::io::ErrorKind;
 use volcanic_abstractions::provider::ProviderFailure;
 use volcanic_abstractions::sessions::SessionStoreError;
+use volcanic_abstractions::shortage::{lack, lack_in_text, lack_of};
 use volcanic_core::agent::SessionError;
 
 /// The notice for a session operation that failed (a prompt refused, a run cut short).
 pub fn session(e: &SessionError) -> String {
+    if matches!(e, SessionError::Closed) {
+        return texts::SESSION_CLOSED.to_owned();
+    }
     e.store_error().and_then(store_failure).unwrap_or_else(|| shown(e))
 }
 
@@ -20,27 +24,27 @@ pub fn session(e: &SessionError) -> String {
 pub fn open(e: &anyhow::Error) -> String {
     match e.downcast_ref::<SessionError>() {
         Some(e) => session(e),
-        None => shortage::lack_of_any(e).map_or_else(|| texts::failed(&format!("{e:#}")), texts::short_of),
+        None => lack_of_any(e).map_or_else(|| texts::failed(&format!("{e:#}")), texts::short_of),
     }
 }
 
 /// The notice for any other failure: what the machine is short of ([`texts::short_of`]), never
 /// the OS error's text, else the error as its own text says.
 pub fn shown(e: &(dyn std::error::Error + 'static)) -> String {
-    shortage::lack_of(e).map_or_else(|| texts::failed(&e.to_string()), texts::short_of)
+    lack_of(e).map_or_else(|| texts::failed(&e.to_string()), texts::short_of)
 }
 
 /// The notice for a state file (`file`, e.g. `access.json`) that could not be saved: a
 /// shortage as [`texts::short_of`] says it, any other failure with its cause.
 pub fn not_saved(file: &str, e: &std::io::Error) -> String {
-    shortage::lack(e).map_or_else(|| texts::failed(&format!("cannot save {file}: {e}")), texts::short_of)
+    lack(e).map_or_else(|| texts::failed(&format!("cannot save {file}: {e}")), texts::short_of)
 }
 
 /// The notice for a model call that ended in an error: `error_message` of the turn's final
 /// assistant message. A shortage met on the bot's side (no descriptor for the connection)
 /// is told as such, without the OS text.
 pub fn model(error_message: &str) -> String {
-    if let Some(lack) = shortage::lack_in_text(error_message) {
+    if let Some(lack) = lack_in_text(error_message) {
         return texts::short_of(lack);
     }
     match ProviderFailure::of(error_message) {
@@ -85,9 +89,9 @@ fn store_failure(e: &SessionStoreError) -> Option<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::telegram::inbound::shortage::Lack;
     use pretty_assertions::assert_eq;
     use std::path::PathBuf;
+    use volcanic_abstractions::shortage::Lack;
     use volcanic_core::compaction::CompactionError;
     use volcanic_core::sessions::ManagerError;
 
@@ -127,6 +131,8 @@ mod tests {
             path: PathBuf::from(FILE),
         });
         assert_eq!(session(&changed), texts::session_file_changed(FILE));
+        // Not the error's own text ("open it again and retry" is for the host, not the user).
+        assert_eq!(session(&SessionError::Closed), texts::SESSION_CLOSED);
     }
 
     #[test]

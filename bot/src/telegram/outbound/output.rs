@@ -15,7 +15,6 @@ mod progress;
 
 use crate::features::port::Target;
 use crate::telegram::inbound::journal::{Answering, ChunkState, Journal, Progress, Rest};
-use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::outbound::api::{Attempt, DraftText, Tg};
 use crate::telegram::outbound::ledger::Ledger;
 use crate::telegram::outbound::live::draft::{DraftStream, Final, Shown};
@@ -34,6 +33,7 @@ use tokio::sync::mpsc;
 use volcanic_abstractions::events::AgentSessionEvent;
 use volcanic_abstractions::messages::StopReason;
 use volcanic_abstractions::provider::AssistantMessageEvent;
+use volcanic_abstractions::shortage::Lack;
 
 /// Typing refresh period (Telegram shows the action for about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);

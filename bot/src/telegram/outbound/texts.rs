@@ -1,8 +1,8 @@
 //! User-visible strings in one place (tests compare against these), and the prompt envelope.
 
-use crate::telegram::inbound::shortage::Lack;
 use crate::telegram::inbound::update::InMessage;
 use chrono::TimeZone;
+use volcanic_abstractions::shortage::Lack;
 
 /// The one short reply a stranger gets (at most once per hour).
 pub fn stranger(user_id: i64) -> String {
@@ -233,6 +233,11 @@ pub fn session_file_changed(file: &str) -> String {
          conversation (that file stays as it is)."
     )
 }
+
+/// A message met the chat's session closed again and again ([`SessionError::Closed`](volcanic_core::agent::SessionError::Closed)
+/// after every fresh one): it was not taken.
+pub const SESSION_CLOSED: &str = "⚠️ This chat's conversation was closed each time I handed your message to it, so I \
+     did not answer it. Please send it again.";
 
 /// The session file or its folder may not be written (permissions, a read-only file system).
 pub fn session_file_unwritable(file: &str, why: &str) -> String {

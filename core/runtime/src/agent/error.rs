@@ -57,6 +57,12 @@ pub enum SessionError {
     /// A run's task was cancelled before the run ended (the async runtime is shutting down).
     #[error("the run was cut off: the program is shutting down")]
     RunCancelled,
+    /// The session was closed ([`AgentSession::dispose`](super::AgentSession::dispose): evicted
+    /// or shut down): it starts no run and writes nothing more to its file, so a stale handle
+    /// cannot write a second copy of the transcript beside the one a fresh session loads. Open
+    /// the session again (the host's loader) and hand the prompt to that one.
+    #[error("the session was closed (evicted or shut down): open it again and retry")]
+    Closed,
 }
 
 impl From<ManagerError> for SessionError {
@@ -84,7 +90,8 @@ impl SessionError {
             | SessionError::Compaction(_)
             | SessionError::Command { .. }
             | SessionError::Allowance(_)
-            | SessionError::RunCancelled => None,
+            | SessionError::RunCancelled
+            | SessionError::Closed => None,
         }
     }
 }

@@ -20,6 +20,13 @@
 //! cleared only by [`State::unclaim`], which takes that token back (`run_loop::settle` at the end
 //! of a run, `run_loop::release` after a compaction). So two runs never overlap, and a run is
 //! started only by whoever claimed the session.
+//!
+//! # Closed
+//!
+//! `State::closed` is set once, by [`State::close`] (from `AgentSession::dispose`), and never
+//! cleared. From then on [`State::ensure_open`] refuses with [`SessionError::Closed`]: a
+//! closed session starts no run or compaction ([`Inner::try_claim`] checks it under the same
+//! lock as the claim), queues nothing, and appends no entry to its file.
 
 use super::error::SessionError;
 use super::factory::FactoryConfig;
@@ -62,6 +69,8 @@ pub(crate) struct State {
     /// A run or a compaction holds the session: set by [`Inner::try_claim`], cleared by
     /// [`State::unclaim`] (private: nothing else may change it).
     running: bool,
+    /// The session was closed (see the module docs): set by [`State::close`] only.
+    closed: bool,
     pub abort: CancellationToken,
     pub steering: VecDeque<Message>,
     pub follow_up: VecDeque<Message>,
@@ -95,6 +104,7 @@ impl State {
             time_zone,
             messages,
             running: false,
+            closed: false,
             abort: CancellationToken::new(),
             steering: VecDeque::new(),
             follow_up: VecDeque::new(),
@@ -110,6 +120,24 @@ impl State {
     /// Whether a run or a compaction holds the session.
     pub fn running(&self) -> bool {
         self.running
+    }
+
+    /// Closes the session for good (see the module docs).
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// Whether the session was closed.
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// `Err(`[`SessionError::Closed`]`)` once the session was closed.
+    pub fn ensure_open(&self) -> Result<(), SessionError> {
+        if self.closed {
+            return Err(SessionError::Closed);
+        }
+        Ok(())
     }
 
     /// Ends the busy period `busy` stood for. The caller then tells the host (`agent_settled`)
@@ -162,16 +190,18 @@ impl Inner {
     }
 
     /// Marks the session busy (running, a fresh abort token, not idle) unless a run or a
-    /// compaction already holds it; `st` is this session's state, locked by the caller (so a
-    /// check and the claim are one step). The one way a run or a compaction starts.
-    pub fn try_claim(&self, st: &mut State) -> Option<Busy> {
+    /// compaction already holds it (`Ok(None)`); `st` is this session's state, locked by the
+    /// caller (so a check and the claim are one step). The one way a run or a compaction
+    /// starts. Errors: [`SessionError::Closed`] once the session was closed.
+    pub fn try_claim(&self, st: &mut State) -> Result<Option<Busy>, SessionError> {
+        st.ensure_open()?;
         if st.running {
-            return None;
+            return Ok(None);
         }
         st.running = true;
         st.abort = CancellationToken::new();
         self.idle.send_replace(false);
-        Some(Busy(()))
+        Ok(Some(Busy(())))
     }
 
     /// Sends a session event to every subscriber (synchronously, in subscription order).

@@ -91,9 +91,11 @@ pub(crate) enum Placed {
 
 /// Queues `message` during a run (`queue` `None`: [`SessionError::Busy`]), or marks the session
 /// running and returns the new run's initial messages: `message`, then those held for the next
-/// turn. Idle without a model: [`SessionError::NoModel`].
+/// turn. Idle without a model: [`SessionError::NoModel`]; closed: [`SessionError::Closed`].
 pub(crate) fn place(inner: &Inner, message: Message, queue: Option<QueueMode>) -> Result<Placed, SessionError> {
     let mut st = inner.lock_state();
+    // Also before queueing: a closed session's run was aborted and takes nothing more.
+    st.ensure_open()?;
     if st.running() {
         match queue {
             Some(QueueMode::Steer) => st.steering.push_back(message),
@@ -105,7 +107,7 @@ pub(crate) fn place(inner: &Inner, message: Message, queue: Option<QueueMode>) -
     if st.model.is_none() {
         return Err(SessionError::NoModel);
     }
-    let Some(busy) = inner.try_claim(&mut st) else {
+    let Some(busy) = inner.try_claim(&mut st)? else {
         return Err(SessionError::Busy);
     };
     let mut initial = vec![message];
@@ -119,8 +121,10 @@ impl AgentSession {
     /// or consume the text (its handlers are awaited); then a run starts in its own task, or,
     /// during a run, the prompt is queued as `input.queue` says.
     /// Errors: the command failed, the prompt is empty, the session is busy and `queue` is
-    /// `None`, no model is selected.
+    /// `None`, no model is selected, the session was closed ([`SessionError::Closed`]: nothing
+    /// of the prompt was taken; hand it to a session opened again).
     pub async fn submit(&self, input: PromptInput) -> Result<Submitted, SessionError> {
+        self.inner.lock_state().ensure_open()?;
         if let Some(result) = self.run_command(input.text.trim()).await {
             return result.map(|()| Submitted::Handled);
         }
@@ -201,10 +205,12 @@ impl AgentSession {
     /// Runs the agent on the transcript as it is, without a new message: for a run cut off by a
     /// crash after its prompt was persisted (the prompt is already the last message). Returns
     /// `Ok(false)` without running when the last message is not a user or custom message, or a
-    /// run is in progress.
+    /// run is in progress. Errors: as [`RunHandle::finished`]; no model; the session was closed
+    /// ([`SessionError::Closed`]).
     pub async fn continue_run(&self) -> Result<bool, SessionError> {
         let busy = {
             let mut st = self.inner.lock_state();
+            st.ensure_open()?;
             let pending = matches!(st.messages.last(), Some(Message::User(_) | Message::Custom(_)));
             if st.running() || !pending {
                 return Ok(false);
@@ -212,7 +218,7 @@ impl AgentSession {
             if st.model.is_none() {
                 return Err(SessionError::NoModel);
             }
-            match self.inner.try_claim(&mut st) {
+            match self.inner.try_claim(&mut st)? {
                 Some(busy) => busy,
                 None => return Ok(false),
             }

@@ -127,6 +127,12 @@ impl AgentSession {
         self.inner.lock_state().messages.clone()
     }
 
+    /// Whether the session was closed ([`dispose`](Self::dispose)): it refuses every run start
+    /// and write with [`SessionError::Closed`].
+    pub fn is_closed(&self) -> bool {
+        self.inner.lock_state().closed()
+    }
+
     /// Whether no run is in progress.
     pub fn is_idle(&self) -> bool {
         !self.inner.lock_state().running()
@@ -236,7 +242,8 @@ impl AgentSession {
     /// Compacts the conversation now (`/compact [instructions]`): waits for a run in progress to
     /// end, holds the session busy while the summary is written (prompts that arrive meanwhile are
     /// queued as usual and run afterwards), and returns the `compaction` entry written.
-    /// Errors: nothing to compact, no model, the summary request failed, an extension cancelled.
+    /// Errors: nothing to compact, no model, the summary request failed, an extension cancelled,
+    /// the session was closed ([`SessionError::Closed`]).
     pub async fn compact(
         &self,
         instructions: Option<String>,
@@ -244,7 +251,7 @@ impl AgentSession {
         let (busy, cancel) = loop {
             {
                 let mut st = self.inner.lock_state();
-                if let Some(busy) = self.inner.try_claim(&mut st) {
+                if let Some(busy) = self.inner.try_claim(&mut st)? {
                     break (busy, st.abort.clone());
                 }
             }
@@ -261,9 +268,19 @@ impl AgentSession {
         Ok(result?)
     }
 
-    /// Lets running turn-end hooks finish (each within its timeout, all within 10 s), emits
-    /// `session_shutdown`, then makes every extension API and context of this session stale.
+    /// Closes the session: from now on it refuses every run start and every write to its file
+    /// with [`SessionError::Closed`] (a run in progress is aborted). Then lets running turn-end
+    /// hooks finish (each within its timeout, all within 10 s), emits `session_shutdown`, and
+    /// makes every extension API and context of this session stale. Once: a second call (two
+    /// closers at once, e.g. the idle eviction and the shutdown) returns at once.
     pub async fn dispose(&self) {
+        {
+            let mut st = self.inner.lock_state();
+            if st.closed() {
+                return;
+            }
+            st.close();
+        }
         self.abort();
         let hooks = self.inner.skill_hooks.wait_turn_end();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), hooks).await;
@@ -290,7 +307,11 @@ pub(crate) fn user_message(text: String, images: Vec<ImageContent>) -> Message {
 }
 
 pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), SessionError> {
-    let previous = inner.lock_state().model.clone();
+    let previous = {
+        let st = inner.lock_state();
+        st.ensure_open()?;
+        st.model.clone()
+    };
     inner.lock_manager().append_model_change(&model.provider, &model.id)?;
     inner.lock_state().model = Some(model.clone());
     let mut ev = ModelSelectEvent { model, previous };
@@ -302,7 +323,11 @@ pub(crate) async fn apply_model(inner: &Arc<Inner>, model: Model) -> Result<(), 
 }
 
 pub(crate) async fn apply_thinking(inner: &Arc<Inner>, level: ThinkingLevel) -> Result<(), SessionError> {
-    let previous = inner.lock_state().thinking;
+    let previous = {
+        let st = inner.lock_state();
+        st.ensure_open()?;
+        st.thinking
+    };
     inner.lock_manager().append_thinking_level_change(level)?;
     inner.lock_state().thinking = level;
     let mut ev = ThinkingLevelSelectEvent { level, previous };
@@ -315,6 +340,7 @@ pub(crate) async fn apply_thinking(inner: &Arc<Inner>, level: ThinkingLevel) -> 
 
 /// `/new` (target `None`) or a switch to another file.
 pub(crate) async fn switch_session(inner: &Arc<Inner>, target: Option<PathBuf>) -> Result<(), SessionError> {
+    inner.lock_state().ensure_open()?;
     let mut ev = SessionBeforeSwitchEvent {
         target: target.as_ref().map(|p| p.display().to_string()),
         cancelled: false,

@@ -81,6 +81,49 @@ async fn session_shutdown_fires_on_dispose_and_old_api_and_ctx_turn_stale() {
     assert!(matches!(ctx.session(), Err(ExtensionError::Stale)));
 }
 
+/// Two closers at once (the idle eviction still in its sweep while the shutdown closes every
+/// loaded session) close the session once: extensions hear `session_shutdown` once.
+#[tokio::test]
+async fn disposing_twice_at_once_shuts_the_session_down_once() {
+    use volcanic_abstractions::extensions::ExtensionApiExt;
+    let log = new_log();
+    let l = log.clone();
+    let slow = ext("slow-shutdown", move |api| {
+        let l = l.clone();
+        api.on::<SessionShutdownEvent, _>(move |_, _, _| {
+            let l = l.clone();
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                push(&l, "shutdown");
+                Ok(())
+            })
+        });
+        Ok(())
+    });
+    let h = harness(vec![], vec![slow]).await;
+    tokio::join!(h.session.dispose(), h.session.dispose());
+    assert_eq!(logged(&log), vec!["shutdown"]);
+}
+
+/// What a `Chats::loaded` handle does (`/stop` aborts, `/tz` and `/model fallback` set the zone
+/// and the fallback list in memory after the chat's settings were saved) writes nothing to the
+/// session file and starts no run, also on a session an eviction closed meanwhile: a fresh
+/// session reads those settings when it loads (issue 25, the eviction window).
+#[tokio::test]
+async fn what_a_loaded_handle_does_on_a_closed_session_writes_nothing_and_starts_nothing() {
+    let h = harness(vec![FauxTurn::text("hi")], vec![]).await;
+    h.session.prompt(PromptInput::text("hello")).await.unwrap();
+    let file = h.session.session_file().unwrap();
+    let before = std::fs::read(&file).unwrap();
+    h.session.dispose().await;
+    h.session.abort();
+    h.session.set_time_zone(Some(chrono_tz::Europe::Berlin));
+    h.session.set_fallback_models(Some(vec!["faux/m1".into()])).unwrap();
+    assert!(h.session.is_idle());
+    assert_eq!(h.faux.calls(), 1);
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
+
 #[tokio::test]
 async fn session_before_switch_cancel_keeps_the_file_otherwise_a_new_session_starts() {
     let log = new_log();

@@ -2,7 +2,7 @@
 
 use super::WorkspaceOwner;
 use super::{CaughtUp, Entry, JobScheduler, Key, LoadReport, Workspace};
-use crate::job::{Job, JobOrigin, RunRecord, ScheduleSpec};
+use crate::job::{Job, JobOrigin, RunRecord};
 use crate::slots::{self, Due};
 use crate::store::{self, Loaded, StoreError};
 use std::path::{Path, PathBuf};
@@ -119,7 +119,7 @@ impl JobScheduler {
         let mut changed = false;
         let owner = self.owner(&r.ws);
         let before = jobs.len();
-        let jobs: Vec<Job> = jobs.into_iter().filter(|j| !finished_long_ago(j, now)).collect();
+        let jobs = super::retention::kept(jobs, now);
         changed |= jobs.len() != before;
         for mut job in jobs {
             let (bound, runnable) = bind_to_owner(&mut job, owner.as_ref());
@@ -242,17 +242,6 @@ fn bind_to_owner(job: &mut Job, owner: Option<&WorkspaceOwner>) -> (bool, bool) 
         None => (changed, false),
     }
 }
-
-/// One-shots done (or failed for good) more than [`KEEP_FINISHED_DAYS`] days ago are dropped.
-fn finished_long_ago(job: &Job, now: chrono::DateTime<chrono::Utc>) -> bool {
-    let ScheduleSpec::At { at, .. } = job.schedule else {
-        return false;
-    };
-    !job.enabled && job.retry_at.is_none() && now - at > chrono::Duration::days(KEEP_FINISHED_DAYS)
-}
-
-/// How long finished one-shots stay listed, days.
-pub const KEEP_FINISHED_DAYS: i64 = 7;
 
 /// The canonical form of a workspace path (the same folder reached two ways is one workspace).
 pub(crate) fn canonical(path: &Path) -> PathBuf {
