@@ -8,7 +8,7 @@
 //! `malloc_trim`, two arenas nor a fixed mmap threshold made the last half of the run flat
 //! (+7 % to +16 % over the last 1,000 of 2,000 messages). jemalloc keeps small blocks in slabs of
 //! their own size class, so a survivor pins one slab, not a stretch of heap, and a background
-//! thread returns pages left unused for [`DIRTY_DECAY_MS`]; the figures are in the benchmark docs
+//! thread returns pages left unused for a second; the figures are in the benchmark docs
 //! ("Session 14").
 //!
 //! Every allocation goes through it, Rust's and the C libraries' alike (the crate's unprefixed
@@ -16,27 +16,24 @@
 //! `MALLOC_CONF` environment variable is read after it, so each option set there wins (e.g.
 //! `MALLOC_CONF=dirty_decay_ms:10000` for fewer `madvise` calls and more memory held).
 
-#![allow(unsafe_code)]
-
 /// The allocator of every allocation in the process.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// Milliseconds a freed page stays resident before jemalloc returns it to the system
-/// (`dirty_decay_ms`; jemalloc's default is 10,000). Short, so that RSS follows the heap in use
-/// within a second of a busy wave's end, long enough that pages freed and reused within one
-/// wave are not given back and faulted in again.
-pub const DIRTY_DECAY_MS: u32 = 1000;
-
 /// jemalloc's options (`opt.*`, as in its `MALLOC_CONF`), NUL-terminated for C:
-/// - `background_thread:true`: one thread per arena set returns decayed pages, instead of an
-///   allocating thread now and then (or never, in a process that went quiet);
-/// - `dirty_decay_ms`: [`DIRTY_DECAY_MS`];
+/// - `background_thread:true`: background threads return decayed pages, instead of allocating
+///   threads now and then (or never, in a process that went quiet);
+/// - `dirty_decay_ms:1000`: a freed page is returned to the system within a second (jemalloc's
+///   default: ten), so that RSS follows the heap in use soon after a busy wave, while pages
+///   freed and reused within one wave are not returned and faulted in again;
 /// - `muzzy_decay_ms:0`: returned pages are unmapped at once (`MADV_DONTNEED`), not left
 ///   "muzzy" (`MADV_FREE`), which the kernel counts in RSS until it needs the memory.
 ///
 /// jemalloc reads the C symbol `malloc_conf` before its first allocation, then the environment's
 /// `MALLOC_CONF` (jemalloc's manual, "TUNING"): the static is that symbol.
+// `unsafe` only because an exported name could clash with another symbol: jemalloc declares
+// this one (weak) for exactly this use.
+#[allow(unsafe_code)]
 #[unsafe(export_name = "malloc_conf")]
 pub static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
@@ -44,10 +41,11 @@ pub static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000
 const ARENAS_ALL: usize = 4096;
 
 /// Returns every arena's unused pages to the system at once (jemalloc's
-/// `arena.<ARENAS_ALL>.purge`), instead of within [`DIRTY_DECAY_MS`]: after an eviction sweep,
-/// whose freed sessions no wave is about to reuse. Blocking (one `madvise` per free extent, well
-/// under a millisecond in the soak): call it from a blocking thread. Errors are ignored: pages
-/// not purged now go back by decay.
+/// `arena.<ARENAS_ALL>.purge`), instead of within the decay time: after an eviction sweep,
+/// whose freed sessions no wave is about to reuse. Blocking (one `madvise` per free extent): call
+/// it from a blocking thread. Errors are ignored: pages not purged now go back by decay.
+// The one call into the C library: `unsafe` because it is an FFI call, not for what it does.
+#[allow(unsafe_code)]
 pub fn release_free() {
     let name = format!("arena.{ARENAS_ALL}.purge\0");
     // SAFETY: `mallctl` with a NUL-terminated name and null old/new pointers and lengths: the
@@ -65,28 +63,61 @@ pub fn release_free() {
 }
 
 #[cfg(test)]
+#[allow(unsafe_code)] // reads jemalloc's options through its control interface
 mod tests {
     use super::*;
-    use tikv_jemalloc_ctl::{background_thread, opt, raw};
+    use tikv_jemalloc_ctl::{background_thread, raw};
 
-    #[test]
-    fn the_settings_are_one_c_string() {
-        let conf = std::ffi::CStr::from_bytes_with_nul(MALLOC_CONF).map(|c| c.to_str());
-        assert!(matches!(conf, Ok(Ok(s)) if s.contains(&format!("dirty_decay_ms:{DIRTY_DECAY_MS},"))));
+    /// The `option:value` pairs of [`MALLOC_CONF`].
+    fn options() -> Vec<(String, String)> {
+        let conf = std::ffi::CStr::from_bytes_with_nul(MALLOC_CONF).map(|c| c.to_string_lossy().into_owned());
+        let conf = conf.unwrap_or_default();
+        let pairs = conf.split(',').filter_map(|pair| pair.split_once(':'));
+        pairs.map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
     }
 
-    /// The test binary has the same global allocator and `malloc_conf` symbol as the bot: reading
-    /// the options back shows jemalloc took them (run without `MALLOC_CONF` set).
+    /// The test binary has the same global allocator and `malloc_conf` symbol as the bot: each
+    /// option read back from jemalloc is the one set (run without `MALLOC_CONF` set).
     #[test]
     fn jemalloc_runs_with_the_bots_settings() {
-        assert_eq!(std::env::var_os("MALLOC_CONF"), None, "unset MALLOC_CONF to run this test");
-        assert_eq!(opt::background_thread::read().ok(), Some(true));
+        assert_eq!(
+            std::env::var_os("MALLOC_CONF"),
+            None,
+            "unset MALLOC_CONF to run this test"
+        );
+        let options = options();
+        assert_eq!(options.len(), 3, "{options:?}");
+        for (name, value) in options {
+            let key = format!("opt.{name}\0");
+            // SAFETY: the read's type is the option's in jemalloc's manual: `bool` for
+            // `background_thread`, `ssize_t` for the decay times.
+            let read = match name.as_str() {
+                "background_thread" => unsafe { raw::read::<bool>(key.as_bytes()) }.map(|v| v.to_string()),
+                _ => unsafe { raw::read::<isize>(key.as_bytes()) }.map(|v| v.to_string()),
+            };
+            assert_eq!(read.ok(), Some(value), "{name}");
+        }
+        // And the threads run.
         assert_eq!(background_thread::read().ok(), Some(true));
-        // SAFETY (both reads): the named options are `ssize_t`, read as `isize`.
-        let dirty: Result<isize, _> = unsafe { raw::read(b"opt.dirty_decay_ms\0") };
-        let muzzy: Result<isize, _> = unsafe { raw::read(b"opt.muzzy_decay_ms\0") };
-        assert_eq!(dirty.ok(), isize::try_from(DIRTY_DECAY_MS).ok());
-        assert_eq!(muzzy.ok(), Some(0));
+    }
+
+    /// An operator's `MALLOC_CONF` is read after [`MALLOC_CONF`]: what it sets wins, the rest
+    /// stays ours. Seen in this test binary run again (`--list`: it runs no test) with
+    /// jemalloc's options printed at its exit.
+    #[test]
+    fn an_operators_malloc_conf_wins() {
+        let exe = std::env::current_exe().map_err(|e| e.to_string());
+        let run = exe.and_then(|exe| {
+            let mut cmd = std::process::Command::new(exe);
+            cmd.arg("--list")
+                .env("MALLOC_CONF", "stats_print:true,dirty_decay_ms:5000");
+            cmd.output().map_err(|e| e.to_string())
+        });
+        let printed = run.map(|out| String::from_utf8_lossy(&out.stderr).into_owned());
+        let printed = printed.unwrap_or_else(|e| format!("cannot run the test binary: {e}"));
+        assert!(printed.contains("opt.dirty_decay_ms: 5000"), "{printed}");
+        assert!(printed.contains("opt.muzzy_decay_ms: 0"), "{printed}");
+        assert!(printed.contains("opt.background_thread: true"), "{printed}");
     }
 
     /// Resident pages of this process (`/proc/self/statm`'s second field).
@@ -104,8 +135,14 @@ mod tests {
         drop(blocks);
         release_free();
         let after = resident_pages();
-        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096);
-        let returned_mib = full.saturating_sub(after) * usize::try_from(page).unwrap_or(4096) >> 20;
-        assert!(returned_mib >= 48, "{returned_mib} MiB returned ({full} pages resident before)");
+        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .unwrap_or(4096);
+        let returned_mib = (full.saturating_sub(after) * usize::try_from(page).unwrap_or(4096)) >> 20;
+        assert!(
+            returned_mib >= 48,
+            "{returned_mib} MiB returned ({full} pages resident before)"
+        );
     }
 }
