@@ -28,6 +28,8 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 ///   freed and reused within one wave are not returned and faulted in again;
 /// - `muzzy_decay_ms:0`: returned pages are unmapped at once (`MADV_DONTNEED`), not left
 ///   "muzzy" (`MADV_FREE`), which the kernel counts in RSS until it needs the memory.
+/// - `narenas:2`: two arenas, not four per core (jemalloc's default, for many-core servers):
+///   each arena keeps its own partly used slabs, and the bot's threads mostly wait on I/O.
 ///
 /// jemalloc reads the C symbol `malloc_conf` before its first allocation, then the environment's
 /// `MALLOC_CONF` (jemalloc's manual, "TUNING"): the static is that symbol.
@@ -35,7 +37,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 // this one (weak) for exactly this use.
 #[allow(unsafe_code)]
 #[unsafe(export_name = "malloc_conf")]
-pub static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+pub static MALLOC_CONF: &[u8; 70] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:2\0";
 
 /// jemalloc's pseudo-arena index for "all arenas" (`MALLCTL_ARENAS_ALL` in its header).
 const ARENAS_ALL: usize = 4096;
@@ -86,13 +88,14 @@ mod tests {
             "unset MALLOC_CONF to run this test"
         );
         let options = options();
-        assert_eq!(options.len(), 3, "{options:?}");
+        assert_eq!(options.len(), 4, "{options:?}");
         for (name, value) in options {
             let key = format!("opt.{name}\0");
             // SAFETY: the read's type is the option's in jemalloc's manual: `bool` for
-            // `background_thread`, `ssize_t` for the decay times.
+            // `background_thread`, `unsigned` for `narenas`, `ssize_t` for the decay times.
             let read = match name.as_str() {
                 "background_thread" => unsafe { raw::read::<bool>(key.as_bytes()) }.map(|v| v.to_string()),
+                "narenas" => unsafe { raw::read::<u32>(key.as_bytes()) }.map(|v| v.to_string()),
                 _ => unsafe { raw::read::<isize>(key.as_bytes()) }.map(|v| v.to_string()),
             };
             assert_eq!(read.ok(), Some(value), "{name}");
