@@ -64,8 +64,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Before any thread: glibc fixes its arena count when a thread first allocates.
-    allocator::configure();
     match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime.block_on(start()),
         Err(e) => {
@@ -78,7 +76,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Everything after the allocator's set-up, on the runtime.
+/// Everything after the runtime's start, on the runtime.
 async fn start() -> ExitCode {
     let cli = Cli::parse();
     // The console is a terminal UI: only warnings interleave with it by default.
