@@ -44,8 +44,10 @@
 //!   request), holds made before stay counted, and the sync is not tried again (the system may
 //!   have dropped the unsynced lines; a second sync could report success over them). A restart
 //!   replays what is on disk.
-//! - A torn last line (the write was cut off) is cut off the file; any other damage refuses to
-//!   open ([`StoreError::Damaged`]) rather than guess.
+//! - A torn tail is cut off the file: a last line without its newline (the write was cut off),
+//!   or everything from a line holding zero bytes (a power cut during a sync can leave a page of
+//!   lines written meanwhile unwritten under later ones; no sync that ended covered any of
+//!   them). Any other damage refuses to open ([`StoreError::Damaged`]) rather than guess.
 //! - After [`COMPACT_AFTER`] lines the journal is folded into a new snapshot (new empty journal,
 //!   snapshot written aside, synced and renamed, old journal removed: every crash point leaves
 //!   a consistent pair). Lines written but not yet synced fold in too (their holds and

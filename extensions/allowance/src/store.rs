@@ -39,8 +39,8 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    /// A file holds something other than the store's records (a torn last line is not this: it
-    /// is cut off, as the crash rule says).
+    /// A file holds something other than the store's records (a torn tail is not this: it is
+    /// cut off, as the crash rule says).
     #[error(
         "spend store: {path} line {line} is damaged ({reason}); move the folder aside to start \
          the counts afresh"
@@ -457,7 +457,7 @@ fn read_folder(dir: &Path) -> Result<(Ledger, u64)> {
     Ok((ledger, generation))
 }
 
-/// What [`replay`] does with a torn last line.
+/// What [`replay`] does with a torn tail.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Torn {
     /// Cut it off the file (the store's owner, opening).
@@ -466,27 +466,44 @@ enum Torn {
     Skip,
 }
 
-/// Applies a journal's whole lines to `ledger`; a torn last line (no newline: the write was cut
-/// off, or is under way) is cut off the file or skipped (`torn`). Returns the length and lines
-/// of the whole part.
+/// Applies a journal's whole lines to `ledger`; a torn tail is cut off the file or skipped
+/// (`torn`). Returns the length and lines of the whole part. The tail is torn from a last line
+/// without its newline (the write was cut off, or is under way), or from the first line holding
+/// a zero byte: a power cut during a sync can leave a page of lines written meanwhile unwritten
+/// (zeros) under later ones, and none of those lines was covered by a sync that ended (one that
+/// ended would have written the zeroed page), so nothing promised is cut. JSON never holds a
+/// zero byte; any other damage is [`StoreError::Damaged`].
 fn replay(path: &Path, ledger: &mut Ledger, torn: Torn) -> Result<(u64, usize)> {
     let bytes = std::fs::read(path).map_err(io("read", path))?;
-    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let mut lines = 0;
+    let mut at = 0;
     for (i, line) in bytes[..whole].split(|b| *b == b'\n').enumerate() {
+        let start = at;
+        at += line.len() + 1;
         if line.is_empty() {
             continue;
         }
-        let record: Record = serde_json::from_slice(line).map_err(|e| StoreError::Damaged {
-            path: path.to_owned(),
-            line: i + 1,
-            reason: e.to_string(),
-        })?;
+        let record: Record = match serde_json::from_slice(line) {
+            Ok(r) => r,
+            Err(_) if line.contains(&0) => {
+                whole = start;
+                break;
+            }
+            Err(e) => {
+                return Err(StoreError::Damaged {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                });
+            }
+        };
         ledger.apply(&record);
         lines += 1;
     }
     if whole < bytes.len() && torn == Torn::Cut {
-        tracing::warn!(path = %path.display(), "spend store: cutting off a torn last line");
+        let cut = bytes.len() - whole;
+        tracing::warn!(path = %path.display(), "spend store: cutting off a torn tail ({cut} bytes)");
         let f = OpenOptions::new().write(true).open(path).map_err(io("open", path))?;
         f.set_len(whole as u64)
             .and_then(|()| f.sync_all())
