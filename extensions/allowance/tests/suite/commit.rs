@@ -101,11 +101,28 @@ fn usd(n: f64) -> MicroUsd {
     MicroUsd::from_usd(n)
 }
 
+/// A store in a fresh folder, folding after `compact_after` lines, synced through a [`Seam`]
+/// failing the syncs numbered in `fail`.
+fn open(fail: &'static [usize], compact_after: usize) -> anyhow::Result<(tempfile::TempDir, Seam, Arc<SpendStore>)> {
+    let dir = tempfile::tempdir()?;
+    let (seam, sync) = Seam::new(fail);
+    let store = Arc::new(SpendStore::open_with_sync(dir.path(), compact_after, sync)?);
+    Ok((dir, seam, store))
+}
+
+/// Settles `id` at `cost` on a thread of its own (it waits for a sync).
+fn settle_apart(
+    store: &Arc<SpendStore>,
+    id: &'static str,
+    cost: f64,
+) -> std::thread::JoinHandle<volcanic_allowance::Result<()>> {
+    let store = store.clone();
+    std::thread::spawn(move || store.settle(id, usd(cost)))
+}
+
 #[test]
 fn holds_return_while_a_sync_is_held_and_the_lines_written_meanwhile_share_the_next_sync() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = Seam::new(&[]);
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), 1000, sync)?);
+    let (dir, seam, store) = open(&[], 1000)?;
     assert_eq!(store.reserve(&charge("first", 6, 0.01), &[])?, Decision::Admitted);
     seam.started(1)?;
     // The first line's sync is held in the seam: every other hold returns regardless.
@@ -143,15 +160,10 @@ fn holds_return_while_a_sync_is_held_and_the_lines_written_meanwhile_share_the_n
 
 #[test]
 fn a_settle_waits_for_a_sync_begun_after_its_write_and_only_then_replaces_its_hold() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = Seam::new(&[]);
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), 1000, sync)?);
+    let (dir, seam, store) = open(&[], 1000)?;
     store.reserve(&charge("a", 6, 0.5), &[])?;
     seam.started(1)?;
-    let settle = {
-        let store = store.clone();
-        std::thread::spawn(move || store.settle("a", usd(0.2)))
-    };
+    let settle = settle_apart(&store, "a", 0.2);
     wait_for_lines(dir.path(), 2)?;
     seam.release(1)?;
     // The held sync began before the settle's line was written: the next one is needed.
@@ -177,16 +189,11 @@ fn a_settle_waits_for_a_sync_begun_after_its_write_and_only_then_replaces_its_ho
 
 #[test]
 fn a_failed_sync_breaks_the_store_and_its_holds_stay_counted() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = Seam::new(&[1]);
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), 1000, sync)?);
+    let (dir, seam, store) = open(&[1], 1000)?;
     store.reserve(&charge("a", 6, 0.5), &[])?;
     seam.started(1)?;
     assert_eq!(store.reserve(&charge("b", 6, 0.25), &[])?, Decision::Admitted);
-    let settle = {
-        let store = store.clone();
-        std::thread::spawn(move || store.settle("a", usd(0.1)))
-    };
+    let settle = settle_apart(&store, "a", 0.1);
     wait_for_lines(dir.path(), 3)?;
     seam.release(1)?;
     let settled = settle
@@ -226,9 +233,7 @@ fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
 
 #[test]
 fn holds_written_and_not_synced_survive_a_crash_of_the_process() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = Seam::new(&[]);
-    let store = SpendStore::open_with_sync(dir.path(), 1000, sync)?;
+    let (dir, seam, store) = open(&[], 1000)?;
     for (id, est) in [("a", 0.5), ("b", 0.25), ("c", 0.125)] {
         store.reserve(&charge(id, 6, est), &[])?;
     }
@@ -250,18 +255,13 @@ fn holds_written_and_not_synced_survive_a_crash_of_the_process() -> anyhow::Resu
 
 #[test]
 fn a_fold_takes_in_lines_written_during_a_sync_and_makes_them_durable() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = Seam::new(&[]);
     // Folded after 4 lines: the first sync's end finds 4 written, 3 of them not synced.
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), 4, sync)?);
+    let (dir, seam, store) = open(&[], 4)?;
     store.reserve(&charge("a", 6, 0.5), &[])?;
     seam.started(1)?;
     store.reserve(&charge("b", 6, 0.25), &[])?;
     store.reserve(&charge("c", 6, 0.125), &[])?;
-    let settle = {
-        let store = store.clone();
-        std::thread::spawn(move || store.settle("a", usd(0.1)))
-    };
+    let settle = settle_apart(&store, "a", 0.1);
     wait_for_lines(dir.path(), 4)?;
     seam.release(1)?;
     settle
