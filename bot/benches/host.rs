@@ -10,6 +10,8 @@
 //! request is checked and counted, none refused: issue 30's "the check costs nothing");
 //! `HOST_BENCH_MEMORY=0` turns `[memory]` off for them (no memory tool, no recall index: issue
 //! 28's "the host benchmark's overhead unchanged", measured against it on);
+//! `HOST_BENCH_SPEND_SHM=1` puts the spend store's folder in `/dev/shm` (its fsyncs cost
+//! nothing: what is left of the allowance's overhead is not the disk);
 //! `HOST_BENCH_LOG=<filter>` sets the bot's `VOLCANIC_LOG`; `HOST_BENCH_LOG_COPY=<file>` keeps
 //! each bot's log as `<file>.<n>` (n counts the bots started); `HOST_BENCH_WRAP="strace -f -tt
 //! -o <file>"` starts the bot under another program; `HOST_BENCH_ROUNDS=1` prints each round's
@@ -172,6 +174,7 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     if let Some(seed) = seed {
         plant(&env, &idle, seed);
     }
+    let _spend = knob_on("HOST_BENCH_SPEND_SHM").then(|| spend_in_shm(&env));
     let bot = Bot::start(&env);
     first_get_updates(&tg, &bot, sizes.timeout).await;
     let delay = Duration::from_millis(50);
@@ -232,6 +235,16 @@ async fn overhead(sizes: &Sizes, seed: Option<&Seed>) -> (Vec<f64>, Vec<f64>) {
     }
     drop(bot);
     (samples, parsed)
+}
+
+/// Links the bot's spend store folder (`data/allowance/spend`) to a new folder in `/dev/shm`,
+/// kept as long as the returned value.
+fn spend_in_shm(env: &Env) -> tempfile::TempDir {
+    let shm = tempfile::tempdir_in("/dev/shm").expect("HOST_BENCH_SPEND_SHM needs /dev/shm");
+    let parent = env.dir.path().join("data/allowance");
+    std::fs::create_dir_all(&parent).unwrap();
+    std::os::unix::fs::symlink(shm.path(), parent.join("spend")).unwrap();
+    shm
 }
 
 /// Whether the environment variable `name` is `1`.

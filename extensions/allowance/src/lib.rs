@@ -20,31 +20,46 @@
 //! The store owns one folder: `journal-<n>.jsonl` (append-only, one JSON line per record) and
 //! `snapshot.json` (the folded state, naming the first journal not in it).
 //!
-//! - A `reserve` line is written and synced before the request is made; a `settle` line (the
-//!   request's idempotency key and its cost) after it. Replaying lines is idempotent: a key is
-//!   held once and settled once, so a replay after `kill -9` never counts a request twice.
-//! - A settled request is never lost: its line was synced before `settle` returned.
-//! - A request the crash cut off between its two lines is counted at its estimate when the
+//! - A `reserve` line is written before the request is made, a `settle` line (the request's
+//!   idempotency key and its cost) after it. Replaying lines is idempotent: a key is held once
+//!   and settled once, so a replay after `kill -9` never counts a request twice.
+//! - **A hold is durable against `kill -9` when [`reserve`](SpendStore::reserve) returns**: its
+//!   line is written (`write(2)` into the system's page cache, which outlives the process)
+//!   under the store's lock, together with the check, before the request goes out. **Against
+//!   power loss it is durable once the next sync ends**: the store's sync thread syncs every
+//!   line written so far right after it is written (about a millisecond on a local disk, well
+//!   within the request's own time), with the lock released, so writes go on meanwhile and no
+//!   request waits for the disk. A power cut in that window may lose the hold of a request that
+//!   was made (counted low by its estimate): the one case the rule gives up, to keep the disk
+//!   off the request's path.
+//! - **A settlement is durable before it counts**: [`settle`](SpendStore::settle) returns once
+//!   a sync begun after its line was written has ended (which makes every earlier line durable
+//!   too), and only then replaces its hold in memory (high, never low). A settled request is
+//!   never lost.
+//! - A request cut off by a crash between its two lines is counted at its estimate when the
 //!   store opens again (it may have been made, and the estimate bounds it from above): the
 //!   cap's side of a crash is the safe side.
-//! - A torn last line (the write was cut off) is cut off the file; any other damage refuses to
-//!   open ([`StoreError::Damaged`]) rather than guess.
+//! - A failed write is cut back off the journal and refuses its request. A failed sync breaks
+//!   the store ([`StoreError::Broken`]): every later hold is refused (the host refuses the
+//!   request), holds made before stay counted, and the sync is not tried again (the system may
+//!   have dropped the unsynced lines; a second sync could report success over them). A restart
+//!   replays what is on disk.
+//! - A torn tail is cut off the file: a last line without its newline (the write was cut off),
+//!   or everything from a line holding zero bytes (a power cut during a sync can leave a page of
+//!   lines written meanwhile unwritten under later ones; no sync that ended covered any of
+//!   them). Any other damage refuses to open ([`StoreError::Damaged`]) rather than guess.
 //! - After [`COMPACT_AFTER`] lines the journal is folded into a new snapshot (new empty journal,
 //!   snapshot written aside, synced and renamed, old journal removed: every crash point leaves
-//!   a consistent pair). Snapshots keep the last [`KEEP_DAYS`] days of daily totals and the
-//!   month totals of those months, so the files do not grow without bound.
-//! - Group commit: a call's check and in-memory hold are one step under the store's lock; its
-//!   line joins a batch, and one sync (run with the lock released) makes every line of the
-//!   batch durable. `reserve` admits and `settle` returns only once their line is durable; a
-//!   failed write or sync fails every call of its batch, whose holds stay counted until a
-//!   restart (high, never low: a settle replaces its hold in memory only once on disk).
+//!   a consistent pair). Lines written but not yet synced fold in too (their holds and
+//!   settlements are in the snapshot, which is synced before it replaces the old pair).
+//!   Snapshots keep the last [`KEEP_DAYS`] days of daily totals and the month totals of those
+//!   months, so the files do not grow without bound.
 //!
 //! Why a journal with holds rather than writing only the settled cost: a crash between the
 //! request and its record would lose the cost, and after a restart more requests than fit would
-//! pass. The price is a synced line per request before it goes out (about a millisecond on a
-//! local disk, shared by the requests that arrive meanwhile, next to a model request's
-//! seconds); the check itself is in memory (see the `check` bench), and reads never wait for a
-//! sync.
+//! pass. The price is one written line per request before it goes out (microseconds) and one
+//! sync shortly after, shared by every line written meanwhile; the check itself is in memory
+//! (see the `check` bench), and reads never wait for a sync.
 //!
 //! # For `/usage`
 //!

@@ -5,14 +5,15 @@ use crate::check::{Cap, Charge, Decision, first_crossed};
 use crate::ledger::{Ledger, Open, Record, Total};
 use crate::money::MicroUsd;
 use chrono::NaiveDate;
-use commit::Batch;
+use commit::Failure;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 mod commit;
+mod fold;
 
 /// Days of daily totals a snapshot keeps, counted back from the newest day (two months, so the
 /// last 30 days and the whole current month are always there).
@@ -38,8 +39,8 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    /// A file holds something other than the store's records (a torn last line is not this: it
-    /// is cut off, as the crash rule says).
+    /// A file holds something other than the store's records (a torn tail is not this: it is
+    /// cut off, as the crash rule says).
     #[error(
         "spend store: {path} line {line} is damaged ({reason}); move the folder aside to start \
          the counts afresh"
@@ -55,9 +56,18 @@ pub enum StoreError {
     /// The request id was reserved before (ids must be unique per model request).
     #[error("spend store: request `{0}` is reserved already")]
     Duplicate(String),
-    /// A failed write could not be cut back off the journal, so nothing more is written.
-    #[error("spend store: a write failed and could not be undone; restart the bot to recover")]
-    Broken,
+    /// An earlier journal sync failed, or a failed write could not be cut back off the journal,
+    /// so nothing more is recorded (every later hold is refused; holds made before stay
+    /// counted). A sync is not tried again after a failure: the system may have dropped the
+    /// unsynced lines and a second sync could report success over them.
+    #[error(
+        "spend store: nothing more is recorded since a journal write or sync failed ({reason}); \
+         free the disk or fix the folder, then restart the bot"
+    )]
+    Broken {
+        /// The failure that broke the store (the file and the system's error).
+        reason: String,
+    },
     /// The store was opened to read only ([`SpendStore::open_read_only`]): nothing is written.
     #[error("spend store: opened to read only (beside the running bot), so nothing is recorded here")]
     ReadOnly,
@@ -67,27 +77,41 @@ pub enum StoreError {
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// How the journal's written lines are made durable: [`File::sync_data`] unless
-/// [`SpendStore::open_with_sync`] says otherwise (a test counts or fails syncs through it).
+/// [`SpendStore::open_with_sync`] says otherwise (a test counts, blocks or fails syncs through
+/// it).
 pub type SyncJournal = Arc<dyn Fn(&File) -> std::io::Result<()> + Send + Sync>;
 
 /// The spend store: settled spend and open reservations per account and local day, in a folder
-/// of its own. Thread-safe; every call that writes returns once its line is synced (blocking
-/// I/O: call it from a blocking thread in async code), and the lines of concurrent calls share
-/// one sync (group commit). Reads never touch the disk and never wait for a sync.
+/// of its own. Thread-safe. A call that writes writes its line under the store's lock (blocking
+/// I/O, microseconds: call it from a blocking thread in async code); the store's sync thread
+/// syncs the lines written so far with the lock released, one sync for every line written
+/// since the last one. [`reserve`](Self::reserve) returns once its line is written,
+/// [`settle`](Self::settle) once a sync begun after its write has ended. Reads never touch the
+/// disk and never wait for a sync. Dropping the store syncs what is written and stops its
+/// thread.
 pub struct SpendStore {
+    inner: Arc<Inner>,
+    /// The sync thread (`None` when opened to read only).
+    flusher: Option<JoinHandle<()>>,
+}
+
+/// What the store's callers and its sync thread share.
+struct Inner {
     dir: PathBuf,
     compact_after: usize,
     sync: SyncJournal,
     state: Mutex<State>,
-    /// Wakes the callers waiting for their batch when a sync ends.
+    /// Wakes the callers waiting for durability when a sync ends (or fails).
     synced: Condvar,
+    /// Wakes the sync thread when a line is written (or the store closes).
+    wake: Condvar,
 }
 
 impl std::fmt::Debug for SpendStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpendStore")
-            .field("dir", &self.dir)
-            .field("compact_after", &self.compact_after)
+            .field("dir", &self.inner.dir)
+            .field("compact_after", &self.inner.compact_after)
             .finish_non_exhaustive()
     }
 }
@@ -102,11 +126,35 @@ struct State {
     len: u64,
     /// Lines in the journal.
     lines: usize,
-    broken: bool,
-    /// Lines waiting for the next sync.
-    pending: Batch,
-    /// A caller is writing and syncing a batch (with the lock released).
-    syncing: bool,
+    /// Lines written since the store opened (a line's number is the count after its write).
+    written: u64,
+    /// Lines made durable: every line numbered up to this one (by a journal sync, or a fold
+    /// into a synced snapshot).
+    synced: u64,
+    /// Settlements written but not yet durable, with their line numbers: applied to the ledger
+    /// once durable (a hold is replaced only by a settlement on disk: high, never low).
+    after: Vec<(u64, Record)>,
+    /// Why nothing more is written (a failed sync, a failed write not cut back).
+    failed: Option<Failure>,
+    /// The store is being dropped: the sync thread syncs what is written and ends.
+    closing: bool,
+}
+
+impl State {
+    fn new(ledger: Ledger, journal: Option<Arc<File>>, generation: u64, len: u64, lines: usize) -> State {
+        State {
+            ledger,
+            journal,
+            generation,
+            len,
+            lines,
+            written: 0,
+            synced: 0,
+            after: Vec::new(),
+            failed: None,
+            closing: false,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -120,11 +168,13 @@ struct Snapshot {
 
 impl SpendStore {
     /// Opens (or creates) the store in `dir`: the snapshot, then every newer journal (a torn
-    /// last line is cut off), then reservations no one settled counted at their estimate.
+    /// last line is cut off), then reservations no one settled counted at their estimate; starts
+    /// the store's sync thread.
     ///
     /// # Errors
-    /// [`StoreError::Io`] when the folder cannot be read or written; [`StoreError::Damaged`]
-    /// when a file holds something else than the store's records.
+    /// [`StoreError::Io`] when the folder cannot be read or written (or the thread cannot
+    /// start); [`StoreError::Damaged`] when a file holds something else than the store's
+    /// records.
     pub fn open(dir: &Path) -> Result<SpendStore> {
         SpendStore::open_with(dir, COMPACT_AFTER)
     }
@@ -134,8 +184,9 @@ impl SpendStore {
         SpendStore::open_with_sync(dir, compact_after, Arc::new(File::sync_data))
     }
 
-    /// [`SpendStore::open_with`], making the journal's lines durable with `sync` (called once
-    /// per batch of lines, without the store's lock; an error fails every call of that batch).
+    /// [`SpendStore::open_with`], making the journal's lines durable with `sync` (called by the
+    /// store's sync thread without the store's lock, once for every line written since the last
+    /// call; an error breaks the store: [`StoreError::Broken`]).
     ///
     /// # Errors
     /// As [`SpendStore::open`].
@@ -159,26 +210,22 @@ impl SpendStore {
         }
         ledger.settle_orphans();
         let journal = Some(Arc::new(open_journal(dir, generation)?));
-        let store = SpendStore {
+        let inner = Arc::new(Inner {
             dir: dir.to_owned(),
             compact_after: compact_after.max(1),
             sync,
-            state: Mutex::new(State {
-                ledger,
-                journal,
-                generation,
-                len,
-                lines,
-                broken: false,
-                pending: Batch::default(),
-                syncing: false,
-            }),
+            state: Mutex::new(State::new(ledger, journal, generation, len, lines)),
             synced: Condvar::new(),
-        };
-        if lines >= store.compact_after {
-            store.compact(&mut store.lock());
+            wake: Condvar::new(),
+        });
+        if lines >= inner.compact_after {
+            inner.compact(&mut inner.lock());
         }
-        Ok(store)
+        let flusher = inner.start_flusher()?;
+        Ok(SpendStore {
+            inner,
+            flusher: Some(flusher),
+        })
     }
 
     /// Opens the store in `dir` to read only, beside a bot that may be writing it (the console's
@@ -202,36 +249,32 @@ impl SpendStore {
                 Err(e) => return Err(e),
             }
         };
-        Ok(SpendStore {
+        let inner = Arc::new(Inner {
             dir: dir.to_owned(),
             compact_after: COMPACT_AFTER,
             sync: Arc::new(File::sync_data),
-            state: Mutex::new(State {
-                ledger,
-                journal: None,
-                generation,
-                len: 0,
-                lines: 0,
-                broken: false,
-                pending: Batch::default(),
-                syncing: false,
-            }),
+            state: Mutex::new(State::new(ledger, None, generation, 0, 0)),
             synced: Condvar::new(),
-        })
+            wake: Condvar::new(),
+        });
+        Ok(SpendStore { inner, flusher: None })
     }
 
-    /// Checks `charge` against `caps` and, when it fits, holds its estimate (one line, synced
-    /// with the lines of concurrent calls). Check and hold are one step under the store's lock,
-    /// so two concurrent requests cannot both pass for the last cent; the lock is released
-    /// during the sync, and `Admitted` is returned only once the line is durable.
+    /// Checks `charge` against `caps` and, when it fits, holds its estimate: one line written
+    /// to the journal (into the system's page cache, so a `kill -9` of the process cannot lose
+    /// it) before `Admitted` is returned; the store's sync thread makes it durable against
+    /// power loss right after (about a millisecond, while the request is being made). Check,
+    /// hold and write are one step under the store's lock, so two concurrent requests cannot
+    /// both pass for the last cent; no caller waits for a sync.
     ///
     /// # Errors
     /// [`StoreError::Duplicate`] for a request id reserved before; [`StoreError::Io`] when the
-    /// line could not be written or synced (the request must not be made; its hold stays
-    /// counted until a restart, the safe side for a cap); [`StoreError::Broken`] after a failed
-    /// write that could not be cut back off.
+    /// line could not be written (it is cut back off; the request must not be made);
+    /// [`StoreError::Broken`] after a failed sync (or a failed write that could not be cut
+    /// back): the request must not be made, holds made before stay counted.
     pub fn reserve(&self, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
-        let mut st = self.lock();
+        let mut st = self.inner.lock();
+        st.writable()?;
         if st.ledger.is_known(&charge.request) {
             return Err(StoreError::Duplicate(charge.request.clone()));
         }
@@ -244,60 +287,60 @@ impl SpendStore {
             accounts: charge.accounts.clone(),
             micros: charge.estimate,
         };
-        let ticket = self.queue(&mut st, &record)?;
-        // Held before it is durable, so the next check counts it; a failed sync leaves it held.
+        self.inner.write(&mut st, &record)?;
+        // Held once written, so the next check counts it; a failed sync leaves it held.
         st.ledger.apply(&record);
-        self.commit(st, &ticket)?;
         Ok(Decision::Admitted)
     }
 
     /// Whether `charge` would be admitted now (no hold, no write): the check alone.
     pub fn would_admit(&self, charge: &Charge, caps: &[Cap]) -> Decision {
-        let st = self.lock();
+        let st = self.inner.lock();
         match first_crossed(charge, caps, |a, p| st.ledger.counted(a, p)) {
             Some(r) => Decision::Refused(r),
             None => Decision::Admitted,
         }
     }
 
-    /// Records what request `request` cost, replacing its reservation (one line, synced with
-    /// the lines of concurrent calls; the hold is replaced once the line is durable). A request
-    /// that is not open (settled already, or never reserved) is left alone: settling twice
-    /// counts once.
+    /// Records what request `request` cost, replacing its reservation: one line written, then
+    /// returns once a sync begun after the write has ended (which makes every earlier line
+    /// durable too); the hold is replaced once the line is durable. A request that is not open
+    /// (settled already, or never reserved) is left alone: settling twice counts once.
     ///
     /// # Errors
-    /// [`StoreError::Io`] when the line could not be written or synced (the reservation stays
-    /// held, and is counted at its estimate after a restart); [`StoreError::Broken`] as for
-    /// [`reserve`](Self::reserve).
+    /// [`StoreError::Io`] when the line could not be written (the reservation stays held, and
+    /// is counted at its estimate after a restart) or its sync failed; [`StoreError::Broken`]
+    /// after an earlier failed sync.
     pub fn settle(&self, request: &str, cost: MicroUsd) -> Result<()> {
-        let mut st = self.lock();
+        let mut st = self.inner.lock();
         if !st.ledger.is_open(request) {
             return Ok(());
         }
+        st.writable()?;
         let record = Record::Settle {
             id: request.to_owned(),
             micros: cost,
         };
-        let ticket = self.queue(&mut st, &record)?;
-        st.pending.after.push(record);
-        self.commit(st, &ticket)
+        let line = self.inner.write(&mut st, &record)?;
+        st.after.push((line, record));
+        self.inner.wait_durable(st, line)
     }
 
     /// What counts against `account`'s caps in `period`: settled spend plus open reservations.
     pub fn counted(&self, account: &Account, period: Period) -> MicroUsd {
-        self.lock().ledger.counted(account, period)
+        self.inner.lock().ledger.counted(account, period)
     }
 
     /// Settled spend of `account` in `period`.
     pub fn settled(&self, account: &Account, period: Period) -> MicroUsd {
-        self.lock().ledger.settled(account, period)
+        self.inner.lock().ledger.settled(account, period)
     }
 
     /// Settled spend of `account` on each local day from `from` to `to` (inclusive), oldest
     /// first, days without spend as zero. Days older than [`KEEP_DAYS`] before the newest day
     /// may be gone (zero).
     pub fn daily(&self, account: &Account, from: NaiveDate, to: NaiveDate) -> Vec<(NaiveDate, MicroUsd)> {
-        let st = self.lock();
+        let st = self.inner.lock();
         from.iter_days()
             .take_while(|d| *d <= to)
             .map(|d| (d, st.ledger.settled(account, Period::Day(d))))
@@ -307,62 +350,38 @@ impl SpendStore {
     /// The `n` accounts of `kind` with the most settled spend in `period`, largest first (ties
     /// by account); accounts without spend are left out.
     pub fn top(&self, kind: AccountKind, period: Period, n: usize) -> Vec<(Account, MicroUsd)> {
-        self.lock().ledger.top(kind, period, n)
+        self.inner.lock().ledger.top(kind, period, n)
     }
+}
 
+impl Drop for SpendStore {
+    /// Syncs what is written (unless the store is broken) and stops the sync thread.
+    fn drop(&mut self) {
+        let Some(flusher) = self.flusher.take() else { return };
+        self.inner.lock().closing = true;
+        self.inner.wake.notify_all();
+        if flusher.join().is_err() {
+            tracing::error!("spend store: the sync thread panicked");
+        }
+    }
+}
+
+impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    /// Folds the journal into a new snapshot: a new empty journal first, then the snapshot
-    /// naming it (written aside, synced, renamed), then the old journal removed. A crash at any
-    /// step leaves either the old snapshot and every journal since, or the new one. A failure is
-    /// logged and tried again after as many lines.
-    fn compact(&self, st: &mut State) {
-        let next = st.generation + 1;
-        if let Some(newest) = st.ledger.newest() {
-            st.ledger.forget_before(newest - chrono::Days::new(KEEP_DAYS));
+impl State {
+    /// Whether lines may be written: not opened to read only, not broken.
+    fn writable(&self) -> Result<()> {
+        if self.journal.is_none() {
+            return Err(StoreError::ReadOnly);
         }
-        match self.write_snapshot(st, next) {
-            Ok(journal) => {
-                st.ledger.forget_done();
-                let old = journal_path(&self.dir, st.generation);
-                st.journal = Some(Arc::new(journal));
-                st.generation = next;
-                st.len = 0;
-                st.lines = 0;
-                let _ = std::fs::remove_file(old);
-            }
-            Err(e) => {
-                tracing::warn!("spend store: could not fold the journal (tried again later): {e}");
-                st.lines = 0;
-            }
+        match &self.failed {
+            Some(f) => Err(StoreError::Broken { reason: f.to_string() }),
+            None => Ok(()),
         }
-    }
-
-    fn write_snapshot(&self, st: &State, next: u64) -> Result<File> {
-        let journal = open_journal(&self.dir, next)?;
-        let (totals, open) = st.ledger.parts();
-        let snapshot = Snapshot {
-            version: SNAPSHOT_VERSION,
-            generation: next,
-            totals,
-            open,
-        };
-        let path = self.dir.join(SNAPSHOT);
-        let tmp = self.dir.join(format!("{SNAPSHOT}.tmp"));
-        let bytes = serde_json::to_vec(&snapshot).map_err(|e| StoreError::Io {
-            action: "encode",
-            path: path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
-        f.write_all(&bytes)
-            .and_then(|()| f.sync_all())
-            .map_err(io("write", &tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io("rename", &tmp))?;
-        sync_dir(&self.dir)?;
-        Ok(journal)
     }
 }
 
@@ -438,7 +457,7 @@ fn read_folder(dir: &Path) -> Result<(Ledger, u64)> {
     Ok((ledger, generation))
 }
 
-/// What [`replay`] does with a torn last line.
+/// What [`replay`] does with a torn tail.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Torn {
     /// Cut it off the file (the store's owner, opening).
@@ -447,27 +466,44 @@ enum Torn {
     Skip,
 }
 
-/// Applies a journal's whole lines to `ledger`; a torn last line (no newline: the write was cut
-/// off, or is under way) is cut off the file or skipped (`torn`). Returns the length and lines
-/// of the whole part.
+/// Applies a journal's whole lines to `ledger`; a torn tail is cut off the file or skipped
+/// (`torn`). Returns the length and lines of the whole part. The tail is torn from a last line
+/// without its newline (the write was cut off, or is under way), or from the first line holding
+/// a zero byte: a power cut during a sync can leave a page of lines written meanwhile unwritten
+/// (zeros) under later ones, and none of those lines was covered by a sync that ended (one that
+/// ended would have written the zeroed page), so nothing promised is cut. JSON never holds a
+/// zero byte; any other damage is [`StoreError::Damaged`].
 fn replay(path: &Path, ledger: &mut Ledger, torn: Torn) -> Result<(u64, usize)> {
     let bytes = std::fs::read(path).map_err(io("read", path))?;
-    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let mut lines = 0;
+    let mut at = 0;
     for (i, line) in bytes[..whole].split(|b| *b == b'\n').enumerate() {
+        let start = at;
+        at += line.len() + 1;
         if line.is_empty() {
             continue;
         }
-        let record: Record = serde_json::from_slice(line).map_err(|e| StoreError::Damaged {
-            path: path.to_owned(),
-            line: i + 1,
-            reason: e.to_string(),
-        })?;
+        let record: Record = match serde_json::from_slice(line) {
+            Ok(r) => r,
+            Err(_) if line.contains(&0) => {
+                whole = start;
+                break;
+            }
+            Err(e) => {
+                return Err(StoreError::Damaged {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                });
+            }
+        };
         ledger.apply(&record);
         lines += 1;
     }
     if whole < bytes.len() && torn == Torn::Cut {
-        tracing::warn!(path = %path.display(), "spend store: cutting off a torn last line");
+        let cut = bytes.len() - whole;
+        tracing::warn!(path = %path.display(), "spend store: cutting off a torn tail ({cut} bytes)");
         let f = OpenOptions::new().write(true).open(path).map_err(io("open", path))?;
         f.set_len(whole as u64)
             .and_then(|()| f.sync_all())

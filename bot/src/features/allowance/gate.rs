@@ -1,7 +1,11 @@
 //! The host's [`SpendGate`] for one session: it knows the chat, its zone, who the current run
 //! answers (a group's sender; no one for a scheduled job) and, for an A2A caller's session, the
-//! caller and its `daily_usd`. Holds go to the spend store on a blocking thread (one synced
-//! line each); a store that cannot write refuses the request (deny by default).
+//! caller and its `daily_usd`. Holds go to the spend store on a blocking thread: one journal line
+//! each, written before the request is made (durable against `kill -9` then, against power loss
+//! once the store's sync thread has synced it, about a millisecond later, while the request is
+//! under way; the request does not wait for the disk). A settlement returns once its line is
+//! synced. A store that cannot write (or whose sync failed) refuses the request (deny by
+//! default).
 
 use super::Shared;
 use super::limits::Notice;

@@ -1,128 +1,155 @@
-//! Group commit for the spend store's journal: a call queues its line under the store's lock,
-//! and whoever finds no sync running writes every queued line and syncs them once, with the
-//! lock released; the others wait for that sync's outcome. The inbound journal of the bot
-//! batches its syncs the same way (one sync for every line written before it).
+//! Writing and syncing the spend store's journal. A call writes its line under the store's lock
+//! (into the system's page cache: microseconds, and a `kill -9` of the process cannot lose it);
+//! the store's sync thread syncs every line written so far with the lock released, so writes go
+//! on while a sync runs and one sync covers every line written before it began (group commit).
+//! A settlement waits for a sync begun after its write; a hold waits for none. The inbound
+//! journal of the bot batches its syncs the same way (one sync for every line written before
+//! it).
 
-use super::{Result, SpendStore, State, StoreError, journal_path};
+use super::{Inner, Result, State, StoreError, io, journal_path};
 use crate::ledger::Record;
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::{Arc, MutexGuard, OnceLock};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, MutexGuard};
+use std::thread::JoinHandle;
 
-/// How a batch ended, shared by every call that queued a line in it.
-pub(super) type Ticket = Arc<OnceLock<std::result::Result<(), Failure>>>;
-
-/// Lines waiting for one sync.
-#[derive(Debug, Default)]
-pub(super) struct Batch {
-    /// The encoded lines, each ending in a newline.
-    bytes: Vec<u8>,
-    lines: usize,
-    /// Records applied once the batch is durable (settles: a hold is replaced only by a
-    /// settlement on disk, so a failed sync leaves the hold counted, never less).
-    pub(super) after: Vec<Record>,
-    outcome: Ticket,
-}
-
-/// Why a batch failed (cloned to each of its callers).
+/// Why the store stopped writing: kept, and named in every later refusal.
 #[derive(Debug, Clone)]
-pub(super) enum Failure {
-    /// The write or the sync failed.
-    Io {
-        path: PathBuf,
-        kind: std::io::ErrorKind,
-        message: String,
-    },
-    /// An earlier failed write could not be cut back off the journal.
-    Broken,
+pub(super) struct Failure {
+    /// What failed (`sync`, `cut back`).
+    action: &'static str,
+    path: PathBuf,
+    kind: std::io::ErrorKind,
+    message: String,
 }
 
-impl SpendStore {
-    /// Encodes `record` into the next batch; returns the batch's ticket.
-    pub(super) fn queue(&self, st: &mut State, record: &Record) -> Result<Ticket> {
-        if st.broken {
-            return Err(StoreError::Broken);
+impl Failure {
+    fn new(action: &'static str, path: &Path, e: &std::io::Error) -> Failure {
+        Failure {
+            action,
+            path: path.to_owned(),
+            kind: e.kind(),
+            message: e.to_string(),
         }
-        if st.journal.is_none() {
+    }
+
+    /// The failure as the error of a call that waited for it.
+    fn to_error(&self) -> StoreError {
+        StoreError::Io {
+            action: self.action,
+            path: self.path.clone(),
+            source: std::io::Error::new(self.kind, self.message.clone()),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot {} {}: {}", self.action, self.path.display(), self.message)
+    }
+}
+
+impl Inner {
+    /// Writes `record` as one line at the journal's end and wakes the sync thread; returns the
+    /// line's number ([`State::written`]). A failed write is cut back off the journal (the next
+    /// line starts clean); when that fails too, the store is broken.
+    pub(super) fn write(&self, st: &mut State, record: &Record) -> Result<u64> {
+        let path = journal_path(&self.dir, st.generation);
+        let Some(file) = st.journal.clone() else {
             return Err(StoreError::ReadOnly);
-        }
-        let line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
+        };
+        let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
             action: "encode a line for",
-            path: journal_path(&self.dir, st.generation),
+            path: path.clone(),
             source: std::io::Error::other(e),
         })?;
-        st.pending.bytes.extend_from_slice(&line);
-        st.pending.bytes.push(b'\n');
-        st.pending.lines += 1;
-        Ok(st.pending.outcome.clone())
+        line.push(b'\n');
+        if let Err(e) = (&*file).write_all(&line) {
+            if let Err(cut) = file.set_len(st.len).and_then(|()| file.sync_data()) {
+                tracing::error!("spend store: cannot cut a failed line off {}: {cut}", path.display());
+                st.failed = Some(Failure::new("cut back", &path, &cut));
+                self.synced.notify_all();
+            }
+            return Err(io("append to", &path)(e));
+        }
+        st.len += line.len() as u64;
+        st.lines += 1;
+        st.written += 1;
+        self.wake.notify_one();
+        Ok(st.written)
     }
 
-    /// Returns once the batch of `ticket` is durable (or failed), writing and syncing it when
-    /// no other call is syncing.
-    pub(super) fn commit<'a>(&'a self, mut st: MutexGuard<'a, State>, ticket: &Ticket) -> Result<()> {
+    /// Returns once line `line` is durable, or the error that stopped the store before it was.
+    pub(super) fn wait_durable(&self, mut st: MutexGuard<'_, State>, line: u64) -> Result<()> {
         loop {
-            if let Some(outcome) = ticket.get() {
-                return outcome.clone().map_err(|f| match f {
-                    Failure::Io { path, kind, message } => StoreError::Io {
-                        action: "append to",
-                        path,
-                        source: std::io::Error::new(kind, message),
-                    },
-                    Failure::Broken => StoreError::Broken,
-                });
+            if st.synced >= line {
+                return Ok(());
             }
-            st = if st.syncing {
-                self.synced.wait(st).unwrap_or_else(|e| e.into_inner())
-            } else {
-                self.flush(st)
-            };
+            if let Some(f) = &st.failed {
+                return Err(f.to_error());
+            }
+            st = self.synced.wait(st).unwrap_or_else(|e| e.into_inner());
         }
     }
 
-    /// Writes and syncs the pending batch with the lock released (no other flush runs: the
-    /// `syncing` flag); a failed write is cut back off the journal so the next batch starts
-    /// clean. Folds the journal when it is long enough. Returns the lock.
-    fn flush<'a>(&'a self, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        let batch = std::mem::take(&mut st.pending);
-        let file = match (&st.journal, st.broken) {
-            (Some(file), false) => file.clone(),
-            // `queue` refuses both; a batch queued before the store broke fails with it.
-            _ => {
-                let _ = batch.outcome.set(Err(Failure::Broken));
-                self.synced.notify_all();
-                return st;
-            }
-        };
-        let (len, path) = (st.len, journal_path(&self.dir, st.generation));
-        st.syncing = true;
-        drop(st);
-        let written = (&*file).write_all(&batch.bytes).and_then(|()| (self.sync)(&file));
-        let cut_back = written.is_ok() || file.set_len(len).and_then(|()| file.sync_data()).is_ok();
+    /// Starts the sync thread: it syncs whenever lines are written and not yet synced, until
+    /// the store closes (then it syncs what is left) or breaks.
+    pub(super) fn start_flusher(self: &Arc<Self>) -> Result<JoinHandle<()>> {
+        let inner = self.clone();
+        std::thread::Builder::new()
+            .name("spend-sync".into())
+            .spawn(move || inner.flush_loop())
+            .map_err(io("start the sync thread for", &self.dir))
+    }
+
+    fn flush_loop(&self) {
         let mut st = self.lock();
-        st.syncing = false;
-        let outcome = match written {
+        loop {
+            if st.written > st.synced && st.failed.is_none() {
+                st = self.sync_written(st);
+            } else if st.closing {
+                return;
+            } else {
+                st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
+
+    /// Syncs every line written so far with the lock released (lines written meanwhile wait for
+    /// the next sync), then applies the settlements it made durable and folds the journal when
+    /// it is long enough. A failed sync breaks the store: the system may have dropped the
+    /// unsynced lines, and a second sync could report success over them. Returns the lock.
+    fn sync_written<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let target = st.written;
+        let path = journal_path(&self.dir, st.generation);
+        let journal = st.journal.clone();
+        drop(st);
+        let result = match &journal {
+            Some(file) => (self.sync)(file),
+            None => Err(std::io::Error::other("the store was opened to read only")),
+        };
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        match result {
             Ok(()) => {
-                st.len += batch.bytes.len() as u64;
-                st.lines += batch.lines;
-                for record in &batch.after {
-                    st.ledger.apply(record);
+                st.synced = st.synced.max(target);
+                let durable = st.after.partition_point(|(n, _)| *n <= target);
+                for (_, record) in st.after.drain(..durable) {
+                    st.ledger.apply(&record);
                 }
                 if st.lines >= self.compact_after {
-                    self.compact(&mut st);
+                    self.compact(st);
                 }
-                Ok(())
             }
             Err(e) => {
-                st.broken = !cut_back;
-                Err(Failure::Io {
-                    path,
-                    kind: e.kind(),
-                    message: e.to_string(),
-                })
+                tracing::error!(
+                    "spend store: cannot sync {}: {e}; nothing more is recorded",
+                    path.display()
+                );
+                st.failed = Some(Failure::new("sync", &path, &e));
             }
-        };
-        let _ = batch.outcome.set(outcome);
+        }
         self.synced.notify_all();
-        st
+        guard
     }
 }

@@ -1,137 +1,282 @@
-//! Group commit: the lines of concurrent calls share one sync (counted through the store's sync
-//! seam, not timed), each call returns only once its line is durable, and a failed sync fails
-//! every call of its batch while their holds stay counted (the safe side).
+//! The journal's sync off the request path: a hold returns once its line is written, while a
+//! sync runs (blocked here in the store's sync seam, so nothing is timed); lines written during a
+//! sync share the next one; a settlement waits for a sync begun after its write; a failed sync
+//! breaks the store with its holds still counted; lines written and not yet synced survive a
+//! crash of the process and fold into a snapshot.
 
 use super::{charge, chat, day};
+use pretty_assertions::assert_eq;
+use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use volcanic_allowance::{Decision, MicroUsd, Period, SpendStore, StoreError, SyncJournal};
 
 const RACERS: usize = 16;
+/// How long the seam (and the test) waits for the other side before failing instead of hanging.
+const PATIENCE: Duration = Duration::from_secs(20);
 
-/// A sync seam that counts syncs, holds the first one until released (telling the test it
-/// started), and fails the syncs numbered in `fail`.
+/// A sync seam that counts syncs, tells the test when each starts, holds each until the test
+/// releases it (one token per sync), and fails the syncs numbered in `fail`.
 struct Seam {
     count: Arc<Mutex<usize>>,
-    started: Receiver<()>,
+    started: Receiver<usize>,
     release: Sender<()>,
 }
 
-fn seam(fail: &'static [usize]) -> (Seam, SyncJournal) {
-    let count = Arc::new(Mutex::new(0usize));
-    let (started_tx, started) = channel();
-    let (release, release_rx) = channel::<()>();
-    let release_rx = Mutex::new(release_rx);
-    let counter = count.clone();
-    let sync: SyncJournal = Arc::new(move |file| {
-        let n = {
-            let mut c = counter.lock().map_err(|_| std::io::Error::other("poisoned"))?;
-            *c += 1;
-            *c
-        };
-        if n == 1 {
-            let _ = started_tx.send(());
+impl Seam {
+    fn new(fail: &'static [usize]) -> (Seam, SyncJournal) {
+        let count = Arc::new(Mutex::new(0usize));
+        let (started_tx, started) = channel();
+        let (release, release_rx) = channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let counter = count.clone();
+        let sync: SyncJournal = Arc::new(move |file| {
+            let n = {
+                let mut c = counter.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+                *c += 1;
+                *c
+            };
+            let _ = started_tx.send(n);
             let rx = release_rx.lock().map_err(|_| std::io::Error::other("poisoned"))?;
-            rx.recv().map_err(std::io::Error::other)?;
-        }
-        if fail.contains(&n) {
-            return Err(std::io::Error::other("injected sync failure"));
-        }
-        file.sync_data()
-    });
-    (
-        Seam {
+            rx.recv_timeout(PATIENCE)
+                .map_err(|_| std::io::Error::other("the test never released the sync"))?;
+            if fail.contains(&n) {
+                return Err(std::io::Error::other("injected sync failure"));
+            }
+            file.sync_data()
+        });
+        let seam = Seam {
             count,
             started,
             release,
-        },
-        sync,
-    )
+        };
+        (seam, sync)
+    }
+
+    /// Waits until sync `n` has started (and is held).
+    fn started(&self, n: usize) -> anyhow::Result<()> {
+        let got = self.started.recv_timeout(PATIENCE)?;
+        anyhow::ensure!(got == n, "sync {got} started, expected sync {n}");
+        Ok(())
+    }
+
+    fn release(&self, syncs: usize) -> anyhow::Result<()> {
+        for _ in 0..syncs {
+            self.release.send(())?;
+        }
+        Ok(())
+    }
+
+    fn count(&self) -> anyhow::Result<usize> {
+        Ok(*self.count.lock().map_err(|_| anyhow::anyhow!("poisoned"))?)
+    }
 }
 
-/// Starts one reserve that holds the first sync, then `RACERS` more that queue behind it;
-/// returns once every hold is counted in memory (so every line is queued), with the first
-/// sync still held.
-fn queue_racers(
-    store: &Arc<SpendStore>,
-    seam: &Seam,
-) -> anyhow::Result<Vec<std::thread::JoinHandle<volcanic_allowance::Result<Decision>>>> {
-    let spawn = |id: String| {
-        let store = store.clone();
-        std::thread::spawn(move || store.reserve(&charge(&id, 6, 0.01), &[]))
-    };
-    let mut handles = vec![spawn("first".into())];
-    seam.started.recv()?;
-    handles.extend((0..RACERS).map(|n| spawn(format!("racer:{n}"))));
-    let all = MicroUsd::from_usd(0.01 * (RACERS + 1) as f64);
-    let mut waited = 0;
-    while store.counted(&chat(), Period::Day(day(6))) != all {
-        anyhow::ensure!(waited < 10_000, "the racers' holds were not all counted");
-        waited += 1;
-        std::thread::sleep(std::time::Duration::from_millis(1));
+/// The whole lines of the store's (only) journal, as written so far.
+fn journal_lines(dir: &Path) -> anyhow::Result<Vec<String>> {
+    let journal = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .ok_or_else(|| anyhow::anyhow!("no journal"))?;
+    Ok(std::fs::read_to_string(journal)?.lines().map(str::to_owned).collect())
+}
+
+/// Waits until the journal holds `n` whole lines.
+fn wait_for_lines(dir: &Path, n: usize) -> anyhow::Result<()> {
+    let start = std::time::Instant::now();
+    while journal_lines(dir)?.len() < n {
+        anyhow::ensure!(start.elapsed() < PATIENCE, "the journal never held {n} lines");
+        std::thread::sleep(Duration::from_millis(1));
     }
-    anyhow::ensure!(
-        handles.iter().all(|h| !h.is_finished()),
-        "a reserve returned before its line was synced"
-    );
-    Ok(handles)
+    Ok(())
+}
+
+fn today(store: &SpendStore) -> MicroUsd {
+    store.counted(&chat(), Period::Day(day(6)))
+}
+
+fn usd(n: f64) -> MicroUsd {
+    MicroUsd::from_usd(n)
+}
+
+/// A store in a fresh folder, folding after `compact_after` lines, synced through a [`Seam`]
+/// failing the syncs numbered in `fail`.
+fn open(fail: &'static [usize], compact_after: usize) -> anyhow::Result<(tempfile::TempDir, Seam, Arc<SpendStore>)> {
+    let dir = tempfile::tempdir()?;
+    let (seam, sync) = Seam::new(fail);
+    let store = Arc::new(SpendStore::open_with_sync(dir.path(), compact_after, sync)?);
+    Ok((dir, seam, store))
+}
+
+/// Settles `id` at `cost` on a thread of its own (it waits for a sync).
+fn settle_apart(
+    store: &Arc<SpendStore>,
+    id: &'static str,
+    cost: f64,
+) -> std::thread::JoinHandle<volcanic_allowance::Result<()>> {
+    let store = store.clone();
+    std::thread::spawn(move || store.settle(id, usd(cost)))
 }
 
 #[test]
-fn concurrent_holds_share_one_sync_and_return_once_durable() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = seam(&[]);
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), 1000, sync)?);
-    let handles = queue_racers(&store, &seam)?;
-    seam.release.send(())?;
-    for h in handles {
-        let d = h.join().map_err(|_| anyhow::anyhow!("a reserving thread panicked"))??;
+fn holds_return_while_a_sync_is_held_and_the_lines_written_meanwhile_share_the_next_sync() -> anyhow::Result<()> {
+    let (dir, seam, store) = open(&[], 1000)?;
+    assert_eq!(store.reserve(&charge("first", 6, 0.01), &[])?, Decision::Admitted);
+    seam.started(1)?;
+    // The first line's sync is held in the seam: every other hold returns regardless.
+    let racers: Vec<_> = (0..RACERS)
+        .map(|n| {
+            let store = store.clone();
+            std::thread::spawn(move || store.reserve(&charge(&format!("racer:{n}"), 6, 0.01), &[]))
+        })
+        .collect();
+    for r in racers {
+        let d = r.join().map_err(|_| anyhow::anyhow!("a reserving thread panicked"))??;
         assert_eq!(d, Decision::Admitted);
     }
-    let syncs = *seam.count.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    assert_eq!(seam.count()?, 1, "no sync ended, none other began");
     assert_eq!(
-        syncs, 2,
-        "the first hold's sync, then one for the {RACERS} queued behind it"
+        journal_lines(dir.path())?.len(),
+        RACERS + 1,
+        "every hold's line is written"
     );
+    assert_eq!(today(&store), usd(0.01 * (RACERS + 1) as f64));
+    seam.release(2)?;
     drop(store);
-    // Every hold is on disk: reopened, each counts at its estimate.
+    assert_eq!(
+        seam.count()?,
+        2,
+        "the first hold's sync, then one for the {RACERS} written during it"
+    );
     let again = SpendStore::open(dir.path())?;
-    let all = MicroUsd::from_usd(0.01 * (RACERS + 1) as f64);
-    assert_eq!(again.settled(&chat(), Period::Day(day(6))), all);
+    assert_eq!(
+        again.settled(&chat(), Period::Day(day(6))),
+        usd(0.01 * (RACERS + 1) as f64)
+    );
     Ok(())
 }
 
 #[test]
-fn a_failed_sync_fails_its_whole_batch_and_keeps_the_holds_counted() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (seam, sync) = seam(&[2]);
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), 1000, sync)?);
-    let handles = queue_racers(&store, &seam)?;
-    seam.release.send(())?;
-    let mut outcomes = Vec::new();
-    for h in handles {
-        outcomes.push(h.join().map_err(|_| anyhow::anyhow!("a reserving thread panicked"))?);
+fn a_settle_waits_for_a_sync_begun_after_its_write_and_only_then_replaces_its_hold() -> anyhow::Result<()> {
+    let (dir, seam, store) = open(&[], 1000)?;
+    store.reserve(&charge("a", 6, 0.5), &[])?;
+    seam.started(1)?;
+    let settle = settle_apart(&store, "a", 0.2);
+    wait_for_lines(dir.path(), 2)?;
+    seam.release(1)?;
+    // The held sync began before the settle's line was written: the next one is needed.
+    seam.started(2)?;
+    assert!(
+        !settle.is_finished(),
+        "the settle returned on a sync begun before its write"
+    );
+    assert_eq!(
+        today(&store),
+        usd(0.5),
+        "the hold counts until the settlement is durable"
+    );
+    seam.release(1)?;
+    settle
+        .join()
+        .map_err(|_| anyhow::anyhow!("the settling thread panicked"))??;
+    assert_eq!(today(&store), usd(0.2));
+    drop(store);
+    assert_eq!(seam.count()?, 2);
+    Ok(())
+}
+
+#[test]
+fn a_failed_sync_breaks_the_store_and_its_holds_stay_counted() -> anyhow::Result<()> {
+    let (dir, seam, store) = open(&[1], 1000)?;
+    store.reserve(&charge("a", 6, 0.5), &[])?;
+    seam.started(1)?;
+    assert_eq!(store.reserve(&charge("b", 6, 0.25), &[])?, Decision::Admitted);
+    let settle = settle_apart(&store, "a", 0.1);
+    wait_for_lines(dir.path(), 3)?;
+    seam.release(1)?;
+    let settled = settle
+        .join()
+        .map_err(|_| anyhow::anyhow!("the settling thread panicked"))?;
+    assert!(
+        matches!(&settled, Err(StoreError::Io { action: "sync", source, .. }) if source.to_string() == "injected sync failure"),
+        "{settled:?}"
+    );
+    let refused = store.reserve(&charge("c", 6, 0.01), &[]);
+    assert!(
+        matches!(&refused, Err(StoreError::Broken { reason }) if reason.contains("injected sync failure")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        today(&store),
+        usd(0.75),
+        "both holds stay counted, the settlement did not count"
+    );
+    drop(store);
+    assert_eq!(seam.count()?, 1, "a failed sync is not tried again");
+    // A restart replays what was written: a settled at its cost, b at its estimate, no c.
+    let again = SpendStore::open(dir.path())?;
+    assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.35));
+    Ok(())
+}
+
+/// Copies every file of `from` into `to` (the folder as a killed process leaves it: written
+/// lines are in the system's page cache, synced or not).
+fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        std::fs::copy(e.path(), to.join(e.file_name()))?;
     }
-    assert!(matches!(outcomes[0], Ok(Decision::Admitted)), "the first batch synced");
-    for (n, o) in outcomes.iter().enumerate().skip(1) {
-        assert!(
-            matches!(o, Err(StoreError::Io { source, .. }) if source.to_string() == "injected sync failure"),
-            "racer {n}: {o:?}"
-        );
+    Ok(())
+}
+
+#[test]
+fn holds_written_and_not_synced_survive_a_crash_of_the_process() -> anyhow::Result<()> {
+    let (dir, seam, store) = open(&[], 1000)?;
+    for (id, est) in [("a", 0.5), ("b", 0.25), ("c", 0.125)] {
+        store.reserve(&charge(id, 6, est), &[])?;
     }
-    // Failed holds stay counted until a restart: high, never low.
-    let all = MicroUsd::from_usd(0.01 * (RACERS + 1) as f64);
-    assert_eq!(store.counted(&chat(), Period::Day(day(6))), all);
-    // The failed batch was cut back off: the store goes on writing clean lines.
-    assert_eq!(store.reserve(&charge("after", 6, 0.01), &[])?, Decision::Admitted);
-    store.settle("after", MicroUsd::from_usd(0.005))?;
+    seam.started(1)?;
+    // The process "dies" here: its files as written, no sync ended.
+    let crashed = tempfile::tempdir()?;
+    copy_folder(dir.path(), crashed.path())?;
+    assert_eq!(seam.count()?, 1);
+    let reopened = SpendStore::open(crashed.path())?;
+    assert_eq!(
+        reopened.settled(&chat(), Period::Day(day(6))),
+        usd(0.875),
+        "each hold at its estimate"
+    );
+    seam.release(2)?;
+    drop(store);
+    Ok(())
+}
+
+#[test]
+fn a_fold_takes_in_lines_written_during_a_sync_and_makes_them_durable() -> anyhow::Result<()> {
+    // Folded after 4 lines: the first sync's end finds 4 written, 3 of them not synced.
+    let (dir, seam, store) = open(&[], 4)?;
+    store.reserve(&charge("a", 6, 0.5), &[])?;
+    seam.started(1)?;
+    store.reserve(&charge("b", 6, 0.25), &[])?;
+    store.reserve(&charge("c", 6, 0.125), &[])?;
+    let settle = settle_apart(&store, "a", 0.1);
+    wait_for_lines(dir.path(), 4)?;
+    seam.release(1)?;
+    settle
+        .join()
+        .map_err(|_| anyhow::anyhow!("the settling thread panicked"))??;
+    assert_eq!(
+        seam.count()?,
+        1,
+        "the synced snapshot made the settlement durable, no second sync"
+    );
+    assert_eq!(today(&store), usd(0.475));
+    assert_eq!(journal_lines(dir.path())?, Vec::<String>::new(), "a fresh journal");
     drop(store);
     let again = SpendStore::open(dir.path())?;
-    assert_eq!(
-        again.settled(&chat(), Period::Day(day(6))),
-        MicroUsd::from_usd(0.015),
-        "the first hold at its estimate and the settled one; none of the failed batch"
-    );
+    assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.475));
     Ok(())
 }
 
@@ -159,7 +304,7 @@ fn concurrent_requests_across_foldings_count_each_once() -> anyhow::Result<()> {
         h.join().map_err(|_| anyhow::anyhow!("a writing thread panicked"))??;
     }
     let want = MicroUsd(3 * THREADS * ROUNDS);
-    assert_eq!(store.counted(&chat(), Period::Day(day(6))), want);
+    assert_eq!(today(&store), want);
     drop(store);
     assert_eq!(
         SpendStore::open(dir.path())?.counted(&chat(), Period::Day(day(6))),

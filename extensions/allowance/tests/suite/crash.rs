@@ -162,3 +162,57 @@ fn a_writer_killed_at_any_moment_loses_no_settled_request_and_counts_none_twice(
     }
     Ok(())
 }
+
+#[test]
+fn lines_a_power_cut_left_as_zeros_are_cut_off_with_everything_after_them() -> anyhow::Result<()> {
+    let source = tempfile::tempdir()?;
+    {
+        let store = SpendStore::open(source.path())?;
+        for n in 0..4 {
+            store.reserve(&charge(&format!("z:{n}"), 6, 0.25), &[])?;
+        }
+    }
+    let journal = std::fs::read(source.path().join("journal-0.jsonl"))?;
+    let ends: Vec<usize> = journal
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(ends.len(), 4);
+    // The third line's first bytes never reached the disk (zeros), the fourth did.
+    let mut holed = journal.clone();
+    holed[ends[1]..ends[1] + 20].fill(0);
+    for (read_only, name) in [(false, "the owner"), (true, "a reader")] {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("journal-0.jsonl");
+        std::fs::write(&path, &holed)?;
+        let want = MicroUsd::from_usd(0.5);
+        if read_only {
+            let reader = SpendStore::open_read_only(dir.path())?;
+            assert_eq!(reader.counted(&chat(), Period::Day(day(6))), want, "{name}");
+            assert_eq!(std::fs::read(&path)?, holed, "{name} cuts nothing");
+            continue;
+        }
+        let store = SpendStore::open(dir.path())?;
+        assert_eq!(store.settled(&chat(), Period::Day(day(6))), want, "{name}");
+        assert_eq!(std::fs::read(&path)?, journal[..ends[1]], "{name} cuts the tail off");
+        store.reserve(&charge("after", 6, 0.125), &[])?;
+        drop(store);
+        let again = SpendStore::open(dir.path())?;
+        assert_eq!(
+            again.settled(&chat(), Period::Day(day(6))),
+            want.plus(MicroUsd::from_usd(0.125))
+        );
+    }
+    // Damage that is not zeros still refuses to open.
+    let mut garbled = journal.clone();
+    garbled[ends[1]..ends[1] + 20].fill(b'x');
+    let dir = tempfile::tempdir()?;
+    std::fs::write(dir.path().join("journal-0.jsonl"), &garbled)?;
+    assert!(matches!(
+        SpendStore::open(dir.path()),
+        Err(volcanic_allowance::StoreError::Damaged { line: 3, .. })
+    ));
+    Ok(())
+}
