@@ -145,8 +145,9 @@ impl Recall {
         // Also the manifests of chats that searches caught up since the last pass.
         self.save_manifests();
         if rows > 0 {
+            // No trim here: the host's allocator returns a pass's freed pages (the bot's jemalloc
+            // after its decay time); glibc's `malloc_trim` would reach none of them.
             tracing::debug!(rows, chats = due.len(), "recall: indexed");
-            release_memory();
         }
         true
     }
@@ -173,16 +174,5 @@ fn lower_priority() {
     };
     if r != 0 {
         tracing::warn!(error = %std::io::Error::last_os_error(), "recall: indexing runs at normal priority");
-    }
-}
-
-/// Hands the heap a pass freed (parsed lines, the closed indexes' pages) back to the system, so
-/// idle RSS does not keep a pass's peak (glibc keeps freed pages otherwise).
-#[allow(unsafe_code)]
-fn release_memory() {
-    // SAFETY: malloc_trim only returns free heap pages; it touches no memory in use.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
