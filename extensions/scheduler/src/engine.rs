@@ -494,7 +494,10 @@ impl JobScheduler {
                 // a crash from here on is told, not replayed (its output could be lost unseen).
                 if let Err(e) = tool.record_script().await {
                     return Outcome::Failed {
-                        error: format!("could not record the watcher's start before running it: {e}"),
+                        error: format!(
+                            "could not record the watcher's start before running it: {}",
+                            volcanic_abstractions::shortage::plain(&e)
+                        ),
                         delivery: None,
                         after_tool: false,
                     };
