@@ -32,10 +32,14 @@
 //!   request waits for the disk. A power cut in that window may lose the hold of a request that
 //!   was made (counted low by its estimate): the one case the rule gives up, to keep the disk
 //!   off the request's path.
-//! - **A settlement is durable before it counts**: [`settle`](SpendStore::settle) returns once
-//!   a sync begun after its line was written has ended (which makes every earlier line durable
-//!   too), and only then replaces its hold in memory (high, never low). A settled request is
-//!   never lost.
+//! - **A settlement is durable as a hold is**: [`settle`](SpendStore::settle) writes its line
+//!   and replaces the hold in memory at once (the next check counts the cost, not the
+//!   estimate); the sync thread makes it durable against power loss right after, and
+//!   [`flush`](SpendStore::flush) waits for that (a host stopping). A power cut in that window
+//!   may lose the settlement: its request then counts at its estimate, which bounds the
+//!   reported cost from above (high, never low), except where a provider reports more than the
+//!   estimate (counted low by the difference). Nothing waits for the disk after the answer
+//!   either.
 //! - A request cut off by a crash between its two lines is counted at its estimate when the
 //!   store opens again (it may have been made, and the estimate bounds it from above): the
 //!   cap's side of a crash is the safe side.
@@ -57,8 +61,8 @@
 //!
 //! Why a journal with holds rather than writing only the settled cost: a crash between the
 //! request and its record would lose the cost, and after a restart more requests than fit would
-//! pass. The price is one written line per request before it goes out (microseconds) and one
-//! sync shortly after, shared by every line written meanwhile; the check itself is in memory
+//! pass. The price is two written lines per request (microseconds each) and syncs shortly
+//! after them, each shared by every line written meanwhile; the check itself is in memory
 //! (see the `check` bench), and reads never wait for a sync.
 //!
 //! # For `/usage`

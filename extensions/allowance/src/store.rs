@@ -83,10 +83,11 @@ pub type SyncJournal = Arc<dyn Fn(&File) -> std::io::Result<()> + Send + Sync>;
 
 /// The spend store: settled spend and open reservations per account and local day, in a folder
 /// of its own. Thread-safe. A call that writes writes its line under the store's lock (blocking
-/// I/O, microseconds: call it from a blocking thread in async code); the store's sync thread
+/// I/O, microseconds; async code calls the `try_` forms, and the plain ones from a blocking
+/// thread when the lock is held); the store's sync thread
 /// syncs the lines written so far with the lock released, one sync for every line written
-/// since the last one. [`reserve`](Self::reserve) returns once its line is written,
-/// [`settle`](Self::settle) once a sync begun after its write has ended. Reads never touch the
+/// since the last one. [`reserve`](Self::reserve) and [`settle`](Self::settle) return once
+/// their line is written; [`flush`](Self::flush) waits for the sync. Reads never touch the
 /// disk and never wait for a sync. Dropping the store syncs what is written and stops its
 /// thread.
 pub struct SpendStore {
@@ -131,9 +132,6 @@ struct State {
     /// Lines made durable: every line numbered up to this one (by a journal sync, or a fold
     /// into a synced snapshot).
     synced: u64,
-    /// Settlements written but not yet durable, with their line numbers: applied to the ledger
-    /// once durable (a hold is replaced only by a settlement on disk: high, never low).
-    after: Vec<(u64, Record)>,
     /// Why nothing more is written (a failed sync, a failed write not cut back).
     failed: Option<Failure>,
     /// The store is being dropped: the sync thread syncs what is written and ends.
@@ -150,7 +148,6 @@ impl State {
             lines,
             written: 0,
             synced: 0,
-            after: Vec::new(),
             failed: None,
             closing: false,
         }
@@ -273,7 +270,18 @@ impl SpendStore {
     /// [`StoreError::Broken`] after a failed sync (or a failed write that could not be cut
     /// back): the request must not be made, holds made before stay counted.
     pub fn reserve(&self, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
-        let mut st = self.inner.lock();
+        self.reserve_locked(self.inner.lock(), charge, caps)
+    }
+
+    /// [`reserve`](Self::reserve) when the store's lock is free right now, `None` when it is
+    /// held: for async code, which calls this on its own thread (microseconds: a line written
+    /// into the page cache) and `reserve` on a blocking thread only when this gives `None` (a
+    /// fold holds the lock through its syncs, milliseconds every [`COMPACT_AFTER`] lines).
+    pub fn try_reserve(&self, charge: &Charge, caps: &[Cap]) -> Option<Result<Decision>> {
+        Some(self.reserve_locked(self.inner.try_lock()?, charge, caps))
+    }
+
+    fn reserve_locked(&self, mut st: MutexGuard<'_, State>, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
         st.writable()?;
         if st.ledger.is_known(&charge.request) {
             return Err(StoreError::Duplicate(charge.request.clone()));
@@ -302,17 +310,27 @@ impl SpendStore {
         }
     }
 
-    /// Records what request `request` cost, replacing its reservation: one line written, then
-    /// returns once a sync begun after the write has ended (which makes every earlier line
-    /// durable too); the hold is replaced once the line is durable. A request that is not open
-    /// (settled already, or never reserved) is left alone: settling twice counts once.
+    /// Records what request `request` cost, replacing its reservation at once: one line
+    /// written (into the page cache, so a `kill -9` cannot lose it), as a hold is, and made
+    /// durable against power loss by the store's sync thread right after; no caller waits for
+    /// the disk. A request that is not open (settled already, or never reserved) is left
+    /// alone: settling twice counts once.
     ///
     /// # Errors
     /// [`StoreError::Io`] when the line could not be written (the reservation stays held, and
-    /// is counted at its estimate after a restart) or its sync failed; [`StoreError::Broken`]
-    /// after an earlier failed sync.
+    /// is counted at its estimate after a restart); [`StoreError::Broken`] after an earlier
+    /// failed sync.
     pub fn settle(&self, request: &str, cost: MicroUsd) -> Result<()> {
-        let mut st = self.inner.lock();
+        self.settle_locked(self.inner.lock(), request, cost)
+    }
+
+    /// [`settle`](Self::settle) when the store's lock is free right now, `None` when it is held
+    /// (as [`try_reserve`](Self::try_reserve)).
+    pub fn try_settle(&self, request: &str, cost: MicroUsd) -> Option<Result<()>> {
+        Some(self.settle_locked(self.inner.try_lock()?, request, cost))
+    }
+
+    fn settle_locked(&self, mut st: MutexGuard<'_, State>, request: &str, cost: MicroUsd) -> Result<()> {
         if !st.ledger.is_open(request) {
             return Ok(());
         }
@@ -321,8 +339,23 @@ impl SpendStore {
             id: request.to_owned(),
             micros: cost,
         };
-        let line = self.inner.write(&mut st, &record)?;
-        st.after.push((line, record));
+        self.inner.write(&mut st, &record)?;
+        st.ledger.apply(&record);
+        Ok(())
+    }
+
+    /// Returns once every line written so far is durable (synced, or folded into a synced
+    /// snapshot): for a host stopping, and for tests.
+    ///
+    /// # Errors
+    /// The failure that broke the store before they were ([`StoreError::Io`] of the sync),
+    /// or [`StoreError::ReadOnly`].
+    pub fn flush(&self) -> Result<()> {
+        let st = self.inner.lock();
+        if st.journal.is_none() {
+            return Err(StoreError::ReadOnly);
+        }
+        let line = st.written;
         self.inner.wait_durable(st, line)
     }
 
@@ -369,6 +402,16 @@ impl Drop for SpendStore {
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lock when it is free right now (a poisoned one too: the state stays whole, each
+    /// change is made after its write succeeded).
+    fn try_lock(&self) -> Option<MutexGuard<'_, State>> {
+        match self.state.try_lock() {
+            Ok(st) => Some(st),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 }
 

@@ -1,11 +1,11 @@
 //! The host's [`SpendGate`] for one session: it knows the chat, its zone, who the current run
 //! answers (a group's sender; no one for a scheduled job) and, for an A2A caller's session, the
-//! caller and its `daily_usd`. Holds go to the spend store on a blocking thread: one journal line
-//! each, written before the request is made (durable against `kill -9` then, against power loss
-//! once the store's sync thread has synced it, about a millisecond later, while the request is
-//! under way; the request does not wait for the disk). A settlement returns once its line is
-//! synced. A store that cannot write (or whose sync failed) refuses the request (deny by
-//! default).
+//! caller and its `daily_usd`. Holds and settlements go to the spend store on the task's own
+//! thread when its lock is free (a blocking thread when a fold holds it): one journal line each,
+//! the hold written before the request is made, the settlement after it (durable against
+//! `kill -9` once written, against power loss once the store's sync thread has synced it, about
+//! a millisecond later; neither the request nor the answer waits for the disk). A store that
+//! cannot write (or whose sync failed) refuses the request (deny by default).
 
 use super::Shared;
 use super::limits::Notice;
@@ -129,8 +129,13 @@ impl SpendGate for SessionGate {
             accounts,
             estimate: MicroUsd::from_usd(request.estimate_usd),
         };
-        let shared = self.shared.clone();
-        let decision = tokio::task::spawn_blocking(move || shared.store.reserve(&charge, &caps)).await;
+        let decision = match self.shared.store.try_reserve(&charge, &caps) {
+            Some(now) => Ok(now),
+            None => {
+                let shared = self.shared.clone();
+                tokio::task::spawn_blocking(move || shared.store.reserve(&charge, &caps)).await
+            }
+        };
         match decision {
             Ok(Ok(Decision::Admitted)) => Ok(()),
             Ok(Ok(Decision::Refused(r))) => {
@@ -156,9 +161,13 @@ impl SpendGate for SessionGate {
 
     async fn settle(&self, id: &str, usage: &Usage) {
         let cost = MicroUsd::from_usd(usage.cost.total);
-        let shared = self.shared.clone();
-        let id = id.to_owned();
-        let settled = tokio::task::spawn_blocking(move || shared.store.settle(&id, cost)).await;
+        let settled = match self.shared.store.try_settle(id, cost) {
+            Some(now) => Ok(now),
+            None => {
+                let (shared, id) = (self.shared.clone(), id.to_owned());
+                tokio::task::spawn_blocking(move || shared.store.settle(&id, cost)).await
+            }
+        };
         match settled {
             Ok(Ok(())) => {}
             // The hold stays: counted at its estimate (the safe side).

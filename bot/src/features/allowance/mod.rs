@@ -316,6 +316,17 @@ impl HostFeature for Allowances {
         COMMANDS
     }
 
+    /// Waits until every spend line written is synced (settlements are not waited for after
+    /// each answer), so a clean stop leaves nothing to a power cut.
+    async fn stop(&self) {
+        let shared = self.shared.clone();
+        match tokio::task::spawn_blocking(move || shared.store.flush()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("allowance: {e}"),
+            Err(e) => tracing::error!("allowance: the store's thread failed: {e}"),
+        }
+    }
+
     async fn command(&self, name: &str, call: CommandCall<'_>) -> Option<String> {
         let owner = self.shared.owners.contains(&call.message.from_id);
         let zone = call.time_zone.parse().unwrap_or(chrono_tz::UTC);

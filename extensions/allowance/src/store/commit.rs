@@ -2,7 +2,8 @@
 //! (into the system's page cache: microseconds, and a `kill -9` of the process cannot lose it);
 //! the store's sync thread syncs every line written so far with the lock released, so writes go
 //! on while a sync runs and one sync covers every line written before it began (group commit).
-//! A settlement waits for a sync begun after its write; a hold waits for none. The inbound
+//! No hold or settlement waits for a sync; [`SpendStore::flush`](super::SpendStore::flush) waits
+//! for one begun after the last write. The inbound
 //! journal of the bot batches its syncs the same way (one sync for every line written before
 //! it).
 
@@ -116,8 +117,7 @@ impl Inner {
     }
 
     /// Syncs every line written so far with the lock released (lines written meanwhile wait for
-    /// the next sync), then applies the settlements it made durable and folds the journal when
-    /// it is long enough. A failed sync breaks the store: the system may have dropped the
+    /// the next sync), then folds the journal when it is long enough. A failed sync breaks the store: the system may have dropped the
     /// unsynced lines, and a second sync could report success over them. Returns the lock.
     fn sync_written<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         let target = st.written;
@@ -133,10 +133,6 @@ impl Inner {
         match result {
             Ok(()) => {
                 st.synced = st.synced.max(target);
-                let durable = st.after.partition_point(|(n, _)| *n <= target);
-                for (_, record) in st.after.drain(..durable) {
-                    st.ledger.apply(&record);
-                }
                 if st.lines >= self.compact_after {
                     self.compact(st);
                 }
@@ -151,5 +147,44 @@ impl Inner {
         }
         self.synced.notify_all();
         guard
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Account, Charge, Decision, MicroUsd, Period, SpendStore};
+
+    #[test]
+    fn the_try_forms_give_way_while_the_lock_is_held_and_act_once_it_is_free() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = SpendStore::open(dir.path())?;
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 6).ok_or_else(|| anyhow::anyhow!("date"))?;
+        let chat = Account::Chat("1".into());
+        let charge = Charge {
+            request: "r".into(),
+            day,
+            accounts: vec![chat.clone()],
+            estimate: MicroUsd(50),
+        };
+        {
+            // As a fold holds it through its syncs.
+            let _held = store.inner.lock();
+            assert!(store.try_reserve(&charge, &[]).is_none());
+            assert!(store.try_settle("r", MicroUsd(20)).is_none());
+        }
+        assert_eq!(
+            store.counted(&chat, Period::Day(day)),
+            MicroUsd::ZERO,
+            "nothing done while held"
+        );
+        assert!(matches!(store.try_reserve(&charge, &[]), Some(Ok(Decision::Admitted))));
+        assert_eq!(store.counted(&chat, Period::Day(day)), MicroUsd(50));
+        assert!(matches!(store.try_settle("r", MicroUsd(20)), Some(Ok(()))));
+        assert_eq!(store.counted(&chat, Period::Day(day)), MicroUsd(20));
+        store.flush()?;
+        drop(store);
+        let again = SpendStore::open(dir.path())?;
+        assert_eq!(again.settled(&chat, Period::Day(day)), MicroUsd(20));
+        Ok(())
     }
 }

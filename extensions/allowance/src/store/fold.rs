@@ -11,29 +11,16 @@ impl Inner {
     /// Folds the journal into a new snapshot: a new empty journal first, then the snapshot
     /// naming it (written aside, synced, renamed), then the old journal removed. A crash at any
     /// step leaves either the old snapshot and every journal since, or the new one. Lines
-    /// written and not yet synced fold in too (their holds are in the ledger, their
-    /// settlements applied to the folded copy): once the snapshot is in place every written
-    /// line is durable. A failure is logged and tried again after as many lines. Runs under
+    /// written and not yet synced fold in too (the ledger holds them): once the snapshot is in
+    /// place every written line is durable. A failure is logged and tried again after as many lines. Runs under
     /// the store's lock (every [`COMPACT_AFTER`](super::COMPACT_AFTER) lines).
     pub(super) fn compact(&self, st: &mut State) {
         let next = st.generation + 1;
         if let Some(newest) = st.ledger.newest() {
             st.ledger.forget_before(newest - chrono::Days::new(KEEP_DAYS));
         }
-        // A copy only when settlements wait: memory keeps their holds until the fold is durable.
-        let folded = (!st.after.is_empty()).then(|| {
-            let mut ledger = st.ledger.clone();
-            for (_, record) in &st.after {
-                ledger.apply(record);
-            }
-            ledger
-        });
-        match self.write_snapshot(folded.as_ref().unwrap_or(&st.ledger), next) {
+        match self.write_snapshot(&st.ledger, next) {
             Ok(journal) => {
-                if let Some(ledger) = folded {
-                    st.ledger = ledger;
-                }
-                st.after.clear();
                 st.synced = st.written;
                 st.ledger.forget_done();
                 let old = journal_path(&self.dir, st.generation);

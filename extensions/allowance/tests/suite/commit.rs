@@ -1,8 +1,8 @@
-//! The journal's sync off the request path: a hold returns once its line is written, while a
-//! sync runs (blocked here in the store's sync seam, so nothing is timed); lines written during a
-//! sync share the next one; a settlement waits for a sync begun after its write; a failed sync
-//! breaks the store with its holds still counted; lines written and not yet synced survive a
-//! crash of the process and fold into a snapshot.
+//! The journal's sync off the request's and the answer's path: a hold and a settlement return
+//! once their line is written, while a sync runs (blocked here in the store's sync seam, so
+//! nothing is timed); lines written during a sync share the next one; `flush` waits for a sync
+//! begun after the last write; a failed sync breaks the store with its lines still counted; lines
+//! written and not yet synced survive a crash of the process and fold into a snapshot.
 
 use super::{charge, chat, day};
 use pretty_assertions::assert_eq;
@@ -83,16 +83,6 @@ fn journal_lines(dir: &Path) -> anyhow::Result<Vec<String>> {
     Ok(std::fs::read_to_string(journal)?.lines().map(str::to_owned).collect())
 }
 
-/// Waits until the journal holds `n` whole lines.
-fn wait_for_lines(dir: &Path, n: usize) -> anyhow::Result<()> {
-    let start = std::time::Instant::now();
-    while journal_lines(dir)?.len() < n {
-        anyhow::ensure!(start.elapsed() < PATIENCE, "the journal never held {n} lines");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    Ok(())
-}
-
 fn today(store: &SpendStore) -> MicroUsd {
     store.counted(&chat(), Period::Day(day(6)))
 }
@@ -110,14 +100,10 @@ fn open(fail: &'static [usize], compact_after: usize) -> anyhow::Result<(tempfil
     Ok((dir, seam, store))
 }
 
-/// Settles `id` at `cost` on a thread of its own (it waits for a sync).
-fn settle_apart(
-    store: &Arc<SpendStore>,
-    id: &'static str,
-    cost: f64,
-) -> std::thread::JoinHandle<volcanic_allowance::Result<()>> {
+/// Flushes the store on a thread of its own (it waits for a sync).
+fn flush_apart(store: &Arc<SpendStore>) -> std::thread::JoinHandle<volcanic_allowance::Result<()>> {
     let store = store.clone();
-    std::thread::spawn(move || store.settle(id, usd(cost)))
+    std::thread::spawn(move || store.flush())
 }
 
 #[test]
@@ -159,60 +145,60 @@ fn holds_return_while_a_sync_is_held_and_the_lines_written_meanwhile_share_the_n
 }
 
 #[test]
-fn a_settle_waits_for_a_sync_begun_after_its_write_and_only_then_replaces_its_hold() -> anyhow::Result<()> {
+fn a_settle_replaces_its_hold_at_once_and_flush_waits_for_a_sync_begun_after_it() -> anyhow::Result<()> {
     let (dir, seam, store) = open(&[], 1000)?;
     store.reserve(&charge("a", 6, 0.5), &[])?;
     seam.started(1)?;
-    let settle = settle_apart(&store, "a", 0.2);
-    wait_for_lines(dir.path(), 2)?;
+    // The hold's sync is held in the seam: the settle returns regardless.
+    store.settle("a", usd(0.2))?;
+    assert_eq!(journal_lines(dir.path())?.len(), 2, "the settle's line is written");
+    assert_eq!(today(&store), usd(0.2), "the cost counts at once, not the estimate");
+    let flush = flush_apart(&store);
     seam.release(1)?;
     // The held sync began before the settle's line was written: the next one is needed.
     seam.started(2)?;
     assert!(
-        !settle.is_finished(),
-        "the settle returned on a sync begun before its write"
-    );
-    assert_eq!(
-        today(&store),
-        usd(0.5),
-        "the hold counts until the settlement is durable"
+        !flush.is_finished(),
+        "flush returned on a sync begun before the last write"
     );
     seam.release(1)?;
-    settle
+    flush
         .join()
-        .map_err(|_| anyhow::anyhow!("the settling thread panicked"))??;
-    assert_eq!(today(&store), usd(0.2));
-    drop(store);
+        .map_err(|_| anyhow::anyhow!("the flushing thread panicked"))??;
     assert_eq!(seam.count()?, 2);
+    drop(store);
+    assert_eq!(seam.count()?, 2, "nothing left to sync at the drop");
+    let again = SpendStore::open(dir.path())?;
+    assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.2));
     Ok(())
 }
 
 #[test]
-fn a_failed_sync_breaks_the_store_and_its_holds_stay_counted() -> anyhow::Result<()> {
+fn a_failed_sync_breaks_the_store_and_what_was_written_stays_counted() -> anyhow::Result<()> {
     let (dir, seam, store) = open(&[1], 1000)?;
     store.reserve(&charge("a", 6, 0.5), &[])?;
     seam.started(1)?;
     assert_eq!(store.reserve(&charge("b", 6, 0.25), &[])?, Decision::Admitted);
-    let settle = settle_apart(&store, "a", 0.1);
-    wait_for_lines(dir.path(), 3)?;
+    store.settle("a", usd(0.1))?;
+    let flush = flush_apart(&store);
     seam.release(1)?;
-    let settled = settle
+    let flushed = flush
         .join()
-        .map_err(|_| anyhow::anyhow!("the settling thread panicked"))?;
+        .map_err(|_| anyhow::anyhow!("the flushing thread panicked"))?;
     assert!(
-        matches!(&settled, Err(StoreError::Io { action: "sync", source, .. }) if source.to_string() == "injected sync failure"),
-        "{settled:?}"
+        matches!(&flushed, Err(StoreError::Io { action: "sync", source, .. }) if source.to_string() == "injected sync failure"),
+        "{flushed:?}"
     );
     let refused = store.reserve(&charge("c", 6, 0.01), &[]);
     assert!(
         matches!(&refused, Err(StoreError::Broken { reason }) if reason.contains("injected sync failure")),
         "{refused:?}"
     );
-    assert_eq!(
-        today(&store),
-        usd(0.75),
-        "both holds stay counted, the settlement did not count"
+    assert!(
+        matches!(store.settle("b", usd(0.1)), Err(StoreError::Broken { .. })),
+        "a settle after the failure is not written"
     );
+    assert_eq!(today(&store), usd(0.35), "a at its cost, b's hold at its estimate");
     drop(store);
     assert_eq!(seam.count()?, 1, "a failed sync is not tried again");
     // A restart replays what was written: a settled at its cost, b at its estimate, no c.
@@ -232,12 +218,13 @@ fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 #[test]
-fn holds_written_and_not_synced_survive_a_crash_of_the_process() -> anyhow::Result<()> {
+fn holds_and_settlements_written_and_not_synced_survive_a_crash_of_the_process() -> anyhow::Result<()> {
     let (dir, seam, store) = open(&[], 1000)?;
     for (id, est) in [("a", 0.5), ("b", 0.25), ("c", 0.125)] {
         store.reserve(&charge(id, 6, est), &[])?;
     }
     seam.started(1)?;
+    store.settle("a", usd(0.0625))?;
     // The process "dies" here: its files as written, no sync ended.
     let crashed = tempfile::tempdir()?;
     copy_folder(dir.path(), crashed.path())?;
@@ -245,8 +232,8 @@ fn holds_written_and_not_synced_survive_a_crash_of_the_process() -> anyhow::Resu
     let reopened = SpendStore::open(crashed.path())?;
     assert_eq!(
         reopened.settled(&chat(), Period::Day(day(6))),
-        usd(0.875),
-        "each hold at its estimate"
+        usd(0.4375),
+        "a at its cost, b and c at their estimates"
     );
     seam.release(2)?;
     drop(store);
@@ -261,16 +248,16 @@ fn a_fold_takes_in_lines_written_during_a_sync_and_makes_them_durable() -> anyho
     seam.started(1)?;
     store.reserve(&charge("b", 6, 0.25), &[])?;
     store.reserve(&charge("c", 6, 0.125), &[])?;
-    let settle = settle_apart(&store, "a", 0.1);
-    wait_for_lines(dir.path(), 4)?;
+    store.settle("a", usd(0.1))?;
+    let flush = flush_apart(&store);
     seam.release(1)?;
-    settle
+    flush
         .join()
-        .map_err(|_| anyhow::anyhow!("the settling thread panicked"))??;
+        .map_err(|_| anyhow::anyhow!("the flushing thread panicked"))??;
     assert_eq!(
         seam.count()?,
         1,
-        "the synced snapshot made the settlement durable, no second sync"
+        "the synced snapshot made the lines written during the sync durable, no second sync"
     );
     assert_eq!(today(&store), usd(0.475));
     assert_eq!(journal_lines(dir.path())?, Vec::<String>::new(), "a fresh journal");
