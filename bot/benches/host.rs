@@ -132,7 +132,7 @@ async fn rss(sizes: &Sizes, seed: &Seed) -> (f64, f64) {
     let bot = Bot::start(&env);
     first_get_updates(&tg, &bot, sizes.timeout).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let idle = bot.rss_mb();
+    let idle = bot.rss_mib();
 
     model.push_all(chats.iter().map(|_| Turn::reply("bench-answer")));
     for &chat in &chats {
@@ -140,7 +140,7 @@ async fn rss(sizes: &Sizes, seed: &Seed) -> (f64, f64) {
     }
     wait_all_answered(&tg, &bot, &chats, "bench-answer", sizes.timeout).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    (idle, bot.rss_mb())
+    (idle, bot.rss_mib())
 }
 
 /// Host overhead: the first byte of the model request at the model server (its head parsed,
@@ -352,8 +352,8 @@ fn main() {
             "ms",
             50.0,
         );
-        row(&format!("idle RSS, {n} chats' sessions on disk"), idle, "MB", 30.0);
-        row(&format!("RSS after {n} chats had a conversation"), busy, "MB", 100.0);
+        row(&format!("idle RSS, {n} chats' sessions on disk"), idle, "MiB", 30.0);
+        row(&format!("RSS after {n} chats had a conversation"), busy, "MiB", 100.0);
         let busy = sizes.busy;
         for (what, samples) in [("known idle chats", &known), ("new chats", &new)] {
             let label = format!("overhead p50, {what} ({busy} busy, 50 ms model)");

@@ -129,7 +129,7 @@ fn main() {
             .await
             .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let start = bot.rss_mb();
+        let start = bot.rss_mib();
         // (messages answered, RSS, of which anonymous, of which file-backed), in MiB.
         let smaps = std::env::var("SOAK_SMAPS").ok();
         let parts = |n: usize| {
@@ -137,7 +137,7 @@ fn main() {
                 let from = format!("/proc/{}/smaps", bot.child.id());
                 std::fs::copy(&from, format!("{dir}/smaps.{n}")).unwrap_or_else(|e| panic!("{from}: {e}"));
             }
-            (n, bot.rss_mb(), bot.status_mb("RssAnon"), bot.status_mb("RssFile"))
+            (n, bot.rss_mib(), bot.status_mib("RssAnon"), bot.status_mib("RssFile"))
         };
         let mut samples = vec![parts(0)];
         let t0 = std::time::Instant::now();

@@ -141,7 +141,7 @@ async fn rss_growth(mb: usize) -> f64 {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let pid = s.bot.child.id();
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
-    let before = s.bot.rss_mb();
+    let before = s.bot.rss_mib();
     s.model.push(Turn::reply("big heard"));
     let big: Vec<u8> = (0..mb * 1000 * 1000).map(|i| (i % 251) as u8).collect();
     let file = s.tg.add_file(big, "big.mp3");
@@ -156,7 +156,7 @@ async fn rss_growth(mb: usize) -> f64 {
     wait_all_answered(&s.tg, &s.bot, &[FIRST_ID], "big heard", WAIT).await;
     let t = s.audio.transcriptions().last().cloned().unwrap();
     assert_eq!(t.size, mb * 1000 * 1000, "the whole file was uploaded");
-    s.bot.status_mb("VmHWM") - before
+    s.bot.status_mib("VmHWM") - before
 }
 
 fn row(figure: &str, measured: f64, unit: &str, goal: &str, met: bool) {

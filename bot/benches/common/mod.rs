@@ -143,12 +143,12 @@ impl Bot {
     }
 
     /// VmRSS in MiB.
-    pub fn rss_mb(&self) -> f64 {
-        self.status_mb("VmRSS")
+    pub fn rss_mib(&self) -> f64 {
+        self.status_mib("VmRSS")
     }
 
     /// A `kB` line of `/proc/<pid>/status` (`VmRSS`, `RssAnon`, `RssFile`, ...) in MiB.
-    pub fn status_mb(&self, field: &str) -> f64 {
+    pub fn status_mib(&self, field: &str) -> f64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         let kb: f64 = status
             .lines()
