@@ -15,8 +15,9 @@ pub const KEEP_FINISHED_DAYS: i64 = 7;
 pub const KEEP_FINISHED: usize = 20;
 
 /// When `job` finished, if it is a finished one-shot at `now`: disabled, no retry due, no run
-/// going or left for the next start to resolve, and its instant passed (a paused one-shot still to come is not finished; one whose
-/// instant passed while paused can never run again, so it is). The instant is its newest run's
+/// going or left for the next start to resolve, and its instant passed (a paused one-shot still
+/// to come is not finished; one whose instant passed while paused can never run again, so it
+/// is). The instant is its newest run's
 /// end, or its own instant when later (or no run ended).
 fn finished_at(job: &Job, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let ScheduleSpec::At { at, .. } = job.schedule else {
@@ -49,9 +50,14 @@ pub(super) fn to_drop<'a>(jobs: impl Iterator<Item = (usize, &'a Job)>, now: Dat
 
 /// `jobs` without the finished one-shots [`to_drop`] names (a workspace being loaded).
 pub(super) fn kept(mut jobs: Vec<Job>, now: DateTime<Utc>) -> Vec<Job> {
-    for i in to_drop(jobs.iter().enumerate(), now).into_iter().rev() {
-        jobs.remove(i);
-    }
+    let gone = to_drop(jobs.iter().enumerate(), now);
+    let mut index = 0;
+    // One pass: `gone` is ascending, so a binary search tells each index.
+    jobs.retain(|_| {
+        let keep = gone.binary_search(&index).is_err();
+        index += 1;
+        keep
+    });
     jobs
 }
 
