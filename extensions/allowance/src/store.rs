@@ -84,9 +84,8 @@ pub type SyncJournal = Arc<dyn Fn(&File) -> std::io::Result<()> + Send + Sync>;
 /// The spend store: settled spend and open reservations per account and local day, in a folder
 /// of its own. Thread-safe. A call that writes writes its line under the store's lock (blocking
 /// I/O, microseconds; async code calls the `try_` forms, and the plain ones from a blocking
-/// thread when the lock is held); the store's sync thread
-/// syncs the lines written so far with the lock released, one sync for every line written
-/// since the last one. [`reserve`](Self::reserve) and [`settle`](Self::settle) return once
+/// thread when the lock is held); the store's sync thread syncs the lines written so far with
+/// the lock released, one sync for every line written since the last one. [`reserve`](Self::reserve) and [`settle`](Self::settle) return once
 /// their line is written; [`flush`](Self::flush) waits for the sync. Reads never touch the
 /// disk and never wait for a sync. Dropping the store syncs what is written and stops its
 /// thread.

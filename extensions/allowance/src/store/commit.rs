@@ -3,9 +3,8 @@
 //! the store's sync thread syncs every line written so far with the lock released, so writes go
 //! on while a sync runs and one sync covers every line written before it began (group commit).
 //! No hold or settlement waits for a sync; [`SpendStore::flush`](super::SpendStore::flush) waits
-//! for one begun after the last write. The inbound
-//! journal of the bot batches its syncs the same way (one sync for every line written before
-//! it).
+//! for one begun after the last write. The inbound journal of the bot batches its syncs the same
+//! way (one sync for every line written before it).
 
 use super::{Inner, Result, State, StoreError, io, journal_path};
 use crate::ledger::Record;
@@ -117,8 +116,9 @@ impl Inner {
     }
 
     /// Syncs every line written so far with the lock released (lines written meanwhile wait for
-    /// the next sync), then folds the journal when it is long enough. A failed sync breaks the store: the system may have dropped the
-    /// unsynced lines, and a second sync could report success over them. Returns the lock.
+    /// the next sync), then folds the journal when it is long enough. A failed sync breaks the
+    /// store: the system may have dropped the unsynced lines, and a second sync could report
+    /// success over them. Returns the lock.
     fn sync_written<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         let target = st.written;
         let path = journal_path(&self.dir, st.generation);

@@ -12,8 +12,8 @@ impl Inner {
     /// naming it (written aside, synced, renamed), then the old journal removed. A crash at any
     /// step leaves either the old snapshot and every journal since, or the new one. Lines
     /// written and not yet synced fold in too (the ledger holds them): once the snapshot is in
-    /// place every written line is durable. A failure is logged and tried again after as many lines. Runs under
-    /// the store's lock (every [`COMPACT_AFTER`](super::COMPACT_AFTER) lines).
+    /// place every written line is durable. A failure is logged and tried again after as many
+    /// lines. Runs under the store's lock (every [`COMPACT_AFTER`](super::COMPACT_AFTER) lines).
     pub(super) fn compact(&self, st: &mut State) {
         let next = st.generation + 1;
         if let Some(newest) = st.ledger.newest() {
