@@ -112,7 +112,12 @@ fn concurrent(root: &std::path::Path, caps: &[Cap], today: NaiveDate, rounds: us
         counter.fetch_add(1, Ordering::Relaxed);
         f.sync_data()
     });
-    let store = Arc::new(SpendStore::open_with_sync(disk.path(), 1_000_000, sync)?);
+    let store = Arc::new(SpendStore::open_with_sync(
+        disk.path(),
+        1_000_000,
+        sync,
+        volcanic_allowance::SYNC_GATHER,
+    )?);
     let start = Instant::now();
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {

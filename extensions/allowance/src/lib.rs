@@ -27,9 +27,10 @@
 //!   line is written (`write(2)` into the system's page cache, which outlives the process)
 //!   under the store's lock, together with the check, before the request goes out. **Against
 //!   power loss it is durable once the next sync ends**: the store's sync thread syncs every
-//!   line written so far right after it is written (about a millisecond on a local disk, well
-//!   within the request's own time), with the lock released, so writes go on meanwhile and no
-//!   request waits for the disk. A power cut in that window may lose the hold of a request that
+//!   line written so far shortly after it is written (after gathering lines for
+//!   [`SYNC_GATHER`], 10 ms, so that a request's two lines and other chats' lines meanwhile
+//!   share one sync), with the lock released, so writes go on meanwhile and no request waits
+//!   for the disk. A power cut in that window may lose the hold of a request that
 //!   was made (counted low by its estimate): the one case the rule gives up, to keep the disk
 //!   off the request's path.
 //! - **A settlement is durable as a hold is**: [`settle`](SpendStore::settle) writes its line
@@ -105,5 +106,5 @@ mod zone;
 pub use account::{Account, AccountKind, BadAccount, Period};
 pub use check::{Cap, Charge, Decision, Refusal, Window};
 pub use money::MicroUsd;
-pub use store::{COMPACT_AFTER, KEEP_DAYS, Result, SpendStore, StoreError, SyncJournal};
+pub use store::{COMPACT_AFTER, KEEP_DAYS, Result, SYNC_GATHER, SpendStore, StoreError, SyncJournal};
 pub use zone::{local_day, resets_at};

@@ -22,6 +22,13 @@ pub const KEEP_DAYS: u64 = 62;
 /// Journal lines written before the journal is folded into a new snapshot.
 pub const COMPACT_AFTER: usize = 4096;
 
+/// How long the sync thread gathers written lines before it syncs them, unless the store closes
+/// or [`SpendStore::flush`] waits: a request's hold and its settlement, and other chats' lines
+/// meanwhile, share one sync (each sync of a grown file is an ext4 journal commit that the bot's
+/// other file work queues behind). It bounds the window in which a power cut can lose a written
+/// line (a `kill -9` cannot); nothing waits for it.
+pub const SYNC_GATHER: std::time::Duration = std::time::Duration::from_millis(10);
+
 const SNAPSHOT: &str = "snapshot.json";
 const SNAPSHOT_VERSION: u32 = 1;
 
@@ -100,6 +107,8 @@ struct Inner {
     dir: PathBuf,
     compact_after: usize,
     sync: SyncJournal,
+    /// [`SYNC_GATHER`] unless opened with another.
+    gather: std::time::Duration,
     state: Mutex<State>,
     /// Wakes the callers waiting for durability when a sync ends (or fails).
     synced: Condvar,
@@ -135,6 +144,8 @@ struct State {
     failed: Option<Failure>,
     /// The store is being dropped: the sync thread syncs what is written and ends.
     closing: bool,
+    /// Callers of [`SpendStore::flush`] waiting: the sync thread syncs without gathering.
+    waiting: usize,
 }
 
 impl State {
@@ -149,6 +160,7 @@ impl State {
             synced: 0,
             failed: None,
             closing: false,
+            waiting: 0,
         }
     }
 }
@@ -177,16 +189,22 @@ impl SpendStore {
 
     /// [`SpendStore::open`], folding the journal after `compact_after` lines (tests use few).
     pub fn open_with(dir: &Path, compact_after: usize) -> Result<SpendStore> {
-        SpendStore::open_with_sync(dir, compact_after, Arc::new(File::sync_data))
+        SpendStore::open_with_sync(dir, compact_after, Arc::new(File::sync_data), SYNC_GATHER)
     }
 
     /// [`SpendStore::open_with`], making the journal's lines durable with `sync` (called by the
     /// store's sync thread without the store's lock, once for every line written since the last
-    /// call; an error breaks the store: [`StoreError::Broken`]).
+    /// call, `gather` after the first of them; an error breaks the store:
+    /// [`StoreError::Broken`]).
     ///
     /// # Errors
     /// As [`SpendStore::open`].
-    pub fn open_with_sync(dir: &Path, compact_after: usize, sync: SyncJournal) -> Result<SpendStore> {
+    pub fn open_with_sync(
+        dir: &Path,
+        compact_after: usize,
+        sync: SyncJournal,
+        gather: std::time::Duration,
+    ) -> Result<SpendStore> {
         std::fs::create_dir_all(dir).map_err(io("create", dir))?;
         let (mut ledger, first) = read_snapshot(dir)?;
         let mut journals = journals(dir)?;
@@ -210,6 +228,7 @@ impl SpendStore {
             dir: dir.to_owned(),
             compact_after: compact_after.max(1),
             sync,
+            gather,
             state: Mutex::new(State::new(ledger, journal, generation, len, lines)),
             synced: Condvar::new(),
             wake: Condvar::new(),
@@ -249,6 +268,7 @@ impl SpendStore {
             dir: dir.to_owned(),
             compact_after: COMPACT_AFTER,
             sync: Arc::new(File::sync_data),
+            gather: SYNC_GATHER,
             state: Mutex::new(State::new(ledger, None, generation, 0, 0)),
             synced: Condvar::new(),
             wake: Condvar::new(),
@@ -259,7 +279,8 @@ impl SpendStore {
     /// Checks `charge` against `caps` and, when it fits, holds its estimate: one line written
     /// to the journal (into the system's page cache, so a `kill -9` of the process cannot lose
     /// it) before `Admitted` is returned; the store's sync thread makes it durable against
-    /// power loss right after (about a millisecond, while the request is being made). Check,
+    /// power loss shortly after (within [`SYNC_GATHER`] and a sync, while the request is being
+    /// made). Check,
     /// hold and write are one step under the store's lock, so two concurrent requests cannot
     /// both pass for the last cent; no caller waits for a sync.
     ///

@@ -3,8 +3,8 @@
 //! caller and its `daily_usd`. Holds and settlements go to the spend store on the task's own
 //! thread when its lock is free (a blocking thread when a fold holds it): one journal line each,
 //! the hold written before the request is made, the settlement after it (durable against
-//! `kill -9` once written, against power loss once the store's sync thread has synced it, about
-//! a millisecond later; neither the request nor the answer waits for the disk). A store that
+//! `kill -9` once written, against power loss once the store's sync thread has synced it, within
+//! about 10 ms; neither the request nor the answer waits for the disk). A store that
 //! cannot write (or whose sync failed) refuses the request (deny by default).
 
 use super::Shared;

@@ -79,21 +79,27 @@ impl Inner {
         Ok(st.written)
     }
 
-    /// Returns once line `line` is durable, or the error that stopped the store before it was.
+    /// Returns once line `line` is durable, or the error that stopped the store before it was;
+    /// the sync thread does not gather lines meanwhile.
     pub(super) fn wait_durable(&self, mut st: MutexGuard<'_, State>, line: u64) -> Result<()> {
-        loop {
+        st.waiting += 1;
+        self.wake.notify_one();
+        let done = loop {
             if st.synced >= line {
-                return Ok(());
+                break Ok(());
             }
             if let Some(f) = &st.failed {
-                return Err(f.to_error());
+                break Err(f.to_error());
             }
             st = self.synced.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
+        };
+        st.waiting -= 1;
+        done
     }
 
-    /// Starts the sync thread: it syncs whenever lines are written and not yet synced, until
-    /// the store closes (then it syncs what is left) or breaks.
+    /// Starts the sync thread: it syncs whenever lines are written and not yet synced (after
+    /// gathering more for [`Inner::gather`]), until the store closes (then it syncs what is
+    /// left) or breaks.
     pub(super) fn start_flusher(self: &Arc<Self>) -> Result<JoinHandle<()>> {
         let inner = self.clone();
         std::thread::Builder::new()
@@ -106,7 +112,11 @@ impl Inner {
         let mut st = self.lock();
         loop {
             if st.written > st.synced && st.failed.is_none() {
-                st = self.sync_written(st);
+                let (gathered, _) = self
+                    .wake
+                    .wait_timeout_while(st, self.gather, |s| !s.closing && s.waiting == 0)
+                    .unwrap_or_else(|e| e.into_inner());
+                st = self.sync_written(gathered);
             } else if st.closing {
                 return;
             } else {

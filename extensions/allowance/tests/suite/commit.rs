@@ -1,8 +1,9 @@
 //! The journal's sync off the request's and the answer's path: a hold and a settlement return
 //! once their line is written, while a sync runs (blocked here in the store's sync seam, so
-//! nothing is timed); lines written during a sync share the next one; `flush` waits for a sync
-//! begun after the last write; a failed sync breaks the store with its lines still counted; lines
-//! written and not yet synced survive a crash of the process and fold into a snapshot.
+//! nothing is timed); lines written during a sync, or while the sync thread gathers them, share
+//! one sync; `flush` cuts the gathering short and waits for a sync begun after the last write; a
+//! failed sync breaks the store with its lines still counted; lines written and not yet synced
+//! survive a crash of the process and fold into a snapshot.
 
 use super::{charge, chat, day};
 use pretty_assertions::assert_eq;
@@ -10,7 +11,7 @@ use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use volcanic_allowance::{Decision, MicroUsd, Period, SpendStore, StoreError, SyncJournal};
+use volcanic_allowance::{Decision, MicroUsd, Period, SYNC_GATHER, SpendStore, StoreError, SyncJournal};
 
 const RACERS: usize = 16;
 /// How long the seam (and the test) waits for the other side before failing instead of hanging.
@@ -92,11 +93,20 @@ fn usd(n: f64) -> MicroUsd {
 }
 
 /// A store in a fresh folder, folding after `compact_after` lines, synced through a [`Seam`]
-/// failing the syncs numbered in `fail`.
+/// failing the syncs numbered in `fail`, gathering lines for the default time.
 fn open(fail: &'static [usize], compact_after: usize) -> anyhow::Result<(tempfile::TempDir, Seam, Arc<SpendStore>)> {
+    open_gathering(fail, compact_after, SYNC_GATHER)
+}
+
+/// [`open`], gathering lines for `gather` before each sync.
+fn open_gathering(
+    fail: &'static [usize],
+    compact_after: usize,
+    gather: Duration,
+) -> anyhow::Result<(tempfile::TempDir, Seam, Arc<SpendStore>)> {
     let dir = tempfile::tempdir()?;
     let (seam, sync) = Seam::new(fail);
-    let store = Arc::new(SpendStore::open_with_sync(dir.path(), compact_after, sync)?);
+    let store = Arc::new(SpendStore::open_with_sync(dir.path(), compact_after, sync, gather)?);
     Ok((dir, seam, store))
 }
 
@@ -170,6 +180,28 @@ fn a_settle_replaces_its_hold_at_once_and_flush_waits_for_a_sync_begun_after_it(
     assert_eq!(seam.count()?, 2, "nothing left to sync at the drop");
     let again = SpendStore::open(dir.path())?;
     assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.2));
+    Ok(())
+}
+
+#[test]
+fn lines_written_within_the_gather_share_one_sync_and_a_flush_cuts_it_short() -> anyhow::Result<()> {
+    let (dir, seam, store) = open_gathering(&[], 1000, Duration::from_secs(600))?;
+    store.reserve(&charge("a", 6, 0.5), &[])?;
+    store.settle("a", usd(0.2))?;
+    store.reserve(&charge("b", 6, 0.25), &[])?;
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(seam.count()?, 0, "the sync thread is still gathering");
+    let flush = flush_apart(&store);
+    seam.started(1)?;
+    seam.release(1)?;
+    flush
+        .join()
+        .map_err(|_| anyhow::anyhow!("the flushing thread panicked"))??;
+    assert_eq!(seam.count()?, 1, "three lines, one sync");
+    drop(store);
+    assert_eq!(seam.count()?, 1, "nothing left to sync at the drop");
+    let again = SpendStore::open(dir.path())?;
+    assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.45));
     Ok(())
 }
 
