@@ -75,7 +75,11 @@ impl Inner {
         st.len += line.len() as u64;
         st.lines += 1;
         st.written += 1;
-        self.wake.notify_one();
+        // Only an idle sync thread is woken: one gathering or syncing takes this line in anyway,
+        // and waking it per line would cost a context switch per line.
+        if st.idle {
+            self.wake.notify_one();
+        }
         Ok(st.written)
     }
 
@@ -98,8 +102,8 @@ impl Inner {
     }
 
     /// Starts the sync thread: it syncs whenever lines are written and not yet synced (after
-    /// gathering more for [`Inner::gather`]), until the store closes (then it syncs what is
-    /// left) or breaks.
+    /// gathering more for [`Inner::gather`], asleep: writes do not wake it then), until the
+    /// store closes (then it syncs what is left) or breaks.
     pub(super) fn start_flusher(self: &Arc<Self>) -> Result<JoinHandle<()>> {
         let inner = self.clone();
         std::thread::Builder::new()
@@ -120,7 +124,9 @@ impl Inner {
             } else if st.closing {
                 return;
             } else {
+                st.idle = true;
                 st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                st.idle = false;
             }
         }
     }
