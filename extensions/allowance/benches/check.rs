@@ -29,7 +29,7 @@ const GOAL_CHECK_MS: f64 = 0.1;
 
 fn main() -> Result<()> {
     let bench = std::env::args().any(|a| a == "--bench");
-    let (rounds, durable) = if bench { (200_000, 300) } else { (1_000, 5) };
+    let (rounds, on_disk) = if bench { (200_000, 300) } else { (1_000, 5) };
     let shm = std::path::Path::new("/dev/shm");
     let filled = if shm.is_dir() {
         tempfile::tempdir_in(shm)?
@@ -63,7 +63,7 @@ fn main() -> Result<()> {
     let disk = tempfile::tempdir_in(&root)?;
     let store = SpendStore::open(disk.path())?;
     let (mut holding, mut settling) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
-    for n in 1..=durable {
+    for n in 1..=on_disk {
         let c = charge(n);
         let hold = Instant::now();
         if store.reserve(&c, &caps)? != Decision::Admitted {
@@ -77,8 +77,8 @@ fn main() -> Result<()> {
         settling += settle.elapsed();
     }
     store.flush()?;
-    let hold_ms = holding.as_secs_f64() * 1000.0 / durable as f64;
-    let settle_ms = settling.as_secs_f64() * 1000.0 / durable as f64;
+    let hold_ms = holding.as_secs_f64() * 1000.0 / on_disk as f64;
+    let settle_ms = settling.as_secs_f64() * 1000.0 / on_disk as f64;
     let (wall_ms, per_line) = concurrent(&root, &caps, today, if bench { 10 } else { 1 })?;
 
     println!(
@@ -87,7 +87,7 @@ fn main() -> Result<()> {
     );
     println!(
         "reserve (the hold a request waits for): {hold_ms:.4} ms; settle (what the answer waits \
-         for): {settle_ms:.4} ms per request ({durable} rounds, 2 ms apart)"
+         for): {settle_ms:.4} ms per request ({on_disk} rounds, 2 ms apart)"
     );
     println!(
         "reserve+settle from {THREADS} threads at once: {wall_ms:.3} ms of wall time per request, \

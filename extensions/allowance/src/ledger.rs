@@ -169,9 +169,10 @@ impl Ledger {
         self.settled.retain(|(_, p), _| p.not_before(oldest));
     }
 
-    /// The settled totals and open reservations, for a snapshot.
+    /// The settled totals and open reservations, for a snapshot, in no order (the snapshot's
+    /// writer sorts them, without the store's lock).
     pub fn parts(&self) -> (Vec<Total>, Vec<(String, Open)>) {
-        let mut totals: Vec<Total> = self
+        let totals: Vec<Total> = self
             .settled
             .iter()
             .map(|((account, period), micros)| Total {
@@ -180,9 +181,7 @@ impl Ledger {
                 micros: *micros,
             })
             .collect();
-        totals.sort_by(|x, y| (x.period, &x.account).cmp(&(y.period, &y.account)));
-        let mut open: Vec<(String, Open)> = self.open.iter().map(|(id, o)| (id.clone(), o.clone())).collect();
-        open.sort_by(|x, y| x.0.cmp(&y.0));
+        let open: Vec<(String, Open)> = self.open.iter().map(|(id, o)| (id.clone(), o.clone())).collect();
         (totals, open)
     }
 

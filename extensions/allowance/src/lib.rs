@@ -53,10 +53,13 @@
 //!   or everything from a line holding zero bytes (a power cut during a sync can leave a page of
 //!   lines written meanwhile unwritten under later ones; no sync that ended covered any of
 //!   them). Any other damage refuses to open ([`StoreError::Damaged`]) rather than guess.
-//! - After [`COMPACT_AFTER`] lines the journal is folded into a new snapshot (new empty journal,
-//!   snapshot written aside, synced and renamed, old journal removed: every crash point leaves
-//!   a consistent pair). Lines written but not yet synced fold in too (their holds and
-//!   settlements are in the snapshot, which is synced before it replaces the old pair).
+//! - After [`COMPACT_AFTER`] lines the journal is folded into a new snapshot: a new empty
+//!   journal is created, writes move to it (the only step under the store's lock, with a copy of
+//!   the ledger), then the snapshot of that copy is written aside, synced and renamed and the old
+//!   journal removed. Every crash point leaves the old snapshot with every journal since, or the
+//!   new one with the journals after it. Lines written but not yet synced fold in too (their
+//!   holds and settlements are in the snapshot, which is synced before it replaces the old
+//!   pair); when the snapshot cannot be written, the old journal is synced instead.
 //!   Snapshots keep the last [`KEEP_DAYS`] days of daily totals and the month totals of those
 //!   months, so the files do not grow without bound.
 //!

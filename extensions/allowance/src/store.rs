@@ -83,19 +83,19 @@ pub enum StoreError {
 /// Result alias of the store.
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-/// How the journal's written lines are made durable: [`File::sync_data`] unless
-/// [`SpendStore::open_with_sync`] says otherwise (a test counts, blocks or fails syncs through
-/// it).
+/// How the store's files are made durable (the journal's written lines, a fold's snapshot):
+/// [`File::sync_data`] unless [`SpendStore::open_with_sync`] says otherwise (a test counts,
+/// blocks or fails syncs through it).
 pub type SyncJournal = Arc<dyn Fn(&File) -> std::io::Result<()> + Send + Sync>;
 
 /// The spend store: settled spend and open reservations per account and local day, in a folder
-/// of its own. Thread-safe. A call that writes writes its line under the store's lock (blocking
-/// I/O, microseconds; async code calls the `try_` forms, and the plain ones from a blocking
-/// thread when the lock is held); the store's sync thread syncs the lines written so far with
-/// the lock released, one sync for every line written since the last one. [`reserve`](Self::reserve) and [`settle`](Self::settle) return once
-/// their line is written; [`flush`](Self::flush) waits for the sync. Reads never touch the
-/// disk and never wait for a sync. Dropping the store syncs what is written and stops its
-/// thread.
+/// of its own. Thread-safe. A call that writes writes its line under the store's lock (a
+/// `write(2)` into the page cache: microseconds, so async code calls it on its own thread); the
+/// store's sync thread syncs the lines written so far, and folds the journal into a snapshot,
+/// with the lock released (it holds it only to move writes to the next journal, while the
+/// ledger is copied). [`reserve`](Self::reserve) and [`settle`](Self::settle) return once their
+/// line is written; [`flush`](Self::flush) waits for the sync. Reads never touch the disk and
+/// never wait for a sync. Dropping the store syncs what is written and stops its thread.
 pub struct SpendStore {
     inner: Arc<Inner>,
     /// The sync thread (`None` when opened to read only).
@@ -237,7 +237,7 @@ impl SpendStore {
             wake: Condvar::new(),
         });
         if lines >= inner.compact_after {
-            inner.compact(&mut inner.lock());
+            inner.fold();
         }
         let flusher = inner.start_flusher()?;
         Ok(SpendStore {
@@ -283,9 +283,8 @@ impl SpendStore {
     /// to the journal (into the system's page cache, so a `kill -9` of the process cannot lose
     /// it) before `Admitted` is returned; the store's sync thread makes it durable against
     /// power loss shortly after (within [`SYNC_GATHER`] and a sync, while the request is being
-    /// made). Check,
-    /// hold and write are one step under the store's lock, so two concurrent requests cannot
-    /// both pass for the last cent; no caller waits for a sync.
+    /// made). Check, hold and write are one step under the store's lock, so two concurrent
+    /// requests cannot both pass for the last cent; no caller waits for a sync.
     ///
     /// # Errors
     /// [`StoreError::Duplicate`] for a request id reserved before; [`StoreError::Io`] when the
@@ -293,18 +292,7 @@ impl SpendStore {
     /// [`StoreError::Broken`] after a failed sync (or a failed write that could not be cut
     /// back): the request must not be made, holds made before stay counted.
     pub fn reserve(&self, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
-        self.reserve_locked(self.inner.lock(), charge, caps)
-    }
-
-    /// [`reserve`](Self::reserve) when the store's lock is free right now, `None` when it is
-    /// held: for async code, which calls this on its own thread (microseconds: a line written
-    /// into the page cache) and `reserve` on a blocking thread only when this gives `None` (a
-    /// fold holds the lock through its syncs, milliseconds every [`COMPACT_AFTER`] lines).
-    pub fn try_reserve(&self, charge: &Charge, caps: &[Cap]) -> Option<Result<Decision>> {
-        Some(self.reserve_locked(self.inner.try_lock()?, charge, caps))
-    }
-
-    fn reserve_locked(&self, mut st: MutexGuard<'_, State>, charge: &Charge, caps: &[Cap]) -> Result<Decision> {
+        let mut st = self.inner.lock();
         st.writable()?;
         if st.ledger.is_known(&charge.request) {
             return Err(StoreError::Duplicate(charge.request.clone()));
@@ -344,16 +332,7 @@ impl SpendStore {
     /// is counted at its estimate after a restart); [`StoreError::Broken`] after an earlier
     /// failed sync.
     pub fn settle(&self, request: &str, cost: MicroUsd) -> Result<()> {
-        self.settle_locked(self.inner.lock(), request, cost)
-    }
-
-    /// [`settle`](Self::settle) when the store's lock is free right now, `None` when it is held
-    /// (as [`try_reserve`](Self::try_reserve)).
-    pub fn try_settle(&self, request: &str, cost: MicroUsd) -> Option<Result<()>> {
-        Some(self.settle_locked(self.inner.try_lock()?, request, cost))
-    }
-
-    fn settle_locked(&self, mut st: MutexGuard<'_, State>, request: &str, cost: MicroUsd) -> Result<()> {
+        let mut st = self.inner.lock();
         if !st.ledger.is_open(request) {
             return Ok(());
         }
@@ -374,12 +353,7 @@ impl SpendStore {
     /// The failure that broke the store before they were ([`StoreError::Io`] of the sync),
     /// or [`StoreError::ReadOnly`].
     pub fn flush(&self) -> Result<()> {
-        let st = self.inner.lock();
-        if st.journal.is_none() {
-            return Err(StoreError::ReadOnly);
-        }
-        let line = st.written;
-        self.inner.wait_durable(st, line)
+        self.inner.flush()
     }
 
     /// What counts against `account`'s caps in `period`: settled spend plus open reservations.
@@ -425,16 +399,6 @@ impl Drop for SpendStore {
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The lock when it is free right now (a poisoned one too: the state stays whole, each
-    /// change is made after its write succeeded).
-    fn try_lock(&self) -> Option<MutexGuard<'_, State>> {
-        match self.state.try_lock() {
-            Ok(st) => Some(st),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
     }
 }
 

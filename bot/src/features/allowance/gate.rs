@@ -1,7 +1,7 @@
 //! The host's [`SpendGate`] for one session: it knows the chat, its zone, who the current run
 //! answers (a group's sender; no one for a scheduled job) and, for an A2A caller's session, the
 //! caller and its `daily_usd`. Holds and settlements go to the spend store on the task's own
-//! thread when its lock is free (a blocking thread when a fold holds it): one journal line each,
+//! thread (its lock is held for microseconds, even while it folds): one journal line each,
 //! the hold written before the request is made, the settlement after it (durable against
 //! `kill -9` once written, against power loss once the store's sync thread has synced it, within
 //! about 10 ms; neither the request nor the answer waits for the disk). A store that
@@ -129,29 +129,16 @@ impl SpendGate for SessionGate {
             accounts,
             estimate: MicroUsd::from_usd(request.estimate_usd),
         };
-        let decision = match self.shared.store.try_reserve(&charge, &caps) {
-            Some(now) => Ok(now),
-            None => {
-                let shared = self.shared.clone();
-                tokio::task::spawn_blocking(move || shared.store.reserve(&charge, &caps)).await
-            }
-        };
-        match decision {
-            Ok(Ok(Decision::Admitted)) => Ok(()),
-            Ok(Ok(Decision::Refused(r))) => {
+        match self.shared.store.reserve(&charge, &caps) {
+            Ok(Decision::Admitted) => Ok(()),
+            Ok(Decision::Refused(r)) => {
                 tracing::info!(account = %r.cap.account, counted = r.counted.0, estimate = r.estimate.0, "allowance reached");
                 Err(SpendRefused {
                     message: self.refused(&r, day).await,
                 })
             }
-            Ok(Err(e)) => {
-                tracing::error!("allowance: {e}");
-                Err(SpendRefused {
-                    message: texts::NOT_RECORDED.to_owned(),
-                })
-            }
             Err(e) => {
-                tracing::error!("allowance: the store's thread failed: {e}");
+                tracing::error!("allowance: {e}");
                 Err(SpendRefused {
                     message: texts::NOT_RECORDED.to_owned(),
                 })
@@ -161,18 +148,9 @@ impl SpendGate for SessionGate {
 
     async fn settle(&self, id: &str, usage: &Usage) {
         let cost = MicroUsd::from_usd(usage.cost.total);
-        let settled = match self.shared.store.try_settle(id, cost) {
-            Some(now) => Ok(now),
-            None => {
-                let (shared, id) = (self.shared.clone(), id.to_owned());
-                tokio::task::spawn_blocking(move || shared.store.settle(&id, cost)).await
-            }
-        };
-        match settled {
-            Ok(Ok(())) => {}
-            // The hold stays: counted at its estimate (the safe side).
-            Ok(Err(e)) => tracing::error!("allowance: {e}"),
-            Err(e) => tracing::error!("allowance: the store's thread failed: {e}"),
+        // On an error the hold stays: counted at its estimate (the safe side).
+        if let Err(e) = self.shared.store.settle(id, cost) {
+            tracing::error!("allowance: {e}");
         }
         self.nearly(local_day(chrono::Utc::now(), self.zone)).await;
     }

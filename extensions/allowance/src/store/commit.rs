@@ -24,7 +24,7 @@ pub(super) struct Failure {
 }
 
 impl Failure {
-    fn new(action: &'static str, path: &Path, e: &std::io::Error) -> Failure {
+    pub(super) fn new(action: &'static str, path: &Path, e: &std::io::Error) -> Failure {
         Failure {
             action,
             path: path.to_owned(),
@@ -83,9 +83,15 @@ impl Inner {
         Ok(st.written)
     }
 
-    /// Returns once line `line` is durable, or the error that stopped the store before it was;
-    /// the sync thread does not gather lines meanwhile.
-    pub(super) fn wait_durable(&self, mut st: MutexGuard<'_, State>, line: u64) -> Result<()> {
+    /// [`SpendStore::flush`](super::SpendStore::flush): waits until every line written so far is
+    /// durable, or returns the error that stopped the store before; the sync thread does not
+    /// gather lines meanwhile.
+    pub(super) fn flush(&self) -> Result<()> {
+        let mut st = self.lock();
+        if st.journal.is_none() {
+            return Err(StoreError::ReadOnly);
+        }
+        let line = st.written;
         st.waiting += 1;
         self.wake.notify_one();
         let done = loop {
@@ -121,6 +127,11 @@ impl Inner {
                     .wait_timeout_while(st, self.gather, |s| !s.closing && s.waiting == 0)
                     .unwrap_or_else(|e| e.into_inner());
                 st = self.sync_written(gathered);
+                if st.lines >= self.compact_after && st.failed.is_none() {
+                    drop(st);
+                    self.fold();
+                    st = self.lock();
+                }
             } else if st.closing {
                 return;
             } else {
@@ -132,9 +143,8 @@ impl Inner {
     }
 
     /// Syncs every line written so far with the lock released (lines written meanwhile wait for
-    /// the next sync), then folds the journal when it is long enough. A failed sync breaks the
-    /// store: the system may have dropped the unsynced lines, and a second sync could report
-    /// success over them. Returns the lock.
+    /// the next sync). A failed sync breaks the store: the system may have dropped the unsynced
+    /// lines, and a second sync could report success over them. Returns the lock.
     fn sync_written<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         let target = st.written;
         let path = journal_path(&self.dir, st.generation);
@@ -144,63 +154,26 @@ impl Inner {
             Some(file) => (self.sync)(file),
             None => Err(std::io::Error::other("the store was opened to read only")),
         };
-        let mut guard = self.lock();
-        let st = &mut *guard;
         match result {
-            Ok(()) => {
-                st.synced = st.synced.max(target);
-                if st.lines >= self.compact_after {
-                    self.compact(st);
-                }
-            }
-            Err(e) => {
-                tracing::error!(
-                    "spend store: cannot sync {}: {e}; nothing more is recorded",
-                    path.display()
-                );
-                st.failed = Some(Failure::new("sync", &path, &e));
-            }
+            Ok(()) => self.durable_up_to(target),
+            Err(e) => self.break_on(Failure::new("sync", &path, &e)),
         }
-        self.synced.notify_all();
-        guard
+        self.lock()
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use crate::{Account, Charge, Decision, MicroUsd, Period, SpendStore};
+    /// Marks every line up to `line` durable and wakes those waiting for it.
+    pub(super) fn durable_up_to(&self, line: u64) {
+        let mut st = self.lock();
+        st.synced = st.synced.max(line);
+        drop(st);
+        self.synced.notify_all();
+    }
 
-    #[test]
-    fn the_try_forms_give_way_while_the_lock_is_held_and_act_once_it_is_free() -> anyhow::Result<()> {
-        let dir = tempfile::tempdir()?;
-        let store = SpendStore::open(dir.path())?;
-        let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 6).ok_or_else(|| anyhow::anyhow!("date"))?;
-        let chat = Account::Chat("1".into());
-        let charge = Charge {
-            request: "r".into(),
-            day,
-            accounts: vec![chat.clone()],
-            estimate: MicroUsd(50),
-        };
-        {
-            // As a fold holds it through its syncs.
-            let _held = store.inner.lock();
-            assert!(store.try_reserve(&charge, &[]).is_none());
-            assert!(store.try_settle("r", MicroUsd(20)).is_none());
-        }
-        assert_eq!(
-            store.counted(&chat, Period::Day(day)),
-            MicroUsd::ZERO,
-            "nothing done while held"
-        );
-        assert!(matches!(store.try_reserve(&charge, &[]), Some(Ok(Decision::Admitted))));
-        assert_eq!(store.counted(&chat, Period::Day(day)), MicroUsd(50));
-        assert!(matches!(store.try_settle("r", MicroUsd(20)), Some(Ok(()))));
-        assert_eq!(store.counted(&chat, Period::Day(day)), MicroUsd(20));
-        store.flush()?;
-        drop(store);
-        let again = SpendStore::open(dir.path())?;
-        assert_eq!(again.settled(&chat, Period::Day(day)), MicroUsd(20));
-        Ok(())
+    /// Stops the store writing for `failure` (kept, and named in every later refusal) and wakes
+    /// those waiting for durability with it.
+    pub(super) fn break_on(&self, failure: Failure) {
+        tracing::error!("spend store: {failure}; nothing more is recorded");
+        self.lock().failed = Some(failure);
+        self.synced.notify_all();
     }
 }

@@ -3,7 +3,8 @@
 //! nothing is timed); lines written during a sync, or while the sync thread gathers them, share
 //! one sync; `flush` cuts the gathering short and waits for a sync begun after the last write; a
 //! failed sync breaks the store with its lines still counted; lines written and not yet synced
-//! survive a crash of the process and fold into a snapshot.
+//! survive a crash of the process and fold into a snapshot, and writes go on while a fold
+//! syncs it.
 
 use super::{charge, chat, day};
 use pretty_assertions::assert_eq;
@@ -273,7 +274,7 @@ fn holds_and_settlements_written_and_not_synced_survive_a_crash_of_the_process()
 }
 
 #[test]
-fn a_fold_takes_in_lines_written_during_a_sync_and_makes_them_durable() -> anyhow::Result<()> {
+fn writes_go_on_while_a_fold_syncs_its_snapshot_which_makes_the_lines_before_it_durable() -> anyhow::Result<()> {
     // Folded after 4 lines: the first sync's end finds 4 written, 3 of them not synced.
     let (dir, seam, store) = open(&[], 4)?;
     store.reserve(&charge("a", 6, 0.5), &[])?;
@@ -283,19 +284,48 @@ fn a_fold_takes_in_lines_written_during_a_sync_and_makes_them_durable() -> anyho
     store.settle("a", usd(0.1))?;
     let flush = flush_apart(&store);
     seam.release(1)?;
+    // Sync 2 is the fold's snapshot, held in the seam: a settle goes to the next journal meanwhile.
+    seam.started(2)?;
+    let (done, settled) = channel();
+    let writer = store.clone();
+    std::thread::spawn(move || done.send(writer.settle("b", usd(0.05))));
+    settled
+        .recv_timeout(PATIENCE)
+        .map_err(|_| anyhow::anyhow!("a settle waited for the fold's sync"))??;
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("journal-1.jsonl"))?
+            .lines()
+            .count(),
+        1,
+        "the settle's line is in the next journal"
+    );
+    assert!(!flush.is_finished(), "flush returned before the snapshot was synced");
+    // The process "dies" here: the old journal and the next one replay in order.
+    let crashed = tempfile::tempdir()?;
+    copy_folder(dir.path(), crashed.path())?;
+    assert_eq!(
+        SpendStore::open(crashed.path())?.settled(&chat(), Period::Day(day(6))),
+        usd(0.275),
+        "a and b at their cost, c at its estimate"
+    );
+    seam.release(2)?;
     flush
         .join()
         .map_err(|_| anyhow::anyhow!("the flushing thread panicked"))??;
-    assert_eq!(
-        seam.count()?,
-        1,
-        "the synced snapshot made the lines written during the sync durable, no second sync"
-    );
-    assert_eq!(today(&store), usd(0.475));
-    assert_eq!(journal_lines(dir.path())?, Vec::<String>::new(), "a fresh journal");
+    assert_eq!(today(&store), usd(0.275));
     drop(store);
+    assert_eq!(seam.count()?, 3, "the first sync, the snapshot's, the next journal's");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    names.sort();
+    assert_eq!(
+        names,
+        ["journal-1.jsonl", "snapshot.json"],
+        "the folded journal is removed"
+    );
     let again = SpendStore::open(dir.path())?;
-    assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.475));
+    assert_eq!(again.settled(&chat(), Period::Day(day(6))), usd(0.275));
     Ok(())
 }
 
