@@ -146,8 +146,6 @@ struct State {
     closing: bool,
     /// Callers of [`SpendStore::flush`] waiting: the sync thread syncs without gathering.
     waiting: usize,
-    /// The sync thread waits for a first line to sync (a write wakes it only then).
-    idle: bool,
 }
 
 impl State {
@@ -163,7 +161,6 @@ impl State {
             failed: None,
             closing: false,
             waiting: 0,
-            idle: false,
         }
     }
 }

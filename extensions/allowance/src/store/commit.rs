@@ -1,13 +1,14 @@
 //! Writing and syncing the spend store's journal. A call writes its line under the store's lock
 //! (into the system's page cache: microseconds, and a `kill -9` of the process cannot lose it);
 //! the store's sync thread syncs every line written so far with the lock released, so writes go
-//! on while a sync runs and one sync covers every line written before it began (group commit).
-//! No hold or settlement waits for a sync; [`SpendStore::flush`](super::SpendStore::flush) waits
+//! on while a sync runs and one sync covers every line written before it began (group commit),
+//! after gathering lines for [`SYNC_GATHER`](super::SYNC_GATHER). No hold or settlement waits for a sync; [`SpendStore::flush`](super::SpendStore::flush) waits
 //! for one begun after the last write. The inbound journal of the bot batches its syncs the same
 //! way (one sync for every line written before it).
 
 use super::{Inner, Result, State, StoreError, io, journal_path};
 use crate::ledger::Record;
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, MutexGuard};
@@ -24,7 +25,7 @@ pub(super) struct Failure {
 }
 
 impl Failure {
-    pub(super) fn new(action: &'static str, path: &Path, e: &std::io::Error) -> Failure {
+    fn new(action: &'static str, path: &Path, e: &std::io::Error) -> Failure {
         Failure {
             action,
             path: path.to_owned(),
@@ -54,30 +55,33 @@ impl Inner {
     /// line's number ([`State::written`]). A failed write is cut back off the journal (the next
     /// line starts clean); when that fails too, the store is broken.
     pub(super) fn write(&self, st: &mut State, record: &Record) -> Result<u64> {
-        let path = journal_path(&self.dir, st.generation);
         let Some(file) = st.journal.clone() else {
             return Err(StoreError::ReadOnly);
         };
+        // Named only in an error: not built on the request's path.
+        let generation = st.generation;
+        let path = || journal_path(&self.dir, generation);
         let mut line = serde_json::to_vec(record).map_err(|e| StoreError::Io {
             action: "encode a line for",
-            path: path.clone(),
+            path: path(),
             source: std::io::Error::other(e),
         })?;
         line.push(b'\n');
         if let Err(e) = (&*file).write_all(&line) {
             if let Err(cut) = file.set_len(st.len).and_then(|()| file.sync_data()) {
-                tracing::error!("spend store: cannot cut a failed line off {}: {cut}", path.display());
-                st.failed = Some(Failure::new("cut back", &path, &cut));
+                tracing::error!("spend store: cannot cut a failed line off {}: {cut}", path().display());
+                st.failed = Some(Failure::new("cut back", &path(), &cut));
                 self.synced.notify_all();
             }
-            return Err(io("append to", &path)(e));
+            return Err(io("append to", &path())(e));
         }
         st.len += line.len() as u64;
         st.lines += 1;
         st.written += 1;
-        // Only an idle sync thread is woken: one gathering or syncing takes this line in anyway,
-        // and waking it per line would cost a context switch per line.
-        if st.idle {
+        // Only the first line after the last sync wakes the sync thread (then waiting for one): a
+        // thread gathering or syncing takes later lines in anyway, and waking it per line would
+        // cost a context switch per line.
+        if st.written == st.synced + 1 {
             self.wake.notify_one();
         }
         Ok(st.written)
@@ -135,30 +139,32 @@ impl Inner {
             } else if st.closing {
                 return;
             } else {
-                st.idle = true;
                 st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-                st.idle = false;
             }
         }
     }
 
     /// Syncs every line written so far with the lock released (lines written meanwhile wait for
-    /// the next sync). A failed sync breaks the store: the system may have dropped the unsynced
-    /// lines, and a second sync could report success over them. Returns the lock.
+    /// the next sync). Returns the lock.
     fn sync_written<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        let target = st.written;
-        let path = journal_path(&self.dir, st.generation);
-        let journal = st.journal.clone();
+        let (target, generation, journal) = (st.written, st.generation, st.journal.clone());
         drop(st);
-        let result = match &journal {
+        self.sync_journal(journal.as_deref(), generation, target);
+        self.lock()
+    }
+
+    /// Syncs `journal` (of `generation`) without the lock and marks every line up to `target`
+    /// durable. A failed sync breaks the store: the system may have dropped the unsynced lines,
+    /// and a second sync could report success over them.
+    pub(super) fn sync_journal(&self, journal: Option<&File>, generation: u64, target: u64) {
+        let result = match journal {
             Some(file) => (self.sync)(file),
             None => Err(std::io::Error::other("the store was opened to read only")),
         };
         match result {
             Ok(()) => self.durable_up_to(target),
-            Err(e) => self.break_on(Failure::new("sync", &path, &e)),
+            Err(e) => self.break_on(Failure::new("sync", &journal_path(&self.dir, generation), &e)),
         }
-        self.lock()
     }
 
     /// Marks every line up to `line` durable and wakes those waiting for it.
@@ -171,7 +177,7 @@ impl Inner {
 
     /// Stops the store writing for `failure` (kept, and named in every later refusal) and wakes
     /// those waiting for durability with it.
-    pub(super) fn break_on(&self, failure: Failure) {
+    fn break_on(&self, failure: Failure) {
         tracing::error!("spend store: {failure}; nothing more is recorded");
         self.lock().failed = Some(failure);
         self.synced.notify_all();

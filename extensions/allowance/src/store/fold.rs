@@ -2,7 +2,6 @@
 //! the store's lock held only while writes move to the next journal: no hold or settlement
 //! waits for the fold's file work.
 
-use super::commit::Failure;
 use super::{Inner, KEEP_DAYS, Result, SNAPSHOT, SNAPSHOT_VERSION, Snapshot, StoreError};
 use super::{io, journal_path, journals, open_journal, sync_dir};
 use crate::ledger::{Open, Total};
@@ -60,12 +59,7 @@ impl Inner {
             }
             Err(e) => {
                 tracing::warn!("spend store: could not fold the journal (tried again later): {e}");
-                let path = journal_path(&self.dir, moved.old_generation);
-                match moved.old.as_deref().map(|f| (self.sync)(f)) {
-                    Some(Ok(())) => self.durable_up_to(moved.written),
-                    Some(Err(e)) => self.break_on(Failure::new("sync", &path, &e)),
-                    None => {}
-                }
+                self.sync_journal(moved.old.as_deref(), moved.old_generation, moved.written);
             }
         }
     }
